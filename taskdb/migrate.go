@@ -1,0 +1,135 @@
+package taskdb
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// The numbered migrations of each dialect, applied in order by Migrate.
+//
+//go:embed migrations
+var migrationFS embed.FS
+
+// migration is one numbered SQL file, split into statements.
+type migration struct {
+	version int
+	name    string
+	stmts   []string
+}
+
+// loadMigrations reads the migrations of one dialect, ordered by version.
+func loadMigrations(dir string) ([]migration, error) {
+	entries, err := fs.ReadDir(migrationFS, path.Join("migrations", dir))
+	if err != nil {
+		return nil, fmt.Errorf("read migrations %s: %w", dir, err)
+	}
+	var ms []migration
+	for _, e := range entries {
+		prefix, _, _ := strings.Cut(e.Name(), "_")
+		v, err := strconv.Atoi(prefix)
+		if err != nil || v <= 0 || !strings.HasSuffix(e.Name(), ".sql") {
+			return nil, fmt.Errorf("migration %s/%s: want NNNN_name.sql", dir, e.Name())
+		}
+		b, err := migrationFS.ReadFile(path.Join("migrations", dir, e.Name()))
+		if err != nil {
+			return nil, fmt.Errorf("read migration %s/%s: %w", dir, e.Name(), err)
+		}
+		ms = append(ms, migration{version: v, name: e.Name(), stmts: splitStatements(string(b))})
+	}
+	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
+	for i, m := range ms {
+		if m.version != i+1 {
+			return nil, fmt.Errorf("migration %s/%s: version %d, want %d", dir, m.name, m.version, i+1)
+		}
+	}
+	return ms, nil
+}
+
+// splitStatements drops "--" comment lines and splits the rest on ";".
+// Migrations hold no string literal with a semicolon in it.
+func splitStatements(src string) []string {
+	var b strings.Builder
+	for line := range strings.Lines(src) {
+		if !strings.HasPrefix(strings.TrimSpace(line), "--") {
+			b.WriteString(line)
+		}
+	}
+	var stmts []string
+	for s := range strings.SplitSeq(b.String(), ";") {
+		if s = strings.TrimSpace(s); s != "" {
+			stmts = append(stmts, s)
+		}
+	}
+	return stmts
+}
+
+// Migrate brings the schema up to date. Each migration runs in a
+// transaction and is recorded in toc_schema_migrations; one already
+// recorded is skipped, so running Migrate again is harmless. Concurrent
+// migrators are serialized: by GET_LOCK on MySQL, by the write lock of
+// BEGIN IMMEDIATE on SQLite.
+//
+// MySQL commits DDL implicitly, so there a migration that fails halfway
+// is not rolled back; its statements are written to be run again (CREATE
+// ... IF NOT EXISTS).
+func (s *Store) Migrate(ctx context.Context) error {
+	ms, err := loadMigrations(s.d.name)
+	if err != nil {
+		return err
+	}
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer conn.Close()
+	unlock, err := s.d.lockMigrations(ctx, conn)
+	if err != nil {
+		return fmt.Errorf("migrate: %w", err)
+	}
+	defer unlock()
+
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS toc_schema_migrations (
+		version    INTEGER NOT NULL PRIMARY KEY,
+		applied_at BIGINT  NOT NULL)`); err != nil {
+		return fmt.Errorf("migrate: create toc_schema_migrations: %w", err)
+	}
+	for _, m := range ms {
+		if err := s.apply(ctx, conn, m); err != nil {
+			return fmt.Errorf("migrate %s/%s: %w", s.d.name, m.name, err)
+		}
+	}
+	return nil
+}
+
+// apply runs migration m in a transaction unless it is recorded already.
+func (s *Store) apply(ctx context.Context, conn *sql.Conn, m migration) error {
+	tx, err := conn.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	var n int
+	err = tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_schema_migrations WHERE version = ?", m.version).Scan(&n)
+	if err != nil || n > 0 {
+		return err
+	}
+	for _, stmt := range m.stmts {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	_, err = tx.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (?, ?)",
+		m.version, s.now().UnixMilli())
+	if err != nil {
+		return err
+	}
+	return tx.Commit()
+}

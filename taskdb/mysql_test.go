@@ -1,0 +1,179 @@
+package taskdb
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/timer"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// openMariaDB returns a migrated store on a new database of the shared
+// mariadbd.
+func openMariaDB(tb testing.TB) *Store {
+	tb.Helper()
+	dsn := testenv.MariaDB(tb).NewDatabase(tb)
+	s, err := OpenMySQL(tb.Context(), dsn, WithMaxOpenConns(8))
+	if err != nil {
+		tb.Fatalf("OpenMySQL: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.Migrate(tb.Context()); err != nil {
+		tb.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+func TestMariaDB(t *testing.T) {
+	runConformance(t, func(t *testing.T) *Store { return openMariaDB(t) })
+}
+
+// TestMariaDBConcurrentMigrate runs four migrators on one empty database.
+func TestMariaDBConcurrentMigrate(t *testing.T) {
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	errs := make(chan error, 4)
+	for range 4 {
+		go func() {
+			s, err := OpenMySQL(t.Context(), dsn)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer s.Close()
+			errs <- s.Migrate(t.Context())
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Error(err)
+		}
+	}
+}
+
+// TestMariaDBFoundRows checks that OpenMySQL sets clientFoundRows whatever
+// the DSN says: an update that changes nothing still reports its match.
+func TestMariaDBFoundRows(t *testing.T) {
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	s, err := OpenMySQL(t.Context(), dsn+"&clientFoundRows=false")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Migrate(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	mustInsert(t, s, newJob(1, "t", 0))
+	for range 2 {
+		if ok, err := s.Reschedule(t.Context(), 1, base, base); !ok || err != nil {
+			t.Errorf("Reschedule to the same values = %t, %v; want true", ok, err)
+		}
+	}
+}
+
+// explain is one row of MariaDB's EXPLAIN.
+type explain struct {
+	table, typ, key, extra string
+}
+
+// TestMariaDBExplain checks that the hot queries use the intended indexes
+// on a table large enough for the optimizer to care.
+func TestMariaDBExplain(t *testing.T) {
+	s := openMariaDB(t)
+	ctx := t.Context()
+	if _, err := s.EnsureTopic(ctx, timer.Topic{Name: "t", Slots: 16}); err != nil {
+		t.Fatal(err)
+	}
+	statuses := []timer.Status{timer.StatusPending, timer.StatusDone, timer.StatusDone, timer.StatusCancelled, timer.StatusDead}
+	js := jobs(1, 5000, "t")
+	for i, j := range js {
+		j.Status = statuses[i%len(statuses)]
+		j.DueAt = base.Add(time.Duration(i%500) * time.Second)
+		j.Key = fmt.Sprint("k", i)
+	}
+	mustInsert(t, s, js...)
+	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs, toc_topics"); err != nil {
+		t.Fatal(err)
+	}
+	complete, completeArgs := completeStatement([]timer.Completion{{ID: 1}, {ID: 2}, {ID: 3}}, base)
+	tests := []struct {
+		name, query string
+		args        []any
+		want        []explain // the key and type per table
+	}{
+		{"Get", selectJob + "WHERE job_id = ?", []any{1},
+			[]explain{{table: "toc_jobs", typ: "const", key: "PRIMARY"}}},
+		{"GetMany", selectJob + "WHERE job_id IN (?, ?, ?)", []any{1, 2, 3},
+			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		{"GetByKey", selectJob + "WHERE topic = ? AND idem_key = ?", []any{"t", []byte("k7")},
+			[]explain{{table: "toc_jobs", typ: "const", key: "toc_jobs_topic_key"}}},
+		{"ScanPending", scanPending, []any{0, base.Add(100 * time.Second).UnixMilli(), base.UnixMilli(), base.UnixMilli(), 10, 100},
+			[]explain{{table: "j", typ: "range", key: "toc_jobs_status_due"}, {table: "t", typ: "eq_ref", key: "PRIMARY"}}},
+		{"Transition", "UPDATE toc_jobs SET status = ?, gmt_modified = ? WHERE job_id = ? AND status = ?", []any{2, 0, 1, 0},
+			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		{"Complete", complete, completeArgs,
+			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"},
+			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_status"}}},
+	}
+	for _, tc := range tests {
+		got := runExplain(t, s, tc.query, tc.args...)
+		var lines []string
+		for _, e := range got {
+			lines = append(lines, fmt.Sprintf("%s %s %s %s", e.table, e.typ, e.key, e.extra))
+		}
+		t.Logf("%s:\n%s", tc.name, strings.Join(lines, "\n"))
+		if len(got) != len(tc.want) {
+			t.Errorf("%s: %d tables in the plan, want %d", tc.name, len(got), len(tc.want))
+			continue
+		}
+		for i, w := range tc.want {
+			g := got[i]
+			if g.table != w.table || g.key != w.key || g.typ != w.typ || strings.Contains(g.extra, "filesort") {
+				t.Errorf("%s: table %s: type %s key %s (%s), want type %s key %s and no filesort",
+					tc.name, g.table, g.typ, g.key, g.extra, w.typ, w.key)
+			}
+		}
+	}
+}
+
+func runExplain(t *testing.T, s *Store, query string, args ...any) []explain {
+	t.Helper()
+	rows, err := s.db.QueryContext(t.Context(), "EXPLAIN "+query, args...)
+	if err != nil {
+		t.Fatalf("EXPLAIN: %v", err)
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plan []explain
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		ptrs := make([]any, len(cols))
+		for i := range vals {
+			ptrs[i] = &vals[i]
+		}
+		if err := rows.Scan(ptrs...); err != nil {
+			t.Fatal(err)
+		}
+		col := func(name string) string {
+			for i, c := range cols {
+				if c == name && vals[i] != nil {
+					return fmt.Sprintf("%s", vals[i])
+				}
+			}
+			return ""
+		}
+		plan = append(plan, explain{table: col("table"), typ: col("type"), key: col("key"), extra: col("Extra")})
+	}
+	if err := rows.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}

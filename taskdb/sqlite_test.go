@@ -1,0 +1,99 @@
+package taskdb
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// openSQLite returns a migrated store on a new SQLite file.
+func openSQLite(tb testing.TB) *Store {
+	tb.Helper()
+	s, err := OpenSQLite(tb.Context(), filepath.Join(tb.TempDir(), "toc.db"))
+	if err != nil {
+		tb.Fatalf("OpenSQLite: %v", err)
+	}
+	tb.Cleanup(func() { s.Close() })
+	if err := s.Migrate(tb.Context()); err != nil {
+		tb.Fatalf("Migrate: %v", err)
+	}
+	return s
+}
+
+func TestSQLite(t *testing.T) {
+	runConformance(t, func(t *testing.T) *Store { return openSQLite(t) })
+}
+
+func TestSQLiteRejectsMemory(t *testing.T) {
+	for _, path := range []string{"", ":memory:", "file::memory:", "a.db?mode=ro"} {
+		if s, err := OpenSQLite(t.Context(), path); err == nil {
+			s.Close()
+			t.Errorf("OpenSQLite(%q) succeeded", path)
+		}
+	}
+}
+
+// TestSQLitePlans checks that the hot queries use the intended indexes.
+func TestSQLitePlans(t *testing.T) {
+	s := openSQLite(t)
+	complete, completeArgs := completeStatement([]timer.Completion{{ID: 1}, {ID: 2}}, time.Time{})
+	tests := []struct {
+		name, query string
+		args        []any
+		want        string
+	}{
+		{"Get", selectJob + "WHERE job_id = ?", []any{1}, "USING INTEGER PRIMARY KEY"},
+		{"GetMany", selectJob + "WHERE job_id IN (?, ?, ?)", []any{1, 2, 3}, "USING INTEGER PRIMARY KEY"},
+		{"GetByKey", selectJob + "WHERE topic = ? AND idem_key = ?", []any{"t", []byte("k")}, "USING INDEX toc_jobs_topic_key"},
+		{"ScanPending", scanPending, []any{0, 10, 0, 0, 0, 100}, "USING INDEX toc_jobs_status_due"},
+		{"Transition", "UPDATE toc_jobs SET status = ? WHERE job_id = ? AND status = ?", []any{2, 1, 0}, "USING INTEGER PRIMARY KEY"},
+		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
+		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_status"},
+	}
+	for _, tc := range tests {
+		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, tc.args...)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var plan []string
+		for rows.Next() {
+			var id, parent, unused int
+			var detail string
+			if err := rows.Scan(&id, &parent, &unused, &detail); err != nil {
+				t.Fatal(err)
+			}
+			plan = append(plan, detail)
+		}
+		rows.Close()
+		p := strings.Join(plan, "\n")
+		if !strings.Contains(p, tc.want) || strings.Contains(p, "TEMP B-TREE") {
+			t.Errorf("%s: plan\n%s\nwant %q and no sort", tc.name, p, tc.want)
+		}
+		t.Logf("%s:\n%s", tc.name, p)
+	}
+}
+
+// TestMigrations checks that both dialects have the same migrations, each
+// of at least one statement.
+func TestMigrations(t *testing.T) {
+	my, err := loadMigrations("mysql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lite, err := loadMigrations("sqlite")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(my) != len(lite) {
+		t.Fatalf("%d mysql migrations, %d sqlite", len(my), len(lite))
+	}
+	for i := range my {
+		if my[i].name != lite[i].name || len(my[i].stmts) == 0 || len(lite[i].stmts) == 0 {
+			t.Errorf("migration %d: mysql %s (%d statements), sqlite %s (%d statements)",
+				i+1, my[i].name, len(my[i].stmts), lite[i].name, len(lite[i].stmts))
+		}
+	}
+}
