@@ -1,0 +1,111 @@
+package timer
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Queue is the whole Redis side of the engine.
+type Queue interface {
+	Index
+	Leaser
+}
+
+// Config configures an Engine. Horizon, Now, Logger and Observer, when
+// set, apply to every part that leaves its own unset.
+type Config struct {
+	Horizon  time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
+
+	Scheduler SchedulerConfig
+	Worker    WorkerConfig
+	Backstop  BackstopConfig
+	// Assignment gives the worker its slots (default: AllSlots over the
+	// store, the standalone mode).
+	Assignment Assignment
+}
+
+// Engine is the timeout service as a library: the scheduling path, one
+// worker and the backstop, over one task store and one Redis queue.
+type Engine struct {
+	*Scheduler
+	Worker   *Worker
+	Backstop *Backstop
+	waker    Waker
+	log      *slog.Logger
+}
+
+// New wires an Engine. When queue also implements Waker, the worker hears
+// of jobs scheduled by other processes as well as by this one.
+func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error) {
+	cfg.Horizon = cmp.Or(cfg.Horizon, DefaultHorizon)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	sc, wc, bc := cfg.Scheduler, cfg.Worker, cfg.Backstop
+	sc.Horizon, wc.Horizon, bc.Horizon = cmp.Or(sc.Horizon, cfg.Horizon), cmp.Or(wc.Horizon, cfg.Horizon), cmp.Or(bc.Horizon, cfg.Horizon)
+	for _, now := range []*func() time.Time{&sc.Now, &wc.Now, &bc.Now} {
+		if *now == nil {
+			*now = cfg.Now
+		}
+	}
+	for _, l := range []**slog.Logger{&sc.Logger, &wc.Logger, &bc.Logger} {
+		if *l == nil {
+			*l = cfg.Logger
+		}
+	}
+	for _, o := range []*Observer{&sc.Observer, &wc.Observer, &bc.Observer} {
+		if *o == nil {
+			*o = cfg.Observer
+		}
+	}
+	owner := cfg.Assignment
+	if owner == nil {
+		owner = &AllSlots{Topics: store}
+	}
+	sched, err := NewScheduler(store, queue, sc)
+	if err != nil {
+		return nil, err
+	}
+	worker, err := NewWorker(store, queue, queue, handler, owner, wc)
+	if err != nil {
+		return nil, err
+	}
+	sched.OnWake(worker.Wake)
+	e := &Engine{
+		Scheduler: sched,
+		Worker:    worker,
+		Backstop:  NewBackstop(store, queue, worker.Wake, bc),
+		log:       cfg.Logger,
+	}
+	e.waker, _ = queue.(Waker)
+	return e, nil
+}
+
+// Run runs the worker, the backstop and the wake-up subscription until ctx
+// is done, then waits for the worker's graceful stop.
+func (e *Engine) Run(ctx context.Context) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, 3)
+	run := func(name string, f func(context.Context) error) {
+		wg.Go(func() {
+			if err := f(ctx); err != nil {
+				errs <- fmt.Errorf("%s: %w", name, err)
+			}
+		})
+	}
+	run("worker", e.Worker.Run)
+	run("backstop", e.Backstop.Run)
+	if e.waker != nil {
+		run("wakes", func(ctx context.Context) error { return e.waker.Wakes(ctx, e.Worker.Wake) })
+	}
+	wg.Wait()
+	close(errs)
+	return <-errs
+}

@@ -1,0 +1,94 @@
+package timer
+
+import (
+	"context"
+	"time"
+)
+
+// Index is the Redis timer index as the scheduling path and the backstop
+// see it. Each slot of a topic has a Store set (timers by due time), a
+// Prepare set (leases) and a Dead set (exhausted jobs).
+type Index interface {
+	// Add puts timers in their slots' Store sets, replacing the due time
+	// and attempt of one already there. It returns a Wake for each slot
+	// whose earliest due time moved earlier.
+	Add(ctx context.Context, timers []Timer) ([]Wake, error)
+	// Restore adds the timers that are in none of their slot's Store,
+	// Prepare and Dead sets, and returns how many it added and the Wakes.
+	Restore(ctx context.Context, timers []Timer) (int, []Wake, error)
+	// Remove takes timers out of their slots' Store sets and returns how
+	// many were there. A leased job (in Prepare) is left alone: it is being
+	// fired, and the worker checks the row before it dispatches.
+	Remove(ctx context.Context, timers []Timer) (int, error)
+	// Revive moves a job from its slot's Dead set to Store at t.DueAt with
+	// attempt 0, reporting whether it was in Dead.
+	Revive(ctx context.Context, t Timer) (bool, error)
+}
+
+// Wake says that slot has a job due at DueAt, sooner than it had before.
+type Wake struct {
+	Slot  Slot
+	DueAt time.Time
+}
+
+// Leaser is the worker's side of the index: two-phase, at-least-once
+// consumption of one slot at a time.
+type Leaser interface {
+	// Claim moves up to limit jobs of slot due at or before now into its
+	// Prepare set, each leased until now+lease, and returns them with the
+	// slot's next due time and next lease expiry.
+	Claim(ctx context.Context, slot Slot, now time.Time, limit int, lease time.Duration) (Claim, error)
+	// Ack removes leases that are still held (same Token) and returns how
+	// many it removed.
+	Ack(ctx context.Context, leases []Lease) (int, error)
+	// Retry ends a held lease after a failed attempt: the job goes back to
+	// Store due at at with one more attempt, or to Dead when that makes
+	// maxAttempts attempts.
+	Retry(ctx context.Context, l Lease, at time.Time, maxAttempts int, now time.Time) (RetryOutcome, error)
+	// Sweep returns up to limit leases of slot that expired before now to
+	// Store, due at once with one more attempt (or to Dead when the attempt
+	// count reaches MaxAttemptsLimit).
+	Sweep(ctx context.Context, slot Slot, now time.Time, limit int) (Sweep, error)
+}
+
+// Claim is the result of Leaser.Claim.
+type Claim struct {
+	Leases []Lease
+	// NextDue is the earliest due time left in the slot's Store; zero when
+	// the Store is empty.
+	NextDue time.Time
+	// NextExpiry is the earliest lease deadline in the slot's Prepare set;
+	// zero when nothing is leased.
+	NextExpiry time.Time
+}
+
+// Sweep is the result of Leaser.Sweep.
+type Sweep struct {
+	// Returned counts the leases put back in Store.
+	Returned int
+	// Dead lists the jobs moved to Dead, with their attempt counts.
+	Dead []Lease
+	// NextExpiry is as in Claim, after the sweep.
+	NextExpiry time.Time
+}
+
+// RetryOutcome says what Leaser.Retry did.
+type RetryOutcome int
+
+// Outcomes of Leaser.Retry.
+const (
+	// Retried: the job is back in Store with one more attempt.
+	Retried RetryOutcome = iota
+	// Buried: the attempts are exhausted and the job is in Dead.
+	Buried
+	// Lost: the lease was no longer held (it expired and was swept or
+	// taken over); nothing changed.
+	Lost
+)
+
+// Waker delivers wake-ups published by other processes: a slot whose
+// earliest due time moved earlier.
+type Waker interface {
+	// Wakes calls fn for each wake-up until ctx is done.
+	Wakes(ctx context.Context, fn func(Wake)) error
+}

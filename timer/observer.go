@@ -1,0 +1,35 @@
+package timer
+
+import "time"
+
+// Observer receives the engine's events, for metrics. Its methods are
+// called on hot paths and must not block. NopObserver ignores them all.
+type Observer interface {
+	// Scheduled: n jobs of topic were committed.
+	Scheduled(topic string, n int)
+	// Claimed: a claim of slot returned n leases.
+	Claimed(slot Slot, n int)
+	// Fired: one attempt at a job ended, after took, lateness after its
+	// due time; err is nil on success.
+	Fired(topic string, attempt int, lateness, took time.Duration, err error)
+	// Retried: a failed job was put back to try again.
+	Retried(topic string)
+	// Buried: a job ran out of attempts and is dead.
+	Buried(topic string)
+	// Repaired: the backstop put n missing jobs back in the index.
+	Repaired(n int)
+	// IndexFailed: a write to the index failed after the task store
+	// committed (the backstop will repair it).
+	IndexFailed(op string, err error)
+}
+
+// NopObserver is an Observer that does nothing.
+type NopObserver struct{}
+
+func (NopObserver) Scheduled(string, int)                                  {}
+func (NopObserver) Claimed(Slot, int)                                      {}
+func (NopObserver) Fired(string, int, time.Duration, time.Duration, error) {}
+func (NopObserver) Retried(string)                                         {}
+func (NopObserver) Buried(string)                                          {}
+func (NopObserver) Repaired(int)                                           {}
+func (NopObserver) IndexFailed(string, error)                              {}

@@ -1,0 +1,383 @@
+package timer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// DefaultHorizon is how far ahead jobs are put in the Redis index. Jobs due
+// later live in the task store alone until the backstop loads them.
+const DefaultHorizon = time.Hour
+
+// SchedulerConfig configures a Scheduler. The zero value is usable.
+type SchedulerConfig struct {
+	// Horizon: jobs due within it go to Redis at once (default
+	// DefaultHorizon).
+	Horizon time.Duration
+	// Slots of a topic created on first use (default DefaultSlots).
+	Slots int
+	// Node numbers this process's job ids (0..MaxNode).
+	Node int
+	// Now is the clock (default time.Now).
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+func (c SchedulerConfig) withDefaults() SchedulerConfig {
+	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
+	c.Slots = cmp.Or(c.Slots, DefaultSlots)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	return c
+}
+
+// Validate reports the first field of c that is out of range.
+func (c SchedulerConfig) Validate() error {
+	switch {
+	case c.Horizon < 0:
+		return invalid("Horizon", "must not be negative")
+	case c.Slots != 0 && !validSlots(c.Slots):
+		return invalid("Slots", "must be a power of two within 1..%d", MaxSlots)
+	case c.Node < 0 || c.Node > MaxNode:
+		return invalid("Node", "must be within 0..%d", MaxNode)
+	}
+	return nil
+}
+
+func validSlots(n int) bool { return n >= 1 && n <= MaxSlots && n&(n-1) == 0 }
+
+// Scheduler is the write path: it commits jobs to the task store, then
+// indexes those due within the horizon in Redis. A Redis failure after the
+// commit does not fail the call: the backstop repairs it.
+type Scheduler struct {
+	store Store
+	index Index
+	ids   *IDGen
+	cfg   SchedulerConfig
+
+	group group
+
+	mu     sync.Mutex
+	topics map[string]Topic
+	wakers []func(Wake)
+}
+
+// NewScheduler returns a Scheduler writing to store and index.
+func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("scheduler config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	s := &Scheduler{
+		store:  store,
+		index:  index,
+		ids:    NewIDGen(cfg.Node, cfg.Now),
+		cfg:    cfg,
+		topics: make(map[string]Topic),
+	}
+	s.group.commit = s.ScheduleBatch
+	return s, nil
+}
+
+// OnWake registers fn to hear of slots whose earliest job moved earlier
+// because of this scheduler's writes: how an in-process worker learns to
+// wake sooner.
+func (s *Scheduler) OnWake(fn func(Wake)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.wakers = append(s.wakers, fn)
+}
+
+func (s *Scheduler) wake(wakes []Wake) {
+	if len(wakes) == 0 {
+		return
+	}
+	s.mu.Lock()
+	fns := s.wakers
+	s.mu.Unlock()
+	for _, fn := range fns {
+		for _, w := range wakes {
+			fn(w)
+		}
+	}
+}
+
+// Result is the outcome of one scheduling request.
+type Result struct {
+	Job *Job
+	// Created is false when an idempotency key matched an existing job.
+	Created bool
+	Err     error
+}
+
+// Schedule commits one job. With an idempotency key already used for the
+// topic it returns the existing job (Created false) when the request is
+// the same, and an error wrapping ErrConflict when it differs.
+//
+// Concurrent calls are committed together (group commit): one multi-row
+// INSERT and one Redis pipeline for every request that arrived while the
+// previous commit ran. Each call returns only once its row is committed,
+// or with an error when nothing of it was written.
+func (s *Scheduler) Schedule(ctx context.Context, r Request) (Result, error) {
+	if err := r.Validate(); err != nil {
+		return Result{Err: err}, err
+	}
+	return s.group.do(ctx, r)
+}
+
+// ScheduleBatch commits many jobs in one transaction and one Redis
+// pipeline. Each request gets its own Result; the error is for a failure
+// of the whole batch, when nothing was written.
+func (s *Scheduler) ScheduleBatch(ctx context.Context, reqs []Request) ([]Result, error) {
+	now := s.cfg.Now()
+	results := make([]Result, len(reqs))
+	var (
+		fresh   []*Job
+		at      []int // index in reqs of each fresh job
+		seenKey = make(map[[2]string]int)
+	)
+	for i := range reqs {
+		r := &reqs[i]
+		if err := r.Validate(); err != nil {
+			results[i].Err = err
+			continue
+		}
+		if _, err := s.topic(ctx, r.Topic); err != nil {
+			return nil, err
+		}
+		if r.Key != "" {
+			k := [2]string{r.Topic, r.Key}
+			if j, ok := seenKey[k]; ok {
+				results[i] = s.repeat(r, results[j].Job)
+				continue
+			}
+			seenKey[k] = i
+			existing, err := s.store.GetByKey(ctx, r.Topic, r.Key)
+			switch {
+			case err == nil:
+				results[i] = s.repeat(r, existing)
+				continue
+			case !errors.Is(err, ErrNotFound):
+				return nil, fmt.Errorf("look up key: %w", err)
+			}
+		}
+		j := r.job(s.ids.Next(), now)
+		results[i] = Result{Job: j, Created: true}
+		fresh = append(fresh, j)
+		at = append(at, i)
+	}
+	if err := s.store.Insert(ctx, fresh); err != nil {
+		if !errors.Is(err, ErrConflict) {
+			return nil, fmt.Errorf("insert %d jobs: %w", len(fresh), err)
+		}
+		// A key was taken concurrently: insert one at a time so that only
+		// the requests that collided are affected.
+		if fresh, err = s.insertEach(ctx, reqs, results, fresh, at); err != nil {
+			return nil, err
+		}
+	}
+	for _, j := range fresh {
+		s.cfg.Observer.Scheduled(j.Topic, 1)
+	}
+	s.indexNew(ctx, fresh, now)
+	return results, nil
+}
+
+// repeat answers a request whose key matched existing.
+func (s *Scheduler) repeat(r *Request, existing *Job) Result {
+	if existing == nil || existing.Topic != r.Topic || !r.sameAs(existing) {
+		return Result{Err: errKeyMismatch}
+	}
+	return Result{Job: existing}
+}
+
+func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Result, jobs []*Job, at []int) ([]*Job, error) {
+	var inserted []*Job
+	for n, j := range jobs {
+		err := s.store.Insert(ctx, []*Job{j})
+		switch {
+		case err == nil:
+			inserted = append(inserted, j)
+			continue
+		case !errors.Is(err, ErrConflict):
+			return nil, fmt.Errorf("insert job: %w", err)
+		case j.Key == "":
+			// An id collision: another process shares our node number.
+			j.ID = s.ids.Next()
+			if err := s.store.Insert(ctx, []*Job{j}); err != nil {
+				results[at[n]] = Result{Err: fmt.Errorf("insert job: %w", err)}
+				continue
+			}
+			inserted = append(inserted, j)
+			continue
+		}
+		existing, err := s.store.GetByKey(ctx, j.Topic, j.Key)
+		if err != nil {
+			results[at[n]] = Result{Err: fmt.Errorf("look up key: %w", err)}
+			continue
+		}
+		results[at[n]] = s.repeat(&reqs[at[n]], existing)
+	}
+	return inserted, nil
+}
+
+// indexNew adds the jobs due within the horizon to Redis. Failure is
+// logged and counted, not returned: the rows are committed, and the
+// backstop will index them.
+func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
+	timers := make([]Timer, 0, len(jobs))
+	for _, j := range jobs {
+		if s.withinHorizon(j.DueAt, now) {
+			timers = append(timers, s.timerOf(j))
+		}
+	}
+	if len(timers) == 0 {
+		return
+	}
+	wakes, err := s.index.Add(ctx, timers)
+	if err != nil {
+		s.cfg.Observer.IndexFailed("add", err)
+		s.cfg.Logger.Warn("index add failed; the backstop will repair it", "jobs", len(timers), "err", err)
+		return
+	}
+	s.wake(wakes)
+}
+
+func (s *Scheduler) withinHorizon(due, now time.Time) bool {
+	return due.Before(now.Add(s.cfg.Horizon))
+}
+
+func (s *Scheduler) timerOf(j *Job) Timer {
+	s.mu.Lock()
+	t := s.topics[j.Topic]
+	s.mu.Unlock()
+	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts}
+}
+
+// topic returns the topic named name, creating it on first use.
+func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
+	s.mu.Lock()
+	t, ok := s.topics[name]
+	s.mu.Unlock()
+	if ok {
+		return t, nil
+	}
+	t, err := s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
+	if err != nil {
+		return Topic{}, fmt.Errorf("ensure topic %s: %w", name, err)
+	}
+	s.mu.Lock()
+	s.topics[name] = t
+	s.mu.Unlock()
+	return t, nil
+}
+
+// Get returns one job.
+func (s *Scheduler) Get(ctx context.Context, id JobID) (*Job, error) {
+	return s.store.Get(ctx, id)
+}
+
+// Cancel moves a pending job to cancelled and takes it out of the index.
+// It returns an error wrapping ErrNotFound for an unknown job and
+// ErrConflict, with the job, for one that is not pending. A job already
+// leased by a worker may still fire: the worker re-reads the row just
+// before it dispatches, which narrows but cannot close that window.
+func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Transition(ctx, id, StatusPending, StatusCancelled, now)
+	}, func(j *Job) error {
+		_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
+		return err
+	})
+}
+
+// Reschedule moves a pending job's due time to r's FireAt or Delay.
+func (s *Scheduler) Reschedule(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
+	due, err := dueTime(fireAt, delay, s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Reschedule(ctx, id, due, now)
+	}, func(j *Job) error {
+		if !s.withinHorizon(j.DueAt, s.cfg.Now()) {
+			_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
+			return err
+		}
+		wakes, err := s.index.Add(ctx, []Timer{s.timerOf(j)})
+		s.wake(wakes)
+		return err
+	})
+}
+
+// Replay moves a dead job back to pending, due at fireAt or after delay,
+// with its attempts reset.
+func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
+	due, err := dueTime(fireAt, delay, s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Replay(ctx, id, due, now)
+	}, func(j *Job) error {
+		t := s.timerOf(j)
+		ok, err := s.index.Revive(ctx, t)
+		if err != nil || ok {
+			return err
+		}
+		// Not in the Dead set (purged, or Redis lost it): index it anew.
+		wakes, err := s.index.Add(ctx, []Timer{t})
+		s.wake(wakes)
+		return err
+	})
+}
+
+// change runs a conditional row update, then the index update that goes
+// with it, and returns the job as it now is.
+func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.Time) (bool, error), reindex func(*Job) error) (*Job, error) {
+	ok, err := update(s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+	}
+	if _, err := s.topic(ctx, j.Topic); err != nil {
+		return j, err
+	}
+	if err := reindex(j); err != nil {
+		// The row is the truth; a stale timer is skipped by the worker and
+		// a missing one restored by the backstop.
+		s.cfg.Observer.IndexFailed("reindex", err)
+		s.cfg.Logger.Warn("index update failed after commit", "job", id, "err", err)
+	}
+	return j, nil
+}
+
+func dueTime(fireAt time.Time, delay time.Duration, now time.Time) (time.Time, error) {
+	r := Request{Topic: "x", FireAt: fireAt, Delay: delay}
+	if err := r.Validate(); err != nil {
+		return time.Time{}, err
+	}
+	if fireAt.IsZero() {
+		fireAt = now.Add(delay)
+	}
+	return TimeOf(fireAt.UnixMilli()), nil
+}

@@ -1,0 +1,87 @@
+package timer
+
+import (
+	"context"
+	"time"
+)
+
+// Store is the task store: the source of truth for every job row. A job
+// whose row is committed as pending will fire, whatever happens to Redis.
+//
+// Every method that changes a row is conditional on its current status and
+// reports whether the change happened; none of them fails because the row
+// is in another status. Times are stored at millisecond precision.
+type Store interface {
+	JobWriter
+	JobReader
+	Scanner
+	TopicStore
+}
+
+// JobWriter inserts jobs and moves them between statuses.
+type JobWriter interface {
+	// Insert commits jobs in one transaction, all or none. It returns an
+	// error wrapping ErrConflict, and writes nothing, when a job id or a
+	// (topic, key) pair already exists.
+	Insert(ctx context.Context, jobs []*Job) error
+	// Transition moves a job from status from to status to, reporting
+	// whether it was in status from.
+	Transition(ctx context.Context, id JobID, from, to Status, now time.Time) (bool, error)
+	// Complete moves pending jobs to done, recording their attempt counts,
+	// and returns how many were pending.
+	Complete(ctx context.Context, done []Completion, now time.Time) (int, error)
+	// Fail records a failed attempt of a pending job: its attempt count and
+	// error, and status dead when dead is set. It reports whether the job
+	// was pending.
+	Fail(ctx context.Context, id JobID, attempts int, lastErr string, dead bool, now time.Time) (bool, error)
+	// Reschedule sets a pending job's due time, reporting whether it was
+	// pending.
+	Reschedule(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
+	// Replay moves a dead job back to pending at dueAt with its attempts
+	// and last error reset, reporting whether it was dead.
+	Replay(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
+}
+
+// Completion is a job that was dispatched successfully.
+type Completion struct {
+	ID       JobID
+	Attempts int
+}
+
+// JobReader reads job rows.
+type JobReader interface {
+	// Get returns one job, or an error wrapping ErrNotFound.
+	Get(ctx context.Context, id JobID) (*Job, error)
+	// GetMany returns the jobs of ids that exist, in no particular order,
+	// in one query.
+	GetMany(ctx context.Context, ids []JobID) ([]*Job, error)
+	// GetByKey returns the job of topic with idempotency key key, or an
+	// error wrapping ErrNotFound.
+	GetByKey(ctx context.Context, topic, key string) (*Job, error)
+}
+
+// Scanner pages through pending jobs in due order, for the backstop.
+type Scanner interface {
+	// ScanPending returns up to limit pending jobs with a due time before
+	// before, ordered by (due time, id), strictly after cursor. Each Timer
+	// carries its topic's slot count, read from the topic's row.
+	ScanPending(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
+}
+
+// Cursor is a position in the (due time, id) order of ScanPending. The
+// zero Cursor is before every job.
+type Cursor struct {
+	DueAt time.Time
+	ID    JobID
+}
+
+// TopicStore keeps topics and their slot counts.
+type TopicStore interface {
+	// EnsureTopic creates t unless a topic of that name exists, and returns
+	// the stored topic (whose slot count wins over t's).
+	EnsureTopic(ctx context.Context, t Topic) (Topic, error)
+	// Topic returns one topic, or an error wrapping ErrNotFound.
+	Topic(ctx context.Context, name string) (Topic, error)
+	// Topics returns every topic, ordered by name.
+	Topics(ctx context.Context) ([]Topic, error)
+}

@@ -1,0 +1,212 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestIDGenUniqueAndIncreasing(t *testing.T) {
+	now := time.UnixMilli(idEpoch + 1000)
+	g := NewIDGen(7, func() time.Time { return now })
+	prev := JobID(0)
+	// More than 4,096 ids in one millisecond borrow from the next ones.
+	for i := range 10000 {
+		id := g.Next()
+		if id <= prev {
+			t.Fatalf("id %d: %d not above %d", i, id, prev)
+		}
+		if id >= 1<<63 {
+			t.Fatalf("id %d above 2^63", id)
+		}
+		if node := uint64(id) >> seqBits & MaxNode; node != 7 {
+			t.Fatalf("node bits %d", node)
+		}
+		prev = id
+	}
+	// A clock that steps back does not make ids go back.
+	now = now.Add(-time.Hour)
+	if id := g.Next(); id <= prev {
+		t.Fatalf("after the clock stepped back: %d not above %d", id, prev)
+	}
+}
+
+func TestParseJobID(t *testing.T) {
+	for _, s := range []string{"", "0", "-1", "abc", "9223372036854775808", "1e3", " 12"} {
+		if _, err := ParseJobID(s); !errors.Is(err, ErrInvalid) {
+			t.Errorf("ParseJobID(%q) = %v, want ErrInvalid", s, err)
+		}
+	}
+	id, err := ParseJobID("9223372036854775807")
+	if err != nil || id.String() != "9223372036854775807" {
+		t.Errorf("max id: %v %v", id, err)
+	}
+}
+
+func TestRetryPolicyDelay(t *testing.T) {
+	p := RetryPolicy{Base: time.Second, Max: 10 * time.Minute}
+	for n := 1; n <= 70; n++ {
+		want := p.Max
+		if n < 20 && time.Second<<(n-1) < p.Max {
+			want = time.Second << (n - 1)
+		}
+		for range 50 {
+			d := p.Delay(n)
+			if d < want/2 || d > want {
+				t.Fatalf("Delay(%d) = %v, want within [%v, %v]", n, d, want/2, want)
+			}
+		}
+	}
+	ra := &RetryAfterError{After: time.Hour, Err: errors.New("429")}
+	if d := p.delayAfter(1, ra); d != time.Hour {
+		t.Errorf("Retry-After ignored: %v", d)
+	}
+}
+
+func TestRequestValidate(t *testing.T) {
+	ok := Request{Topic: "orders", Delay: time.Second}
+	tests := []struct {
+		field  string
+		mutate func(r *Request)
+	}{
+		{"topic", func(r *Request) { r.Topic = "" }},
+		{"topic", func(r *Request) { r.Topic = "Orders" }},
+		{"topic", func(r *Request) { r.Topic = "-x" }},
+		{"topic", func(r *Request) { r.Topic = strings.Repeat("a", 65) }},
+		{"key", func(r *Request) { r.Key = strings.Repeat("k", MaxKeyBytes+1) }},
+		{"delay_ms", func(r *Request) { r.Delay = -time.Millisecond }},
+		{"fire_at", func(r *Request) { r.FireAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"fire_at", func(r *Request) { r.FireAt = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }},
+		{"max_attempts", func(r *Request) { r.MaxAttempts = MaxAttemptsLimit + 1 }},
+		{"max_attempts", func(r *Request) { r.MaxAttempts = -1 }},
+		{"payload", func(r *Request) { r.Payload = make([]byte, MaxPayloadBytes+1) }},
+	}
+	if err := ok.Validate(); err != nil {
+		t.Fatalf("valid request: %v", err)
+	}
+	for _, tt := range tests {
+		r := ok
+		tt.mutate(&r)
+		err := r.Validate()
+		fe, isField := errors.AsType[*FieldError](err)
+		if !isField || fe.Field != tt.field || !errors.Is(err, ErrInvalid) {
+			t.Errorf("%s: got %v", tt.field, err)
+		}
+	}
+}
+
+func TestSlotHeapOrder(t *testing.T) {
+	var h slotHeap
+	base := time.Unix(1000, 0)
+	states := make([]*slotState, 50)
+	for i := range states {
+		states[i] = &slotState{slot: Slot{Topic: "t", Index: i}, due: base.Add(time.Duration((i*37)%50) * time.Millisecond), index: -1}
+		h.set(states[i])
+	}
+	// An idle slot leaves the heap; a lease expiry earlier than due wins.
+	states[3].due = time.Time{}
+	h.set(states[3])
+	states[4].expiry = base.Add(-time.Second)
+	h.set(states[4])
+	if h.peek() != states[4] {
+		t.Fatalf("peek = slot %d, want 4", h.peek().slot.Index)
+	}
+	prev := time.Time{}
+	n := 0
+	for h.Len() > 0 {
+		s := h.peek()
+		if s.at().Before(prev) {
+			t.Fatalf("out of order: %v after %v", s.at(), prev)
+		}
+		prev = s.at()
+		h.remove(s)
+		n++
+	}
+	if n != 49 {
+		t.Fatalf("%d slots popped, want 49", n)
+	}
+}
+
+// The group commits concurrent calls together and answers each with its
+// own result, in its own order.
+func TestGroupCommit(t *testing.T) {
+	var (
+		mu     sync.Mutex
+		sizes  []int
+		gate   = make(chan struct{})
+		called = make(chan struct{}, 1)
+	)
+	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, error) {
+		select {
+		case called <- struct{}{}:
+		default:
+		}
+		<-gate
+		mu.Lock()
+		sizes = append(sizes, len(reqs))
+		mu.Unlock()
+		res := make([]Result, len(reqs))
+		for i, r := range reqs {
+			if r.Key == "bad" {
+				res[i].Err = ErrConflict
+				continue
+			}
+			res[i] = Result{Job: &Job{Key: r.Key}, Created: true}
+		}
+		return res, nil
+	}}
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	first := make(chan struct{})
+	wg.Go(func() {
+		close(first)
+		if res, err := g.do(t.Context(), Request{Key: "k-first"}); err != nil || res.Job.Key != "k-first" {
+			errs <- fmt.Errorf("first: %v %v", res, err)
+		}
+	})
+	<-first
+	<-called // the first commit is running: the others queue behind it
+	for i := range n - 1 {
+		key := fmt.Sprintf("k%d", i)
+		if i == 7 {
+			key = "bad"
+		}
+		wg.Go(func() {
+			res, err := g.do(t.Context(), Request{Key: key})
+			switch {
+			case key == "bad" && !errors.Is(err, ErrConflict):
+				errs <- fmt.Errorf("bad key: %v", err)
+			case key != "bad" && (err != nil || res.Job.Key != key):
+				errs <- fmt.Errorf("%s: %v %v", key, res, err)
+			}
+		})
+	}
+	// Let everyone queue, then release the commits.
+	for {
+		g.mu.Lock()
+		queued := len(g.pending)
+		g.mu.Unlock()
+		if queued == n-1 {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(gate)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != n-1 {
+		t.Errorf("commit sizes %v, want [1 %d]", sizes, n-1)
+	}
+	if g.busy || len(g.pending) != 0 {
+		t.Errorf("group left busy=%v pending=%d", g.busy, len(g.pending))
+	}
+}

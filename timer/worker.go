@@ -1,0 +1,734 @@
+package timer
+
+import (
+	"cmp"
+	"container/heap"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Defaults of a Worker.
+const (
+	DefaultBatchSize      = 100
+	DefaultConcurrency    = 64
+	DefaultLease          = 30 * time.Second
+	DefaultAttemptTimeout = 10 * time.Second
+	DefaultGrace          = 10 * time.Second
+	// LeaseMargin is the least a lease must exceed the attempt timeout by:
+	// the time to load a batch and record its outcome.
+	LeaseMargin = 2 * time.Second
+)
+
+// WorkerConfig configures a Worker. The zero value is usable.
+type WorkerConfig struct {
+	// BatchSize caps the jobs claimed from one slot at once.
+	BatchSize int
+	// Concurrency caps the handler calls in flight.
+	Concurrency int
+	// Prefetch caps the leases held beyond those being dispatched
+	// (default BatchSize). The worker never claims more than it can
+	// dispatch soon, so over-capacity work waits in Redis, not in memory.
+	Prefetch int
+	// Lease is how long a claimed job stays with this worker before
+	// another may take it back; it must exceed AttemptTimeout+LeaseMargin.
+	Lease time.Duration
+	// AttemptTimeout bounds one handler call.
+	AttemptTimeout time.Duration
+	Retry          RetryPolicy
+	// Grace is how long shutdown waits for handler calls in flight.
+	Grace time.Duration
+	// Horizon is the scheduler's: a job found rescheduled beyond it is
+	// left to the backstop.
+	Horizon  time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+func (c WorkerConfig) withDefaults() WorkerConfig {
+	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
+	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
+	c.Prefetch = cmp.Or(c.Prefetch, c.BatchSize)
+	c.Lease = cmp.Or(c.Lease, DefaultLease)
+	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)
+	c.Grace = cmp.Or(c.Grace, DefaultGrace)
+	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.DiscardHandler)
+	}
+	if c.Observer == nil {
+		c.Observer = NopObserver{}
+	}
+	return c
+}
+
+// Validate reports the first field of c that is out of range, after
+// defaults are applied.
+func (c WorkerConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case c.BatchSize < 1:
+		return invalid("BatchSize", "must be positive")
+	case c.Concurrency < 1:
+		return invalid("Concurrency", "must be positive")
+	case c.Prefetch < 0:
+		return invalid("Prefetch", "must not be negative")
+	case c.Lease < c.AttemptTimeout+LeaseMargin:
+		return invalid("Lease", "%v must exceed the attempt timeout %v by %v, or a slow attempt is fired twice", c.Lease, c.AttemptTimeout, LeaseMargin)
+	}
+	return nil
+}
+
+// Worker fires the jobs of the slots it owns. For each slot it sleeps
+// until the slot's next due time or lease expiry, and wakes sooner when
+// told of a job due earlier. It claims in batches, loads the rows in one
+// query, skips jobs whose row is no longer pending, dispatches the rest
+// with bounded concurrency, marks them done and then acks them, or retries
+// them with backoff.
+type Worker struct {
+	store   Store
+	index   Index
+	leaser  Leaser
+	handler Handler
+	owner   Assignment
+	cfg     WorkerConfig
+	log     *slog.Logger
+	obs     Observer
+
+	// sem holds one token per lease in memory; only the claim loop puts.
+	sem   chan struct{}
+	freed chan struct{}
+
+	wakeMu  sync.Mutex
+	pending map[Slot]time.Time
+	woken   chan struct{}
+
+	loadCh     chan []Lease
+	dispatchCh chan task
+	finishCh   chan finish
+
+	slots map[Slot]*slotState
+	due   slotHeap
+}
+
+// NewWorker returns a worker that fires the slots owner gives it through
+// handler.
+func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner Assignment, cfg WorkerConfig) (*Worker, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("worker config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	held := cfg.Concurrency + cfg.Prefetch
+	return &Worker{
+		store:      store,
+		index:      index,
+		leaser:     leaser,
+		handler:    handler,
+		owner:      owner,
+		cfg:        cfg,
+		log:        cfg.Logger,
+		obs:        cfg.Observer,
+		sem:        make(chan struct{}, held),
+		freed:      make(chan struct{}, 1),
+		pending:    make(map[Slot]time.Time),
+		woken:      make(chan struct{}, 1),
+		loadCh:     make(chan []Lease, held),
+		dispatchCh: make(chan task, held),
+		finishCh:   make(chan finish, held),
+		slots:      make(map[Slot]*slotState),
+	}, nil
+}
+
+type task struct {
+	lease Lease
+	job   *Job
+}
+
+type finish struct {
+	lease    Lease
+	complete bool // mark the row done before acking
+	attempts int
+}
+
+// Wake tells the worker that w.Slot has a job due at w.DueAt. It never
+// blocks and is safe to call from any goroutine.
+func (w *Worker) Wake(wk Wake) {
+	w.wakeMu.Lock()
+	if at, ok := w.pending[wk.Slot]; !ok || wk.DueAt.Before(at) {
+		w.pending[wk.Slot] = wk.DueAt
+	}
+	w.wakeMu.Unlock()
+	select {
+	case w.woken <- struct{}{}:
+	default:
+	}
+}
+
+// Run claims and fires jobs until ctx is done, then stops claiming, lets
+// the handler calls in flight finish within the grace period, records
+// their outcomes, and returns. A lease it did not finish comes back to
+// another worker when it expires.
+func (w *Worker) Run(ctx context.Context) error {
+	// Handler calls outlive ctx by the grace period; outcomes are recorded
+	// even after that.
+	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+	recordCtx := context.WithoutCancel(ctx)
+
+	var loaders, dispatchers, finisher sync.WaitGroup
+	for range loaderCount {
+		loaders.Go(func() { w.load(handlerCtx) })
+	}
+	for range w.cfg.Concurrency {
+		dispatchers.Go(func() { w.dispatch(handlerCtx, recordCtx) })
+	}
+	finisher.Go(func() { w.finish(recordCtx) })
+
+	err := w.loop(ctx)
+
+	grace := time.AfterFunc(w.cfg.Grace, cancelHandlers)
+	defer grace.Stop()
+	close(w.loadCh)
+	loaders.Wait()
+	close(w.dispatchCh)
+	dispatchers.Wait()
+	close(w.finishCh)
+	finisher.Wait()
+	return err
+}
+
+// loaderCount is the number of goroutines loading claimed rows; each
+// coalesces what is waiting into one query.
+const loaderCount = 4
+
+// loop is the claim loop: it alone touches slots, due and the semaphore's
+// put side.
+func (w *Worker) loop(ctx context.Context) error {
+	changed := w.refreshOwned(ctx, nil)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.applyWakes()
+		blocked := w.serveDue(ctx)
+		var wait <-chan time.Time
+		if next := w.due.next(); !blocked && !next.IsZero() {
+			timer.Reset(next.Sub(w.cfg.Now()))
+			wait = timer.C
+		}
+		var freed <-chan struct{}
+		if blocked {
+			freed = w.freed
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wait:
+		case <-freed:
+		case <-w.woken:
+		case <-changed:
+			changed = w.refreshOwned(ctx, changed)
+		}
+	}
+}
+
+// refreshOwned asks the assignment for the owned slots, adds new ones
+// (due at once, so the first claim learns their state) and drops the
+// others. On error it keeps the current set and retries soon.
+func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan struct{} {
+	owned, changed, err := w.owner.Owned(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("slot assignment failed; keeping the current slots", "err", err)
+		}
+		retry := make(chan struct{})
+		time.AfterFunc(time.Second, func() { close(retry) })
+		return retry
+	}
+	keep := make(map[Slot]bool, len(owned))
+	now := w.cfg.Now()
+	for _, s := range owned {
+		keep[s] = true
+		w.own(s, now)
+	}
+	for s, st := range w.slots {
+		if !keep[s] {
+			w.due.remove(st)
+			delete(w.slots, s)
+		}
+	}
+	return changed
+}
+
+func (w *Worker) own(s Slot, now time.Time) *slotState {
+	st, ok := w.slots[s]
+	if !ok {
+		st = &slotState{slot: s, due: now, expiry: now, index: -1}
+		w.slots[s] = st
+		w.due.set(st)
+	}
+	return st
+}
+
+// applyWakes moves slots told of an earlier job earlier.
+func (w *Worker) applyWakes() {
+	w.wakeMu.Lock()
+	if len(w.pending) == 0 {
+		w.wakeMu.Unlock()
+		return
+	}
+	pending := w.pending
+	w.pending = make(map[Slot]time.Time)
+	w.wakeMu.Unlock()
+
+	wants, _ := w.owner.(interface{ Wants(Slot) bool })
+	for s, at := range pending {
+		st, ok := w.slots[s]
+		if !ok {
+			if wants == nil || !wants.Wants(s) {
+				continue
+			}
+			st = w.own(s, at)
+		}
+		if st.due.IsZero() || at.Before(st.due) {
+			st.due = at
+			w.due.set(st)
+		}
+	}
+}
+
+// serveDue serves every slot whose time has come, earliest first, and
+// reports whether it stopped because every lease token is taken.
+func (w *Worker) serveDue(ctx context.Context) bool {
+	for ctx.Err() == nil {
+		now := w.cfg.Now()
+		st := w.due.peek()
+		if st == nil || st.at().After(now) {
+			return false
+		}
+		served := w.serveSlot(ctx, st, now)
+		w.due.set(st)
+		if !served {
+			return true
+		}
+	}
+	return false
+}
+
+// errorBackoff is how long a slot rests after Redis failed it.
+const errorBackoff = 250 * time.Millisecond
+
+// serveSlot sweeps the slot's expired leases and claims its due jobs. It
+// returns false when it could not claim because no lease token is free.
+func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bool {
+	if !st.expiry.IsZero() && !st.expiry.After(now) {
+		sw, err := w.leaser.Sweep(ctx, st.slot, now, w.cfg.BatchSize)
+		if err != nil {
+			w.slotFailed(ctx, st, now, "sweep", err)
+			return true
+		}
+		st.expiry = sw.NextExpiry
+		if sw.Returned+len(sw.Dead) >= w.cfg.BatchSize {
+			st.expiry = now
+		}
+		if sw.Returned > 0 {
+			st.due = now
+		}
+		w.buryExpired(ctx, st.slot, sw.Dead, now)
+	}
+	if st.due.IsZero() || st.due.After(now) {
+		return true
+	}
+	limit := min(w.cfg.BatchSize, cap(w.sem)-len(w.sem))
+	if limit == 0 {
+		return false
+	}
+	c, err := w.leaser.Claim(ctx, st.slot, now, limit, w.cfg.Lease)
+	if err != nil {
+		w.slotFailed(ctx, st, now, "claim", err)
+		return true
+	}
+	w.obs.Claimed(st.slot, len(c.Leases))
+	st.due, st.expiry = c.NextDue, c.NextExpiry
+	if len(c.Leases) == limit {
+		st.due = now // a full batch: there may be more
+	}
+	if len(c.Leases) > 0 {
+		for range c.Leases {
+			w.sem <- struct{}{}
+		}
+		w.loadCh <- c.Leases // never blocks: its buffer holds as many batches as there are tokens
+	}
+	return true
+}
+
+func (w *Worker) slotFailed(ctx context.Context, st *slotState, now time.Time, op string, err error) {
+	if ctx.Err() == nil {
+		w.log.Warn("slot "+op+" failed", "slot", st.slot.String(), "err", err)
+	}
+	retry := now.Add(errorBackoff)
+	st.due = laterOf(st.due, retry)
+	st.expiry = laterOf(st.expiry, retry)
+}
+
+func laterOf(t, floor time.Time) time.Time {
+	if t.IsZero() || t.After(floor) {
+		return t
+	}
+	return floor
+}
+
+// buryExpired marks dead the rows of jobs a sweep moved to Dead.
+func (w *Worker) buryExpired(ctx context.Context, slot Slot, dead []Lease, now time.Time) {
+	for _, l := range dead {
+		if _, err := w.store.Fail(ctx, l.ID, l.Attempt, "lease expired on the last attempt", true, now); err != nil {
+			w.log.Warn("mark dead failed", "job", l.ID.String(), "err", err)
+		}
+		w.obs.Buried(slot.Topic)
+	}
+}
+
+func (w *Worker) release(n int) {
+	for range n {
+		<-w.sem
+	}
+	select {
+	case w.freed <- struct{}{}:
+	default:
+	}
+}
+
+// load reads the rows of claimed leases and routes each lease: to the
+// dispatchers, or straight to an ack when the row says not to fire.
+func (w *Worker) load(ctx context.Context) {
+	for batch := range w.loadCh {
+		leases := coalesce(batch, w.loadCh, maxLoad)
+		if ctx.Err() != nil {
+			w.release(len(leases)) // shutdown over: the leases expire and come back
+			continue
+		}
+		jobs, err := w.getMany(ctx, leases)
+		if err != nil {
+			w.log.Warn("load claimed jobs failed; their leases will expire and they will come back", "jobs", len(leases), "err", err)
+			w.release(len(leases))
+			continue
+		}
+		now := w.cfg.Now()
+		for _, l := range leases {
+			w.route(ctx, l, jobs[l.ID], now)
+		}
+	}
+}
+
+// maxLoad caps the leases one load query reads.
+const maxLoad = 500
+
+func coalesce[T any](first []T, ch <-chan []T, limit int) []T {
+	out := first
+	for len(out) < limit {
+		select {
+		case more, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, more...)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// getMany loads rows by id, trying a few times: a database blip should
+// not cost a lease period.
+func (w *Worker) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, error) {
+	ids := make([]JobID, len(leases))
+	for i, l := range leases {
+		ids[i] = l.ID
+	}
+	var err error
+	for try := range 3 {
+		var jobs []*Job
+		if jobs, err = w.store.GetMany(ctx, ids); err == nil {
+			byID := make(map[JobID]*Job, len(jobs))
+			for _, j := range jobs {
+				byID[j.ID] = j
+			}
+			return byID, nil
+		}
+		if sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
+	switch {
+	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled:
+		w.finishCh <- finish{lease: l}
+	case j.Status == StatusDead:
+		// Dead in the row but leased in Redis: keep the index in step so the
+		// dead-letter list shows it.
+		w.retry(ctx, l, j, now, 1, now)
+	case j.DueAt.After(now):
+		// Rescheduled later since this timer was written: put the timer at
+		// the row's time (or leave it to the backstop beyond the horizon).
+		if j.DueAt.Before(now.Add(w.cfg.Horizon)) {
+			if err := w.readd(ctx, j, l.Attempt); err != nil {
+				w.log.Warn("re-add rescheduled job failed", "job", j.ID.String(), "err", err)
+				w.release(1)
+				return
+			}
+		}
+		w.finishCh <- finish{lease: l}
+	case l.Attempt >= j.MaxAttempts:
+		// Its last attempt's lease expired (its worker died mid-call).
+		if _, err := w.store.Fail(ctx, j.ID, l.Attempt, "lease expired on the last attempt", true, now); err != nil {
+			w.log.Warn("mark dead failed", "job", j.ID.String(), "err", err)
+			w.release(1)
+			return
+		}
+		w.retry(ctx, l, j, now, j.MaxAttempts, now)
+	default:
+		w.dispatchCh <- task{lease: l, job: j}
+	}
+}
+
+// readd puts the timer of a rescheduled job back in Redis at the row's
+// due time, before the stale lease is acked.
+func (w *Worker) readd(ctx context.Context, j *Job, attempt int) error {
+	topic, err := w.store.Topic(ctx, j.Topic)
+	if err != nil {
+		return err
+	}
+	t := Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: attempt}
+	wakes, err := w.index.Add(ctx, []Timer{t})
+	for _, wk := range wakes {
+		w.Wake(wk)
+	}
+	return err
+}
+
+// dispatch calls the handler for each task, one at a time; Concurrency of
+// them run.
+func (w *Worker) dispatch(handlerCtx, recordCtx context.Context) {
+	for t := range w.dispatchCh {
+		if handlerCtx.Err() != nil {
+			w.release(1) // grace period over: the lease expires and it comes back
+			continue
+		}
+		attempt := t.lease.Attempt + 1
+		start := w.cfg.Now()
+		err := w.fire(handlerCtx, t.job, attempt, start)
+		w.obs.Fired(t.job.Topic, attempt, start.Sub(t.job.DueAt), w.cfg.Now().Sub(start), err)
+		switch {
+		case err == nil:
+			w.finishCh <- finish{lease: t.lease, complete: true, attempts: attempt}
+		case handlerCtx.Err() != nil:
+			// Cut short by shutdown: not the receiver's fault, so no attempt
+			// is recorded here; the lease expires and the job comes back.
+			w.release(1)
+		default:
+			w.failed(recordCtx, t, attempt, err)
+		}
+	}
+}
+
+func (w *Worker) fire(ctx context.Context, j *Job, attempt int, at time.Time) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return w.handler.Fire(ctx, Delivery{Job: j, Attempt: attempt, At: at})
+}
+
+// failed records a failed attempt: in the row first (the truth), then in
+// Redis, whose script decides between retry and Dead.
+func (w *Worker) failed(ctx context.Context, t task, attempt int, cause error) {
+	now := w.cfg.Now()
+	if errors.Is(cause, ErrDiscard) {
+		if _, err := w.store.Transition(ctx, t.job.ID, StatusPending, StatusCancelled, now); err != nil {
+			w.log.Warn("discard job failed", "job", t.job.ID.String(), "err", err)
+			w.release(1)
+			return
+		}
+		w.finishCh <- finish{lease: t.lease}
+		return
+	}
+	dead := attempt >= t.job.MaxAttempts
+	if _, err := w.store.Fail(ctx, t.job.ID, attempt, cause.Error(), dead, now); err != nil {
+		w.log.Warn("record failed attempt failed; the lease will expire", "job", t.job.ID.String(), "err", err)
+		w.release(1)
+		return
+	}
+	w.retry(ctx, t.lease, t.job, now.Add(w.cfg.Retry.delayAfter(attempt, cause)), t.job.MaxAttempts, now)
+}
+
+// retry hands a lease back to Redis: due again at at, or to Dead when
+// maxAttempts is reached.
+func (w *Worker) retry(ctx context.Context, l Lease, j *Job, at time.Time, maxAttempts int, now time.Time) {
+	defer w.release(1)
+	outcome, err := w.leaser.Retry(ctx, l, at, maxAttempts, now)
+	switch {
+	case err != nil:
+		w.log.Warn("retry failed; the lease will expire", "job", j.ID.String(), "err", err)
+	case outcome == Retried:
+		w.obs.Retried(j.Topic)
+		w.Wake(Wake{Slot: l.Slot, DueAt: at})
+	case outcome == Buried:
+		w.obs.Buried(j.Topic)
+	}
+}
+
+// finish marks rows done and acks leases, in batches.
+func (w *Worker) finish(ctx context.Context) {
+	for f := range w.finishCh {
+		batch := coalesceOne(f, w.finishCh, maxLoad)
+		now := w.cfg.Now()
+		var (
+			done []Completion
+			acks = make([]Lease, 0, len(batch))
+		)
+		for _, f := range batch {
+			if f.complete {
+				done = append(done, Completion{ID: f.lease.ID, Attempts: f.attempts})
+			} else {
+				acks = append(acks, f.lease)
+			}
+		}
+		if len(done) > 0 {
+			if _, err := w.store.Complete(ctx, done, now); err != nil {
+				// Unacked, they come back when their leases expire, find
+				// their rows still pending, and fire again: at least once.
+				w.log.Warn("mark done failed; the jobs will fire again", "jobs", len(done), "err", err)
+			} else {
+				for _, f := range batch {
+					if f.complete {
+						acks = append(acks, f.lease)
+					}
+				}
+			}
+		}
+		if len(acks) > 0 {
+			if _, err := w.leaser.Ack(ctx, acks); err != nil {
+				w.log.Warn("ack failed; the leases will expire and be skipped", "jobs", len(acks), "err", err)
+			}
+		}
+		w.release(len(batch))
+	}
+}
+
+func coalesceOne[T any](first T, ch <-chan T, limit int) []T {
+	out := []T{first}
+	for len(out) < limit {
+		select {
+		case more, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, more)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// slotState is what the claim loop knows of one owned slot.
+type slotState struct {
+	slot   Slot
+	due    time.Time // earliest due time in Store; zero: none
+	expiry time.Time // earliest lease expiry in Prepare; zero: none
+	index  int       // in the heap; -1 when idle
+}
+
+// at is when the slot next needs serving; zero when idle.
+func (s *slotState) at() time.Time {
+	switch {
+	case s.due.IsZero():
+		return s.expiry
+	case s.expiry.IsZero() || s.due.Before(s.expiry):
+		return s.due
+	}
+	return s.expiry
+}
+
+// slotHeap orders the non-idle slots by when they next need serving.
+type slotHeap []*slotState
+
+func (h slotHeap) Len() int           { return len(h) }
+func (h slotHeap) Less(i, j int) bool { return h[i].at().Before(h[j].at()) }
+func (h slotHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].index, h[j].index = i, j
+}
+func (h *slotHeap) Push(x any) {
+	s := x.(*slotState)
+	s.index = len(*h)
+	*h = append(*h, s)
+}
+func (h *slotHeap) Pop() any {
+	old := *h
+	s := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	s.index = -1
+	return s
+}
+
+// set puts s at its place, or takes it out when it is idle.
+func (h *slotHeap) set(s *slotState) {
+	switch {
+	case s.at().IsZero():
+		h.remove(s)
+	case s.index < 0:
+		heap.Push(h, s)
+	default:
+		heap.Fix(h, s.index)
+	}
+}
+
+func (h *slotHeap) remove(s *slotState) {
+	if s.index >= 0 {
+		heap.Remove(h, s.index)
+	}
+}
+
+func (h slotHeap) peek() *slotState {
+	if len(h) == 0 {
+		return nil
+	}
+	return h[0]
+}
+
+func (h slotHeap) next() time.Time {
+	if s := h.peek(); s != nil {
+		return s.at()
+	}
+	return time.Time{}
+}
