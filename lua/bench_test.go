@@ -1,0 +1,209 @@
+package lua
+
+import (
+	"fmt"
+	"strconv"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/lua/luatest"
+)
+
+// Benchmarks run against the real redis-server of internal/testenv (they
+// are skipped without one): miniredis says nothing about Redis's speed.
+//
+//	go test -run '^$' -bench . ./lua
+
+// fill puts n members into key with the given score, by pipelined ZADDs.
+func fill(b *testing.B, be *luatest.Backend, key string, n int, score float64) {
+	b.Helper()
+	ctx := b.Context()
+	const chunk = 1000
+	pipe := be.Client.Pipeline()
+	for i := 0; i < n; i += chunk {
+		zs := make([]redis.Z, 0, chunk)
+		for j := i; j < min(i+chunk, n); j++ {
+			zs = append(zs, redis.Z{Score: score, Member: strconv.Itoa(j)})
+		}
+		pipe.ZAdd(ctx, key, zs...)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		b.Fatalf("fill %s: %v", key, err)
+	}
+}
+
+func del(b *testing.B, be *luatest.Backend, keys ...string) {
+	b.Helper()
+	if err := be.Client.Del(b.Context(), keys...).Err(); err != nil {
+		b.Fatal(err)
+	}
+}
+
+func BenchmarkClaim(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			be := luatest.Redis(b)
+			k := keysOf(be, 0)
+			const stock = 20_000
+			left := 0
+			for b.Loop() {
+				if left < n {
+					b.StopTimer()
+					del(b, be, k.Store, k.Prepare)
+					fill(b, be, k.Store, stock, float64(t0*128))
+					left = stock
+					b.StartTimer()
+				}
+				r, err := Claim(b.Context(), be.Client, k, t0, n, 30_000)
+				if err != nil || len(r.Leased) != n {
+					b.Fatalf("Claim = %d leased, %v", len(r.Leased), err)
+				}
+				left -= n
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+		})
+	}
+}
+
+func BenchmarkAdd(b *testing.B) {
+	for _, n := range []int{1, 100} {
+		b.Run(fmt.Sprintf("%d_per_slot", n), func(b *testing.B) {
+			be := luatest.Redis(b)
+			k := keysOf(be, 0)
+			entries := make([]Entry, n)
+			i := 0
+			for b.Loop() {
+				for j := range entries {
+					// Cycle over 100k ids so the set stays of a realistic size.
+					entries[j] = Entry{Member: strconv.Itoa(i % 100_000), Ms: t0 + int64(i%5000), Attempt: 0}
+					i++
+				}
+				if _, err := Add(b.Context(), be.Client, AddCall{Keys: k, Mode: ModeSet, Entries: entries}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+		})
+	}
+	b.Run("100_over_16_slots_pipelined", func(b *testing.B) {
+		be := luatest.Redis(b)
+		calls := make([]AddCall, 16)
+		i := 0
+		for b.Loop() {
+			for s := range calls {
+				es := make([]Entry, 100/16+1)
+				for j := range es {
+					es[j] = Entry{Member: strconv.Itoa(i % 100_000), Ms: t0 + int64(i%5000)}
+					i++
+				}
+				calls[s] = AddCall{Keys: keysOf(be, s), Mode: ModeSet, Entries: es}
+			}
+			if _, err := Add(b.Context(), be.Client, calls...); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// leases fills Prepare with stock leases that expired at t0 (token
+// t0*128, attempt 0), named "0".."stock-1".
+func leases(b *testing.B, be *luatest.Backend, stock int) {
+	b.Helper()
+	k := keysOf(be, 0)
+	del(b, be, k.Store, k.Prepare, k.Dead)
+	fill(b, be, k.Prepare, stock, float64(t0*128))
+}
+
+func BenchmarkAck(b *testing.B) {
+	for _, n := range []int{1, 10} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			be := luatest.Redis(b)
+			k := keysOf(be, 0)
+			const stock = 20_000
+			next := stock
+			hs := make([]Held, n)
+			for b.Loop() {
+				if next+n > stock {
+					b.StopTimer()
+					leases(b, be, stock)
+					next = 0
+					b.StartTimer()
+				}
+				for j := range hs {
+					hs[j] = Held{Member: strconv.Itoa(next), Token: float64(t0 * 128)}
+					next++
+				}
+				if got, err := Ack(b.Context(), be.Client, AckCall{Keys: k, Leases: hs}); err != nil || got != n {
+					b.Fatalf("Ack = %d, %v", got, err)
+				}
+			}
+		})
+	}
+}
+
+func BenchmarkRetry(b *testing.B) {
+	be := luatest.Redis(b)
+	k := keysOf(be, 0)
+	const stock = 20_000
+	next := stock
+	for b.Loop() {
+		if next >= stock {
+			b.StopTimer()
+			leases(b, be, stock)
+			next = 0
+			b.StartTimer()
+		}
+		h := Held{Member: strconv.Itoa(next), Token: float64(t0 * 128)}
+		next++
+		if o, err := Retry(b.Context(), be.Client, k, h, t0+1000, 16, t0); err != nil || o != Retried {
+			b.Fatalf("Retry = %v, %v", o, err)
+		}
+	}
+}
+
+func BenchmarkSweep(b *testing.B) {
+	for _, n := range []int{10, 100} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			be := luatest.Redis(b)
+			k := keysOf(be, 0)
+			const stock = 20_000
+			left := 0
+			for b.Loop() {
+				if left < n {
+					b.StopTimer()
+					leases(b, be, stock)
+					left = stock
+					b.StartTimer()
+				}
+				s, err := Sweep(b.Context(), be.Client, k, t0, n, 64)
+				if err != nil || s.Returned != n {
+					b.Fatalf("Sweep = %+v, %v", s, err)
+				}
+				left -= n
+			}
+			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "leases/s")
+		})
+	}
+}
+
+func BenchmarkRevive(b *testing.B) {
+	be := luatest.Redis(b)
+	k := keysOf(be, 0)
+	const stock = 20_000
+	next := stock
+	for b.Loop() {
+		if next >= stock {
+			b.StopTimer()
+			del(b, be, k.Store, k.Dead)
+			fill(b, be, k.Dead, stock, float64(t0*128+16))
+			next = 0
+			b.StartTimer()
+		}
+		r, err := Revive(b.Context(), be.Client, ReviveCall{Keys: k, Member: strconv.Itoa(next), Ms: t0})
+		if err != nil || !r.Revived {
+			b.Fatalf("Revive = %+v, %v", r, err)
+		}
+		next++
+	}
+}

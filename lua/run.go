@@ -1,0 +1,181 @@
+package lua
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// MaxBatch caps the members one script call handles, so no call blocks
+// Redis for long. Callers split larger batches.
+const MaxBatch = 1000
+
+// Client is what the wrappers need of a go-redis client: scripting and
+// pipelines. *redis.Client, *redis.ClusterClient and redis.UniversalClient
+// all satisfy it.
+type Client interface {
+	redis.Scripter
+	Pipeline() redis.Pipeliner
+}
+
+var (
+	//go:embed add.lua
+	addSrc string
+	//go:embed claim.lua
+	claimSrc string
+	//go:embed ack.lua
+	ackSrc string
+	//go:embed retry.lua
+	retrySrc string
+	//go:embed sweep.lua
+	sweepSrc string
+	//go:embed revive.lua
+	reviveSrc string
+)
+
+var (
+	addScript    = redis.NewScript(addSrc)
+	claimScript  = redis.NewScript(claimSrc)
+	ackScript    = redis.NewScript(ackSrc)
+	retryScript  = redis.NewScript(retrySrc)
+	sweepScript  = redis.NewScript(sweepSrc)
+	reviveScript = redis.NewScript(reviveSrc)
+)
+
+// scripts names every script, for Load and tests.
+var scripts = map[string]*redis.Script{
+	"add":    addScript,
+	"claim":  claimScript,
+	"ack":    ackScript,
+	"retry":  retryScript,
+	"sweep":  sweepScript,
+	"revive": reviveScript,
+}
+
+// Load loads every script into the server's script cache (on a cluster,
+// into every master), so that the first calls need no fallback. Calling
+// it is optional: wrappers fall back to EVAL on NOSCRIPT.
+func Load(ctx context.Context, c redis.Scripter) error {
+	for name, s := range scripts {
+		if err := s.Load(ctx, c).Err(); err != nil {
+			return fmt.Errorf("load script %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// call is one script invocation.
+type call struct {
+	script *redis.Script
+	keys   []string
+	args   []any
+}
+
+// run runs calls by EVALSHA, in one pipeline when there are several, and
+// returns their replies in order. A call answered NOSCRIPT did not run; it
+// is run again by EVAL, which also caches the script. Any other error of
+// any call is returned (calls that succeeded stay done).
+func run(ctx context.Context, c Client, calls []call) ([]any, error) {
+	switch len(calls) {
+	case 0:
+		return nil, nil
+	case 1:
+		cl := calls[0]
+		v, err := cl.script.Run(ctx, c, cl.keys, cl.args...).Result()
+		if err != nil {
+			return nil, err
+		}
+		return []any{v}, nil
+	}
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := c.Pipeline()
+	for i, cl := range calls {
+		cmds[i] = cl.script.EvalSha(ctx, pipe, cl.keys, cl.args...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	var again []int
+	for i, cmd := range cmds {
+		if err := cmd.Err(); isNoScript(err) {
+			again = append(again, i)
+		} else if err != nil {
+			return nil, err
+		}
+	}
+	if len(again) > 0 {
+		pipe = c.Pipeline()
+		for _, i := range again {
+			cl := calls[i]
+			cmds[i] = cl.script.Eval(ctx, pipe, cl.keys, cl.args...)
+		}
+		_, _ = pipe.Exec(ctx)
+		for _, i := range again {
+			if err := cmds[i].Err(); err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]any, len(cmds))
+	for i, cmd := range cmds {
+		out[i] = cmd.Val()
+	}
+	return out, nil
+}
+
+func isNoScript(err error) bool {
+	return err != nil && redis.HasErrorPrefix(err, "NOSCRIPT")
+}
+
+// errReply is returned when a script's reply does not have the documented
+// shape.
+var errReply = errors.New("unexpected script reply")
+
+func replyArray(v any, n int) ([]any, error) {
+	a, ok := v.([]any)
+	if !ok || len(a) != n {
+		return nil, fmt.Errorf("%w: %v (%T), want %d-element array", errReply, v, v, n)
+	}
+	return a, nil
+}
+
+func replyInt(v any) (int64, error) {
+	n, ok := v.(int64)
+	if !ok {
+		return 0, fmt.Errorf("%w: %v (%T), want integer", errReply, v, v)
+	}
+	return n, nil
+}
+
+func replyStrings(v any) ([]string, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v (%T), want array", errReply, v, v)
+	}
+	out := make([]string, len(a))
+	for i, x := range a {
+		s, ok := x.(string)
+		if !ok {
+			return nil, fmt.Errorf("%w: %v (%T), want string", errReply, x, x)
+		}
+		out[i] = s
+	}
+	return out, nil
+}
+
+func replyInts(v any) ([]int64, error) {
+	a, ok := v.([]any)
+	if !ok {
+		return nil, fmt.Errorf("%w: %v (%T), want array", errReply, v, v)
+	}
+	out := make([]int64, len(a))
+	for i, x := range a {
+		n, err := replyInt(x)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = n
+	}
+	return out, nil
+}

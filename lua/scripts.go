@@ -1,0 +1,412 @@
+package lua
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/slots"
+)
+
+// AddMode says how add treats members already in the slot.
+type AddMode string
+
+// Modes of Add.
+const (
+	// ModeSet adds each member to Store or replaces its score there.
+	ModeSet AddMode = "set"
+	// ModeRestore adds only members in none of Store, Prepare and Dead.
+	ModeRestore AddMode = "restore"
+)
+
+// Entry is one member with its decoded score.
+type Entry struct {
+	Member  string
+	Ms      int64
+	Attempt int
+}
+
+// AddCall is one run of the add script: entries for one slot.
+type AddCall struct {
+	Keys slots.KeySet
+	Mode AddMode
+	// WakeChannel is the channel the script publishes to when the slot's
+	// earliest due time moves earlier; "" publishes nothing.
+	WakeChannel string
+	// WakeMessage starts the published message, "<topic> <slot>"; the
+	// script appends " <due ms>".
+	WakeMessage string
+	// Entries are at most MaxBatch members with their due ms and attempt.
+	Entries []Entry
+}
+
+// AddResult is the reply of one AddCall.
+type AddResult struct {
+	// Added counts the members new to Store.
+	Added int
+	// Earliest is Store's lowest entry when its due ms moved earlier
+	// (OK false otherwise).
+	Earliest Head
+}
+
+// Add runs calls in one pipeline and returns their results in order.
+func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
+	runs := make([]call, len(calls))
+	for i, ac := range calls {
+		if ac.Mode != ModeSet && ac.Mode != ModeRestore {
+			return nil, fmt.Errorf("add: mode %q: not set or restore", ac.Mode)
+		}
+		if len(ac.Entries) > MaxBatch {
+			return nil, fmt.Errorf("add: %d entries: more than %d", len(ac.Entries), MaxBatch)
+		}
+		args := make([]any, 0, 3+2*len(ac.Entries))
+		args = append(args, string(ac.Mode), ac.WakeChannel, ac.WakeMessage)
+		for _, e := range ac.Entries {
+			n, err := scoreInt(e.Ms, e.Attempt)
+			if err != nil {
+				return nil, fmt.Errorf("add %s: %w", e.Member, err)
+			}
+			args = append(args, e.Member, formatScore(n))
+		}
+		runs[i] = call{addScript, []string{ac.Keys.Store, ac.Keys.Prepare, ac.Keys.Dead}, args}
+	}
+	replies, err := run(ctx, c, runs)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	out := make([]AddResult, len(replies))
+	for i, v := range replies {
+		a, err := replyArray(v, 2)
+		if err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		n, err := replyInt(a[0])
+		if err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		h, err := headOf(a[1])
+		if err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		out[i] = AddResult{Added: int(n), Earliest: h}
+	}
+	return out, nil
+}
+
+// Leased is one member moved to Prepare by Claim.
+type Leased struct {
+	Member string
+	// Token is the member's Prepare score, which Ack and Retry present.
+	Token float64
+	// Attempt is the attempt count carried over from Store.
+	Attempt int
+}
+
+// ClaimResult is the reply of Claim.
+type ClaimResult struct {
+	Leased []Leased
+	// StoreHead is the lowest entry left in Store.
+	StoreHead Head
+	// PrepareHead is the lowest entry in Prepare: the next lease deadline.
+	PrepareHead Head
+}
+
+// Claim leases up to limit (1..MaxBatch) members of Store due at or
+// before nowMs, each until nowMs+leaseMs.
+func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit int, leaseMs int64) (ClaimResult, error) {
+	if err := checkMillis("now", nowMs); err != nil {
+		return ClaimResult{}, fmt.Errorf("claim: %w", err)
+	}
+	if limit < 1 || limit > MaxBatch {
+		return ClaimResult{}, fmt.Errorf("claim: limit %d: not in 1..%d", limit, MaxBatch)
+	}
+	if leaseMs < 1 || leaseMs > MaxMillis-nowMs {
+		return ClaimResult{}, fmt.Errorf("claim: lease %d ms: %w", leaseMs, ErrRange)
+	}
+	replies, err := run(ctx, c, []call{{claimScript, []string{keys.Store, keys.Prepare},
+		[]any{nowMs, limit, leaseMs}}})
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claim: %w", err)
+	}
+	r, err := decodeClaim(replies[0])
+	if err != nil {
+		return ClaimResult{}, fmt.Errorf("claim: %w", err)
+	}
+	return r, nil
+}
+
+func decodeClaim(v any) (ClaimResult, error) {
+	a, err := replyArray(v, 4)
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	members, err := replyStrings(a[0])
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	tokens, err := replyInts(a[1])
+	if err != nil {
+		return ClaimResult{}, err
+	}
+	if len(tokens) != len(members) {
+		return ClaimResult{}, fmt.Errorf("%w: %d members, %d tokens", errReply, len(members), len(tokens))
+	}
+	var r ClaimResult
+	if r.StoreHead, err = headOf(a[2]); err != nil {
+		return ClaimResult{}, err
+	}
+	if r.PrepareHead, err = headOf(a[3]); err != nil {
+		return ClaimResult{}, err
+	}
+	r.Leased = make([]Leased, len(members))
+	for i, m := range members {
+		_, attempt := splitInt(tokens[i])
+		r.Leased[i] = Leased{Member: m, Token: float64(tokens[i]), Attempt: attempt}
+	}
+	return r, nil
+}
+
+// Held is a lease presented to Ack or Retry.
+type Held struct {
+	Member string
+	Token  float64
+}
+
+// AckCall is one run of the ack script: leases of one slot.
+type AckCall struct {
+	Keys slots.KeySet
+	// Leases are at most MaxBatch leases.
+	Leases []Held
+}
+
+// Ack removes the leases of calls that are still held, in one pipeline,
+// and returns how many it removed.
+func Ack(ctx context.Context, c Client, calls ...AckCall) (int, error) {
+	runs := make([]call, len(calls))
+	for i, ac := range calls {
+		if len(ac.Leases) > MaxBatch {
+			return 0, fmt.Errorf("ack: %d leases: more than %d", len(ac.Leases), MaxBatch)
+		}
+		args := make([]any, 0, 2*len(ac.Leases))
+		for _, l := range ac.Leases {
+			tok, err := formatToken(l.Token)
+			if err != nil {
+				return 0, fmt.Errorf("ack %s: %w", l.Member, err)
+			}
+			args = append(args, l.Member, tok)
+		}
+		runs[i] = call{ackScript, []string{ac.Keys.Prepare}, args}
+	}
+	replies, err := run(ctx, c, runs)
+	if err != nil {
+		return 0, fmt.Errorf("ack: %w", err)
+	}
+	total := 0
+	for _, v := range replies {
+		n, err := replyInt(v)
+		if err != nil {
+			return 0, fmt.Errorf("ack: %w", err)
+		}
+		total += int(n)
+	}
+	return total, nil
+}
+
+func formatToken(token float64) (string, error) {
+	if _, _, err := SplitScore(token); err != nil {
+		return "", fmt.Errorf("lease token: %w", err)
+	}
+	return strconv.FormatFloat(token, 'f', -1, 64), nil
+}
+
+// RetryResult is what the retry script did.
+type RetryResult int
+
+// Replies of the retry script.
+const (
+	Retried RetryResult = 0
+	Buried  RetryResult = 1
+	Lost    RetryResult = 2
+)
+
+// Retry ends the lease l after a failed attempt: the member goes back to
+// Store due at retryAtMs with one more attempt, or to Dead (died at nowMs)
+// when that makes maxAttempts (1..MaxAttempt) attempts. Nothing changes
+// when the lease is no longer held.
+func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs int64, maxAttempts int, nowMs int64) (RetryResult, error) {
+	tok, err := formatToken(l.Token)
+	if err != nil {
+		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
+	}
+	if err := checkMillis("retry at", retryAtMs); err != nil {
+		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
+	}
+	if err := checkMillis("now", nowMs); err != nil {
+		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
+	}
+	if maxAttempts < 1 || maxAttempts > MaxAttempt {
+		return 0, fmt.Errorf("retry %s: max attempts %d: %w (1..%d)", l.Member, maxAttempts, ErrRange, MaxAttempt)
+	}
+	replies, err := run(ctx, c, []call{{retryScript, []string{keys.Store, keys.Prepare, keys.Dead},
+		[]any{l.Member, tok, retryAtMs, maxAttempts, nowMs}}})
+	if err != nil {
+		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
+	}
+	n, err := replyInt(replies[0])
+	if err != nil || n < 0 || n > 2 {
+		return 0, fmt.Errorf("retry %s: %w: %v", l.Member, errReply, replies[0])
+	}
+	return RetryResult(n), nil
+}
+
+// SweepResult is the reply of Sweep.
+type SweepResult struct {
+	// Returned counts the members put back in Store (or left there).
+	Returned int
+	// Dead lists the members moved to Dead, with their attempt counts.
+	Dead []Entry
+	// PrepareHead is the lowest entry left in Prepare.
+	PrepareHead Head
+}
+
+// Sweep takes up to limit (1..MaxBatch) leases that ended at or before
+// nowMs out of Prepare: back to Store due at once with one more attempt,
+// or to Dead when that makes attemptCap (1..MaxAttempt) attempts.
+func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
+	if err := checkMillis("now", nowMs); err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	if limit < 1 || limit > MaxBatch {
+		return SweepResult{}, fmt.Errorf("sweep: limit %d: not in 1..%d", limit, MaxBatch)
+	}
+	if attemptCap < 1 || attemptCap > MaxAttempt {
+		return SweepResult{}, fmt.Errorf("sweep: attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
+	}
+	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.Store, keys.Prepare, keys.Dead},
+		[]any{nowMs, limit, attemptCap}}})
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	r, err := decodeSweep(replies[0], nowMs)
+	if err != nil {
+		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+	}
+	return r, nil
+}
+
+func decodeSweep(v any, nowMs int64) (SweepResult, error) {
+	a, err := replyArray(v, 4)
+	if err != nil {
+		return SweepResult{}, err
+	}
+	n, err := replyInt(a[0])
+	if err != nil {
+		return SweepResult{}, err
+	}
+	members, err := replyStrings(a[1])
+	if err != nil {
+		return SweepResult{}, err
+	}
+	attempts, err := replyInts(a[2])
+	if err != nil {
+		return SweepResult{}, err
+	}
+	if len(attempts) != len(members) {
+		return SweepResult{}, fmt.Errorf("%w: %d members, %d attempts", errReply, len(members), len(attempts))
+	}
+	head, err := headOf(a[3])
+	if err != nil {
+		return SweepResult{}, err
+	}
+	r := SweepResult{Returned: int(n), PrepareHead: head}
+	for i, m := range members {
+		if attempts[i] < 0 || attempts[i] > MaxAttempt {
+			return SweepResult{}, fmt.Errorf("%w: attempt %d", errReply, attempts[i])
+		}
+		r.Dead = append(r.Dead, Entry{Member: m, Ms: nowMs, Attempt: int(attempts[i])})
+	}
+	return r, nil
+}
+
+// ReviveCall is one run of the revive script.
+type ReviveCall struct {
+	Keys   slots.KeySet
+	Member string
+	// Ms is the new due time; the attempt count restarts at 0.
+	Ms int64
+	// WakeChannel and WakeMessage are as in AddCall.
+	WakeChannel string
+	WakeMessage string
+}
+
+// ReviveResult is the reply of Revive.
+type ReviveResult struct {
+	// Revived says whether the member was in Dead (and is now in Store).
+	Revived bool
+	// Earliest is Store's lowest entry when the revival moved its due ms
+	// earlier (OK false otherwise); the script then published a wake-up.
+	Earliest Head
+}
+
+// Revive moves a member from Dead to Store, due at rc.Ms with attempt 0.
+func Revive(ctx context.Context, c Client, rc ReviveCall) (ReviveResult, error) {
+	n, err := scoreInt(rc.Ms, 0)
+	if err != nil {
+		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
+	}
+	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.Store, rc.Keys.Dead},
+		[]any{rc.Member, formatScore(n), rc.WakeChannel, rc.WakeMessage}}})
+	if err != nil {
+		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
+	}
+	a, err := replyArray(replies[0], 2)
+	if err != nil {
+		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
+	}
+	v, err := replyInt(a[0])
+	if err != nil {
+		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
+	}
+	h, err := headOf(a[1])
+	if err != nil {
+		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
+	}
+	return ReviveResult{Revived: v == 1, Earliest: h}, nil
+}
+
+// DecodeEntry decodes a member and score as ZRANGE WITHSCORES returns them.
+func DecodeEntry(z redis.Z) (Entry, error) {
+	m, ok := z.Member.(string)
+	if !ok {
+		return Entry{}, fmt.Errorf("%w: member %v (%T)", errReply, z.Member, z.Member)
+	}
+	ms, attempt, err := SplitScore(z.Score)
+	if err != nil {
+		return Entry{}, fmt.Errorf("member %s: %w", m, err)
+	}
+	return Entry{Member: m, Ms: ms, Attempt: attempt}, nil
+}
+
+// HeadOf decodes the reply of ZRANGE key 0 0 WITHSCORES.
+func HeadOf(zs []redis.Z) (Head, error) {
+	if len(zs) == 0 {
+		return Head{}, nil
+	}
+	e, err := DecodeEntry(zs[0])
+	if err != nil {
+		return Head{}, err
+	}
+	return Head{Ms: e.Ms, Attempt: e.Attempt, OK: true}, nil
+}
+
+// ScoreBound returns the score bound "due at or before ms", for
+// ZRANGEBYSCORE outside scripts: ms*128 + 127 as a decimal string.
+func ScoreBound(ms int64) (string, error) {
+	n, err := scoreInt(ms, MaxAttempt)
+	if err != nil {
+		return "", err
+	}
+	return formatScore(n), nil
+}

@@ -1,0 +1,61 @@
+-- sweep: return expired leases of one slot.
+--
+-- KEYS[1]  store    the slot's Store set
+-- KEYS[2]  prepare  the slot's Prepare set
+-- KEYS[3]  dead     the slot's Dead set
+-- ARGV[1]  now         integer Unix ms
+-- ARGV[2]  limit       how many leases to sweep at most (1..1000, for unpack)
+-- ARGV[3]  attemptCap  1..127
+--
+-- Takes up to limit members of Prepare whose lease ended at or before now
+-- (score <= now*128+127), oldest first, out of Prepare. With
+-- attempt = score % 128 + 1 each one
+--   - goes to Dead with score now*128 + attempt when attempt >= attemptCap
+--     (attempt saturates at 127), and leaves Store if it was there;
+--   - else goes back to Store, due now: score now*128 + attempt, unless it
+--     is already in Store (it was added again while leased: that newer
+--     entry wins, and the member counts as returned all the same).
+--
+-- Reply: {returned, deadMembers, deadAttempts, prepareHead}
+--   returned      how many members went back to (or stayed in) Store
+--   deadMembers   the members moved to Dead
+--   deadAttempts  their attempt counts, in the same order
+--   prepareHead   the lowest score left in Prepare, or nil when it is empty
+
+local store, prepare, dead = KEYS[1], KEYS[2], KEYS[3]
+local now, limit, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+
+local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', now * 128 + 127,
+  'WITHSCORES', 'LIMIT', 0, limit)
+local back, buried, deadMembers, deadAttempts = {}, {}, {}, {}
+for i = 1, #expired - 1, 2 do
+  local member = expired[i]
+  local attempt = tonumber(expired[i + 1]) % 128 + 1
+  if attempt >= cap or attempt > 127 then
+    if attempt > 127 then
+      attempt = 127
+    end
+    buried[#buried + 1] = now * 128 + attempt
+    buried[#buried + 1] = member
+    deadMembers[#deadMembers + 1] = member
+    deadAttempts[#deadAttempts + 1] = attempt
+  else
+    back[#back + 1] = now * 128 + attempt
+    back[#back + 1] = member
+  end
+end
+if #expired > 0 then
+  -- The expired members are Prepare's first ones: the range began at -inf.
+  redis.call('ZREMRANGEBYRANK', prepare, 0, #expired / 2 - 1)
+end
+if #back > 0 then
+  -- NX: a member already in Store keeps its entry.
+  redis.call('ZADD', store, 'NX', unpack(back))
+end
+if #buried > 0 then
+  redis.call('ZADD', dead, unpack(buried))
+  redis.call('ZREM', store, unpack(deadMembers))
+end
+local returned = #back / 2
+local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
+return {returned, deadMembers, deadAttempts, p[2] and tonumber(p[2]) or false}

@@ -1,0 +1,66 @@
+package slots
+
+import (
+	"strconv"
+	"strings"
+)
+
+// KeySet holds the Redis keys of one slot. All three share the hash tag
+// "{<topic>:<slot>}".
+type KeySet struct {
+	// Store holds the slot's timers, scored by due time.
+	Store string
+	// Prepare holds the slot's leases, scored by lease deadline.
+	Prepare string
+	// Dead holds the slot's exhausted jobs, scored by time of death.
+	Dead string
+}
+
+// Keys returns the keys of slot of topic under prefix. The caller
+// guarantees ValidPrefix(prefix) and ValidTopic(topic); otherwise the keys
+// may not share one hash tag.
+func Keys(prefix, topic string, slot int) KeySet {
+	base := prefix + Tag(topic, slot)
+	return KeySet{
+		Store:   base + ":store",
+		Prepare: base + ":prepare",
+		Dead:    base + ":dead",
+	}
+}
+
+// Tag returns the hash tag of slot of topic, braces included.
+func Tag(topic string, slot int) string {
+	return "{" + topic + ":" + strconv.Itoa(slot) + "}"
+}
+
+// ClusterSlots is the number of Redis Cluster hash slots.
+const ClusterSlots = 16384
+
+// ClusterSlot returns the Redis Cluster hash slot of key: CRC16-XMODEM of
+// its hash tag (the bytes between the first '{' and the first '}' after
+// it, when that is not empty) or else of the whole key, modulo 16384.
+func ClusterSlot(key string) int {
+	if i := strings.IndexByte(key, '{'); i >= 0 {
+		if j := strings.IndexByte(key[i+1:], '}'); j > 0 {
+			key = key[i+1 : i+1+j]
+		}
+	}
+	return int(crc16(key) % ClusterSlots)
+}
+
+// crc16 is CRC16-XMODEM (polynomial 0x1021, initial value 0), the checksum
+// Redis Cluster uses for key slots.
+func crc16(s string) uint16 {
+	var crc uint16
+	for i := 0; i < len(s); i++ {
+		crc ^= uint16(s[i]) << 8
+		for range 8 {
+			if crc&0x8000 != 0 {
+				crc = crc<<1 ^ 0x1021
+			} else {
+				crc <<= 1
+			}
+		}
+	}
+	return crc
+}

@@ -1,0 +1,67 @@
+package slots
+
+import (
+	"hash/crc32"
+	"strconv"
+)
+
+// Max is the highest slot count a topic may have. It equals
+// timer.MaxSlots (this package does not import timer; a test in package
+// prepare checks that they agree).
+const Max = 1 << 16
+
+// Valid reports whether n is a usable slot count: a power of two from 1 to
+// Max.
+func Valid(n int) bool { return n >= 1 && n <= Max && n&(n-1) == 0 }
+
+// Of returns the slot, in [0, n), of a job whose slot basis is basis:
+// CRC32-IEEE of the decimal form of basis, modulo n. It panics if n is not
+// Valid; callers validate slot counts where they enter the system.
+func Of(basis uint64, n int) int {
+	if !Valid(n) {
+		panic("slots: invalid slot count " + strconv.Itoa(n))
+	}
+	var buf [20]byte
+	return int(checksum(strconv.AppendUint(buf[:0], basis, 10)) % uint32(n))
+}
+
+// checksum is crc32.ChecksumIEEE(b) without its indirect call, which
+// makes b escape to the heap; job ids are too short for the vectorised
+// path to pay off.
+func checksum(b []byte) uint32 {
+	crc := ^uint32(0)
+	for _, c := range b {
+		crc = crc32.IEEETable[byte(crc)^c] ^ crc>>8
+	}
+	return ^crc
+}
+
+// ValidTopic reports whether name is a valid topic name: 1 to 64 bytes of
+// [a-z0-9_-], starting with a letter or digit. Keys rely on it: a topic
+// holding '{' or '}' would break the slot's hash tag.
+func ValidTopic(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ValidPrefix reports whether prefix can start every key: it must not hold
+// '{' or '}', which would take the hash tag away from the slot's.
+func ValidPrefix(prefix string) bool {
+	for i := 0; i < len(prefix); i++ {
+		if prefix[i] == '{' || prefix[i] == '}' {
+			return false
+		}
+	}
+	return true
+}
