@@ -1,0 +1,76 @@
+package prepare
+
+import (
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/lua/luatest"
+	"github.com/toc-project/toc/timer"
+)
+
+// Benchmarks of the whole Queue path (validation, grouping, pipelining,
+// decoding) against the real redis-server of internal/testenv; the
+// per-script figures are in package lua.
+//
+//	go test -run '^$' -bench . ./prepare
+
+// BenchmarkAdd adds 1000 timers spread over a 16-slot topic: one pipeline
+// of 16 script calls.
+func BenchmarkAdd(b *testing.B) {
+	be := luatest.Redis(b)
+	if err := lua.Load(b.Context(), be.Client); err != nil {
+		b.Fatal(err)
+	}
+	q, err := New(be.Client, Config{Prefix: be.Prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	timers := make([]timer.Timer, 1000)
+	id := timer.JobID(1)
+	for b.Loop() {
+		for i := range timers {
+			timers[i] = tm(id%100_000+1, "orders", 16, at(int64(id%5000)))
+			id++
+		}
+		if _, err := q.Add(b.Context(), timers); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(len(timers))*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+}
+
+// BenchmarkClaimAck claims 100 due timers of one slot and acks them: the
+// worker's round trips for one full batch.
+func BenchmarkClaimAck(b *testing.B) {
+	be := luatest.Redis(b)
+	q, err := New(be.Client, Config{Prefix: be.Prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := timer.Slot{Topic: "orders"}
+	timers := make([]timer.Timer, lua.MaxBatch)
+	for i := range timers {
+		timers[i] = tm(timer.JobID(i+1), "orders", 1, t0)
+	}
+	left := 0
+	for b.Loop() {
+		if left < 100 {
+			b.StopTimer()
+			if _, err := q.Add(b.Context(), timers); err != nil {
+				b.Fatal(err)
+			}
+			left = len(timers)
+			b.StartTimer()
+		}
+		c, err := q.Claim(b.Context(), s, t0, 100, 30*time.Second)
+		if err != nil || len(c.Leases) != 100 {
+			b.Fatalf("Claim = %d, %v", len(c.Leases), err)
+		}
+		if n, err := q.Ack(b.Context(), c.Leases); err != nil || n != 100 {
+			b.Fatalf("Ack = %d, %v", n, err)
+		}
+		left -= 100
+	}
+	b.ReportMetric(100*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+}

@@ -1,0 +1,116 @@
+package prepare
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/lua/luatest"
+	"github.com/toc-project/toc/timer"
+)
+
+func testenvNewRedis(t *testing.T) *testenv.RedisServer { return testenv.NewRedis(t) }
+
+// TestCluster runs the Queue through a ClusterClient against a one-node
+// Redis Cluster that serves all 16384 slots. A real cluster refuses a
+// script whose keys span slots (CROSSSLOT), and go-redis routes every
+// command and pipeline by key.
+func TestCluster(t *testing.T) {
+	srv := testenv.NewRedisWith(t, testenv.RedisOptions{Args: []string{"--cluster-enabled", "yes"}})
+	if _, err := srv.Do("CLUSTER", "ADDSLOTSRANGE", "0", "16383"); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(waitFor)
+	for {
+		info, err := srv.Do("CLUSTER", "INFO")
+		if err == nil && strings.Contains(info, "cluster_state:ok") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("cluster not ok after %v: %q, %v", waitFor, info, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: []string{srv.Addr}})
+	t.Cleanup(func() { c.Close() })
+	c.AddHook(luatest.NewCalls(t))
+	ctx := t.Context()
+
+	// The cluster does enforce what our hash tags guarantee.
+	_, err := srv.Do("EVAL", "return 1", "2", "{a}x", "{b}x")
+	if err == nil || !strings.Contains(err.Error(), "CROSSSLOT") {
+		t.Fatalf("cross-slot EVAL = %v, want CROSSSLOT", err)
+	}
+
+	q, err := New(c, Config{Prefix: "c:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := startWakes(t, q)
+	w.waitSubscribed(t)
+	var timers []timer.Timer
+	for id := timer.JobID(1); id <= 64; id++ {
+		timers = append(timers, tm(id, "orders", 16, at(int64(id))))
+	}
+	wakes, err := q.Add(ctx, timers)
+	if err != nil || len(wakes) != 16 {
+		t.Fatalf("Add = %d wakes, %v", len(wakes), err)
+	}
+	got := map[timer.Wake]bool{}
+	for range 16 {
+		got[w.next(t)] = true
+	}
+	for _, wk := range wakes {
+		if !got[wk] {
+			t.Errorf("wake %+v not delivered", wk)
+		}
+	}
+	if n, _, err := q.Restore(ctx, timers); err != nil || n != 0 {
+		t.Errorf("Restore = %d, %v", n, err)
+	}
+	var leases []timer.Lease
+	for i := range 16 {
+		cl, err := q.Claim(ctx, timer.Slot{Topic: "orders", Index: i}, at(64), 100, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		leases = append(leases, cl.Leases...)
+	}
+	if len(leases) != 64 {
+		t.Fatalf("claimed %d, want 64", len(leases))
+	}
+	if n, err := q.Ack(ctx, leases[:60]); err != nil || n != 60 {
+		t.Errorf("Ack = %d, %v", n, err)
+	}
+	if o, err := q.Retry(ctx, leases[60], at(100), 1, at(65)); err != nil || o != timer.Buried {
+		t.Errorf("Retry = %v, %v", o, err)
+	}
+	if o, err := q.Retry(ctx, leases[61], at(100), 5, at(65)); err != nil || o != timer.Retried {
+		t.Errorf("Retry = %v, %v", o, err)
+	}
+	sw, err := q.Sweep(ctx, leases[62].Slot, at(2000), 10)
+	if err != nil || sw.Returned < 1 {
+		t.Errorf("Sweep = %+v, %v", sw, err)
+	}
+	if ok, _, err := q.Revive(ctx, timer.Timer{ID: leases[60].ID, Topic: "orders", Slots: 16, Basis: uint64(leases[60].ID), DueAt: at(5)}); err != nil || !ok {
+		t.Errorf("Revive = %v, %v", ok, err)
+	}
+	stored, leased, dead, next, err := q.Stats(ctx, "orders", 16)
+	if err != nil || stored+leased != 4 || dead != 0 || next != at(5) {
+		t.Errorf("Stats = %d %d %d %v %v", stored, leased, dead, next, err)
+	}
+	var back []timer.Timer
+	for _, l := range leases[60:] {
+		back = append(back, tm(l.ID, "orders", 16, t0))
+	}
+	if n, err := q.Remove(ctx, back); err != nil || int64(n) != stored {
+		t.Errorf("Remove = %d, %v; want %d", n, err, stored)
+	}
+	if slices.ContainsFunc(leases, func(l timer.Lease) bool { return l.Slot.Topic != "orders" }) {
+		t.Error("lease of another topic")
+	}
+}

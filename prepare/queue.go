@@ -1,0 +1,513 @@
+package prepare
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/timer"
+)
+
+// Defaults of Config.
+const (
+	DefaultPrefix = "toc:"
+	// DefaultWakeSuffix follows the prefix in the default wake channel.
+	DefaultWakeSuffix = "wake"
+)
+
+// SweepAttemptCap is the attempt count at which Sweep buries an expired
+// lease instead of returning it: timer.MaxAttemptsLimit, as timer.Leaser
+// documents. A job's own max attempts is enforced by Retry.
+const SweepAttemptCap = timer.MaxAttemptsLimit
+
+// Config configures a Queue.
+type Config struct {
+	// Prefix starts every key; DefaultPrefix when empty. It must not hold
+	// '{' or '}', which would take the hash tag away from the slot's.
+	Prefix string
+	// WakeChannel is the pub/sub channel of wake-ups; Prefix+"wake" when
+	// empty.
+	WakeChannel string
+	// Logger receives the Waker's reconnect warnings; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+}
+
+// ConfigError names the Config field that is invalid.
+type ConfigError struct {
+	Field  string
+	Reason string
+}
+
+func (e *ConfigError) Error() string { return "prepare config: " + e.Field + ": " + e.Reason }
+
+// Validate reports the first invalid field as a *ConfigError.
+func (c Config) Validate() error {
+	if !slots.ValidPrefix(c.Prefix) {
+		return &ConfigError{Field: "Prefix", Reason: fmt.Sprintf("%q holds '{' or '}'", c.Prefix)}
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.WakeChannel = cmp.Or(c.WakeChannel, c.Prefix+DefaultWakeSuffix)
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return c
+}
+
+// Queue is the Redis timer index over one Redis deployment (a single node,
+// Sentinel or Cluster).
+type Queue struct {
+	client redis.UniversalClient
+	cfg    Config
+
+	// subscribed, when set (by tests), is called each time Wakes has
+	// subscribed.
+	subscribed func()
+}
+
+var (
+	_ timer.Index  = (*Queue)(nil)
+	_ timer.Leaser = (*Queue)(nil)
+	_ timer.Waker  = (*Queue)(nil)
+)
+
+// New returns a Queue over client, or cfg's *ConfigError.
+func New(client redis.UniversalClient, cfg Config) (*Queue, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Queue{client: client, cfg: cfg.withDefaults()}, nil
+}
+
+// Keys returns the keys of slot.
+func (q *Queue) Keys(slot timer.Slot) slots.KeySet {
+	return slots.Keys(q.cfg.Prefix, slot.Topic, slot.Index)
+}
+
+// Add implements timer.Index.
+func (q *Queue) Add(ctx context.Context, timers []timer.Timer) ([]timer.Wake, error) {
+	_, wakes, err := q.add(ctx, lua.ModeSet, timers)
+	if err != nil {
+		return nil, fmt.Errorf("add timers: %w", err)
+	}
+	return wakes, nil
+}
+
+// Restore implements timer.Index.
+func (q *Queue) Restore(ctx context.Context, timers []timer.Timer) (int, []timer.Wake, error) {
+	n, wakes, err := q.add(ctx, lua.ModeRestore, timers)
+	if err != nil {
+		return 0, nil, fmt.Errorf("restore timers: %w", err)
+	}
+	return n, wakes, nil
+}
+
+func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer) (int, []timer.Wake, error) {
+	var g grouping[lua.Entry]
+	for _, t := range timers {
+		slot, err := slotOf(t)
+		if err != nil {
+			return 0, nil, err
+		}
+		ms, err := millis("due time", t.DueAt)
+		if err != nil {
+			return 0, nil, fmt.Errorf("timer %d: %w", t.ID, err)
+		}
+		if _, err := lua.Score(ms, t.Attempt); err != nil {
+			return 0, nil, fmt.Errorf("timer %d: %w: %w", t.ID, timer.ErrInvalid, err)
+		}
+		g.add(slot, lua.Entry{Member: t.ID.String(), Ms: ms, Attempt: t.Attempt})
+	}
+	var calls []lua.AddCall
+	var callSlots []timer.Slot
+	for _, b := range g.batches() {
+		calls = append(calls, lua.AddCall{
+			Keys:        q.Keys(b.slot),
+			Mode:        mode,
+			WakeChannel: q.cfg.WakeChannel,
+			WakeMessage: b.slot.Topic + " " + strconv.Itoa(b.slot.Index),
+			Entries:     b.items,
+		})
+		callSlots = append(callSlots, b.slot)
+	}
+	if len(calls) == 0 {
+		return 0, nil, nil
+	}
+	results, err := lua.Add(ctx, q.client, calls...)
+	if err != nil {
+		return 0, nil, err
+	}
+	added := 0
+	var wakes []timer.Wake
+	at := map[timer.Slot]int{} // index in wakes
+	for i, r := range results {
+		added += r.Added
+		if !r.Earliest.OK {
+			continue
+		}
+		w := timer.Wake{Slot: callSlots[i], DueAt: timer.TimeOf(r.Earliest.Ms)}
+		if j, ok := at[w.Slot]; !ok {
+			at[w.Slot] = len(wakes)
+			wakes = append(wakes, w)
+		} else if w.DueAt.Before(wakes[j].DueAt) {
+			wakes[j] = w
+		}
+	}
+	return added, wakes, nil
+}
+
+// Remove implements timer.Index.
+func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
+	var g grouping[any]
+	for _, t := range timers {
+		slot, err := slotOf(t)
+		if err != nil {
+			return 0, fmt.Errorf("remove timers: %w", err)
+		}
+		g.add(slot, t.ID.String())
+	}
+	batches := g.batches()
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	pipe := q.client.Pipeline()
+	cmds := make([]*redis.IntCmd, len(batches))
+	for i, b := range batches {
+		cmds[i] = pipe.ZRem(ctx, q.Keys(b.slot).Store, b.items...)
+	}
+	_, _ = pipe.Exec(ctx) // each command carries its own error
+	n := 0
+	for i, cmd := range cmds {
+		if err := cmd.Err(); err != nil {
+			return 0, fmt.Errorf("remove timers of slot %s: %w", batches[i].slot, err)
+		}
+		n += int(cmd.Val())
+	}
+	return n, nil
+}
+
+// Revive implements timer.Index. When the revived job moves its slot's
+// earliest due time earlier, it returns the Wake, and the script also
+// publishes it on the wake channel for the other processes' Wakers.
+func (q *Queue) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, error) {
+	slot, err := slotOf(t)
+	if err != nil {
+		return false, nil, fmt.Errorf("revive: %w", err)
+	}
+	ms, err := millis("due time", t.DueAt)
+	if err != nil {
+		return false, nil, fmt.Errorf("revive timer %d: %w", t.ID, err)
+	}
+	r, err := lua.Revive(ctx, q.client, lua.ReviveCall{
+		Keys:        q.Keys(slot),
+		Member:      t.ID.String(),
+		Ms:          ms,
+		WakeChannel: q.cfg.WakeChannel,
+		WakeMessage: slot.Topic + " " + strconv.Itoa(slot.Index),
+	})
+	if err != nil {
+		return false, nil, fmt.Errorf("revive in slot %s: %w", slot, invalid(err))
+	}
+	if !r.Earliest.OK {
+		return r.Revived, nil, nil
+	}
+	return r.Revived, []timer.Wake{{Slot: slot, DueAt: timer.TimeOf(r.Earliest.Ms)}}, nil
+}
+
+// Claim implements timer.Leaser. limit must be positive; above
+// lua.MaxBatch it is lowered to that, so that one call never blocks Redis
+// for long (the claim then returns fewer than limit leases with NextDue
+// not after now). lease must be at least a millisecond and is truncated
+// to milliseconds.
+func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
+	if err := checkSlot(slot); err != nil {
+		return timer.Claim{}, fmt.Errorf("claim: %w", err)
+	}
+	nowMs, err := millis("now", now)
+	if err != nil {
+		return timer.Claim{}, fmt.Errorf("claim slot %s: %w", slot, err)
+	}
+	if limit < 1 {
+		return timer.Claim{}, fmt.Errorf("claim slot %s: limit %d: %w", slot, limit, timer.ErrInvalid)
+	}
+	limit = min(limit, lua.MaxBatch)
+	if lease < time.Millisecond {
+		return timer.Claim{}, fmt.Errorf("claim slot %s: lease %v: %w (at least 1ms)", slot, lease, timer.ErrInvalid)
+	}
+	r, err := lua.Claim(ctx, q.client, q.Keys(slot), nowMs, limit, lease.Milliseconds())
+	if err != nil {
+		return timer.Claim{}, fmt.Errorf("claim slot %s: %w", slot, invalid(err))
+	}
+	c := timer.Claim{
+		Leases:     make([]timer.Lease, 0, len(r.Leased)),
+		NextDue:    timeOf(r.StoreHead),
+		NextExpiry: timeOf(r.PrepareHead),
+	}
+	var bad error
+	for _, l := range r.Leased {
+		id, err := timer.ParseJobID(l.Member)
+		if err != nil {
+			// Not one of ours. Leave it leased: it is swept back, and the
+			// error is reported, but the other leases are still returned.
+			bad = errors.Join(bad, err)
+			continue
+		}
+		c.Leases = append(c.Leases, timer.Lease{ID: id, Slot: slot, Attempt: l.Attempt, Token: l.Token})
+	}
+	if bad != nil {
+		return c, fmt.Errorf("claim slot %s: bad members in Store: %w", slot, bad)
+	}
+	return c, nil
+}
+
+// Ack implements timer.Leaser.
+func (q *Queue) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
+	var g grouping[lua.Held]
+	for _, l := range leases {
+		if err := checkSlot(l.Slot); err != nil {
+			return 0, fmt.Errorf("ack: %w", err)
+		}
+		g.add(l.Slot, lua.Held{Member: l.ID.String(), Token: l.Token})
+	}
+	batches := g.batches()
+	if len(batches) == 0 {
+		return 0, nil
+	}
+	calls := make([]lua.AckCall, len(batches))
+	for i, b := range batches {
+		calls[i] = lua.AckCall{Keys: q.Keys(b.slot), Leases: b.items}
+	}
+	n, err := lua.Ack(ctx, q.client, calls...)
+	if err != nil {
+		return 0, fmt.Errorf("ack %d leases: %w", len(leases), invalid(err))
+	}
+	return n, nil
+}
+
+// Retry implements timer.Leaser. maxAttempts must be in 1..lua.MaxAttempt.
+func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttempts int, now time.Time) (timer.RetryOutcome, error) {
+	if err := checkSlot(l.Slot); err != nil {
+		return 0, fmt.Errorf("retry job %d: %w", l.ID, err)
+	}
+	atMs, err := millis("retry time", at)
+	if err != nil {
+		return 0, fmt.Errorf("retry job %d: %w", l.ID, err)
+	}
+	nowMs, err := millis("now", now)
+	if err != nil {
+		return 0, fmt.Errorf("retry job %d: %w", l.ID, err)
+	}
+	if maxAttempts < 1 || maxAttempts > lua.MaxAttempt {
+		return 0, fmt.Errorf("retry job %d: max attempts %d: %w (1..%d)", l.ID, maxAttempts, timer.ErrInvalid, lua.MaxAttempt)
+	}
+	r, err := lua.Retry(ctx, q.client, q.Keys(l.Slot), lua.Held{Member: l.ID.String(), Token: l.Token}, atMs, maxAttempts, nowMs)
+	if err != nil {
+		return 0, fmt.Errorf("retry job %d in slot %s: %w", l.ID, l.Slot, invalid(err))
+	}
+	switch r {
+	case lua.Retried:
+		return timer.Retried, nil
+	case lua.Buried:
+		return timer.Buried, nil
+	default:
+		return timer.Lost, nil
+	}
+}
+
+// Sweep implements timer.Leaser. limit must be positive; above
+// lua.MaxBatch it is lowered to that (NextExpiry then says whether more
+// leases have expired). The Dead leases it returns carry the attempt count
+// recorded in Dead and no token.
+func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
+	if err := checkSlot(slot); err != nil {
+		return timer.Sweep{}, fmt.Errorf("sweep: %w", err)
+	}
+	nowMs, err := millis("now", now)
+	if err != nil {
+		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
+	}
+	if limit < 1 {
+		return timer.Sweep{}, fmt.Errorf("sweep slot %s: limit %d: %w", slot, limit, timer.ErrInvalid)
+	}
+	limit = min(limit, lua.MaxBatch)
+	r, err := lua.Sweep(ctx, q.client, q.Keys(slot), nowMs, limit, SweepAttemptCap)
+	if err != nil {
+		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
+	}
+	s := timer.Sweep{Returned: r.Returned, NextExpiry: timeOf(r.PrepareHead)}
+	var bad error
+	for _, e := range r.Dead {
+		id, err := timer.ParseJobID(e.Member)
+		if err != nil {
+			bad = errors.Join(bad, err)
+			continue
+		}
+		s.Dead = append(s.Dead, timer.Lease{ID: id, Slot: slot, Attempt: e.Attempt})
+	}
+	if bad != nil {
+		return s, fmt.Errorf("sweep slot %s: bad members in Prepare: %w", slot, bad)
+	}
+	return s, nil
+}
+
+// Peek returns the earliest due time in slot's Store, zero when it is
+// empty.
+func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
+	if err := checkSlot(slot); err != nil {
+		return time.Time{}, fmt.Errorf("peek: %w", err)
+	}
+	zs, err := q.client.ZRangeWithScores(ctx, q.Keys(slot).Store, 0, 0).Result()
+	if err != nil {
+		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
+	}
+	h, err := lua.HeadOf(zs)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
+	}
+	return timeOf(h), nil
+}
+
+// statsChunk bounds the slots whose counts go in one pipeline.
+const statsChunk = 1024
+
+// Stats counts the timers of topic (with n slots) stored, leased and dead,
+// and returns the earliest due time in any Store (zero when all are
+// empty). It reads every slot, in pipelines of statsChunk slots; the
+// counts are not one snapshot.
+func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased, dead int64, nextDue time.Time, err error) {
+	if !slots.ValidTopic(topic) {
+		return 0, 0, 0, time.Time{}, fmt.Errorf("stats: topic %q: %w", topic, timer.ErrInvalid)
+	}
+	if !slots.Valid(n) {
+		return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: slot count %d: %w", topic, n, timer.ErrInvalid)
+	}
+	type counts struct {
+		store, prepare, dead *redis.IntCmd
+		head                 *redis.ZSliceCmd
+	}
+	var next lua.Head
+	for from := 0; from < n; from += statsChunk {
+		pipe := q.client.Pipeline()
+		cs := make([]counts, 0, statsChunk)
+		for i := from; i < min(from+statsChunk, n); i++ {
+			k := slots.Keys(q.cfg.Prefix, topic, i)
+			cs = append(cs, counts{
+				store:   pipe.ZCard(ctx, k.Store),
+				prepare: pipe.ZCard(ctx, k.Prepare),
+				dead:    pipe.ZCard(ctx, k.Dead),
+				head:    pipe.ZRangeWithScores(ctx, k.Store, 0, 0),
+			})
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
+		}
+		for _, c := range cs {
+			stored += c.store.Val()
+			leased += c.prepare.Val()
+			dead += c.dead.Val()
+			h, err := lua.HeadOf(c.head.Val())
+			if err != nil {
+				return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
+			}
+			if h.OK && (!next.OK || h.Ms < next.Ms) {
+				next = h
+			}
+		}
+	}
+	return stored, leased, dead, timeOf(next), nil
+}
+
+// slotOf validates t and returns its slot.
+func slotOf(t timer.Timer) (timer.Slot, error) {
+	if t.ID == 0 || t.ID >= 1<<63 {
+		return timer.Slot{}, fmt.Errorf("timer id %d: %w", t.ID, timer.ErrInvalid)
+	}
+	if !slots.ValidTopic(t.Topic) {
+		return timer.Slot{}, fmt.Errorf("timer %d: topic %q: %w", t.ID, t.Topic, timer.ErrInvalid)
+	}
+	if !slots.Valid(t.Slots) {
+		return timer.Slot{}, fmt.Errorf("timer %d: slot count %d: %w", t.ID, t.Slots, timer.ErrInvalid)
+	}
+	return timer.Slot{Topic: t.Topic, Index: slots.Of(t.Basis, t.Slots)}, nil
+}
+
+func checkSlot(s timer.Slot) error {
+	if !slots.ValidTopic(s.Topic) || s.Index < 0 || s.Index >= slots.Max {
+		return fmt.Errorf("slot %q/%d: %w", s.Topic, s.Index, timer.ErrInvalid)
+	}
+	return nil
+}
+
+// invalid marks a lua.ErrRange error (input that does not fit a score) as
+// timer.ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, lua.ErrRange) {
+		return fmt.Errorf("%w: %w", timer.ErrInvalid, err)
+	}
+	return err
+}
+
+// millis converts t to Unix ms, failing with timer.ErrInvalid when it does
+// not fit a score.
+func millis(what string, t time.Time) (int64, error) {
+	ms := timer.MillisOf(t)
+	if ms < 0 || ms > lua.MaxMillis {
+		return 0, fmt.Errorf("%s %v: %w (from 1970 to year 4199)", what, t, timer.ErrInvalid)
+	}
+	return ms, nil
+}
+
+// timeOf converts a set's head to a time, zero for an empty set.
+func timeOf(h lua.Head) time.Time {
+	if !h.OK {
+		return time.Time{}
+	}
+	return timer.TimeOf(h.Ms)
+}
+
+// grouping collects items by slot, in the order slots first appear, and
+// cuts them into batches of at most lua.MaxBatch.
+type grouping[T any] struct {
+	order []timer.Slot
+	items map[timer.Slot][]T
+}
+
+type batch[T any] struct {
+	slot  timer.Slot
+	items []T
+}
+
+func (g *grouping[T]) add(s timer.Slot, item T) {
+	if g.items == nil {
+		g.items = map[timer.Slot][]T{}
+	}
+	if _, ok := g.items[s]; !ok {
+		g.order = append(g.order, s)
+	}
+	g.items[s] = append(g.items[s], item)
+}
+
+func (g *grouping[T]) batches() []batch[T] {
+	var out []batch[T]
+	for _, s := range g.order {
+		items := g.items[s]
+		for len(items) > 0 {
+			n := min(len(items), lua.MaxBatch)
+			out = append(out, batch[T]{slot: s, items: items[:n]})
+			items = items[n:]
+		}
+	}
+	return out
+}
