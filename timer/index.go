@@ -21,8 +21,9 @@ type Index interface {
 	// fired, and the worker checks the row before it dispatches.
 	Remove(ctx context.Context, timers []Timer) (int, error)
 	// Revive moves a job from its slot's Dead set to Store at t.DueAt with
-	// attempt 0, reporting whether it was in Dead.
-	Revive(ctx context.Context, t Timer) (bool, error)
+	// attempt 0, reporting whether it was in Dead, and a Wake when that
+	// moved the slot's earliest due time earlier.
+	Revive(ctx context.Context, t Timer) (bool, []Wake, error)
 }
 
 // Wake says that slot has a job due at DueAt, sooner than it had before.
@@ -45,9 +46,10 @@ type Leaser interface {
 	// Store due at at with one more attempt, or to Dead when that makes
 	// maxAttempts attempts.
 	Retry(ctx context.Context, l Lease, at time.Time, maxAttempts int, now time.Time) (RetryOutcome, error)
-	// Sweep returns up to limit leases of slot that expired before now to
-	// Store, due at once with one more attempt (or to Dead when the attempt
-	// count reaches MaxAttemptsLimit).
+	// Sweep returns up to limit leases of slot that expired at or before
+	// now to Store, due at once with one more attempt (or to Dead when the
+	// attempt count reaches MaxAttemptsLimit; a lower max_attempts of the
+	// job is enforced by the worker when it next claims it).
 	Sweep(ctx context.Context, slot Slot, now time.Time, limit int) (Sweep, error)
 }
 

@@ -334,12 +334,13 @@ func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, dela
 		return s.store.Replay(ctx, id, due, now)
 	}, func(j *Job) error {
 		t := s.timerOf(j)
-		ok, err := s.index.Revive(ctx, t)
+		ok, wakes, err := s.index.Revive(ctx, t)
+		s.wake(wakes)
 		if err != nil || ok {
 			return err
 		}
 		// Not in the Dead set (purged, or Redis lost it): index it anew.
-		wakes, err := s.index.Add(ctx, []Timer{t})
+		wakes, err = s.index.Add(ctx, []Timer{t})
 		s.wake(wakes)
 		return err
 	})

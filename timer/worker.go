@@ -18,6 +18,7 @@ const (
 	DefaultLease          = 30 * time.Second
 	DefaultAttemptTimeout = 10 * time.Second
 	DefaultGrace          = 10 * time.Second
+	DefaultRescan         = 30 * time.Second
 	// LeaseMargin is the least a lease must exceed the attempt timeout by:
 	// the time to load a batch and record its outcome.
 	LeaseMargin = 2 * time.Second
@@ -43,7 +44,11 @@ type WorkerConfig struct {
 	Grace time.Duration
 	// Horizon is the scheduler's: a job found rescheduled beyond it is
 	// left to the backstop.
-	Horizon  time.Duration
+	Horizon time.Duration
+	// Rescan is how often every owned slot is claimed from even without a
+	// wake-up: the bound on the delay of a job whose wake-up was lost (a
+	// pub/sub message published while this worker was reconnecting).
+	Rescan   time.Duration
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Observer Observer
@@ -57,6 +62,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
+	c.Rescan = cmp.Or(c.Rescan, DefaultRescan)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -214,6 +220,8 @@ func (w *Worker) loop(ctx context.Context) error {
 	changed := w.refreshOwned(ctx, nil)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
+	rescan := time.NewTicker(w.cfg.Rescan)
+	defer rescan.Stop()
 	for {
 		if ctx.Err() != nil {
 			return nil
@@ -237,6 +245,20 @@ func (w *Worker) loop(ctx context.Context) error {
 		case <-w.woken:
 		case <-changed:
 			changed = w.refreshOwned(ctx, changed)
+		case <-rescan.C:
+			w.rescanAll()
+		}
+	}
+}
+
+// rescanAll makes every owned slot due now, so that the next pass claims
+// from each one and learns its state afresh.
+func (w *Worker) rescanAll() {
+	now := w.cfg.Now()
+	for _, st := range w.slots {
+		if st.due.IsZero() || st.due.After(now) {
+			st.due = now
+			w.due.set(st)
 		}
 	}
 }

@@ -1,0 +1,512 @@
+package timer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/deadletter"
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/timer"
+)
+
+func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+
+// recorder is a Handler that remembers every delivery and decides each
+// attempt's outcome with fail (nil: always succeed).
+type recorder struct {
+	mu    sync.Mutex
+	fires map[timer.JobID][]delivery
+	fail  func(d timer.Delivery) error
+	// want, when set, is closed over: done is closed once every id in it
+	// has had a successful delivery.
+	want map[timer.JobID]bool
+	done chan struct{}
+}
+
+type delivery struct {
+	at      time.Time
+	due     time.Time
+	attempt int
+	err     error
+}
+
+func newRecorder() *recorder {
+	return &recorder{fires: make(map[timer.JobID][]delivery), done: make(chan struct{})}
+}
+
+func (r *recorder) Fire(ctx context.Context, d timer.Delivery) error {
+	now := time.Now()
+	var err error
+	if r.fail != nil {
+		err = r.fail(d)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.fires[d.Job.ID] = append(r.fires[d.Job.ID], delivery{at: now, due: d.Job.DueAt, attempt: d.Attempt, err: err})
+	if err == nil && r.want != nil && r.want[d.Job.ID] {
+		delete(r.want, d.Job.ID)
+		if len(r.want) == 0 {
+			close(r.done)
+		}
+	}
+	return err
+}
+
+// expect arms done for ids.
+func (r *recorder) expect(ids []timer.JobID) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.want = make(map[timer.JobID]bool, len(ids))
+	for _, id := range ids {
+		if !slices.ContainsFunc(r.fires[id], func(d delivery) bool { return d.err == nil }) {
+			r.want[id] = true
+		}
+	}
+	r.done = make(chan struct{})
+	if len(r.want) == 0 {
+		close(r.done)
+	}
+}
+
+// wait blocks until every expected id fired, or fails the test after
+// limit (a safety net, not a measurement).
+func (r *recorder) wait(t *testing.T, limit time.Duration) {
+	t.Helper()
+	r.mu.Lock()
+	done := r.done
+	r.mu.Unlock()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t.Fatalf("%d jobs never fired within %v", len(r.want), limit)
+	}
+}
+
+func (r *recorder) deliveries(id timer.JobID) []delivery {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.fires[id])
+}
+
+// stack is a task store on a fresh MariaDB database and a queue on a real
+// redis-server, with a key prefix of its own.
+type stack struct {
+	store  *taskdb.Store
+	rdb    *redis.Client
+	queue  *prepare.Queue
+	dead   *deadletter.Box
+	redis  *testenv.RedisServer
+	prefix string
+}
+
+func newStack(t *testing.T, ownRedis bool) *stack {
+	t.Helper()
+	ctx := t.Context()
+	store, err := taskdb.OpenMySQL(ctx, testenv.MariaDB(t).NewDatabase(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv := testenv.Redis(t)
+	if ownRedis {
+		srv = testenv.NewRedis(t)
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { rdb.Close() })
+	prefix := fmt.Sprintf("t%d:", time.Now().UnixNano())
+	q, err := prepare.New(rdb, prepare.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{store: store, rdb: rdb, queue: q, dead: deadletter.New(rdb, prefix), redis: srv, prefix: prefix}
+}
+
+// start runs an engine over s until the test ends (or stop is called).
+func (s *stack) start(t *testing.T, h timer.Handler, cfg timer.Config) (e *timer.Engine, stop func()) {
+	t.Helper()
+	e, err := timer.New(s.store, s.queue, h, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan error, 1)
+	go func() { done <- e.Run(ctx) }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("engine run: %v", err)
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return e, stop
+}
+
+func schedule(t *testing.T, e *timer.Engine, reqs []timer.Request) []timer.JobID {
+	t.Helper()
+	var ids []timer.JobID
+	for chunk := range slices.Chunk(reqs, 1000) {
+		res, err := e.ScheduleBatch(t.Context(), chunk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Err != nil {
+				t.Fatal(r.Err)
+			}
+			ids = append(ids, r.Job.ID)
+		}
+	}
+	return ids
+}
+
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	return sorted[min(len(sorted)-1, int(p*float64(len(sorted))))]
+}
+
+// Acceptance 3: 10,000 jobs due across 5 seconds all fire; duplicates and
+// lateness are reported, not asserted.
+func TestEngineFiresEveryJob(t *testing.T) {
+	s := newStack(t, false)
+	rec := newRecorder()
+	e, _ := s.start(t, rec, timer.Config{})
+
+	const n = 10000
+	first := time.Now().Add(time.Second)
+	reqs := make([]timer.Request, n)
+	for i := range reqs {
+		reqs[i] = timer.Request{Topic: "orders", FireAt: first.Add(time.Duration(i) * 5 * time.Second / n)}
+	}
+	ids := schedule(t, e, reqs)
+	rec.expect(ids)
+	rec.wait(t, 60*time.Second)
+
+	var lateness []time.Duration
+	dups := 0
+	for _, id := range ids {
+		ds := rec.deliveries(id)
+		dups += len(ds) - 1
+		for _, d := range ds {
+			if d.at.Before(d.due) {
+				t.Errorf("job %d fired %v early", id, d.due.Sub(d.at))
+			}
+		}
+		lateness = append(lateness, ds[0].at.Sub(ds[0].due))
+	}
+	slices.Sort(lateness)
+	t.Logf("%d jobs fired, %d duplicates; lateness p50 %v p99 %v max %v",
+		n, dups, percentile(lateness, .5), percentile(lateness, .99), lateness[len(lateness)-1])
+	waitStatus(t, s.store, ids, timer.StatusDone)
+}
+
+// waitStatus waits until every job's row has status want: rows are marked
+// done just after the handler returns.
+func waitStatus(t *testing.T, store *taskdb.Store, ids []timer.JobID, want timer.Status) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		jobs, err := store.GetMany(t.Context(), ids)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bad := 0
+		for _, j := range jobs {
+			if j.Status != want {
+				bad++
+			}
+		}
+		if bad == 0 && len(jobs) == len(ids) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d jobs not %s (%d rows)", bad, len(ids), want, len(jobs))
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+var errBoom = errors.New("receiver said no")
+
+// Acceptance 4: retries with growing delays, then done; exhausted attempts
+// end in Dead with status dead; replay brings the job back and it fires.
+func TestEngineRetriesThenBuries(t *testing.T) {
+	s := newStack(t, false)
+	rec := newRecorder()
+	var mu sync.Mutex
+	failUntil := map[timer.JobID]int{} // fail attempts below this
+	rec.fail = func(d timer.Delivery) error {
+		mu.Lock()
+		defer mu.Unlock()
+		if d.Attempt < failUntil[d.Job.ID] {
+			return errBoom
+		}
+		return nil
+	}
+	policy := timer.RetryPolicy{Base: 40 * time.Millisecond, Max: time.Second}
+	e, _ := s.start(t, rec, timer.Config{Worker: timer.WorkerConfig{Retry: policy}})
+
+	ids := schedule(t, e, []timer.Request{
+		{Topic: "retry", Delay: 0},
+		{Topic: "retry", Delay: 0, MaxAttempts: 3},
+	})
+	flaky, doomed := ids[0], ids[1]
+	mu.Lock()
+	failUntil[flaky] = 5   // fails attempts 1-4, succeeds on 5
+	failUntil[doomed] = 99 // always fails
+	mu.Unlock()
+
+	rec.expect([]timer.JobID{flaky})
+	rec.wait(t, 30*time.Second)
+	ds := rec.deliveries(flaky)
+	if len(ds) != 5 {
+		t.Fatalf("flaky job: %d deliveries, want 5", len(ds))
+	}
+	for i := 1; i < len(ds); i++ {
+		if ds[i].attempt != i+1 {
+			t.Errorf("delivery %d has attempt %d", i, ds[i].attempt)
+		}
+		// After failed attempt n the wait is at least half of Base·2^(n-1).
+		floor := policy.Base << (i - 1) / 2
+		if gap := ds[i].at.Sub(ds[i-1].at); gap < floor {
+			t.Errorf("retry %d came after %v, before the backoff floor %v", i, gap, floor)
+		}
+	}
+	waitStatus(t, s.store, []timer.JobID{flaky}, timer.StatusDone)
+	if j, _ := s.store.Get(t.Context(), flaky); j.Attempts != 5 {
+		t.Errorf("flaky job: attempts %d, want 5", j.Attempts)
+	}
+
+	waitStatus(t, s.store, []timer.JobID{doomed}, timer.StatusDead)
+	j, err := s.store.Get(t.Context(), doomed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Attempts != 3 || j.LastError != errBoom.Error() {
+		t.Errorf("dead job: attempts %d last error %q", j.Attempts, j.LastError)
+	}
+	if got := len(rec.deliveries(doomed)); got != 3 {
+		t.Errorf("dead job delivered %d times, want 3", got)
+	}
+	waitDeadLetter(t, s, j)
+
+	// Replay: it comes back pending with attempts reset, and fires.
+	mu.Lock()
+	failUntil[doomed] = 0
+	mu.Unlock()
+	j, err = e.Replay(t.Context(), doomed, time.Time{}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j.Status != timer.StatusPending || j.Attempts != 0 {
+		t.Errorf("replayed job: status %s attempts %d", j.Status, j.Attempts)
+	}
+	rec.expect([]timer.JobID{doomed})
+	rec.wait(t, 10*time.Second)
+	waitStatus(t, s.store, []timer.JobID{doomed}, timer.StatusDone)
+	if n, err := s.dead.Count(t.Context(), "retry", timer.DefaultSlots); err != nil || n != 0 {
+		t.Errorf("dead letters after replay: %d, %v", n, err)
+	}
+}
+
+// waitDeadLetter waits until j is listed among its topic's dead letters
+// (the row is marked dead just before Redis moves the timer).
+func waitDeadLetter(t *testing.T, s *stack, j *timer.Job) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		items, _, err := s.dead.List(t.Context(), j.Topic, timer.DefaultSlots, "", 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, it := range items {
+			if it.ID == j.ID {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("job %d not in the dead letters: %v", j.ID, items)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Acceptance 5: a worker stopped mid-batch without acking loses nothing:
+// every job it held fires later through lease expiry.
+func TestEngineStoppedWorkerLeasesExpire(t *testing.T) {
+	s := newStack(t, false)
+	cfg := timer.Config{Worker: timer.WorkerConfig{
+		Lease:          3 * time.Second,
+		AttemptTimeout: 500 * time.Millisecond,
+		Grace:          50 * time.Millisecond,
+		Concurrency:    16,
+		BatchSize:      20,
+	}}
+
+	// The first worker's handler hangs until shutdown cuts it off.
+	started := make(chan timer.JobID, 1000)
+	hang := timer.HandlerFunc(func(ctx context.Context, d timer.Delivery) error {
+		started <- d.Job.ID
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	e1, stop1 := s.start(t, hang, cfg)
+	const n = 200
+	reqs := make([]timer.Request, n)
+	for i := range reqs {
+		reqs[i] = timer.Request{Topic: "lease"}
+	}
+	ids := schedule(t, e1, reqs)
+	for range cfg.Worker.Concurrency {
+		<-started // the pool is full: the worker holds leases it will not ack
+	}
+	stop1()
+	leased, _, _, _ := s.leaseCounts(t, "lease")
+	if leased == 0 {
+		t.Fatal("no leases held after the worker stopped")
+	}
+	t.Logf("stopped worker left %d leases", leased)
+
+	rec := newRecorder()
+	rec.expect(ids)
+	s.start(t, rec, cfg)
+	rec.wait(t, 30*time.Second)
+	waitStatus(t, s.store, ids, timer.StatusDone)
+}
+
+func (s *stack) leaseCounts(t *testing.T, topic string) (leased, stored, dead int64, next time.Time) {
+	t.Helper()
+	stored, leased, dead, next, err := s.queue.Stats(t.Context(), topic, timer.DefaultSlots)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return leased, stored, dead, next
+}
+
+// Acceptance 6: FLUSHALL while 5,000 jobs are pending; the backstop
+// restores them and every one fires.
+func TestEngineBackstopRestoresAfterFlush(t *testing.T) {
+	s := newStack(t, true)
+	rec := newRecorder()
+	e, _ := s.start(t, rec, timer.Config{Backstop: timer.BackstopConfig{
+		Interval:     100 * time.Millisecond,
+		FullInterval: 500 * time.Millisecond,
+	}})
+	const n = 5000
+	due := time.Now().Add(3 * time.Second)
+	reqs := make([]timer.Request, n)
+	for i := range reqs {
+		reqs[i] = timer.Request{Topic: "flush", FireAt: due.Add(time.Duration(i%1000) * time.Millisecond)}
+	}
+	ids := schedule(t, e, reqs)
+	if _, stored, _, _ := s.leaseCounts(t, "flush"); stored != n {
+		t.Fatalf("%d timers in Redis before the flush, want %d", stored, n)
+	}
+	s.redis.FlushAll(t)
+	if _, stored, _, _ := s.leaseCounts(t, "flush"); stored != 0 {
+		t.Fatalf("%d timers in Redis after the flush", stored)
+	}
+	rec.expect(ids)
+	rec.wait(t, 60*time.Second)
+	waitStatus(t, s.store, ids, timer.StatusDone)
+}
+
+// Acceptance 7: a job cancelled before it is due never reaches the handler;
+// a rescheduled one fires at the new time only.
+func TestEngineCancelAndReschedule(t *testing.T) {
+	s := newStack(t, false)
+	rec := newRecorder()
+	e, _ := s.start(t, rec, timer.Config{})
+	ctx := t.Context()
+
+	soon := time.Now().Add(700 * time.Millisecond)
+	ids := schedule(t, e, []timer.Request{
+		{Topic: "cancel", FireAt: soon, BizID: 42},
+		{Topic: "cancel", FireAt: soon, BizID: 42}, // same slot as the first
+		{Topic: "cancel", FireAt: soon},
+		{Topic: "cancel", FireAt: soon.Add(2 * time.Hour)}, // beyond the horizon
+	})
+	cancelled, moved, control, far := ids[0], ids[1], ids[2], ids[3]
+
+	j, err := e.Cancel(ctx, cancelled)
+	if err != nil || j.Status != timer.StatusCancelled {
+		t.Fatalf("cancel: %v, %v", j, err)
+	}
+	if _, err := e.Cancel(ctx, cancelled); !errors.Is(err, timer.ErrConflict) {
+		t.Errorf("second cancel: %v, want ErrConflict", err)
+	}
+	later := soon.Add(time.Second)
+	if _, err := e.Reschedule(ctx, moved, later, 0); err != nil {
+		t.Fatal(err)
+	}
+	// A job beyond the horizon is rescheduled into it, and fires.
+	if _, err := e.Reschedule(ctx, far, later, 0); err != nil {
+		t.Fatal(err)
+	}
+
+	rec.expect([]timer.JobID{moved, control, far})
+	rec.wait(t, 10*time.Second)
+	if ds := rec.deliveries(cancelled); len(ds) != 0 {
+		t.Errorf("cancelled job fired %d times", len(ds))
+	}
+	for _, id := range []timer.JobID{moved, far} {
+		ds := rec.deliveries(id)
+		if len(ds) != 1 || ds[0].at.Before(later) {
+			t.Errorf("rescheduled job %d: deliveries %+v, want one at or after %v", id, ds, later)
+		}
+	}
+	if _, err := e.Cancel(ctx, timer.JobID(12345)); !errors.Is(err, timer.ErrNotFound) {
+		t.Errorf("cancel unknown: %v, want ErrNotFound", err)
+	}
+}
+
+// A job indexed without a wake-up reaching the worker (its pub/sub
+// message lost) still fires, through the worker's periodic rescan.
+func TestEngineRescanFindsJobsWithoutWake(t *testing.T) {
+	s := newStack(t, false)
+	rec := newRecorder()
+	e, _ := s.start(t, rec, timer.Config{Worker: timer.WorkerConfig{Rescan: 200 * time.Millisecond}})
+	ctx := t.Context()
+	// Schedule one job so the topic exists and the worker owns its slots.
+	ids := schedule(t, e, []timer.Request{{Topic: "quiet"}})
+	rec.expect(ids)
+	rec.wait(t, 10*time.Second)
+
+	// Commit a row and index it through a queue that publishes elsewhere.
+	topic, err := s.store.Topic(ctx, "quiet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := &timer.Job{ID: timer.NewIDGen(9, nil).Next(), Topic: "quiet", DueAt: time.Now(), MaxAttempts: 3, CallbackURL: "x"}
+	if err := s.store.Insert(ctx, []*timer.Job{j}); err != nil {
+		t.Fatal(err)
+	}
+	mute, err := prepare.New(s.rdb, prepare.Config{Prefix: s.prefix, WakeChannel: "nobody-listens"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mute.Add(ctx, []timer.Timer{{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: uint64(j.ID), DueAt: j.DueAt}}); err != nil {
+		t.Fatal(err)
+	}
+	rec.expect([]timer.JobID{j.ID})
+	rec.wait(t, 10*time.Second)
+}
