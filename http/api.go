@@ -1,0 +1,478 @@
+package http
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/subtle"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Jobs is the engine's scheduling side; *timer.Scheduler implements it.
+type Jobs interface {
+	// Schedule commits one job; concurrent calls share a commit.
+	Schedule(ctx context.Context, r timer.Request) (timer.Result, error)
+	ScheduleBatch(ctx context.Context, reqs []timer.Request) ([]timer.Result, error)
+	Get(ctx context.Context, id timer.JobID) (*timer.Job, error)
+	Cancel(ctx context.Context, id timer.JobID) (*timer.Job, error)
+	Reschedule(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
+	Replay(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
+}
+
+// DeadLetters lists and purges dead jobs.
+type DeadLetters interface {
+	// ListDead returns up to limit dead jobs of topic after the cursor
+	// after ("" for the first page) and the next page's cursor ("" at the
+	// end). An unknown topic is an error wrapping timer.ErrNotFound.
+	ListDead(ctx context.Context, topic, after string, limit int) ([]*timer.Job, string, error)
+	// PurgeDead removes a dead job from the Dead set; its row keeps status
+	// dead. It returns an error wrapping timer.ErrNotFound when the job is
+	// not in the Dead set, and timer.ErrConflict when it is not dead.
+	PurgeDead(ctx context.Context, id timer.JobID) error
+}
+
+// Stats reports on topics.
+type Stats interface {
+	// TopicStats returns the counts of topic, or an error wrapping
+	// timer.ErrNotFound for an unknown topic.
+	TopicStats(ctx context.Context, topic string) (TopicStats, error)
+}
+
+// TopicStats is what GET /v1/topics/{topic}/stats shows.
+type TopicStats struct {
+	Topic string
+	Slots int
+	// Pending counts the pending rows, InFlight the leases held by
+	// workers, Dead the jobs in the Dead set.
+	Pending  int64
+	InFlight int64
+	Dead     int64
+	// NextDue is the earliest due time in Redis (zero: none within the
+	// horizon); a NextDue in the past is overdue by that much.
+	NextDue time.Time
+}
+
+// Defaults of the API.
+const (
+	DefaultMaxBodyBytes      = 256 << 10
+	DefaultMaxBatchBodyBytes = 32 << 20
+	MaxBatchJobs             = 1000
+	DefaultDeadPage          = 100
+	MaxDeadPage              = 1000
+	requestTimeout           = 30 * time.Second
+	readyTimeout             = 2 * time.Second
+)
+
+// APIConfig configures the API. The zero value serves without auth and
+// refuses callbacks to private addresses.
+type APIConfig struct {
+	// Tokens, when any, are the bearer tokens every /v1 call needs.
+	Tokens []string
+	// MaxBodyBytes bounds a request body; MaxBatchBodyBytes a batch's.
+	MaxBodyBytes      int64
+	MaxBatchBodyBytes int64
+	// AllowPrivateCallbacks lets callback URLs resolve to loopback and
+	// private addresses (dev mode, or a trusted network).
+	AllowPrivateCallbacks bool
+	Resolver              *net.Resolver
+	// Ready are the readiness checks of /readyz, by name.
+	Ready map[string]func(context.Context) error
+	// Metrics serves /metrics when set.
+	Metrics http.Handler
+	Logger  *slog.Logger
+	Now     func() time.Time
+}
+
+// API is toc's REST API.
+type API struct {
+	jobs   Jobs
+	dead   DeadLetters
+	stats  Stats
+	cfg    APIConfig
+	log    *slog.Logger
+	router chi.Router
+}
+
+// NewAPI returns the API over jobs, dead and stats.
+func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) *API {
+	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
+	cfg.MaxBatchBodyBytes = cmp.Or(cfg.MaxBatchBodyBytes, DefaultMaxBatchBodyBytes)
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Resolver == nil {
+		cfg.Resolver = net.DefaultResolver
+	}
+	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger}
+	a.router = a.routes()
+	return a
+}
+
+// ServeHTTP serves the API.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+
+func (a *API) routes() chi.Router {
+	r := chi.NewRouter()
+	r.Use(a.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, fmt.Errorf("no such path %s: %w", r.URL.Path, timer.ErrNotFound))
+	})
+	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{Code: CodeInvalid, Message: "method " + r.Method + " not allowed on " + r.URL.Path}})
+	})
+	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	r.Get("/readyz", a.ready)
+	if a.cfg.Metrics != nil {
+		r.Method(http.MethodGet, "/metrics", a.cfg.Metrics)
+	}
+	r.Route("/v1", func(r chi.Router) {
+		r.Use(a.authenticate, a.limitTime)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/jobs", a.createJob)
+		r.With(a.limitBody(a.cfg.MaxBatchBodyBytes)).Post("/jobs/batch", a.createBatch)
+		r.Get("/jobs/{id}", a.getJob)
+		r.Delete("/jobs/{id}", a.cancelJob)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/jobs/{id}", a.rescheduleJob)
+		r.Get("/deadletters", a.listDead)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
+		r.Delete("/deadletters/{id}", a.purgeDead)
+		r.Get("/topics/{topic}/stats", a.topicStats)
+		r.Get("/openapi.json", serveOpenAPI)
+	})
+	return r
+}
+
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if p := recover(); p != nil {
+				if p == http.ErrAbortHandler {
+					panic(p)
+				}
+				a.writeError(w, r, fmt.Errorf("panic serving %s: %v", r.URL.Path, p))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *API) authenticate(next http.Handler) http.Handler {
+	if len(a.cfg.Tokens) == 0 {
+		return next
+	}
+	tokens := make([][]byte, len(a.cfg.Tokens))
+	for i, t := range a.cfg.Tokens {
+		tokens[i] = []byte(t)
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if ok {
+			for _, t := range tokens {
+				if subtle.ConstantTimeCompare([]byte(got), t) == 1 {
+					next.ServeHTTP(w, r)
+					return
+				}
+			}
+		}
+		a.writeError(w, r, errUnauthenticated)
+	})
+}
+
+func (a *API) limitTime(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
+		defer cancel()
+		next.ServeHTTP(w, r.WithContext(ctx))
+	})
+}
+
+func (a *API) limitBody(n int64) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.ContentLength > n {
+				a.writeError(w, r, &http.MaxBytesError{Limit: n})
+				return
+			}
+			r.Body = http.MaxBytesReader(w, r.Body, n)
+			next.ServeHTTP(w, r)
+		})
+	}
+}
+
+func (a *API) ready(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
+	defer cancel()
+	checks := make(map[string]string, len(a.cfg.Ready))
+	var (
+		mu sync.Mutex
+		wg sync.WaitGroup
+		ok = true
+	)
+	for name, check := range a.cfg.Ready {
+		wg.Go(func() {
+			err := check(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			checks[name] = "ok"
+			if err != nil {
+				checks[name], ok = err.Error(), false
+			}
+		})
+	}
+	wg.Wait()
+	if !ok {
+		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+}
+
+// createJob: POST /v1/jobs.
+func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
+	var body jobRequest
+	if err := decode(r.Body, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req, err := a.checked(r.Context(), &body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res, err := a.jobs.Schedule(r.Context(), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, viewOf(res.Job))
+}
+
+// checked turns a body into a request and checks its callback URL.
+func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, error) {
+	req, err := body.request()
+	if err != nil {
+		return req, err
+	}
+	return req, CheckCallbackURL(ctx, req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+}
+
+type batchRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+type batchItem struct {
+	ID      string       `json:"id,omitempty"`
+	Status  string       `json:"status,omitempty"`
+	Created *bool        `json:"created,omitempty"`
+	Error   *errorDetail `json:"error,omitempty"`
+}
+
+// createBatch: POST /v1/jobs/batch. Items are answered in request order;
+// the valid ones are committed in one transaction.
+func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
+	var body batchRequest
+	if err := decode(r.Body, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if len(body.Jobs) == 0 || len(body.Jobs) > MaxBatchJobs {
+		a.writeError(w, r, &timer.FieldError{Field: "jobs", Message: fmt.Sprintf("must hold 1..%d jobs", MaxBatchJobs)})
+		return
+	}
+	items := make([]batchItem, len(body.Jobs))
+	var (
+		reqs []timer.Request
+		at   []int
+	)
+	for i, raw := range body.Jobs {
+		var jb jobRequest
+		err := decode(bytes.NewReader(raw), &jb)
+		var req timer.Request
+		if err == nil {
+			req, err = a.checked(r.Context(), &jb)
+		}
+		if err != nil {
+			_, d := toDetail(err)
+			items[i].Error = &d
+			continue
+		}
+		reqs = append(reqs, req)
+		at = append(at, i)
+	}
+	if len(reqs) > 0 {
+		res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		for n, res := range res {
+			i := at[n]
+			if res.Err != nil {
+				_, d := toDetail(res.Err)
+				items[i].Error = &d
+				continue
+			}
+			created := res.Created
+			items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: &created}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": items})
+}
+
+func jobID(r *http.Request) (timer.JobID, error) {
+	id, err := timer.ParseJobID(chi.URLParam(r, "id"))
+	if err != nil {
+		return 0, &timer.FieldError{Field: "id", Message: "must be a job id: a positive decimal integer below 2^63"}
+	}
+	return id, nil
+}
+
+// getJob: GET /v1/jobs/{id}.
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
+	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) { return a.jobs.Get(ctx, id) })
+}
+
+// cancelJob: DELETE /v1/jobs/{id}.
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
+	a.withJob(w, r, a.jobs.Cancel)
+}
+
+// rescheduleJob: PATCH /v1/jobs/{id}.
+func (a *API) rescheduleJob(w http.ResponseWriter, r *http.Request) {
+	a.withWhen(w, r, false, a.jobs.Reschedule)
+}
+
+// replayDead: POST /v1/deadletters/{id}/replay; the body is optional.
+func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
+	a.withWhen(w, r, true, a.jobs.Replay)
+}
+
+func (a *API) withWhen(w http.ResponseWriter, r *http.Request, optional bool, do func(context.Context, timer.JobID, time.Time, time.Duration) (*timer.Job, error)) {
+	var body whenRequest
+	if r.ContentLength != 0 || !optional {
+		if err := decode(r.Body, &body); err != nil && !(optional && isEmptyBody(err)) {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	fireAt, delay, err := body.when(optional)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) {
+		return do(ctx, id, fireAt, delay)
+	})
+}
+
+func isEmptyBody(err error) bool {
+	fe, ok := errors.AsType[*timer.FieldError](err)
+	return ok && fe.Field == "" && strings.HasPrefix(fe.Message, "the body is empty")
+}
+
+func (a *API) withJob(w http.ResponseWriter, r *http.Request, do func(context.Context, timer.JobID) (*timer.Job, error)) {
+	id, err := jobID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	j, err := do(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(j))
+}
+
+// listDead: GET /v1/deadletters?topic=T&limit=N&after=CURSOR.
+func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	topic := q.Get("topic")
+	if !timer.ValidTopic(topic) {
+		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
+		return
+	}
+	limit := DefaultDeadPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxDeadPage {
+			a.writeError(w, r, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxDeadPage)})
+			return
+		}
+		limit = n
+	}
+	jobs, next, err := a.dead.ListDead(r.Context(), topic, q.Get("after"), limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	items := make([]jobView, len(jobs))
+	for i, j := range jobs {
+		items[i] = viewOf(j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next": next})
+}
+
+// purgeDead: DELETE /v1/deadletters/{id}.
+func (a *API) purgeDead(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err == nil {
+		err = a.dead.PurgeDead(r.Context(), id)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "purged": true})
+}
+
+// topicStats: GET /v1/topics/{topic}/stats.
+func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
+	topic := chi.URLParam(r, "topic")
+	if !timer.ValidTopic(topic) {
+		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"})
+		return
+	}
+	st, err := a.stats.TopicStats(r.Context(), topic)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var overdue int64
+	if now := a.cfg.Now(); !st.NextDue.IsZero() && st.NextDue.Before(now) {
+		overdue = now.Sub(st.NextDue).Milliseconds()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{
+		"topic":             st.Topic,
+		"slots":             st.Slots,
+		"pending":           st.Pending,
+		"in_flight":         st.InFlight,
+		"dead":              st.Dead,
+		"next_due_at":       formatTime(st.NextDue),
+		"oldest_overdue_ms": overdue,
+	})
+}
+
+// Routes exposes the router, for walking its routes.
+func (a *API) Routes() chi.Routes { return a.router }

@@ -1,0 +1,528 @@
+package http_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/go-chi/chi/v5"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/deadletter"
+	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/timer"
+)
+
+// apiEnv is the API over a real engine: SQLite task store, miniredis.
+type apiEnv struct {
+	srv   *httptest.Server
+	eng   *timer.Engine
+	store *taskdb.Store
+	api   *tochttp.API
+	stats *fakeStats
+}
+
+type fakeStats struct{ err error }
+
+func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicStats, error) {
+	if f.err != nil {
+		return tochttp.TopicStats{}, f.err
+	}
+	if topic == "unknown" {
+		return tochttp.TopicStats{}, fmt.Errorf("topic %s: %w", topic, timer.ErrNotFound)
+	}
+	return tochttp.TopicStats{Topic: topic, Slots: 16, Pending: 3, InFlight: 1, Dead: 2, NextDue: time.UnixMilli(1000)}, nil
+}
+
+func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiEnv {
+	t.Helper()
+	ctx := t.Context()
+	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	queue, err := prepare.New(rdb, prepare.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if handler == nil {
+		handler = timer.HandlerFunc(func(context.Context, timer.Delivery) error { return nil })
+	}
+	eng, err := timer.New(store, queue, handler, timer.Config{Worker: timer.WorkerConfig{Retry: timer.RetryPolicy{Base: 10 * time.Millisecond}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.AllowPrivateCallbacks = true
+	stats := &fakeStats{}
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(rdb, prepare.DefaultPrefix), store), stats, cfg)
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats}
+}
+
+// run starts the engine (worker and backstop) until the test ends.
+func (e *apiEnv) run(t testing.TB) {
+	ctx, cancel := context.WithCancel(context.WithoutCancel(t.Context()))
+	done := make(chan struct{})
+	go func() { e.eng.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+}
+
+type answer struct {
+	status int
+	body   map[string]any
+	raw    []byte
+	header http.Header
+}
+
+func (e *apiEnv) call(t *testing.T, method, path, body string, header ...string) answer {
+	t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.srv.URL+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i+1 < len(header); i += 2 {
+		req.Header.Set(header[i], header[i+1])
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	raw, _ := io.ReadAll(resp.Body)
+	a := answer{status: resp.StatusCode, raw: raw, header: resp.Header}
+	if ct := resp.Header.Get("Content-Type"); strings.HasPrefix(ct, "application/json") {
+		if err := json.Unmarshal(raw, &a.body); err != nil {
+			t.Fatalf("%s %s: answer is not JSON: %v\n%s", method, path, err, raw)
+		}
+	}
+	return a
+}
+
+// wantError checks an error answer's status, code and field.
+func (a answer) wantError(t *testing.T, status int, code, field string) {
+	t.Helper()
+	if a.status != status {
+		t.Fatalf("status %d, want %d: %s", a.status, status, a.raw)
+	}
+	e, _ := a.body["error"].(map[string]any)
+	if e == nil || e["code"] != code || e["message"] == "" {
+		t.Fatalf("error body %s, want code %s", a.raw, code)
+	}
+	if got, _ := e["field"].(string); got != field {
+		t.Fatalf("error field %q, want %q: %s", got, field, a.raw)
+	}
+}
+
+const cb = `"callback_url": "http://127.0.0.1:9/hook"`
+
+func TestCreateAndGetJob(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	a := e.call(t, "POST", "/v1/jobs", `{"topic": "orders", "biz_id": 18446744073709551615, "biz_type": 7,
+		"fire_at": "2030-01-02T03:04:05.678+01:00", `+cb+`, "payload": {"order": 1, "items": [1, 2]}, "max_attempts": 3}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	if a.body["status"] != "pending" || a.body["topic"] != "orders" || a.body["fire_at"] != "2030-01-02T02:04:05.678Z" {
+		t.Errorf("create answer: %s", a.raw)
+	}
+	g := e.call(t, "GET", "/v1/jobs/"+id, "")
+	if g.status != http.StatusOK {
+		t.Fatalf("get: %d %s", g.status, g.raw)
+	}
+	var job struct {
+		ID          string          `json:"id"`
+		BizID       uint64          `json:"biz_id"`
+		BizType     uint64          `json:"biz_type"`
+		MaxAttempts int             `json:"max_attempts"`
+		Payload     json.RawMessage `json:"payload"`
+		Status      string          `json:"status"`
+		CallbackURL string          `json:"callback_url"`
+		CreatedAt   string          `json:"created_at"`
+	}
+	if err := json.Unmarshal(g.raw, &job); err != nil {
+		t.Fatal(err)
+	}
+	if job.ID != id || job.BizID != 18446744073709551615 || job.BizType != 7 || job.MaxAttempts != 3 ||
+		string(job.Payload) != `{"order":1,"items":[1,2]}` || job.Status != "pending" ||
+		job.CallbackURL != "http://127.0.0.1:9/hook" || job.CreatedAt == "" {
+		t.Errorf("get answer: %s", g.raw)
+	}
+
+	// delay_ms, the default max_attempts, a payload that is not an object.
+	a = e.call(t, "POST", "/v1/jobs", `{"topic": "orders", "delay_ms": 0, `+cb+`, "payload": "text"}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create with delay: %d %s", a.status, a.raw)
+	}
+	g = e.call(t, "GET", "/v1/jobs/"+a.body["id"].(string), "")
+	if g.body["max_attempts"] != float64(timer.DefaultMaxAttempts) || g.body["payload"] != "text" {
+		t.Errorf("defaults: %s", g.raw)
+	}
+}
+
+func TestCreateJobRejectsBadInput(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{MaxBodyBytes: 100 << 10}, nil)
+	big := `"` + strings.Repeat("x", timer.MaxPayloadBytes) + `"`
+	tests := []struct {
+		name, body, field string
+		status            int
+		code              string
+	}{
+		{"empty body", ``, "", 400, tochttp.CodeInvalid},
+		{"malformed", `{"topic": `, "", 400, tochttp.CodeInvalid},
+		{"not an object", `[1, 2]`, "", 400, tochttp.CodeInvalid},
+		{"trailing data", `{"topic": "a", "delay_ms": 1, ` + cb + `} {}`, "", 400, tochttp.CodeInvalid},
+		{"unknown field", `{"topic": "a", "delay_ms": 1, ` + cb + `, "colour": "red"}`, "colour", 400, tochttp.CodeInvalid},
+		{"no topic", `{"delay_ms": 1, ` + cb + `}`, "topic", 400, tochttp.CodeInvalid},
+		{"bad topic", `{"topic": "Upper", "delay_ms": 1, ` + cb + `}`, "topic", 400, tochttp.CodeInvalid},
+		{"topic wrong type", `{"topic": 5, "delay_ms": 1, ` + cb + `}`, "topic", 400, tochttp.CodeInvalid},
+		{"negative biz_id", `{"topic": "a", "biz_id": -1, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id too big", `{"topic": "a", "biz_id": 18446744073709551616, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id fraction", `{"topic": "a", "biz_id": 1.5, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"no time", `{"topic": "a", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
+		{"both times", `{"topic": "a", "delay_ms": 1, "fire_at": "2030-01-01T00:00:00Z", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
+		{"bad fire_at", `{"topic": "a", "fire_at": "tomorrow", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
+		{"negative delay", `{"topic": "a", "delay_ms": -5, ` + cb + `}`, "delay_ms", 400, tochttp.CodeInvalid},
+		{"huge delay", `{"topic": "a", "delay_ms": 9223372036854775807, ` + cb + `}`, "delay_ms", 400, tochttp.CodeInvalid},
+		{"no callback", `{"topic": "a", "delay_ms": 1}`, "callback_url", 400, tochttp.CodeInvalid},
+		{"ftp callback", `{"topic": "a", "delay_ms": 1, "callback_url": "ftp://x/y"}`, "callback_url", 400, tochttp.CodeInvalid},
+		{"max_attempts 0", `{"topic": "a", "delay_ms": 1, ` + cb + `, "max_attempts": 0}`, "max_attempts", 400, tochttp.CodeInvalid},
+		{"max_attempts 65", `{"topic": "a", "delay_ms": 1, ` + cb + `, "max_attempts": 65}`, "max_attempts", 400, tochttp.CodeInvalid},
+		{"long key", `{"topic": "a", "delay_ms": 1, ` + cb + `, "key": "` + strings.Repeat("k", 129) + `"}`, "key", 400, tochttp.CodeInvalid},
+		{"payload over 64 KiB", `{"topic": "a", "delay_ms": 1, ` + cb + `, "payload": ` + big + `}`, "payload", 400, tochttp.CodeInvalid},
+		{"body over the limit", `{"topic": "a", "delay_ms": 1, ` + cb + `, "payload": "` + strings.Repeat("x", 120<<10) + `"}`, "", 413, tochttp.CodeTooLarge},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			e.call(t, "POST", "/v1/jobs", tt.body).wantError(t, tt.status, tt.code, tt.field)
+		})
+	}
+	if n, err := e.store.CountByStatus(t.Context(), "a"); err != nil || n[timer.StatusPending] != 0 {
+		t.Errorf("bad requests wrote jobs: %v %v", n, err)
+	}
+}
+
+func TestCreateJobRefusesPrivateCallbacks(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	// newAPIEnv allows private callbacks; build one that does not.
+	api := tochttp.NewAPI(e.eng, nil, nil, tochttp.APIConfig{})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	strict := &apiEnv{srv: srv}
+	strict.call(t, "POST", "/v1/jobs", `{"topic": "a", "delay_ms": 1, `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "callback_url")
+	strict.call(t, "POST", "/v1/jobs", `{"topic": "a", "delay_ms": 1, "callback_url": "http://10.1.2.3/x"}`).wantError(t, 400, tochttp.CodeInvalid, "callback_url")
+}
+
+func TestIdempotencyKey(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	body := `{"topic": "pay", "key": "order-1", "delay_ms": 60000, ` + cb + `, "payload": {"a": 1}}`
+	first := e.call(t, "POST", "/v1/jobs", body)
+	if first.status != http.StatusCreated {
+		t.Fatalf("first: %d %s", first.status, first.raw)
+	}
+	again := e.call(t, "POST", "/v1/jobs", body)
+	if again.status != http.StatusOK || again.body["id"] != first.body["id"] {
+		t.Fatalf("same key and content: %d %s, want 200 with id %v", again.status, again.raw, first.body["id"])
+	}
+	e.call(t, "POST", "/v1/jobs", `{"topic": "pay", "key": "order-1", "delay_ms": 60000, `+cb+`, "payload": {"a": 2}}`).
+		wantError(t, http.StatusConflict, tochttp.CodeConflict, "")
+	// The same key in another topic is another job.
+	other := e.call(t, "POST", "/v1/jobs", `{"topic": "ship", "key": "order-1", "delay_ms": 60000, `+cb+`, "payload": {"a": 1}}`)
+	if other.status != http.StatusCreated || other.body["id"] == first.body["id"] {
+		t.Fatalf("other topic: %d %s", other.status, other.raw)
+	}
+	// An absolute fire_at is part of the content.
+	at := `{"topic": "pay", "key": "k2", "fire_at": "2031-01-01T00:00:00Z", ` + cb + `}`
+	if a := e.call(t, "POST", "/v1/jobs", at); a.status != http.StatusCreated {
+		t.Fatalf("k2: %d %s", a.status, a.raw)
+	}
+	e.call(t, "POST", "/v1/jobs", strings.Replace(at, "2031", "2032", 1)).wantError(t, http.StatusConflict, tochttp.CodeConflict, "")
+}
+
+func TestBatch(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	a := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [
+		{"topic": "b", "delay_ms": 1000, `+cb+`},
+		{"topic": "B!", "delay_ms": 1000, `+cb+`},
+		{"topic": "b", "key": "x", "delay_ms": 1000, `+cb+`},
+		{"topic": "b", "key": "x", "delay_ms": 1000, `+cb+`},
+		{"topic": "b", "delay_ms": 1000, `+cb+`, "extra": 1},
+		{"topic": "b", "key": "x", "delay_ms": 1000, `+cb+`, "payload": 1}
+	]}`)
+	if a.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", a.status, a.raw)
+	}
+	res := a.body["results"].([]any)
+	if len(res) != 6 {
+		t.Fatalf("%d results: %s", len(res), a.raw)
+	}
+	item := func(i int) map[string]any { return res[i].(map[string]any) }
+	errField := func(i int) (string, string) {
+		e, _ := item(i)["error"].(map[string]any)
+		if e == nil {
+			return "", ""
+		}
+		f, _ := e["field"].(string)
+		return e["code"].(string), f
+	}
+	if item(0)["id"] == nil || item(0)["status"] != "pending" || item(0)["created"] != true {
+		t.Errorf("item 0: %v", item(0))
+	}
+	if c, f := errField(1); c != tochttp.CodeInvalid || f != "topic" {
+		t.Errorf("item 1: %v", item(1))
+	}
+	if item(2)["id"] == nil || item(3)["id"] != item(2)["id"] || item(3)["created"] != false {
+		t.Errorf("items 2 and 3 share a key: %v %v", item(2), item(3))
+	}
+	if c, f := errField(4); c != tochttp.CodeInvalid || f != "extra" {
+		t.Errorf("item 4: %v", item(4))
+	}
+	if c, _ := errField(5); c != tochttp.CodeConflict {
+		t.Errorf("item 5: %v", item(5))
+	}
+
+	var many []string
+	for range tochttp.MaxBatchJobs + 1 {
+		many = append(many, `{"topic": "b", "delay_ms": 1, `+cb+`}`)
+	}
+	e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+strings.Join(many, ",")+`]}`).wantError(t, 400, tochttp.CodeInvalid, "jobs")
+	e.call(t, "POST", "/v1/jobs/batch", `{"jobs": []}`).wantError(t, 400, tochttp.CodeInvalid, "jobs")
+	e.call(t, "POST", "/v1/jobs/batch", `{"jobs": {}}`).wantError(t, 400, tochttp.CodeInvalid, "jobs")
+
+	full := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+strings.Join(many[:tochttp.MaxBatchJobs], ",")+`]}`)
+	if full.status != http.StatusOK || len(full.body["results"].([]any)) != tochttp.MaxBatchJobs {
+		t.Fatalf("batch of %d: %d", tochttp.MaxBatchJobs, full.status)
+	}
+}
+
+func TestGetCancelReschedule(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	id := e.call(t, "POST", "/v1/jobs", `{"topic": "c", "delay_ms": 60000, `+cb+`}`).body["id"].(string)
+
+	e.call(t, "GET", "/v1/jobs/abc", "").wantError(t, 400, tochttp.CodeInvalid, "id")
+	e.call(t, "GET", "/v1/jobs/0", "").wantError(t, 400, tochttp.CodeInvalid, "id")
+	e.call(t, "GET", "/v1/jobs/99999999999999999999", "").wantError(t, 400, tochttp.CodeInvalid, "id")
+	e.call(t, "GET", "/v1/jobs/12345", "").wantError(t, 404, tochttp.CodeNotFound, "")
+
+	p := e.call(t, "PATCH", "/v1/jobs/"+id, `{"fire_at": "2035-05-05T05:05:05.5Z"}`)
+	if p.status != http.StatusOK || p.body["fire_at"] != "2035-05-05T05:05:05.500Z" {
+		t.Fatalf("reschedule: %d %s", p.status, p.raw)
+	}
+	e.call(t, "PATCH", "/v1/jobs/"+id, `{}`).wantError(t, 400, tochttp.CodeInvalid, "fire_at")
+	e.call(t, "PATCH", "/v1/jobs/"+id, ``).wantError(t, 400, tochttp.CodeInvalid, "")
+	e.call(t, "PATCH", "/v1/jobs/"+id, `{"delay_ms": "soon"}`).wantError(t, 400, tochttp.CodeInvalid, "delay_ms")
+	e.call(t, "PATCH", "/v1/jobs/12345", `{"delay_ms": 5}`).wantError(t, 404, tochttp.CodeNotFound, "")
+
+	c := e.call(t, "DELETE", "/v1/jobs/"+id, "")
+	if c.status != http.StatusOK || c.body["status"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", c.status, c.raw)
+	}
+	e.call(t, "DELETE", "/v1/jobs/"+id, "").wantError(t, 409, tochttp.CodeConflict, "")
+	e.call(t, "PATCH", "/v1/jobs/"+id, `{"delay_ms": 5}`).wantError(t, 409, tochttp.CodeConflict, "")
+	e.call(t, "DELETE", "/v1/jobs/12345", "").wantError(t, 404, tochttp.CodeNotFound, "")
+}
+
+func TestDeadLetters(t *testing.T) {
+	fail := timer.HandlerFunc(func(context.Context, timer.Delivery) error { return errors.New("nope") })
+	e := newAPIEnv(t, tochttp.APIConfig{}, fail)
+	e.run(t)
+	var ids []string
+	for range 3 {
+		a := e.call(t, "POST", "/v1/jobs", `{"topic": "d", "delay_ms": 0, "max_attempts": 1, `+cb+`}`)
+		ids = append(ids, a.body["id"].(string))
+	}
+	// Wait until all three are listed as dead letters.
+	var items []any
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		l := e.call(t, "GET", "/v1/deadletters?topic=d", "")
+		if l.status != http.StatusOK {
+			t.Fatalf("list: %d %s", l.status, l.raw)
+		}
+		if items = l.body["items"].([]any); len(items) == 3 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("dead letters: %s", l.raw)
+		}
+	}
+	for _, it := range items {
+		j := it.(map[string]any)
+		if j["status"] != "dead" || j["last_error"] != "nope" || !slices.Contains(ids, j["id"].(string)) {
+			t.Errorf("dead letter %v", j)
+		}
+	}
+	// Paging: one at a time, each once.
+	var seen []string
+	for after := ""; ; {
+		l := e.call(t, "GET", "/v1/deadletters?topic=d&limit=1&after="+after, "")
+		for _, it := range l.body["items"].([]any) {
+			seen = append(seen, it.(map[string]any)["id"].(string))
+		}
+		if after = l.body["next"].(string); after == "" {
+			break
+		}
+	}
+	slices.Sort(seen)
+	sorted := slices.Sorted(slices.Values(ids))
+	if !slices.Equal(seen, sorted) {
+		t.Errorf("paged %v, want %v", seen, sorted)
+	}
+	e.call(t, "GET", "/v1/deadletters", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/deadletters?topic=d&limit=0", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
+	e.call(t, "GET", "/v1/deadletters?topic=d&limit=x", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
+	e.call(t, "GET", "/v1/deadletters?topic=d&after=garbage", "").wantError(t, 400, tochttp.CodeInvalid, "after")
+
+	// Purge one: gone from the list, its row still dead.
+	p := e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "")
+	if p.status != http.StatusOK {
+		t.Fatalf("purge: %d %s", p.status, p.raw)
+	}
+	e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "").wantError(t, 404, tochttp.CodeNotFound, "")
+	if g := e.call(t, "GET", "/v1/jobs/"+ids[0], ""); g.body["status"] != "dead" {
+		t.Errorf("purged job: %s", g.raw)
+	}
+	// Replay one into the future: pending, attempts reset.
+	r := e.call(t, "POST", "/v1/deadletters/"+ids[1]+"/replay", `{"delay_ms": 3600000}`)
+	if r.status != http.StatusOK || r.body["status"] != "pending" || r.body["attempts"] != float64(0) {
+		t.Fatalf("replay: %d %s", r.status, r.raw)
+	}
+	e.call(t, "POST", "/v1/deadletters/"+ids[1]+"/replay", ``).wantError(t, 409, tochttp.CodeConflict, "")
+	e.call(t, "POST", "/v1/deadletters/12345/replay", ``).wantError(t, 404, tochttp.CodeNotFound, "")
+	e.call(t, "POST", "/v1/deadletters/"+ids[2]+"/replay", `{"delay_ms": -1}`).wantError(t, 400, tochttp.CodeInvalid, "delay_ms")
+	// A replay without a body is due now.
+	if r := e.call(t, "POST", "/v1/deadletters/"+ids[2]+"/replay", ``); r.status != http.StatusOK {
+		t.Fatalf("replay without body: %d %s", r.status, r.raw)
+	}
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d", ""); len(l.body["items"].([]any)) > 1 {
+		t.Errorf("after purge and replays: %s", l.raw)
+	}
+}
+
+func TestAuth(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{Tokens: []string{"s3cret", "other"}}, nil)
+	e.call(t, "GET", "/v1/jobs/1", "").wantError(t, 401, tochttp.CodeUnauthenticated, "")
+	a := e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "Bearer wrong")
+	a.wantError(t, 401, tochttp.CodeUnauthenticated, "")
+	if a.header.Get("WWW-Authenticate") == "" {
+		t.Error("401 without WWW-Authenticate")
+	}
+	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "s3cret").wantError(t, 401, tochttp.CodeUnauthenticated, "")
+	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "Bearer s3cret").wantError(t, 404, tochttp.CodeNotFound, "")
+	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "Bearer other").wantError(t, 404, tochttp.CodeNotFound, "")
+	for _, path := range []string{"/healthz", "/readyz"} {
+		if a := e.call(t, "GET", path, ""); a.status != http.StatusOK {
+			t.Errorf("%s without a token: %d", path, a.status)
+		}
+	}
+	// Without tokens, auth is off.
+	open := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	open.call(t, "GET", "/v1/jobs/1", "").wantError(t, 404, tochttp.CodeNotFound, "")
+}
+
+func TestReadyAndStats(t *testing.T) {
+	down := errors.New("connection refused")
+	var failing error
+	e := newAPIEnv(t, tochttp.APIConfig{Ready: map[string]func(context.Context) error{
+		"task_store": func(context.Context) error { return nil },
+		"redis":      func(context.Context) error { return failing },
+	}}, nil)
+	if a := e.call(t, "GET", "/readyz", ""); a.status != http.StatusOK {
+		t.Fatalf("ready: %d %s", a.status, a.raw)
+	}
+	failing = down
+	a := e.call(t, "GET", "/readyz", "")
+	if a.status != http.StatusServiceUnavailable || !bytes.Contains(a.raw, []byte("connection refused")) {
+		t.Fatalf("not ready: %d %s", a.status, a.raw)
+	}
+
+	s := e.call(t, "GET", "/v1/topics/orders/stats", "")
+	if s.status != http.StatusOK || s.body["pending"] != float64(3) || s.body["in_flight"] != float64(1) ||
+		s.body["dead"] != float64(2) || s.body["oldest_overdue_ms"].(float64) <= 0 {
+		t.Fatalf("stats: %d %s", s.status, s.raw)
+	}
+	e.call(t, "GET", "/v1/topics/unknown/stats", "").wantError(t, 404, tochttp.CodeNotFound, "")
+	e.call(t, "GET", "/v1/topics/BAD/stats", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.stats.err = errors.New("redis: connection refused")
+	e.call(t, "GET", "/v1/topics/orders/stats", "").wantError(t, 503, tochttp.CodeUnavailable, "")
+	e.call(t, "GET", "/v1/nowhere", "").wantError(t, 404, tochttp.CodeNotFound, "")
+}
+
+// The OpenAPI document lists exactly the router's routes.
+func TestOpenAPIMatchesRouter(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{Metrics: http.NotFoundHandler()}, nil)
+	a := e.call(t, "GET", "/v1/openapi.json", "")
+	if a.status != http.StatusOK {
+		t.Fatalf("openapi: %d", a.status)
+	}
+	var doc struct {
+		OpenAPI string                                `json:"openapi"`
+		Paths   map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(a.raw, &doc); err != nil || !strings.HasPrefix(doc.OpenAPI, "3.") {
+		t.Fatalf("openapi document: %v %q", err, doc.OpenAPI)
+	}
+	documented := map[string]bool{}
+	for path, ops := range doc.Paths {
+		for method := range ops {
+			if method != "parameters" {
+				documented[strings.ToUpper(method)+" "+path] = true
+			}
+		}
+	}
+	routed := map[string]bool{}
+	err := chi.Walk(e.api.Routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		routed[method+" "+strings.TrimSuffix(route, "/")] = true
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for r := range routed {
+		if !documented[r] {
+			t.Errorf("route %s is not in openapi.json", r)
+		}
+	}
+	for d := range documented {
+		if !routed[d] {
+			t.Errorf("openapi.json documents %s, which is not routed", d)
+		}
+	}
+}
+
+func TestPanicIsNot500(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	e.stats.err = nil
+	api := tochttp.NewAPI(e.eng, nil, panicStats{}, tochttp.APIConfig{})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	(&apiEnv{srv: srv}).call(t, "GET", "/v1/topics/x/stats", "").wantError(t, 503, tochttp.CodeUnavailable, "")
+}
+
+type panicStats struct{}
+
+func (panicStats) TopicStats(context.Context, string) (tochttp.TopicStats, error) { panic("boom") }

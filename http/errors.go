@@ -1,0 +1,83 @@
+package http
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Error codes of the API, each with one HTTP status.
+const (
+	CodeInvalid         = "invalid_argument"
+	CodeNotFound        = "not_found"
+	CodeConflict        = "conflict"
+	CodeUnauthenticated = "unauthenticated"
+	CodeTooLarge        = "payload_too_large"
+	CodeUnavailable     = "unavailable"
+)
+
+// errUnauthenticated answers a /v1 call without a valid bearer token.
+var errUnauthenticated = errors.New("a valid bearer token is required")
+
+// errorBody is the JSON of every error answer.
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
+}
+
+// toDetail maps an error to its code, status and message: the one place
+// where errors become HTTP.
+func toDetail(err error) (int, errorDetail) {
+	var (
+		fe  *timer.FieldError
+		mbe *http.MaxBytesError
+	)
+	switch {
+	case errors.As(err, &fe):
+		return http.StatusBadRequest, errorDetail{Code: CodeInvalid, Message: fe.Message, Field: fe.Field}
+	case errors.Is(err, timer.ErrInvalid):
+		return http.StatusBadRequest, errorDetail{Code: CodeInvalid, Message: err.Error()}
+	case errors.As(err, &mbe):
+		return http.StatusRequestEntityTooLarge, errorDetail{Code: CodeTooLarge, Message: "request body larger than " + itoa(mbe.Limit) + " bytes"}
+	case errors.Is(err, timer.ErrNotFound):
+		return http.StatusNotFound, errorDetail{Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, timer.ErrConflict):
+		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, errUnauthenticated):
+		return http.StatusUnauthorized, errorDetail{Code: CodeUnauthenticated, Message: err.Error()}
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return http.StatusServiceUnavailable, errorDetail{Code: CodeUnavailable, Message: "the request timed out; nothing was written"}
+	}
+	// Everything else is a dependency failing (task store or Redis down):
+	// nothing was written, and the caller may retry.
+	return http.StatusServiceUnavailable, errorDetail{Code: CodeUnavailable, Message: "the service is unavailable; nothing was written"}
+}
+
+// writeError answers err, logging the ones that are the service's fault.
+func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status, d := toDetail(err)
+	if status == http.StatusServiceUnavailable {
+		a.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed", slog.String("path", r.URL.Path), slog.Any("err", err))
+	}
+	if status == http.StatusUnauthorized {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="toc"`)
+	}
+	writeJSON(w, status, errorBody{Error: d})
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(v) // the client went away; nothing to do
+}

@@ -1,0 +1,163 @@
+package http
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"syscall"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// MaxCallbackURLBytes bounds the length of a callback URL.
+const MaxCallbackURLBytes = 2048
+
+// ErrPrivateAddress is wrapped by the error of a webhook whose callback
+// host resolved, at dispatch, to an address IsPrivate refuses.
+var ErrPrivateAddress = errors.New("refusing to connect to a private address")
+
+// CheckCallbackURL checks a callback URL when a job is scheduled: an http
+// or https URL with a host, no userinfo, at most MaxCallbackURLBytes long.
+// Unless allowPrivate, the host (an IP literal, or every address it
+// resolves to through resolver, net.DefaultResolver when nil) must not be
+// private in the sense of IsPrivate.
+//
+// A bad URL, or a host that does not exist, is a *timer.FieldError on
+// "callback_url". A lookup that fails otherwise (a DNS timeout) is
+// returned wrapped as it is: the URL could not be checked, and the caller
+// may try again.
+//
+// This check gives the caller early notice; the Webhook checks the
+// address again when it connects, so DNS that changes in between
+// cannot reach a private address.
+func CheckCallbackURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.Resolver) error {
+	if len(raw) > MaxCallbackURLBytes {
+		return callbackError("longer than %d bytes", MaxCallbackURLBytes)
+	}
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil:
+		return callbackError("not a valid URL")
+	case u.Scheme != "http" && u.Scheme != "https":
+		return callbackError("scheme must be http or https")
+	case u.User != nil:
+		return callbackError("must not contain userinfo")
+	case u.Hostname() == "":
+		return callbackError("must have a host")
+	}
+	if allowPrivate {
+		return nil
+	}
+	host := u.Hostname()
+	if ip, err := netip.ParseAddr(host); err == nil {
+		if kind := privateKind(ip); kind != "" {
+			return callbackError("host %s is a %s address", ip, kind)
+		}
+		return nil
+	}
+	if resolver == nil {
+		resolver = net.DefaultResolver
+	}
+	ips, err := resolver.LookupNetIP(ctx, "ip", host)
+	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok && dnsErr.IsNotFound {
+		return callbackError("host %s does not resolve", host)
+	}
+	if err != nil {
+		return fmt.Errorf("check callback_url: resolve %s: %w", host, err)
+	}
+	if len(ips) == 0 {
+		return callbackError("host %s does not resolve", host)
+	}
+	for _, ip := range ips {
+		if kind := privateKind(ip); kind != "" {
+			return callbackError("host %s resolves to %s, a %s address", host, ip.Unmap(), kind)
+		}
+	}
+	return nil
+}
+
+func callbackError(format string, args ...any) error {
+	return &timer.FieldError{Field: "callback_url", Message: fmt.Sprintf(format, args...)}
+}
+
+// IsPrivate reports whether a webhook must not connect to addr: a
+// loopback, private (RFC 1918, RFC 4193), link-local, unspecified,
+// multicast, shared (100.64.0.0/10) or otherwise reserved address,
+// including the IPv4 ones written in IPv6 (::ffff:127.0.0.1, and the
+// IPv4-compatible, NAT64 and 6to4 forms). The zero Addr is private.
+func IsPrivate(addr netip.Addr) bool { return privateKind(addr) != "" }
+
+// Ranges that the netip predicates do not cover, with the reason each is
+// refused.
+var reservedPrefixes = []struct {
+	prefix netip.Prefix
+	kind   string
+}{
+	{netip.MustParsePrefix("0.0.0.0/8"), "this-network"},
+	{netip.MustParsePrefix("100.64.0.0/10"), "shared (CGNAT)"},
+	{netip.MustParsePrefix("192.0.0.0/24"), "reserved"},
+	{netip.MustParsePrefix("198.18.0.0/15"), "benchmarking"},
+	{netip.MustParsePrefix("240.0.0.0/4"), "reserved"},
+	{netip.MustParsePrefix("::/96"), "IPv4-compatible"},
+	{netip.MustParsePrefix("64:ff9b:1::/48"), "private NAT64"},
+	{netip.MustParsePrefix("100::/64"), "discard"},
+	{netip.MustParsePrefix("fec0::/10"), "site-local"},
+}
+
+// IPv6 ranges that carry an IPv4 address in their bits, and where: a
+// request to them reaches that IPv4 address through a gateway.
+var (
+	nat64Prefix = netip.MustParsePrefix("64:ff9b::/96") // last 4 bytes
+	sixToFour   = netip.MustParsePrefix("2002::/16")    // bytes 2..5
+)
+
+// privateKind names the kind of non-public address addr is, or returns ""
+// for a public one.
+func privateKind(addr netip.Addr) string {
+	addr = addr.Unmap().WithZone("")
+	switch {
+	case !addr.IsValid():
+		return "invalid"
+	case addr.IsUnspecified():
+		return "unspecified"
+	case addr.IsLoopback():
+		return "loopback"
+	case addr.IsPrivate():
+		return "private"
+	case addr.IsLinkLocalUnicast():
+		return "link-local"
+	case addr.IsMulticast():
+		return "multicast"
+	}
+	for _, r := range reservedPrefixes {
+		if r.prefix.Contains(addr) {
+			return r.kind
+		}
+	}
+	b := addr.As16()
+	switch {
+	case nat64Prefix.Contains(addr):
+		return privateKind(netip.AddrFrom4([4]byte(b[12:16])))
+	case sixToFour.Contains(addr):
+		return privateKind(netip.AddrFrom4([4]byte(b[2:6])))
+	}
+	return ""
+}
+
+// dialGuard is a net.Dialer Control function that refuses to connect to
+// a private address. It runs after DNS resolution, on the address being
+// connected to, so a host that resolved to a public address when the job
+// was scheduled cannot be pointed at a private one later.
+func dialGuard(network, address string, _ syscall.RawConn) error {
+	ap, err := netip.ParseAddrPort(address)
+	if err != nil {
+		return fmt.Errorf("dial guard: cannot parse address %q", address)
+	}
+	if kind := privateKind(ap.Addr()); kind != "" {
+		return fmt.Errorf("%w: %s is a %s address", ErrPrivateAddress, ap.Addr().Unmap(), kind)
+	}
+	return nil
+}

@@ -1,0 +1,113 @@
+package http
+
+import (
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// MaxTopicLabels bounds the topic label's cardinality: the first this many
+// topics seen get their own series, later ones share topic="_other".
+const MaxTopicLabels = 200
+
+// Metrics is a timer.Observer that exports Prometheus metrics.
+type Metrics struct {
+	registry  *prometheus.Registry
+	scheduled *prometheus.CounterVec
+	fired     *prometheus.CounterVec
+	retried   *prometheus.CounterVec
+	dead      *prometheus.CounterVec
+	lateness  prometheus.Histogram
+	dispatch  prometheus.Histogram
+	claims    prometheus.Histogram
+	restored  prometheus.Counter
+	indexErrs *prometheus.CounterVec
+
+	mu     sync.Mutex
+	topics map[string]bool
+}
+
+var _ timer.Observer = (*Metrics)(nil)
+
+// NewMetrics registers toc's metrics, and the Go and process collectors,
+// in a registry of their own.
+func NewMetrics() *Metrics {
+	reg := prometheus.NewRegistry()
+	f := func(c prometheus.Collector) { reg.MustRegister(c) }
+	m := &Metrics{registry: reg, topics: make(map[string]bool)}
+	m.scheduled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_scheduled_total", Help: "Jobs committed to the task store."}, []string{"topic"})
+	m.fired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_fired_total", Help: "Dispatch attempts, by outcome (success or failure)."}, []string{"topic", "outcome"})
+	m.retried = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_retried_total", Help: "Failed attempts put back to retry."}, []string{"topic"})
+	m.dead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_dead_total", Help: "Jobs that ran out of attempts."}, []string{"topic"})
+	m.lateness = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "toc_firing_lateness_seconds",
+		Help:    "Dispatch time minus due time.",
+		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
+	})
+	m.dispatch = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "toc_dispatch_duration_seconds",
+		Help:    "Duration of one dispatch attempt (the handler or webhook call).",
+		Buckets: prometheus.ExponentialBuckets(.0005, 2, 16),
+	})
+	m.claims = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "toc_claim_batch_size",
+		Help:    "Jobs returned by one claim.",
+		Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500},
+	})
+	m.restored = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_backstop_restored_total", Help: "Timers the backstop put back in Redis (repairs and far-future jobs entering the horizon)."})
+	m.indexErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_index_failures_total", Help: "Redis writes that failed after the task store committed (the backstop repairs them)."}, []string{"op"})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs,
+		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
+		f(c)
+	}
+	return m
+}
+
+// Handler serves the metrics in the Prometheus text format.
+func (m *Metrics) Handler() http.Handler {
+	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
+}
+
+// Registry lets the caller add collectors of its own.
+func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+
+// topic bounds the label's cardinality.
+func (m *Metrics) topic(t string) string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.topics[t] {
+		return t
+	}
+	if len(m.topics) >= MaxTopicLabels {
+		return "_other"
+	}
+	m.topics[t] = true
+	return t
+}
+
+func (m *Metrics) Scheduled(topic string, n int) {
+	m.scheduled.WithLabelValues(m.topic(topic)).Add(float64(n))
+}
+func (m *Metrics) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
+func (m *Metrics) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Metrics) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Metrics) Repaired(n int)              { m.restored.Add(float64(n)) }
+func (m *Metrics) IndexFailed(op string, _ error) {
+	m.indexErrs.WithLabelValues(op).Inc()
+}
+
+func (m *Metrics) Fired(topic string, _ int, lateness, took time.Duration, err error) {
+	outcome := "success"
+	if err != nil {
+		outcome = "failure"
+	}
+	m.fired.WithLabelValues(m.topic(topic), outcome).Inc()
+	m.lateness.Observe(lateness.Seconds())
+	m.dispatch.Observe(took.Seconds())
+}

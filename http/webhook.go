@@ -1,0 +1,379 @@
+package http
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Defaults of a Webhook.
+const (
+	DefaultWebhookTimeout      = 10 * time.Second
+	DefaultMaxIdleConnsPerHost = 64
+	DefaultMaxResponseBytes    = 64 << 10
+	DefaultUserAgent           = "toc"
+	// MaxRetryAfter bounds the wait a receiver can ask for with
+	// Retry-After.
+	MaxRetryAfter = 24 * time.Hour
+)
+
+// Settings of the transport that are not configurable.
+const (
+	idleConnTimeout     = 90 * time.Second
+	maxIdleConns        = 1024
+	tlsHandshakeTimeout = 10 * time.Second
+	// errorBodyBytes is how much of a failed response's body goes into
+	// the error.
+	errorBodyBytes = 200
+)
+
+// Secrets in the Standard Webhooks form: whsec_ and the base64 of a key
+// of 24 to 64 bytes.
+const (
+	secretPrefix   = "whsec_"
+	minSecretBytes = 24
+	maxSecretBytes = 64
+)
+
+// WebhookConfig configures a Webhook. Only Secrets is required.
+type WebhookConfig struct {
+	// Secrets sign every request, each in the Standard Webhooks form
+	// whsec_<base64 key>. A request carries one signature per secret, so
+	// while a secret is rotated both can be given and the receiver may
+	// verify with either.
+	Secrets []string
+	// Timeout bounds one attempt, within the deadline of the ctx given to
+	// Fire (default DefaultWebhookTimeout).
+	Timeout time.Duration
+	// AllowPrivate lets callbacks reach addresses that IsPrivate refuses:
+	// for development, or receivers on the same private network.
+	AllowPrivate bool
+	// MaxIdleConnsPerHost is how many kept-alive connections to one
+	// receiver are kept for reuse (default DefaultMaxIdleConnsPerHost).
+	MaxIdleConnsPerHost int
+	// UserAgent is sent with every request (default DefaultUserAgent);
+	// cmd sets "toc/<version>".
+	UserAgent string
+	// MaxResponseBytes is how much of a response body is read so that its
+	// connection can be reused; a longer body closes the connection
+	// (default DefaultMaxResponseBytes).
+	MaxResponseBytes int64
+	// Now gives the time of each send (default time.Now).
+	Now func() time.Time
+}
+
+func (c WebhookConfig) withDefaults() WebhookConfig {
+	c.Timeout = cmp.Or(c.Timeout, DefaultWebhookTimeout)
+	c.MaxIdleConnsPerHost = cmp.Or(c.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
+	c.UserAgent = cmp.Or(c.UserAgent, DefaultUserAgent)
+	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	return c
+}
+
+// Validate reports the first field of c that is out of range, after
+// defaults are applied, as a *timer.FieldError. A bad secret is named by
+// its index, never quoted.
+func (c WebhookConfig) Validate() error {
+	c = c.withDefaults()
+	switch {
+	case len(c.Secrets) == 0:
+		return &timer.FieldError{Field: "Secrets", Message: "at least one is required (toc dev prints one)"}
+	case c.Timeout < 0:
+		return &timer.FieldError{Field: "Timeout", Message: "must not be negative"}
+	case c.MaxIdleConnsPerHost < 0:
+		return &timer.FieldError{Field: "MaxIdleConnsPerHost", Message: "must not be negative"}
+	case c.MaxResponseBytes < 0:
+		return &timer.FieldError{Field: "MaxResponseBytes", Message: "must not be negative"}
+	}
+	for i, s := range c.Secrets {
+		if _, err := parseSecret(s); err != nil {
+			return &timer.FieldError{Field: "Secrets[" + strconv.Itoa(i) + "]", Message: err.Error()}
+		}
+	}
+	return nil
+}
+
+// Webhook is the timer.Handler that POSTs each job to its callback URL,
+// signed as the Standard Webhooks specification says
+// (https://www.standardwebhooks.com).
+//
+// The body is a JSON object:
+//
+//	{"id": "123", "topic": "orders", "key": "k", "biz_id": 42, "biz_type": 7,
+//	 "fire_at": "2026-01-02T15:04:05.250Z", "attempt": 1, "payload": {...}}
+//
+// where key, biz_id and biz_type are left out when empty and payload is
+// the job's payload as given (null when there is none). The headers are
+// webhook-id (the job id, the same on every attempt), webhook-timestamp,
+// webhook-signature, and toc-attempt, toc-due-at and toc-lateness-ms.
+//
+// A 2xx answer is success; 410 Gone discards the job (timer.ErrDiscard);
+// 429 and 503 ask for the next attempt after Retry-After
+// (*timer.RetryAfterError); anything else, including a redirect, which is
+// not followed, is a failed attempt.
+type Webhook struct {
+	cfg    WebhookConfig
+	keys   [][]byte
+	client *http.Client
+}
+
+var _ timer.Handler = (*Webhook)(nil)
+
+// NewWebhook returns a Webhook configured by cfg.
+func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("webhook config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	keys := make([][]byte, len(cfg.Secrets))
+	for i, s := range cfg.Secrets {
+		key, err := parseSecret(s)
+		if err != nil {
+			return nil, fmt.Errorf("webhook config: Secrets[%d]: %w", i, err)
+		}
+		keys[i] = key
+	}
+	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
+	if !cfg.AllowPrivate {
+		dialer.Control = dialGuard
+	}
+	transport := &http.Transport{
+		// No proxy: the dial guard must see the receiver's address.
+		Proxy:               nil,
+		DialContext:         dialer.DialContext,
+		ForceAttemptHTTP2:   true,
+		MaxIdleConns:        maxIdleConns,
+		MaxIdleConnsPerHost: cfg.MaxIdleConnsPerHost,
+		IdleConnTimeout:     idleConnTimeout,
+		TLSHandshakeTimeout: tlsHandshakeTimeout,
+	}
+	client := &http.Client{
+		Transport: transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error {
+			return http.ErrUseLastResponse
+		},
+	}
+	return &Webhook{cfg: cfg, keys: keys, client: client}, nil
+}
+
+// webhookBody is the JSON body of a webhook.
+type webhookBody struct {
+	ID      string          `json:"id"`
+	Topic   string          `json:"topic"`
+	Key     string          `json:"key,omitempty"`
+	BizID   uint64          `json:"biz_id,omitempty"`
+	BizType uint64          `json:"biz_type,omitempty"`
+	FireAt  string          `json:"fire_at"`
+	Attempt int             `json:"attempt"`
+	Payload json.RawMessage `json:"payload"`
+}
+
+// Fire POSTs d to its job's callback URL and returns the outcome.
+func (w *Webhook) Fire(ctx context.Context, d timer.Delivery) error {
+	j := d.Job
+	if j.CallbackURL == "" {
+		return errors.New("no callback_url")
+	}
+	body, err := encodeWebhook(d)
+	if err != nil {
+		return fmt.Errorf("encode webhook: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
+	if err != nil {
+		return errors.New("callback_url is not a valid URL")
+	}
+	now := w.cfg.Now()
+	id := j.ID.String()
+	h := req.Header
+	h.Set("Content-Type", "application/json")
+	h.Set("User-Agent", w.cfg.UserAgent)
+	// The job id is also the idempotency key. It lets net/http resend
+	// the request when a kept-alive connection turns out to have been
+	// closed by the receiver, instead of failing the attempt.
+	h.Set("Idempotency-Key", id)
+	h.Set("webhook-id", id)
+	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
+	h.Set("webhook-signature", w.signatures(id, now.Unix(), body))
+	h.Set("toc-attempt", strconv.Itoa(d.Attempt))
+	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
+	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
+
+	resp, err := w.client.Do(req)
+	if err != nil {
+		if ue, ok := errors.AsType[*url.Error](err); ok {
+			err = ue.Err // its message repeats the whole URL, query included
+		}
+		return fmt.Errorf("POST %s: %w", endpoint(req.URL), err)
+	}
+	defer drainClose(resp.Body, w.cfg.MaxResponseBytes)
+	return w.outcome(resp, endpoint(req.URL))
+}
+
+// CloseIdleConnections closes the kept-alive connections not in use.
+func (w *Webhook) CloseIdleConnections() { w.client.CloseIdleConnections() }
+
+func encodeWebhook(d timer.Delivery) ([]byte, error) {
+	j := d.Job
+	v := webhookBody{
+		ID:      j.ID.String(),
+		Topic:   j.Topic,
+		Key:     j.Key,
+		BizID:   j.BizID,
+		BizType: j.BizType,
+		FireAt:  j.DueAt.UTC().Format(timeLayout),
+		Attempt: d.Attempt,
+	}
+	if len(j.Payload) > 0 {
+		v.Payload = j.Payload
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false) // leave <, > and & in the payload as they are
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// outcome turns a response into Fire's result.
+func (w *Webhook) outcome(resp *http.Response, target string) error {
+	code := resp.StatusCode
+	status := strconv.Itoa(code)
+	if text := http.StatusText(code); text != "" {
+		status += " " + text
+	}
+	switch {
+	case code >= 200 && code < 300:
+		return nil
+	case code >= 300 && code < 400:
+		return fmt.Errorf("POST %s: %s (redirects are not followed)", target, status)
+	case code == http.StatusGone:
+		return fmt.Errorf("POST %s: %s: %w", target, status, timer.ErrDiscard)
+	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
+		return &timer.RetryAfterError{
+			After: retryAfter(resp.Header.Get("Retry-After"), w.cfg.Now()),
+			Err:   fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body)),
+		}
+	}
+	return fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body))
+}
+
+// retryAfter parses a Retry-After value, delta-seconds or an HTTP-date,
+// into a wait from now within [0, MaxRetryAfter]; 0 when it is absent or
+// invalid.
+func retryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		if secs < 0 {
+			return 0
+		}
+		return time.Duration(min(secs, int64(MaxRetryAfter/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return min(max(t.Sub(now), 0), MaxRetryAfter)
+	}
+	return 0
+}
+
+// endpoint is u without its query, which may hold the receiver's token,
+// for error messages.
+func endpoint(u *url.URL) string {
+	return (&url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}).String()
+}
+
+// bodySnippet is the start of a failed response's body, quoted, for the
+// error; "" for an empty body.
+func bodySnippet(r io.Reader) string {
+	b, _ := io.ReadAll(io.LimitReader(r, errorBodyBytes))
+	s := strings.TrimSpace(strings.ToValidUTF8(string(b), ""))
+	if s == "" {
+		return ""
+	}
+	return ": " + strconv.Quote(s)
+}
+
+// drainClose reads what is left of a response body, up to limit bytes,
+// and closes it, so the connection goes back to the pool.
+func drainClose(body io.ReadCloser, limit int64) {
+	_, _ = io.Copy(io.Discard, io.LimitReader(body, limit))
+	_ = body.Close()
+}
+
+// signatures is the webhook-signature header: one entry per secret.
+func (w *Webhook) signatures(msgID string, ts int64, body []byte) string {
+	sigs := make([]string, len(w.keys))
+	for i, key := range w.keys {
+		sigs[i] = Sign(key, msgID, ts, body)
+	}
+	return strings.Join(sigs, " ")
+}
+
+// Sign returns one Standard Webhooks signature entry, "v1," and the
+// base64 of HMAC-SHA256(secret, msgID + "." + ts + "." + body), where ts
+// is the webhook-timestamp in Unix seconds.
+func Sign(secret []byte, msgID string, ts int64, body []byte) string {
+	mac := hmac.New(sha256.New, secret)
+	var num [20]byte
+	mac.Write([]byte(msgID))
+	mac.Write([]byte{'.'})
+	mac.Write(strconv.AppendInt(num[:0], ts, 10))
+	mac.Write([]byte{'.'})
+	mac.Write(body)
+	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// ParseSecret decodes a secret in the Standard Webhooks form, whsec_ and
+// the base64 of a key of 24 to 64 bytes, into the key. Its errors never
+// quote the secret.
+func ParseSecret(s string) ([]byte, error) {
+	key, err := parseSecret(s)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	return key, nil
+}
+
+func parseSecret(s string) ([]byte, error) {
+	enc, ok := strings.CutPrefix(s, secretPrefix)
+	if !ok {
+		return nil, errors.New("must start with " + secretPrefix)
+	}
+	key, err := base64.StdEncoding.DecodeString(enc)
+	if err != nil {
+		return nil, errors.New("not valid base64 after " + secretPrefix)
+	}
+	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
+		return nil, fmt.Errorf("key is %d bytes, want %d to %d", len(key), minSecretBytes, maxSecretBytes)
+	}
+	return key, nil
+}
+
+// NewSecret returns a new random secret of 24 bytes in the whsec_ form.
+func NewSecret() string {
+	key := make([]byte, minSecretBytes)
+	rand.Read(key) // never fails, as of Go 1.24
+	return secretPrefix + base64.StdEncoding.EncodeToString(key)
+}

@@ -1,0 +1,639 @@
+package http_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/timer"
+)
+
+// testSecret is the example secret of the Standard Webhooks specification.
+const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+
+// testDue is 2026-01-02T15:04:05.250Z.
+var testDue = time.UnixMilli(1767366245250)
+
+// received is one request as a test server saw it.
+type received struct {
+	header http.Header
+	body   []byte
+	path   string
+}
+
+// recorder is a test receiver: it records each request and answers with
+// the status of its reply func (200 when nil).
+type recorder struct {
+	mu    sync.Mutex
+	reqs  []received
+	reply func(w http.ResponseWriter, r *http.Request)
+}
+
+func (rec *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	rec.mu.Lock()
+	rec.reqs = append(rec.reqs, received{header: r.Header.Clone(), body: body, path: r.URL.Path})
+	rec.mu.Unlock()
+	if rec.reply != nil {
+		rec.reply(w, r)
+	}
+}
+
+func (rec *recorder) all() []received {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]received(nil), rec.reqs...)
+}
+
+func (rec *recorder) last(t testing.TB) received {
+	t.Helper()
+	reqs := rec.all()
+	if len(reqs) == 0 {
+		t.Fatal("the receiver got no request")
+	}
+	return reqs[len(reqs)-1]
+}
+
+func newServer(t testing.TB, h http.Handler) *httptest.Server {
+	t.Helper()
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// newWebhook returns a Webhook allowed to reach the loopback test servers,
+// signing with testSecret unless cfg says otherwise.
+func newWebhook(t testing.TB, cfg tochttp.WebhookConfig) *tochttp.Webhook {
+	t.Helper()
+	if cfg.Secrets == nil {
+		cfg.Secrets = []string{testSecret}
+	}
+	cfg.AllowPrivate = true
+	wh, err := tochttp.NewWebhook(cfg)
+	if err != nil {
+		t.Fatalf("NewWebhook: %v", err)
+	}
+	t.Cleanup(wh.CloseIdleConnections)
+	return wh
+}
+
+func testJob(callbackURL string) *timer.Job {
+	return &timer.Job{
+		ID:          1234567890123,
+		Topic:       "orders",
+		Key:         "order-42",
+		BizID:       42,
+		BizType:     7,
+		DueAt:       testDue,
+		CallbackURL: callbackURL,
+		Payload:     []byte(`{"order": 42, "note": "<a&b>"}`),
+	}
+}
+
+func delivery(j *timer.Job, attempt int) timer.Delivery {
+	return timer.Delivery{Job: j, Attempt: attempt, At: j.DueAt}
+}
+
+func TestWebhookRequest(t *testing.T) {
+	rec := &recorder{}
+	srv := newServer(t, rec)
+	now := testDue.Add(1500 * time.Millisecond)
+	wh := newWebhook(t, tochttp.WebhookConfig{UserAgent: "toc/1.2.3", Now: func() time.Time { return now }})
+
+	j := testJob(srv.URL + "/hook?token=abc")
+	if err := wh.Fire(t.Context(), delivery(j, 3)); err != nil {
+		t.Fatalf("Fire: %v", err)
+	}
+	got := rec.last(t)
+
+	const wantBody = `{"id":"1234567890123","topic":"orders","key":"order-42","biz_id":42,"biz_type":7,` +
+		`"fire_at":"2026-01-02T15:04:05.250Z","attempt":3,"payload":{"order":42,"note":"<a&b>"}}`
+	if string(got.body) != wantBody {
+		t.Errorf("body\n got %s\nwant %s", got.body, wantBody)
+	}
+	for name, want := range map[string]string{
+		"Content-Type":      "application/json",
+		"User-Agent":        "toc/1.2.3",
+		"Idempotency-Key":   "1234567890123",
+		"webhook-id":        "1234567890123",
+		"webhook-timestamp": strconv.FormatInt(now.Unix(), 10),
+		"toc-attempt":       "3",
+		"toc-due-at":        "2026-01-02T15:04:05.250Z",
+		"toc-lateness-ms":   "1500",
+	} {
+		if v := got.header.Get(name); v != want {
+			t.Errorf("header %s = %q, want %q", name, v, want)
+		}
+	}
+	if got.path != "/hook" {
+		t.Errorf("path %q, want /hook", got.path)
+	}
+
+	// The timestamp is fixed in the past, so the library's tolerance check
+	// is left out here; TestWebhookSecretRotation runs the full Verify.
+	lib, err := standardwebhooks.NewWebhook(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lib.VerifyIgnoringTimestamp(got.body, got.header); err != nil {
+		t.Errorf("signature does not verify: %v", err)
+	}
+	if err := lib.VerifyIgnoringTimestamp(append(got.body, ' '), got.header); err == nil {
+		t.Error("a changed body verifies")
+	}
+}
+
+func TestWebhookBody(t *testing.T) {
+	tests := []struct {
+		name string
+		job  timer.Job
+		want string
+	}{
+		{
+			name: "minimal",
+			job:  timer.Job{ID: 5, Topic: "t", DueAt: time.UnixMilli(1000)},
+			want: `{"id":"5","topic":"t","fire_at":"1970-01-01T00:00:01.000Z","attempt":1,"payload":null}`,
+		},
+		{
+			name: "payload kept as given, biz_id beyond 2^53",
+			job:  timer.Job{ID: 6, Topic: "t", BizID: 1<<63 + 1, DueAt: time.UnixMilli(1), Payload: []byte(`[1,"é",null]`)},
+			want: `{"id":"6","topic":"t","biz_id":9223372036854775809,"fire_at":"1970-01-01T00:00:00.001Z","attempt":1,"payload":[1,"é",null]}`,
+		},
+		{
+			name: "due time in another zone",
+			job:  timer.Job{ID: 7, Topic: "t", DueAt: testDue.In(time.FixedZone("X", 3600)), Payload: []byte(`"s"`)},
+			want: `{"id":"7","topic":"t","fire_at":"2026-01-02T15:04:05.250Z","attempt":1,"payload":"s"}`,
+		},
+	}
+	rec := &recorder{}
+	srv := newServer(t, rec)
+	wh := newWebhook(t, tochttp.WebhookConfig{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := tt.job
+			j.CallbackURL = srv.URL
+			if err := wh.Fire(t.Context(), delivery(&j, 1)); err != nil {
+				t.Fatalf("Fire: %v", err)
+			}
+			if got := rec.last(t).body; string(got) != tt.want {
+				t.Errorf("body\n got %s\nwant %s", got, tt.want)
+			}
+		})
+	}
+}
+
+// Each attempt is signed afresh, under the same webhook-id.
+func TestWebhookIDStableAcrossAttempts(t *testing.T) {
+	rec := &recorder{}
+	srv := newServer(t, rec)
+	now := testDue
+	wh := newWebhook(t, tochttp.WebhookConfig{Now: func() time.Time { return now }})
+	j := testJob(srv.URL)
+	for attempt := 1; attempt <= 3; attempt++ {
+		now = now.Add(time.Minute)
+		if err := wh.Fire(t.Context(), delivery(j, attempt)); err != nil {
+			t.Fatalf("attempt %d: %v", attempt, err)
+		}
+	}
+	lib, _ := standardwebhooks.NewWebhook(testSecret)
+	reqs := rec.all()
+	for i, r := range reqs {
+		if id := r.header.Get("webhook-id"); id != "1234567890123" {
+			t.Errorf("attempt %d: webhook-id %q", i+1, id)
+		}
+		if a := r.header.Get("toc-attempt"); a != strconv.Itoa(i+1) {
+			t.Errorf("attempt %d: toc-attempt %q", i+1, a)
+		}
+		if err := lib.VerifyIgnoringTimestamp(r.body, r.header); err != nil {
+			t.Errorf("attempt %d: %v", i+1, err)
+		}
+	}
+	if len(reqs) == 3 && reqs[0].header.Get("webhook-timestamp") == reqs[2].header.Get("webhook-timestamp") {
+		t.Error("every attempt has the same webhook-timestamp")
+	}
+}
+
+// While a secret is rotated both sign, and either alone verifies.
+func TestWebhookSecretRotation(t *testing.T) {
+	rec := &recorder{}
+	srv := newServer(t, rec)
+	next := tochttp.NewSecret()
+	wh := newWebhook(t, tochttp.WebhookConfig{Secrets: []string{testSecret, next}})
+	if err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)); err != nil {
+		t.Fatalf("Fire: %v", err)
+	}
+	got := rec.last(t)
+	if n := len(strings.Fields(got.header.Get("webhook-signature"))); n != 2 {
+		t.Errorf("webhook-signature has %d entries, want 2", n)
+	}
+	for i, secret := range []string{testSecret, next} {
+		lib, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lib.Verify(got.body, got.header); err != nil {
+			t.Errorf("secret %d does not verify: %v", i, err)
+		}
+	}
+	other, _ := standardwebhooks.NewWebhook(tochttp.NewSecret())
+	if err := other.Verify(got.body, got.header); err == nil {
+		t.Error("an unrelated secret verifies")
+	}
+}
+
+func TestSignMatchesLibrary(t *testing.T) {
+	key, err := tochttp.ParseSecret(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib, _ := standardwebhooks.NewWebhook(testSecret)
+	body := []byte(`{"test": 2432232314}`)
+	want, _ := lib.Sign("msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
+	if got := tochttp.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body); got != want {
+		t.Errorf("Sign = %s, want %s", got, want)
+	}
+	// The specification's own example.
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; want != tochttp.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body) {
+		t.Errorf("Sign differs from the specification's example %s", want)
+	}
+}
+
+func TestParseSecret(t *testing.T) {
+	key, err := tochttp.ParseSecret(tochttp.NewSecret())
+	if err != nil || len(key) != 24 {
+		t.Errorf("ParseSecret(NewSecret()) = %d bytes, %v", len(key), err)
+	}
+	if tochttp.NewSecret() == tochttp.NewSecret() {
+		t.Error("NewSecret repeats itself")
+	}
+	for _, bad := range []string{
+		"",
+		"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",        // no prefix
+		"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaS!",  // not base64
+		"whsec_c2hvcnQ=",                          // 5 bytes
+		"whsec_" + strings.Repeat("QUFB", 22),     // 66 bytes
+		"whsec_ MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", // stray space
+	} {
+		if _, err := tochttp.ParseSecret(bad); err == nil {
+			t.Errorf("ParseSecret(%q) succeeded", bad)
+		} else if len(bad) > 8 && strings.Contains(err.Error(), bad[6:]) {
+			t.Errorf("ParseSecret error quotes the secret: %v", err)
+		}
+	}
+}
+
+func TestWebhookConfigValidate(t *testing.T) {
+	const leaked = "whsec_notbase64!!secretvalue"
+	tests := []struct {
+		name  string
+		cfg   tochttp.WebhookConfig
+		field string
+	}{
+		{"no secrets", tochttp.WebhookConfig{}, "Secrets"},
+		{"bad second secret", tochttp.WebhookConfig{Secrets: []string{testSecret, leaked}}, "Secrets[1]"},
+		{"negative timeout", tochttp.WebhookConfig{Secrets: []string{testSecret}, Timeout: -1}, "Timeout"},
+		{"negative idle conns", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxIdleConnsPerHost: -1}, "MaxIdleConnsPerHost"},
+		{"negative response cap", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxResponseBytes: -1}, "MaxResponseBytes"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			fe, ok := errors.AsType[*timer.FieldError](err)
+			if !ok || fe.Field != tt.field {
+				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.field)
+			}
+			if _, err := tochttp.NewWebhook(tt.cfg); err == nil || strings.Contains(err.Error(), "secretvalue") {
+				t.Errorf("NewWebhook = %v", err)
+			}
+		})
+	}
+	if err := (tochttp.WebhookConfig{Secrets: []string{testSecret}}).Validate(); err != nil {
+		t.Errorf("a minimal config is refused: %v", err)
+	}
+}
+
+func TestWebhookOutcomes(t *testing.T) {
+	now := time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
+	tests := []struct {
+		name  string
+		reply func(w http.ResponseWriter, r *http.Request)
+		check func(t *testing.T, err error)
+	}{
+		{
+			name:  "200",
+			reply: func(w http.ResponseWriter, r *http.Request) {},
+			check: wantNil,
+		},
+		{
+			name:  "204",
+			reply: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusNoContent) },
+			check: wantNil,
+		},
+		{
+			name:  "410 discards",
+			reply: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusGone) },
+			check: func(t *testing.T, err error) {
+				if !errors.Is(err, timer.ErrDiscard) {
+					t.Errorf("err = %v, want ErrDiscard", err)
+				}
+			},
+		},
+		{
+			name: "429 with delta-seconds",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "7")
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+			check: wantRetryAfter(7*time.Second, "429 Too Many Requests"),
+		},
+		{
+			name: "503 with an HTTP-date",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", now.Add(90*time.Second).Format(http.TimeFormat))
+				w.WriteHeader(http.StatusServiceUnavailable)
+			},
+			check: wantRetryAfter(90*time.Second, "503 Service Unavailable"),
+		},
+		{
+			name: "503 with a date in the past",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", now.Add(-time.Hour).Format(http.TimeFormat))
+				w.WriteHeader(http.StatusServiceUnavailable)
+			},
+			check: wantRetryAfter(0, "503"),
+		},
+		{
+			name:  "503 without Retry-After",
+			reply: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusServiceUnavailable) },
+			check: wantRetryAfter(0, "503"),
+		},
+		{
+			name: "429 with a bad Retry-After",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "soon")
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+			check: wantRetryAfter(0, "429"),
+		},
+		{
+			name: "429 asking for a century",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Retry-After", "3155760000")
+				w.WriteHeader(http.StatusTooManyRequests)
+			},
+			check: wantRetryAfter(tochttp.MaxRetryAfter, "429"),
+		},
+		{
+			name: "500 names the status and the body, not the query",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, "boom\nstack trace", http.StatusInternalServerError)
+			},
+			check: func(t *testing.T, err error) {
+				msg := wantPlainError(t, err)
+				if !strings.HasSuffix(msg, `/hook: 500 Internal Server Error: "boom\nstack trace"`) {
+					t.Errorf("err = %q", msg)
+				}
+			},
+		},
+		{
+			name: "400 with a long body",
+			reply: func(w http.ResponseWriter, r *http.Request) {
+				http.Error(w, strings.Repeat("x", 10_000), http.StatusBadRequest)
+			},
+			check: func(t *testing.T, err error) {
+				msg := wantPlainError(t, err)
+				if !strings.Contains(msg, "400 Bad Request") || len(msg) > 300 {
+					t.Errorf("err has %d bytes: %.80q…", len(msg), msg)
+				}
+			},
+		},
+		{
+			name:  "unknown status",
+			reply: func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(599) },
+			check: func(t *testing.T, err error) {
+				if msg := wantPlainError(t, err); !strings.HasSuffix(msg, ": 599") {
+					t.Errorf("err = %q", msg)
+				}
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			srv := newServer(t, &recorder{reply: tt.reply})
+			wh := newWebhook(t, tochttp.WebhookConfig{Now: func() time.Time { return now }})
+			err := wh.Fire(t.Context(), delivery(testJob(srv.URL+"/hook?token=s3cr3t"), 1))
+			if err != nil && strings.Contains(err.Error(), "s3cr3t") {
+				t.Errorf("err quotes the query: %v", err)
+			}
+			tt.check(t, err)
+		})
+	}
+}
+
+func wantNil(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Errorf("err = %v, want nil", err)
+	}
+}
+
+func wantRetryAfter(after time.Duration, status string) func(*testing.T, error) {
+	return func(t *testing.T, err error) {
+		t.Helper()
+		ra, ok := errors.AsType[*timer.RetryAfterError](err)
+		if !ok {
+			t.Fatalf("err = %v, want a RetryAfterError", err)
+		}
+		if ra.After != after {
+			t.Errorf("After = %v, want %v", ra.After, after)
+		}
+		if !strings.Contains(err.Error(), status) {
+			t.Errorf("err = %q, want it to name %q", err, status)
+		}
+	}
+}
+
+// wantPlainError checks err is a failed attempt: neither a discard nor a
+// request for a later retry. It returns the message.
+func wantPlainError(t *testing.T, err error) string {
+	t.Helper()
+	if err == nil {
+		t.Fatal("err = nil")
+	}
+	if errors.Is(err, timer.ErrDiscard) {
+		t.Errorf("err = %v discards the job", err)
+	}
+	if _, ok := errors.AsType[*timer.RetryAfterError](err); ok {
+		t.Errorf("err = %v asks for Retry-After", err)
+	}
+	return err.Error()
+}
+
+func TestWebhookNoRedirect(t *testing.T) {
+	target := &recorder{}
+	targetSrv := newServer(t, target)
+	srv := newServer(t, &recorder{reply: func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, targetSrv.URL, http.StatusFound)
+	}})
+	wh := newWebhook(t, tochttp.WebhookConfig{})
+	err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
+	if msg := wantPlainError(t, err); !strings.Contains(msg, "302 Found") {
+		t.Errorf("err = %q, want it to name 302 Found", msg)
+	}
+	if n := len(target.all()); n != 0 {
+		t.Errorf("the redirect was followed (%d requests)", n)
+	}
+}
+
+// Errors before any response name the endpoint but never its query,
+// which may hold the receiver's token.
+func TestWebhookNoResponse(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close()
+	tests := []struct {
+		name, url, want string
+	}{
+		{"no callback_url", "", "no callback_url"},
+		{"invalid URL", "http://[::1/hook?token=s3cr3t", "not a valid URL"},
+		{"connection refused", closed.URL + "/hook?token=s3cr3t", "POST " + closed.URL + "/hook: dial tcp"},
+	}
+	wh := newWebhook(t, tochttp.WebhookConfig{})
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := wh.Fire(t.Context(), delivery(testJob(tt.url), 1))
+			msg := wantPlainError(t, err)
+			if !strings.Contains(msg, tt.want) || strings.Contains(msg, "s3cr3t") {
+				t.Errorf("err = %q, want it to contain %q and not the query", msg, tt.want)
+			}
+		})
+	}
+}
+
+func TestWebhookTimeout(t *testing.T) {
+	// The receiver answers only when the client gives up (or at the end).
+	release := make(chan struct{})
+	srv := newServer(t, &recorder{reply: func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}})
+	t.Cleanup(func() { close(release) }) // runs before srv.Close
+
+	tests := []struct {
+		name    string
+		timeout time.Duration // WebhookConfig.Timeout
+		ctx     time.Duration // the caller's deadline
+	}{
+		{"config timeout", 100 * time.Millisecond, time.Minute},
+		{"ctx deadline", time.Minute, 100 * time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			wh := newWebhook(t, tochttp.WebhookConfig{Timeout: tt.timeout})
+			ctx, cancel := context.WithTimeout(t.Context(), tt.ctx)
+			defer cancel()
+			start := time.Now()
+			err := wh.Fire(ctx, delivery(testJob(srv.URL), 1))
+			if elapsed := time.Since(start); elapsed > 5*time.Second {
+				t.Errorf("Fire took %v", elapsed)
+			}
+			wantPlainError(t, err)
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Errorf("err = %v, want DeadlineExceeded", err)
+			}
+		})
+	}
+}
+
+// Bodies are drained, so 20 calls in a row share one connection, whether
+// they succeed or fail.
+func TestWebhookReusesConnections(t *testing.T) {
+	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
+		t.Run(strconv.Itoa(status), func(t *testing.T) {
+			big := strings.Repeat("y", 32<<10)
+			srv := httptest.NewUnstartedServer(&recorder{reply: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(status)
+				io.WriteString(w, big)
+			}})
+			var mu sync.Mutex
+			conns := 0
+			srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+				if s == http.StateNew {
+					mu.Lock()
+					conns++
+					mu.Unlock()
+				}
+			}
+			srv.Start()
+			t.Cleanup(srv.Close)
+
+			wh := newWebhook(t, tochttp.WebhookConfig{})
+			for i := range 20 {
+				err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
+				if (err == nil) != (status == http.StatusOK) {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if conns != 1 {
+				t.Errorf("20 calls opened %d connections, want 1", conns)
+			}
+		})
+	}
+}
+
+func BenchmarkSign(b *testing.B) {
+	key, err := tochttp.ParseSecret(testSecret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	body := []byte(strings.Repeat("x", 1<<10))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		tochttp.Sign(key, "1234567890123", 1767366245, body)
+	}
+}
+
+func BenchmarkWebhookFire(b *testing.B) {
+	srv := newServer(b, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	wh := newWebhook(b, tochttp.WebhookConfig{})
+	j := testJob(srv.URL + "/hook")
+	j.Payload = []byte(`{"data":"` + strings.Repeat("x", 1<<10) + `"}`)
+
+	b.Run("serial", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if err := wh.Fire(b.Context(), delivery(j, 1)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("parallel", func(b *testing.B) {
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				if err := wh.Fire(b.Context(), delivery(j, 1)); err != nil {
+					b.Error(err)
+					return
+				}
+			}
+		})
+	})
+}
