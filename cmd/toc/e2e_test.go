@@ -1,0 +1,441 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/toc-project/toc/internal/testenv"
+)
+
+// tocBin is the toc binary under test, built once (with -race) by TestMain.
+var tocBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "toc-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	tocBin = filepath.Join(dir, "toc")
+	build := exec.Command("go", "build", "-race", "-o", tocBin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "build toc: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := testenv.Main(m)
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// proc is a running toc process.
+type proc struct {
+	cmd    *exec.Cmd
+	url    string
+	token  string
+	stdout *syncBuffer
+	stderr *syncBuffer
+	done   chan struct{}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startToc runs toc with args plus a free --addr and waits until it
+// answers /healthz.
+func startToc(t *testing.T, token string, args ...string) *proc {
+	t.Helper()
+	addr := freeAddr(t)
+	p := &proc{url: "http://" + addr, token: token, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(tocBin, append(args, "--addr", addr)...)
+	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
+	if err := p.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	t.Cleanup(func() {
+		p.cmd.Process.Kill()
+		<-p.done
+		if t.Failed() {
+			t.Logf("toc stderr:\n%s", tail(p.stderr.String(), 40))
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if resp, err := http.Get(p.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return p
+			}
+		}
+		select {
+		case <-p.done:
+			t.Fatalf("toc exited at start: %v\n%s", p.cmd.ProcessState, p.stderr.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toc did not answer /healthz\n%s", p.stderr.String())
+		}
+	}
+}
+
+func tail(s string, lines int) string {
+	l := strings.Split(s, "\n")
+	return strings.Join(l[max(0, len(l)-lines):], "\n")
+}
+
+func (p *proc) kill(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// stop sends SIGTERM and checks toc exits 0.
+func (p *proc) stop(t *testing.T) {
+	t.Helper()
+	p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		t.Fatal("toc did not stop on SIGTERM")
+	}
+	if code := p.cmd.ProcessState.ExitCode(); code != 0 {
+		t.Fatalf("toc exited %d on SIGTERM\n%s", code, tail(p.stderr.String(), 20))
+	}
+}
+
+func (p *proc) call(t *testing.T, method, path string, body any) (int, map[string]any) {
+	t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, p.url+path, rd)
+	if p.token != "" {
+		req.Header.Set("Authorization", "Bearer "+p.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out
+}
+
+// receiver is a webhook endpoint that verifies every call with the
+// Standard Webhooks library and records when each job arrived.
+type receiver struct {
+	srv *httptest.Server
+	wh  *standardwebhooks.Webhook
+
+	mu      sync.Mutex
+	arrived map[string][]time.Time
+	due     map[string]time.Time
+	failing map[string]bool
+	bad     []string
+	waitFor map[string]bool
+	done    chan struct{}
+}
+
+func newReceiver(t *testing.T, secret string) *receiver {
+	t.Helper()
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{wh: wh, arrived: map[string][]time.Time{}, due: map[string]time.Time{}, failing: map[string]bool{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	body, _ := io.ReadAll(req.Body)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.wh.Verify(body, req.Header); err != nil {
+		r.bad = append(r.bad, "signature: "+err.Error())
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var msg struct {
+		ID      string          `json:"id"`
+		FireAt  string          `json:"fire_at"`
+		Attempt int             `json:"attempt"`
+		Payload json.RawMessage `json:"payload"`
+	}
+	if err := json.Unmarshal(body, &msg); err != nil || msg.ID == "" || msg.ID != req.Header.Get("webhook-id") {
+		r.bad = append(r.bad, "body: "+string(body))
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	due, err := time.Parse(time.RFC3339, msg.FireAt)
+	if err != nil {
+		r.bad = append(r.bad, "fire_at: "+msg.FireAt)
+	}
+	if now.Before(due) {
+		r.bad = append(r.bad, fmt.Sprintf("job %s arrived %v before its due time", msg.ID, due.Sub(now)))
+	}
+	if r.failing[msg.ID] {
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	}
+	r.arrived[msg.ID] = append(r.arrived[msg.ID], now)
+	r.due[msg.ID] = due
+	if r.waitFor[msg.ID] {
+		delete(r.waitFor, msg.ID)
+		if len(r.waitFor) == 0 {
+			close(r.done)
+		}
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// expect arms wait for ids, not counting those that arrived already.
+func (r *receiver) expect(ids []string) chan struct{} {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.waitFor = map[string]bool{}
+	for _, id := range ids {
+		if len(r.arrived[id]) == 0 {
+			r.waitFor[id] = true
+		}
+	}
+	r.done = make(chan struct{})
+	if len(r.waitFor) == 0 {
+		close(r.done)
+	}
+	return r.done
+}
+
+func (r *receiver) wait(t *testing.T, done chan struct{}, limit time.Duration) {
+	t.Helper()
+	select {
+	case <-done:
+	case <-time.After(limit):
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		t.Fatalf("%d jobs never arrived within %v", len(r.waitFor), limit)
+	}
+}
+
+func (r *receiver) count(id string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.arrived[id])
+}
+
+func (r *receiver) check(t *testing.T) {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, b := range r.bad {
+		t.Error(b)
+	}
+}
+
+// scheduleMany posts n single jobs due between from and from+spread,
+// 16 at a time, and returns their ids in order.
+func scheduleMany(t *testing.T, p *proc, topic, callback string, n int, from time.Time, spread time.Duration) []string {
+	t.Helper()
+	ids := make([]string, n)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 16)
+	errs := make(chan string, n)
+	for i := range n {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			due := from.Add(time.Duration(i) * spread / time.Duration(n))
+			status, body := p.call(t, "POST", "/v1/jobs", map[string]any{
+				"topic": topic, "fire_at": due.Format(time.RFC3339Nano), "callback_url": callback, "payload": map[string]int{"n": i},
+			})
+			if status != http.StatusCreated {
+				errs <- fmt.Sprintf("schedule %d: %d %v", i, status, body)
+				return
+			}
+			ids[i] = body["id"].(string)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for e := range errs {
+		t.Fatal(e)
+	}
+	return ids
+}
+
+// flow is the end-to-end scenario of the service issue, against a toc
+// started by start (which may be called again to restart it after a
+// SIGKILL, on the same data).
+func flow(t *testing.T, secret string, start func() *proc) {
+	r := newReceiver(t, secret)
+	hook := r.srv.URL + "/hook"
+	p := start()
+
+	// 500 jobs due within 3 s, and 50 more that are cancelled before due.
+	from := time.Now().Add(time.Second)
+	ids := scheduleMany(t, p, "orders", hook, 500, from, 2*time.Second)
+	doomed := scheduleMany(t, p, "orders", hook, 50, from.Add(1500*time.Millisecond), 500*time.Millisecond)
+	for _, id := range doomed {
+		if status, body := p.call(t, "DELETE", "/v1/jobs/"+id, nil); status != http.StatusOK || body["status"] != "cancelled" {
+			t.Fatalf("cancel %s: %d %v", id, status, body)
+		}
+	}
+	// One job whose callback fails until it is dead.
+	status, body := p.call(t, "POST", "/v1/jobs", map[string]any{"topic": "flaky", "delay_ms": 0, "callback_url": hook, "max_attempts": 2})
+	if status != http.StatusCreated {
+		t.Fatalf("schedule flaky: %d %v", status, body)
+	}
+	flaky := body["id"].(string)
+	r.mu.Lock()
+	r.failing[flaky] = true
+	r.mu.Unlock()
+
+	r.wait(t, r.expect(ids), 60*time.Second)
+	// The cancelled ones were due before the last of the 500: none came.
+	for _, id := range doomed {
+		if n := r.count(id); n != 0 {
+			t.Errorf("cancelled job %s arrived %d times", id, n)
+		}
+	}
+	dups := 0
+	for _, id := range ids {
+		dups += r.count(id) - 1
+	}
+	t.Logf("500 jobs arrived verified, %d duplicates", dups)
+
+	// The flaky job is dead after 2 attempts; replayed, it arrives.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, j := p.call(t, "GET", "/v1/jobs/"+flaky, nil)
+		if j["status"] == "dead" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("flaky job not dead: %v", j)
+		}
+	}
+	_, list := p.call(t, "GET", "/v1/deadletters?topic=flaky", nil)
+	if items, _ := list["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != flaky {
+		t.Fatalf("dead letters: %v", list)
+	}
+	r.mu.Lock()
+	r.failing[flaky] = false
+	r.mu.Unlock()
+	replayed := r.expect([]string{flaky})
+	if status, body := p.call(t, "POST", "/v1/deadletters/"+flaky+"/replay", nil); status != http.StatusOK || body["status"] != "pending" {
+		t.Fatalf("replay: %d %v", status, body)
+	}
+	r.wait(t, replayed, 30*time.Second)
+
+	// SIGKILL with 200 jobs pending; restarted on the same data, all fire.
+	pending := scheduleMany(t, p, "restart", hook, 200, time.Now().Add(2*time.Second), time.Second)
+	p.kill(t)
+	p = start()
+	r.wait(t, r.expect(pending), 60*time.Second)
+
+	if status, stats := p.call(t, "GET", "/v1/topics/orders/stats", nil); status != http.StatusOK || stats["slots"] == nil {
+		t.Errorf("stats: %d %v", status, stats)
+	}
+	p.stop(t)
+	r.check(t)
+}
+
+// Acceptance 2 of the service issue: toc dev end to end.
+func TestDevEndToEnd(t *testing.T) {
+	data := filepath.Join(t.TempDir(), "toc-dev.db")
+	var secret string
+	start := func() *proc {
+		p := startToc(t, "", "dev", "--data", data)
+		// toc dev prints the secret it signs with.
+		sc := bufio.NewScanner(strings.NewReader(p.stdout.String()))
+		for sc.Scan() {
+			if s, ok := strings.CutPrefix(sc.Text(), "webhook secret: "); ok {
+				if secret != "" && strings.TrimSpace(s) != secret {
+					t.Fatalf("the dev secret changed across restarts")
+				}
+				secret = strings.TrimSpace(s)
+			}
+		}
+		if !strings.HasPrefix(secret, "whsec_") {
+			t.Fatalf("toc dev printed no webhook secret:\n%s", p.stdout.String())
+		}
+		return p
+	}
+	// The secret is known only once toc dev has started: start it once to
+	// learn it, then run the flow on the same data file.
+	start().stop(t)
+	flow(t, secret, start)
+}
+
+// Acceptance 3: the same flow against toc serve on MariaDB and Redis.
+func TestServeEndToEnd(t *testing.T) {
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	prefix := fmt.Sprintf("e2e%d:", time.Now().UnixNano())
+	start := func() *proc {
+		return startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks")
+	}
+	flow(t, secret, start)
+}
+
+func TestServeRefusesInsecureDefaults(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"serve"}, "--mysql-dsn is required"},
+		{[]string{"serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x"}, "--api-token is required"},
+		{[]string{"serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x", "--api-token", "t"}, "--webhook-secret is required"},
+		{[]string{"bogus"}, "unknown command"},
+	} {
+		out, err := exec.Command(tocBin, tc.args...).CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("toc %v: %v\n%s\nwant an error saying %q", tc.args, err, out, tc.want)
+		}
+	}
+}

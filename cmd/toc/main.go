@@ -1,0 +1,89 @@
+// Command toc is the low-latency timeout center: the service (toc dev,
+// toc serve), its migrations, a client for its REST API, and its
+// benchmark.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+const usage = `toc — the low-latency timeout center
+
+usage: toc <command> [flags]
+
+Service:
+  dev        run everything in one process: SQLite file, in-process Redis, one worker
+  serve      run against MySQL/MariaDB and Redis (production)
+  migrate    apply the task-store migrations
+
+Client (talks to a running toc over its REST API):
+  schedule   schedule a job
+  get        show a job
+  cancel     cancel a pending job
+  dead       list, replay or purge dead letters
+
+Other:
+  version    print the version
+
+Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.
+`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	switch {
+	case err == nil:
+	case errors.Is(err, flag.ErrHelp):
+		os.Exit(0)
+	default:
+		var ee exitError
+		if errors.As(err, &ee) {
+			os.Exit(ee.code)
+		}
+		fmt.Fprintln(os.Stderr, "toc:", err)
+		os.Exit(1)
+	}
+}
+
+// exitError ends the process with a code and nothing more to say (the
+// message, if any, was already printed).
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return exitError{2}
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "dev":
+		return runDev(ctx, rest, stdout, stderr)
+	case "serve":
+		return runServe(ctx, rest, stdout, stderr)
+	case "migrate":
+		return runMigrate(ctx, rest, stdout, stderr)
+	case "schedule", "get", "cancel", "dead":
+		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "version", "--version":
+		fmt.Fprintln(stdout, "toc", version)
+		return nil
+	case "help", "-h", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	fmt.Fprintf(stderr, "toc: unknown command %q\n\n%s", cmd, usage)
+	return exitError{2}
+}

@@ -1,0 +1,355 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/deadletter"
+	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/timer"
+)
+
+// serviceFlags are the flags dev and serve share.
+type serviceFlags struct {
+	addr            *string
+	secrets         *listFlag
+	horizon         *time.Duration
+	slots           *int
+	node            *int
+	concurrency     *int
+	batch           *int
+	lease           *time.Duration
+	callbackTimeout *time.Duration
+	grace           *time.Duration
+	logFormat       *string
+	logLevel        *string
+	redisPrefix     *string
+}
+
+func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
+	return &serviceFlags{
+		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
+		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
+		horizon:         fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
+		slots:           fs.int("slots", timer.DefaultSlots, "slot count of a topic created on first use (a power of two, fixed per topic)"),
+		node:            fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d, unique per process sharing a task store", timer.MaxNode)),
+		concurrency:     fs.int("concurrency", timer.DefaultConcurrency, "webhook calls in flight"),
+		batch:           fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
+		lease:           fs.duration("lease", 0, "how long a claimed job stays with a worker before another takes it back (default: max(30s, 2×callback timeout+2s))"),
+		callbackTimeout: fs.duration("callback-timeout", tochttp.DefaultWebhookTimeout, "timeout of one webhook call"),
+		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
+		logFormat:       fs.string("log-format", logFormat, "text or json"),
+		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
+		redisPrefix:     fs.string("redis-prefix", prepare.DefaultPrefix, "prefix of every Redis key toc writes"),
+	}
+}
+
+func (f *serviceFlags) logger(w io.Writer) (*slog.Logger, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*f.logLevel)); err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	switch *f.logFormat {
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	case "json":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("--log-format: %q is neither text nor json", *f.logFormat)
+}
+
+// service is what dev and serve run once their stores are open.
+type service struct {
+	flags        *serviceFlags
+	store        *taskdb.Store
+	rdb          redis.UniversalClient
+	tokens       []string
+	allowPrivate bool
+	log          *slog.Logger
+	// ready is closed with the listening address once the API serves.
+	onListen func(addr string)
+}
+
+// run serves the API and runs the engine until ctx is done, then stops
+// accepting requests, stops claiming, lets webhook calls in flight finish
+// within the grace period, and returns nil.
+func (s *service) run(ctx context.Context) error {
+	f := s.flags
+	metrics := tochttp.NewMetrics()
+	webhook, err := tochttp.NewWebhook(tochttp.WebhookConfig{
+		Secrets:      f.secrets.values,
+		Timeout:      *f.callbackTimeout,
+		AllowPrivate: s.allowPrivate,
+		UserAgent:    "toc/" + version,
+	})
+	if err != nil {
+		return err
+	}
+	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix})
+	if err != nil {
+		return err
+	}
+	lease := *f.lease
+	if lease == 0 {
+		lease = max(timer.DefaultLease, 2**f.callbackTimeout+timer.LeaseMargin)
+	}
+	eng, err := timer.New(s.store, queue, webhook, timer.Config{
+		Horizon:  *f.horizon,
+		Logger:   s.log,
+		Observer: metrics,
+		Scheduler: timer.SchedulerConfig{
+			Slots: *f.slots,
+			Node:  *f.node,
+		},
+		Worker: timer.WorkerConfig{
+			Concurrency:    *f.concurrency,
+			BatchSize:      *f.batch,
+			Lease:          lease,
+			AttemptTimeout: *f.callbackTimeout,
+			Grace:          *f.grace,
+		},
+	})
+	if err != nil {
+		return err
+	}
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(s.rdb, *f.redisPrefix), s.store),
+		&topicStats{store: s.store, queue: queue},
+		tochttp.APIConfig{
+			Tokens:                s.tokens,
+			AllowPrivateCallbacks: s.allowPrivate,
+			Metrics:               metrics.Handler(),
+			Logger:                s.log,
+			Ready: map[string]func(context.Context) error{
+				"task_store": s.store.Ping,
+				"redis":      func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+			},
+		})
+
+	ln, err := net.Listen("tcp", *f.addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", *f.addr, err)
+	}
+	srv := &http.Server{
+		Handler:           api,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       time.Minute,
+		WriteTimeout:      time.Minute,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+	}
+	if s.onListen != nil {
+		s.onListen(ln.Addr().String())
+	}
+	s.log.Info("toc listening", "addr", ln.Addr().String(), "version", version)
+
+	engineCtx, stopEngine := context.WithCancel(ctx)
+	defer stopEngine()
+	var wg sync.WaitGroup
+	var engineErr, serveErr error
+	wg.Go(func() { engineErr = eng.Run(engineCtx) })
+	wg.Go(func() {
+		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+			serveErr = err
+			stopEngine()
+		}
+	})
+	select {
+	case <-ctx.Done():
+		s.log.Info("shutting down: no new requests, no new claims; webhook calls in flight may finish", "grace", f.grace.String())
+	case <-engineCtx.Done():
+	}
+	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), *f.grace)
+	defer cancel()
+	if err := srv.Shutdown(shutdownCtx); err != nil {
+		s.log.Warn("requests still open at shutdown", "err", err)
+	}
+	stopEngine()
+	wg.Wait()
+	s.log.Info("stopped")
+	return errors.Join(serveErr, engineErr)
+}
+
+// topicStats joins the task store's counts with Redis's.
+type topicStats struct {
+	store *taskdb.Store
+	queue *prepare.Queue
+}
+
+func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
+	topic, err := t.store.Topic(ctx, name)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	counts, err := t.store.CountByStatus(ctx, name)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	_, leased, dead, next, err := t.queue.Stats(ctx, name, topic.Slots)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	return tochttp.TopicStats{
+		Topic:    name,
+		Slots:    topic.Slots,
+		Pending:  counts[timer.StatusPending],
+		InFlight: leased,
+		Dead:     dead,
+		NextDue:  next,
+	}, nil
+}
+
+// runDev runs the embedded default: SQLite file, in-process Redis, one
+// worker owning every slot, no auth, loopback callbacks allowed.
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev", "dev [flags]")
+	fs.SetOutput(stderr)
+	data := fs.string("data", "./toc-dev.db", "SQLite file holding the jobs; pending ones survive restarts")
+	f := addServiceFlags(fs, "text")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	store, err := taskdb.OpenSQLite(ctx, *data)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	if len(f.secrets.values) == 0 {
+		secret, err := devSecret(*data + ".secret")
+		if err != nil {
+			return err
+		}
+		f.secrets.values = []string{secret}
+	}
+
+	mr := miniredis.NewMiniRedis()
+	if err := mr.StartAddr("127.0.0.1:0"); err != nil {
+		return fmt.Errorf("start in-process redis: %w", err)
+	}
+	defer mr.Close()
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 64})
+	defer rdb.Close()
+
+	s := &service{flags: f, store: store, rdb: rdb, allowPrivate: true, log: log,
+		onListen: func(addr string) {
+			fmt.Fprintf(stdout, "toc dev listening on http://%s\n", addr)
+			fmt.Fprintf(stdout, "data file:      %s\n", *data)
+			fmt.Fprintf(stdout, "webhook secret: %s\n", f.secrets.values[0])
+		}}
+	return s.run(ctx)
+}
+
+// devSecret reads the dev webhook secret kept beside the data file, or
+// makes one, so receivers keep verifying across restarts.
+func devSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err == nil {
+		return strings.TrimSpace(string(b)), nil
+	}
+	if !errors.Is(err, os.ErrNotExist) {
+		return "", err
+	}
+	secret := tochttp.NewSecret()
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", fmt.Errorf("save dev webhook secret: %w", err)
+	}
+	return secret, nil
+}
+
+// runServe runs toc against MySQL and Redis.
+func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("serve", "serve --mysql-dsn DSN --redis-addr HOST:PORT --webhook-secret whsec_... [flags]")
+	fs.SetOutput(stderr)
+	dsn := fs.string("mysql-dsn", "", "task store, as a go-sql-driver/mysql DSN: user:pass@tcp(host:3306)/toc")
+	redisAddr := fs.string("redis-addr", "127.0.0.1:6379", "Redis address")
+	redisPassword := fs.string("redis-password", "", "Redis password")
+	redisDB := fs.int("redis-db", 0, "Redis database number")
+	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
+	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
+	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
+	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
+	f := addServiceFlags(fs, "text")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	switch {
+	case *dsn == "":
+		return errors.New("--mysql-dsn is required")
+	case len(tokens.values) == 0 && !*noAuth:
+		return errors.New("--api-token is required (or --insecure-no-auth to serve without auth)")
+	case len(f.secrets.values) == 0:
+		return errors.New("--webhook-secret is required: callbacks are always signed")
+	}
+	log, err := f.logger(stderr)
+	if err != nil {
+		return err
+	}
+	store, err := taskdb.OpenMySQL(ctx, *dsn)
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if *migrate {
+		if err := store.Migrate(ctx); err != nil {
+			return err
+		}
+	}
+	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, Password: *redisPassword, DB: *redisDB, PoolSize: 128})
+	defer rdb.Close()
+	s := &service{flags: f, store: store, rdb: rdb, tokens: tokens.values, allowPrivate: *allowPrivate, log: log,
+		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
+	return s.run(ctx)
+}
+
+// runMigrate applies the migrations of the task store.
+func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN | --sqlite FILE)")
+	fs.SetOutput(stderr)
+	dsn := fs.string("mysql-dsn", "", "MySQL/MariaDB task store DSN")
+	file := fs.string("sqlite", "", "SQLite task store file")
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	var (
+		store *taskdb.Store
+		err   error
+	)
+	switch {
+	case *dsn != "" && *file == "":
+		store, err = taskdb.OpenMySQL(ctx, *dsn)
+	case *file != "" && *dsn == "":
+		store, err = taskdb.OpenSQLite(ctx, *file)
+	default:
+		return errors.New("give exactly one of --mysql-dsn or --sqlite")
+	}
+	if err != nil {
+		return err
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintln(stdout, "migrations applied")
+	return nil
+}
