@@ -511,3 +511,27 @@ func (g *grouping[T]) batches() []batch[T] {
 	}
 	return out
 }
+
+var _ timer.LossDetector = (*Queue)(nil)
+
+// markKey is the key whose absence says Redis lost its data. On Redis
+// Cluster it lives on one node: the loss of another node alone is found
+// by the backstop's periodic full scan instead.
+func (q *Queue) markKey() string { return q.cfg.Prefix + "mark" }
+
+// Mark implements timer.LossDetector.
+func (q *Queue) Mark(ctx context.Context) error {
+	if err := q.client.Set(ctx, q.markKey(), "1", 0).Err(); err != nil {
+		return fmt.Errorf("set %s: %w", q.markKey(), err)
+	}
+	return nil
+}
+
+// Lost implements timer.LossDetector.
+func (q *Queue) Lost(ctx context.Context) (bool, error) {
+	n, err := q.client.Exists(ctx, q.markKey()).Result()
+	if err != nil {
+		return false, fmt.Errorf("exists %s: %w", q.markKey(), err)
+	}
+	return n == 0, nil
+}

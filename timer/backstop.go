@@ -83,11 +83,31 @@ func NewBackstop(store Scanner, index Index, wake func(Wake), cfg BackstopConfig
 	return &Backstop{store: store, index: index, cfg: cfg.withDefaults(), wake: wake}
 }
 
-// Run scans at once and then on its intervals until ctx is done.
+// Run scans at once and then on its intervals until ctx is done. When
+// the index is a LossDetector, a full scan also runs as soon as the index
+// says it lost its data (checked every Interval).
 func (b *Backstop) Run(ctx context.Context) error {
 	lastFull := time.Time{}
+	detector, _ := b.index.(LossDetector)
 	for {
 		full := lastFull.IsZero() || b.cfg.Now().Sub(lastFull) >= b.cfg.FullInterval
+		if !full && detector != nil {
+			lost, err := detector.Lost(ctx)
+			if err != nil && ctx.Err() == nil {
+				b.cfg.Logger.Warn("backstop: loss check failed", "err", err)
+			}
+			if lost {
+				b.cfg.Logger.Warn("backstop: Redis lost its data; restoring every pending job within the horizon")
+				full = true
+			}
+		}
+		if full && detector != nil {
+			// Marked before the scan: a loss during the scan removes the
+			// mark, and the next check scans again.
+			if err := detector.Mark(ctx); err != nil && ctx.Err() == nil {
+				b.cfg.Logger.Warn("backstop: mark failed", "err", err)
+			}
+		}
 		n, err := b.RunOnce(ctx, full)
 		switch {
 		case ctx.Err() != nil:

@@ -407,9 +407,11 @@ func (s *stack) leaseCounts(t *testing.T, topic string) (leased, stored, dead in
 func TestEngineBackstopRestoresAfterFlush(t *testing.T) {
 	s := newStack(t, true)
 	rec := newRecorder()
+	// The periodic full scan is an hour away: the restore must come from
+	// the backstop noticing the loss.
 	e, _ := s.start(t, rec, timer.Config{Backstop: timer.BackstopConfig{
 		Interval:     100 * time.Millisecond,
-		FullInterval: 500 * time.Millisecond,
+		FullInterval: time.Hour,
 	}})
 	const n = 5000
 	due := time.Now().Add(6 * time.Second) // all still pending at the flush, even on a loaded machine

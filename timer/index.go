@@ -94,3 +94,14 @@ type Waker interface {
 	// Wakes calls fn for each wake-up until ctx is done.
 	Wakes(ctx context.Context, fn func(Wake)) error
 }
+
+// LossDetector is implemented by an Index that can tell when Redis lost
+// its data (a restart without persistence, a failover to an empty replica,
+// FLUSHALL), so that the backstop restores it at once instead of at its
+// next periodic full scan.
+type LossDetector interface {
+	// Mark records in the index that it is complete up to now.
+	Mark(ctx context.Context) error
+	// Lost reports whether the last Mark is gone.
+	Lost(ctx context.Context) (bool, error)
+}
