@@ -10,7 +10,7 @@ LDFLAGS := -X main.version=$(VERSION)
 TOC_REQUIRE_INTEGRATION ?=
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint bench clean
+.PHONY: help run build test lint bench bench-go clean
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -34,8 +34,12 @@ lint: ## gofmt -l must be empty; go vet
 	fi
 	$(GO) vet ./...
 
-bench: ## Run the benchmarks
-	$(GO) test -run '^$$' -bench . -benchmem ./...
+bench: ## toc bench --short: every scenario on a throwaway MariaDB + Redis (about a minute)
+	$(GO) build -o bin/toc ./cmd/toc
+	bin/toc bench --short --json bench-short.json
+
+bench-go: ## The Go benchmarks of the hot paths (scripts, task store, signer, slot hash)
+	TOC_REQUIRE_INTEGRATION=$(TOC_REQUIRE_INTEGRATION) $(GO) test -run '^$$' -bench . -benchmem ./...
 
 clean: ## Remove bin/ and test binaries, profiles (keeps toc-dev.db)
 	rm -rf bin

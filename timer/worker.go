@@ -161,6 +161,11 @@ type finish struct {
 	lease    Lease
 	complete bool // mark the row done before acking
 	attempts int
+	// token: the item still holds its lease token, which the finisher
+	// releases. A dispatched job gave its token back when the handler
+	// returned, so that slow done-updates do not throttle claiming; the
+	// finisher's bounded channel holds those back instead.
+	token bool
 }
 
 // Wake tells the worker that w.Slot has a job due at w.DueAt. It never
@@ -497,7 +502,7 @@ func (w *Worker) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, e
 func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
 	switch {
 	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled:
-		w.finishCh <- finish{lease: l}
+		w.finishCh <- finish{lease: l, token: true}
 	case j.Status == StatusDead:
 		// Dead in the row but leased in Redis: keep the index in step so the
 		// dead-letter list shows it.
@@ -512,7 +517,7 @@ func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
 				return
 			}
 		}
-		w.finishCh <- finish{lease: l}
+		w.finishCh <- finish{lease: l, token: true}
 	case l.Attempt >= j.MaxAttempts:
 		// Its last attempt's lease expired (its worker died mid-call).
 		if _, err := w.store.Fail(ctx, j.ID, l.Attempt, "lease expired on the last attempt", true, now); err != nil {
@@ -556,6 +561,7 @@ func (w *Worker) dispatch(handlerCtx, recordCtx context.Context) {
 		switch {
 		case err == nil:
 			w.finishCh <- finish{lease: t.lease, complete: true, attempts: attempt}
+			w.release(1)
 		case handlerCtx.Err() != nil:
 			// Cut short by shutdown: not the receiver's fault, so no attempt
 			// is recorded here; the lease expires and the job comes back.
@@ -587,7 +593,7 @@ func (w *Worker) failed(ctx context.Context, t task, attempt int, cause error) {
 			w.release(1)
 			return
 		}
-		w.finishCh <- finish{lease: t.lease}
+		w.finishCh <- finish{lease: t.lease, token: true}
 		return
 	}
 	dead := attempt >= t.job.MaxAttempts
@@ -649,7 +655,13 @@ func (w *Worker) finish(ctx context.Context) {
 				w.log.Warn("ack failed; the leases will expire and be skipped", "jobs", len(acks), "err", err)
 			}
 		}
-		w.release(len(batch))
+		tokens := 0
+		for _, f := range batch {
+			if f.token {
+				tokens++
+			}
+		}
+		w.release(tokens)
 	}
 }
 

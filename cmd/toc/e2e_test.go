@@ -449,3 +449,52 @@ func TestServeRefusesInsecureDefaults(t *testing.T) {
 		}
 	}
 }
+
+// toc bench runs every scenario on the stack it starts itself, and its
+// JSON shows no job lost or fired early. Its figures are not checked.
+func TestBenchRuns(t *testing.T) {
+	if !testenv.Required() {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
+		}
+	}
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--short", "--duration", "1s", "--rates", "200", "--concurrency", "4",
+		"--drain-jobs", "500", "--memory-jobs", "2000", "--recover-jobs", "2000", "--json", out)
+	output, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("toc bench: %v\n%s", err, output)
+	}
+	var report struct {
+		Results []struct {
+			Scenario string         `json:"scenario"`
+			Name     string         `json:"name"`
+			Count    int            `json:"count"`
+			Lost     *int           `json:"lost"`
+			Early    *int           `json:"early"`
+			Extra    map[string]any `json:"extra"`
+		} `json:"results"`
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &report); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, r := range report.Results {
+		seen[r.Scenario] = true
+		if r.Lost != nil && *r.Lost != 0 || r.Early != nil && *r.Early != 0 {
+			t.Errorf("%s: lost %v early %v", r.Name, *r.Lost, *r.Early)
+		}
+		if r.Count == 0 {
+			t.Errorf("%s: count 0", r.Name)
+		}
+	}
+	for _, s := range []string{"schedule", "fire", "drain", "memory", "recover"} {
+		if !seen[s] {
+			t.Errorf("no %s result in %s\n%s", s, data, output)
+		}
+	}
+}

@@ -33,6 +33,7 @@ Client (talks to a running toc over its REST API):
   dead       list, replay or purge dead letters
 
 Other:
+  bench      measure toc: scheduling, firing lateness, drain, memory, recovery
   version    print the version
 
 Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.
@@ -75,6 +76,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runServe(ctx, rest, stdout, stderr)
 	case "migrate":
 		return runMigrate(ctx, rest, stdout, stderr)
+	case "bench":
+		return runBench(ctx, rest, stdout, stderr)
 	case "schedule", "get", "cancel", "dead":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":

@@ -8,7 +8,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
+	runtimepprof "runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +40,8 @@ type serviceFlags struct {
 	logFormat       *string
 	logLevel        *string
 	redisPrefix     *string
+	pprofAddr       *string
+	cpuProfile      *string
 }
 
 func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
@@ -55,6 +59,8 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
 		redisPrefix:     fs.string("redis-prefix", prepare.DefaultPrefix, "prefix of every Redis key toc writes"),
+		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
+		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
 	}
 }
 
@@ -156,6 +162,25 @@ func (s *service) run(ctx context.Context) error {
 		s.onListen(ln.Addr().String())
 	}
 	s.log.Info("toc listening", "addr", ln.Addr().String(), "version", version)
+
+	if *f.cpuProfile != "" {
+		out, err := os.Create(*f.cpuProfile)
+		if err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer out.Close()
+		if err := runtimepprof.StartCPUProfile(out); err != nil {
+			return fmt.Errorf("--cpu-profile: %w", err)
+		}
+		defer runtimepprof.StopCPUProfile()
+	}
+	if *f.pprofAddr != "" {
+		stopPprof, err := servePprof(*f.pprofAddr, s.log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	defer stopEngine()
@@ -352,4 +377,22 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	fmt.Fprintln(stdout, "migrations applied")
 	return nil
+}
+
+// servePprof serves the profiling endpoints on a listener of their own,
+// never on the API's.
+func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--pprof-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(ln)
+	log.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
 }

@@ -1,0 +1,407 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/timer"
+)
+
+// jobJSON is one job of a scheduling request, written by hand: the load
+// generator must not be the bottleneck.
+func (b *bench) jobJSON(buf *bytes.Buffer, topic string, due time.Time) {
+	buf.WriteString(`{"topic":"`)
+	buf.WriteString(topic)
+	buf.WriteString(`","fire_at":"`)
+	buf.WriteString(due.UTC().Format("2006-01-02T15:04:05.000Z"))
+	buf.WriteString(`","callback_url":"`)
+	buf.WriteString(b.recv.url)
+	buf.WriteString(`","payload":{"bench":true}}`)
+}
+
+type batchAnswer struct {
+	Results []struct {
+		ID    string `json:"id"`
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	} `json:"results"`
+}
+
+// scheduleBatch schedules one job of topic per due time in one request.
+func (b *bench) scheduleBatch(ctx context.Context, topic string, dues []time.Time) ([]string, error) {
+	var buf bytes.Buffer
+	buf.WriteString(`{"jobs":[`)
+	for i, d := range dues {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		b.jobJSON(&buf, topic, d)
+	}
+	buf.WriteString(`]}`)
+	var ans batchAnswer
+	if _, err := b.post(ctx, "/v1/jobs/batch", buf.Bytes(), &ans); err != nil {
+		return nil, err
+	}
+	ids := make([]string, 0, len(ans.Results))
+	for _, r := range ans.Results {
+		if r.Error != nil {
+			return ids, fmt.Errorf("batch item: %s", r.Error.Message)
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids, nil
+}
+
+// load schedules n jobs of topic, job i due at due(i), in batches of
+// 1,000 sent by conc clients, and returns their ids in order.
+func (b *bench) load(ctx context.Context, topic string, n int, due func(i int) time.Time, conc int) ([]string, error) {
+	ids := make([]string, n)
+	var (
+		next    atomic.Int64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		loadErr error
+	)
+	for range conc {
+		wg.Go(func() {
+			for {
+				start := int(next.Add(1000)) - 1000
+				if start >= n || ctx.Err() != nil {
+					return
+				}
+				end := min(n, start+1000)
+				dues := make([]time.Time, end-start)
+				for i := range dues {
+					dues[i] = due(start + i)
+				}
+				got, err := b.scheduleBatch(ctx, topic, dues)
+				if err != nil {
+					mu.Lock()
+					loadErr = err
+					mu.Unlock()
+					return
+				}
+				copy(ids[start:end], got)
+			}
+		})
+	}
+	wg.Wait()
+	return ids, loadErr
+}
+
+// hammer runs call from conc clients for d and returns the latency of
+// each successful call, the calls made and the errors.
+func hammer(ctx context.Context, conc int, d time.Duration, call func(ctx context.Context, n int) error) ([]time.Duration, int, int, time.Duration) {
+	var (
+		mu     sync.Mutex
+		lat    []time.Duration
+		errs   atomic.Int64
+		seq    atomic.Int64
+		wg     sync.WaitGroup
+		start  = time.Now()
+		stopAt = start.Add(d)
+	)
+	for range conc {
+		wg.Go(func() {
+			var mine []time.Duration
+			for time.Now().Before(stopAt) && ctx.Err() == nil {
+				t0 := time.Now()
+				if err := call(ctx, int(seq.Add(1))); err != nil {
+					errs.Add(1)
+					continue
+				}
+				mine = append(mine, time.Since(t0))
+			}
+			mu.Lock()
+			lat = append(lat, mine...)
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	return lat, len(lat) + int(errs.Load()), int(errs.Load()), time.Since(start)
+}
+
+// schedule measures POST /v1/jobs at each concurrency and POST
+// /v1/jobs/batch of 1,000. The jobs are due in 30 to 40 minutes: within
+// the horizon (so Redis is written too), not firing during the bench.
+func (b *bench) schedule(ctx context.Context) ([]result, error) {
+	var res []result
+	base := time.Now().Add(30 * time.Minute)
+	due := func(n int) time.Time { return base.Add(time.Duration(n%600000) * time.Millisecond) }
+	for _, c := range b.cfg.concurrency {
+		topic := b.topic("sched")
+		lat, count, errs, took := hammer(ctx, c, b.cfg.duration, func(ctx context.Context, n int) error {
+			var buf bytes.Buffer
+			b.jobJSON(&buf, topic, due(n))
+			_, err := b.post(ctx, "/v1/jobs", buf.Bytes(), nil)
+			return err
+		})
+		res = append(res, result{Scenario: "schedule", Name: fmt.Sprintf("schedule single c=%d", c),
+			Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat)})
+	}
+	batchConc := []int{4}
+	if !b.cfg.short {
+		batchConc = []int{1, 4}
+	}
+	for _, c := range batchConc {
+		topic := b.topic("batch")
+		lat, count, errs, took := hammer(ctx, c, b.cfg.duration, func(ctx context.Context, n int) error {
+			dues := make([]time.Time, 1000)
+			for i := range dues {
+				dues[i] = due(n*1000 + i)
+			}
+			_, err := b.scheduleBatch(ctx, topic, dues)
+			return err
+		})
+		res = append(res, result{Scenario: "schedule", Name: fmt.Sprintf("schedule batch=1000 c=%d", c),
+			Count: (count - errs) * 1000, Errors: errs, Seconds: took.Seconds(), Rate: float64((count-errs)*1000) / took.Seconds(), Latency: distOf(lat),
+			Extra: map[string]any{"requests": count}})
+	}
+	return res, nil
+}
+
+// fireLead is how far ahead of its due time the fire scenario schedules a
+// job.
+const fireLead = time.Second
+
+// fire schedules jobs at a steady rate, each due fireLead after it is
+// scheduled, optionally over a store holding many far-future jobs, and
+// measures when their webhooks arrive.
+func (b *bench) fire(ctx context.Context) ([]result, error) {
+	var res []result
+	for _, rate := range b.cfg.rates {
+		pending := b.cfg.pending
+		if pending < 0 {
+			pending = 0
+			if !b.cfg.short && rate == 5000 {
+				pending = 1000000
+			}
+		}
+		extra := map[string]any{"pending": pending}
+		if pending > 0 {
+			far := time.Now().Add(48 * time.Hour)
+			t0 := time.Now()
+			if _, err := b.load(ctx, b.topic("far"), pending, func(i int) time.Time { return far.Add(time.Duration(i) * time.Millisecond) }, 4); err != nil {
+				return nil, fmt.Errorf("preload %d pending jobs: %w", pending, err)
+			}
+			extra["preload_rate_per_s"] = int(float64(pending) / time.Since(t0).Seconds())
+		}
+		topic := b.topic("fire")
+		ids, errs := b.steady(ctx, topic, rate, b.cfg.duration)
+		b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
+		lat, lost, dups, early, _ := b.recv.outcome(ids)
+		res = append(res, result{Scenario: "fire", Name: fmt.Sprintf("fire %d/s pending=%d", rate, pending),
+			Count: len(ids), Errors: errs, Seconds: b.cfg.duration.Seconds(), Rate: float64(len(lat)) / b.cfg.duration.Seconds(),
+			Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra})
+	}
+	return res, nil
+}
+
+// steady schedules rate jobs a second for d, in a batch every 10 ms, each
+// due fireLead after its batch is sent.
+func (b *bench) steady(ctx context.Context, topic string, rate int, d time.Duration) ([]string, int) {
+	const tick = 10 * time.Millisecond
+	var (
+		mu   sync.Mutex
+		ids  []string
+		errs int
+		wg   sync.WaitGroup
+		sem  = make(chan struct{}, 16)
+	)
+	start := time.Now()
+	sent := 0
+	t := time.NewTicker(tick)
+	defer t.Stop()
+	for now := start; now.Sub(start) < d && ctx.Err() == nil; now = <-t.C {
+		want := int(float64(rate) * now.Add(tick).Sub(start).Seconds())
+		n := want - sent
+		if n <= 0 {
+			continue
+		}
+		sent = want
+		dues := make([]time.Time, n)
+		for i := range dues {
+			dues[i] = now.Add(fireLead + time.Duration(i)*tick/time.Duration(n))
+		}
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			got, err := b.scheduleBatch(ctx, topic, dues)
+			mu.Lock()
+			defer mu.Unlock()
+			ids = append(ids, got...)
+			if err != nil {
+				errs++
+			}
+		})
+	}
+	wg.Wait()
+	return ids, errs
+}
+
+// drain schedules N jobs due at one instant and measures how long firing
+// them all takes.
+func (b *bench) drain(ctx context.Context) ([]result, error) {
+	n := b.cfg.drainJobs
+	topic := b.topic("drain")
+	due := time.Now().Add(2*time.Second + time.Duration(n)*time.Second/25000).Truncate(time.Millisecond)
+	ids, err := b.load(ctx, topic, n, func(int) time.Time { return due }, 4)
+	if err != nil {
+		return nil, err
+	}
+	extra := map[string]any{}
+	if late := time.Since(due); late > 0 {
+		extra["scheduling_ended_after_due_ms"] = late.Milliseconds()
+	}
+	b.recv.waitArrived(ctx, ids, due.Add(5*time.Minute))
+	lat, lost, dups, early, last := b.recv.outcome(ids)
+	took := last.Sub(due)
+	return []result{{Scenario: "drain", Name: fmt.Sprintf("drain %d due at once", n),
+		Count: n, Seconds: took.Seconds(), Rate: float64(len(lat)) / took.Seconds(), Latency: distOf(lat),
+		Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra}}, nil
+}
+
+// usedMemory returns Redis's used_memory.
+func (b *bench) usedMemory(ctx context.Context) (int64, error) {
+	info, err := b.rdb.Info(ctx, "memory").Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
+			return strconv.ParseInt(v, 10, 64)
+		}
+	}
+	return 0, fmt.Errorf("no used_memory in INFO memory")
+}
+
+// memory measures Redis bytes per pending job within the horizon, Redis
+// memory with most jobs beyond the horizon, and toc's RSS.
+func (b *bench) memory(ctx context.Context) ([]result, error) {
+	if b.rdb == nil {
+		fmt.Fprintln(b.log, "memory: skipped (no access to toc's Redis; use --stack real or --redis-addr)")
+		return nil, nil
+	}
+	total := b.cfg.memoryJobs
+	near := total / 10
+	base, err := b.usedMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	topicNear := b.topic("memnear")
+	soon := time.Now().Add(30 * time.Minute)
+	t0 := time.Now()
+	if _, err := b.load(ctx, topicNear, near, func(i int) time.Time { return soon.Add(time.Duration(i%1200000) * time.Millisecond) }, 4); err != nil {
+		return nil, err
+	}
+	afterNear, err := b.usedMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	keys := slots.Keys(prepare.DefaultPrefix, topicNear, 0)
+	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Store).Result()
+	perJob := float64(afterNear-base) / float64(near)
+	far := time.Now().Add(25 * time.Hour)
+	if _, err := b.load(ctx, b.topic("memfar"), total-near, func(i int) time.Time { return far.Add(time.Duration(i) * time.Millisecond) }, 4); err != nil {
+		return nil, err
+	}
+	loadRate := float64(total) / time.Since(t0).Seconds()
+	afterAll, err := b.usedMemory(ctx)
+	if err != nil {
+		return nil, err
+	}
+	rss := vmRSS(b.tocPID)
+	return []result{
+		{Scenario: "memory", Name: "redis bytes per job in horizon", Count: near,
+			Extra: map[string]any{"bytes_per_job": int(perJob), "zset_encoding": enc, "slots_per_topic": timer.DefaultSlots}},
+		{Scenario: "memory", Name: fmt.Sprintf("memory with %d pending, 90%% > 1 day", total), Count: total, Rate: loadRate,
+			Extra: map[string]any{"redis_used_mb": mb(afterAll), "redis_baseline_mb": mb(base), "toc_rss_mb": rss}},
+	}, nil
+}
+
+func mb(n int64) float64 { return float64(n*10/(1<<20)) / 10 }
+
+// vmRSS reads a process's resident set size in MB from /proc.
+func vmRSS(pid int) any {
+	if pid == 0 {
+		return "n/a"
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "n/a"
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return float64(kb*10/1024) / 10
+		}
+	}
+	return "n/a"
+}
+
+// recover schedules N jobs within the horizon, flushes Redis, and
+// measures how long the backstop takes to restore them.
+func (b *bench) recover(ctx context.Context) ([]result, error) {
+	if b.rdb == nil {
+		fmt.Fprintln(b.log, "recover: skipped (no access to toc's Redis; use --stack real or --redis-addr)")
+		return nil, nil
+	}
+	n := b.cfg.recoverJobs
+	topic := b.topic("recover")
+	soon := time.Now().Add(40 * time.Minute)
+	if _, err := b.load(ctx, topic, n, func(i int) time.Time { return soon.Add(time.Duration(i%900000) * time.Millisecond) }, 4); err != nil {
+		return nil, err
+	}
+	count := func() (int64, error) {
+		pipe := b.rdb.Pipeline()
+		cmds := make([]interface{ Val() int64 }, timer.DefaultSlots)
+		for s := range timer.DefaultSlots {
+			cmds[s] = pipe.ZCard(ctx, slots.Keys(prepare.DefaultPrefix, topic, s).Store)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, err
+		}
+		var total int64
+		for _, c := range cmds {
+			total += c.Val()
+		}
+		return total, nil
+	}
+	if got, err := count(); err != nil || got != int64(n) {
+		return nil, fmt.Errorf("before the flush: %d of %d timers in Redis (%v)", got, n, err)
+	}
+	if err := b.rdb.FlushAll(ctx).Err(); err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	for {
+		got, err := count()
+		if err != nil {
+			return nil, err
+		}
+		if got >= int64(n) {
+			break
+		}
+		if time.Since(t0) > 10*time.Minute {
+			return nil, fmt.Errorf("after 10 min only %d of %d timers were restored", got, n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	took := time.Since(t0)
+	return []result{{Scenario: "recover", Name: fmt.Sprintf("recover %d after FLUSHALL", n), Count: n,
+		Seconds: took.Seconds(), Rate: float64(n) / took.Seconds(), Extra: map[string]any{"restore_seconds": took.Round(10 * time.Millisecond).Seconds()}}}, nil
+}

@@ -1,0 +1,35 @@
+package testenv
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// The functions below start servers for a program that is not a test:
+// toc bench, which measures toc on a stack of its own. The caller stops
+// what it started with Stop, which also deletes the server's dir.
+
+// StartRedis starts a private redis-server.
+func StartRedis(opts RedisOptions) (*RedisServer, error) { return startRedis(opts) }
+
+// Stop kills the server and deletes its dir.
+func (r *RedisServer) Stop() error { return r.stop() }
+
+// StartMariaDB starts a private mariadbd (about a second and 100 MB).
+func StartMariaDB() (*MariaDBServer, error) { return startMariaDB() }
+
+// Stop kills the server and deletes its dir.
+func (m *MariaDBServer) Stop() error { return m.stop() }
+
+var dbName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
+
+// CreateDatabase creates database name and returns its DSN (see DSN).
+func (m *MariaDBServer) CreateDatabase(name string) (string, error) {
+	if !dbName.MatchString(name) {
+		return "", fmt.Errorf("database name %q: want ^[a-z][a-z0-9_]{0,63}$", name)
+	}
+	if _, err := m.run("-e", "CREATE DATABASE `"+name+"`"); err != nil {
+		return "", fmt.Errorf("create database %s: %w", name, err)
+	}
+	return m.DSN(name), nil
+}
