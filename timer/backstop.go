@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -13,7 +15,8 @@ import (
 const (
 	DefaultBackstopInterval = 5 * time.Second
 	DefaultFullScanInterval = time.Minute
-	DefaultScanPage         = 1000
+	DefaultScanPage         = 2000
+	DefaultLossCheck        = time.Second
 	// scanOverlap re-reads this much due time below the last incremental
 	// scan's end, so that clocks a little apart across processes cannot
 	// make a job fall between two scans.
@@ -32,10 +35,13 @@ type BackstopConfig struct {
 	// within the horizon against Redis.
 	FullInterval time.Duration
 	// Page is the rows read per query.
-	Page     int
-	Now      func() time.Time
-	Logger   *slog.Logger
-	Observer Observer
+	Page int
+	// LossCheck is how often the backstop asks a LossDetector index
+	// whether Redis lost its data.
+	LossCheck time.Duration
+	Now       func() time.Time
+	Logger    *slog.Logger
+	Observer  Observer
 }
 
 func (c BackstopConfig) withDefaults() BackstopConfig {
@@ -43,6 +49,7 @@ func (c BackstopConfig) withDefaults() BackstopConfig {
 	c.Interval = cmp.Or(c.Interval, DefaultBackstopInterval)
 	c.FullInterval = cmp.Or(c.FullInterval, DefaultFullScanInterval)
 	c.Page = cmp.Or(c.Page, DefaultScanPage)
+	c.LossCheck = cmp.Or(c.LossCheck, DefaultLossCheck)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
@@ -85,12 +92,13 @@ func NewBackstop(store Scanner, index Index, wake func(Wake), cfg BackstopConfig
 
 // Run scans at once and then on its intervals until ctx is done. When
 // the index is a LossDetector, a full scan also runs as soon as the index
-// says it lost its data (checked every Interval).
+// says it lost its data (checked every LossCheck).
 func (b *Backstop) Run(ctx context.Context) error {
-	lastFull := time.Time{}
 	detector, _ := b.index.(LossDetector)
+	var lastFull, lastScan time.Time
 	for {
-		full := lastFull.IsZero() || b.cfg.Now().Sub(lastFull) >= b.cfg.FullInterval
+		now := b.cfg.Now()
+		full := lastFull.IsZero() || now.Sub(lastFull) >= b.cfg.FullInterval
 		if !full && detector != nil {
 			lost, err := detector.Lost(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -101,33 +109,43 @@ func (b *Backstop) Run(ctx context.Context) error {
 				full = true
 			}
 		}
-		if full && detector != nil {
-			// Marked before the scan: a loss during the scan removes the
-			// mark, and the next check scans again.
-			if err := detector.Mark(ctx); err != nil && ctx.Err() == nil {
-				b.cfg.Logger.Warn("backstop: mark failed", "err", err)
+		if full || now.Sub(lastScan) >= b.cfg.Interval {
+			if full && detector != nil {
+				// Marked before the scan: a loss during the scan removes the
+				// mark, and the next check scans again.
+				if err := detector.Mark(ctx); err != nil && ctx.Err() == nil {
+					b.cfg.Logger.Warn("backstop: mark failed", "err", err)
+				}
+			}
+			n, err := b.RunOnce(ctx, full)
+			switch {
+			case ctx.Err() != nil:
+				return nil
+			case err != nil:
+				b.cfg.Logger.Warn("backstop scan failed", "full", full, "err", err)
+			default:
+				lastScan = b.cfg.Now()
+				if full {
+					lastFull = lastScan
+				}
+				if n > 0 || full {
+					b.cfg.Logger.Debug("backstop scan", "full", full, "restored", n)
+				}
 			}
 		}
-		n, err := b.RunOnce(ctx, full)
-		switch {
-		case ctx.Err() != nil:
-			return nil
-		case err != nil:
-			b.cfg.Logger.Warn("backstop scan failed", "full", full, "err", err)
-		case full:
-			lastFull = b.cfg.Now()
-			fallthrough
-		case n > 0:
-			b.cfg.Logger.Debug("backstop scan", "full", full, "restored", n)
+		wait := b.cfg.Interval
+		if detector != nil {
+			wait = min(wait, b.cfg.LossCheck)
 		}
-		if sleep(ctx, b.cfg.Interval) != nil {
+		if sleep(ctx, wait) != nil {
 			return nil
 		}
 	}
 }
 
 // RunOnce scans once, fully or from the last mark, and returns how many
-// jobs it restored to Redis. Not safe for concurrent use.
+// jobs it restored to Redis. Reading the next page overlaps restoring the
+// last one. Not safe for concurrent use.
 func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	now := b.cfg.Now()
 	end := now.Add(b.cfg.Horizon)
@@ -135,45 +153,95 @@ func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	if !full && !b.mark.IsZero() {
 		cur = Cursor{DueAt: b.mark.Add(-scanOverlap)}
 	}
-	restored := 0
-	for {
-		timers, err := b.store.ScanPending(ctx, cur, end, b.cfg.Page)
-		if err != nil {
-			return restored, fmt.Errorf("scan pending after %v: %w", cur.DueAt, err)
-		}
-		if len(timers) == 0 {
-			break
-		}
-		last := timers[len(timers)-1]
-		full := len(timers) == b.cfg.Page
-		timers = slices.DeleteFunc(timers, func(t Timer) bool {
-			if t.Slots == 0 {
-				// A row whose topic has no row: the scheduler creates the
-				// topic before the job, so only a hand-made row gets here.
-				b.cfg.Logger.Warn("backstop: pending job of an unknown topic left alone", "job", t.ID.String(), "topic", t.Topic)
-				return true
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	pages := make(chan []Timer, 2)
+	scanErr := make(chan error, 1)
+	go func() {
+		defer close(pages)
+		for {
+			timers, err := b.store.ScanPending(ctx, cur, end, b.cfg.Page)
+			if err != nil {
+				scanErr <- fmt.Errorf("scan pending after %v: %w", cur.DueAt, err)
+				return
 			}
-			return false
+			if len(timers) == 0 {
+				return
+			}
+			last := timers[len(timers)-1]
+			cur = Cursor{DueAt: last.DueAt, ID: last.ID}
+			select {
+			case pages <- timers:
+			case <-ctx.Done():
+				return
+			}
+			if len(timers) < b.cfg.Page {
+				return
+			}
+		}
+	}()
+	// Two restorers: Redis runs one script at a time, but their round
+	// trips overlap.
+	var (
+		restored atomic.Int64
+		wg       sync.WaitGroup
+		errMu    sync.Mutex
+		firstErr error
+	)
+	for range restorers {
+		wg.Go(func() {
+			for timers := range pages {
+				n, err := b.restore(ctx, timers)
+				restored.Add(int64(n))
+				if err != nil {
+					errMu.Lock()
+					firstErr = cmp.Or(firstErr, err)
+					errMu.Unlock()
+					cancel()
+				}
+			}
 		})
-		n, wakes, err := 0, []Wake(nil), error(nil)
-		if len(timers) > 0 {
-			n, wakes, err = b.index.Restore(ctx, timers)
-		}
-		if err != nil {
-			return restored, fmt.Errorf("restore %d timers: %w", len(timers), err)
-		}
-		restored += n
-		for _, w := range wakes {
-			b.wake(w)
-		}
-		cur = Cursor{DueAt: last.DueAt, ID: last.ID}
-		if !full {
-			break
-		}
 	}
-	if restored > 0 {
-		b.cfg.Observer.Repaired(restored)
+	wg.Wait()
+	if firstErr != nil {
+		return int(restored.Load()), firstErr
+	}
+	select {
+	case err := <-scanErr:
+		return int(restored.Load()), err
+	default:
+	}
+	n := int(restored.Load())
+	if n > 0 {
+		b.cfg.Observer.Repaired(n)
 	}
 	b.mark = end
-	return restored, nil
+	return n, nil
+}
+
+// restorers is the number of pages restored at once.
+const restorers = 2
+
+// restore puts one page's timers back where they are missing.
+func (b *Backstop) restore(ctx context.Context, timers []Timer) (int, error) {
+	timers = slices.DeleteFunc(timers, func(t Timer) bool {
+		if t.Slots == 0 {
+			// A row whose topic has no row: the scheduler creates the topic
+			// before the job, so only a hand-made row gets here.
+			b.cfg.Logger.Warn("backstop: pending job of an unknown topic left alone", "job", t.ID.String(), "topic", t.Topic)
+			return true
+		}
+		return false
+	})
+	if len(timers) == 0 {
+		return 0, nil
+	}
+	n, wakes, err := b.index.Restore(ctx, timers)
+	if err != nil {
+		return 0, fmt.Errorf("restore %d timers: %w", len(timers), err)
+	}
+	for _, w := range wakes {
+		b.wake(w)
+	}
+	return n, nil
 }
