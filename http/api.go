@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -291,26 +292,59 @@ type batchItem struct {
 // createBatch: POST /v1/jobs/batch. Items are answered in request order;
 // the valid ones are committed in one transaction.
 func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
-	var body batchRequest
-	if err := decode(r.Body, &body); err != nil {
-		a.writeError(w, r, err)
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		a.writeError(w, r, decodeError(err))
 		return
 	}
-	if len(body.Jobs) == 0 || len(body.Jobs) > MaxBatchJobs {
+	// The common case, every item well-formed, is decoded in one pass;
+	// otherwise each item is decoded alone so that its error names it.
+	var fast struct {
+		Jobs []jobRequest `json:"jobs"`
+	}
+	var bodies []*jobRequest
+	var errs []error
+	if decode(bytes.NewReader(raw), &fast) == nil {
+		bodies = make([]*jobRequest, len(fast.Jobs))
+		for i := range fast.Jobs {
+			bodies[i] = &fast.Jobs[i]
+		}
+		errs = make([]error, len(bodies))
+	} else {
+		var body batchRequest
+		if err := decode(bytes.NewReader(raw), &body); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		bodies = make([]*jobRequest, len(body.Jobs))
+		errs = make([]error, len(body.Jobs))
+		for i, item := range body.Jobs {
+			bodies[i] = new(jobRequest)
+			errs[i] = decode(bytes.NewReader(item), bodies[i])
+		}
+	}
+	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
 		a.writeError(w, r, &timer.FieldError{Field: "jobs", Message: fmt.Sprintf("must hold 1..%d jobs", MaxBatchJobs)})
 		return
 	}
-	items := make([]batchItem, len(body.Jobs))
+	items := make([]batchItem, len(bodies))
+	checkedURL := map[string]error{} // most batches share one callback
 	var (
 		reqs []timer.Request
 		at   []int
 	)
-	for i, raw := range body.Jobs {
-		var jb jobRequest
-		err := decode(bytes.NewReader(raw), &jb)
+	for i, jb := range bodies {
 		var req timer.Request
+		err := errs[i]
 		if err == nil {
-			req, err = a.checked(r.Context(), &jb)
+			req, err = jb.request()
+		}
+		if err == nil {
+			var seen bool
+			if err, seen = checkedURL[req.CallbackURL]; !seen {
+				err = CheckCallbackURL(r.Context(), req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+				checkedURL[req.CallbackURL] = err
+			}
 		}
 		if err != nil {
 			_, d := toDetail(err)
