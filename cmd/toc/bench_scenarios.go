@@ -323,9 +323,9 @@ func (b *bench) memory(ctx context.Context) ([]result, error) {
 	rss := vmRSS(b.tocPID)
 	return []result{
 		{Scenario: "memory", Name: "redis bytes per job in horizon", Count: near,
-			Extra: map[string]any{"bytes_per_job": int(perJob), "zset_encoding": enc, "slots_per_topic": timer.DefaultSlots}},
+			Extra: map[string]any{"bytes_per_job": int(perJob), "zset_encoding": enc}},
 		{Scenario: "memory", Name: fmt.Sprintf("memory with %d pending, 90%% > 1 day", total), Count: total, Rate: loadRate,
-			Extra: map[string]any{"redis_used_mb": mb(afterAll), "redis_baseline_mb": mb(base), "toc_rss_mb": rss}},
+			Extra: map[string]any{"redis_mb_for_these_jobs": mb(afterAll - base), "redis_used_mb": mb(afterAll), "redis_used_mb_before": mb(base), "toc_rss_mb": rss}},
 	}, nil
 }
 
