@@ -21,6 +21,29 @@
 //
 // # Ownership
 //
-// Which worker owns which slot (ZooKeeper) is added to this package later,
-// in its own file; nothing here depends on it.
+// [Assign] maps every slot of every topic to one of a set of members with
+// consistent hashing with bounded loads: no member above ceil(1.25 ×
+// average), and close to the minimal share of slots moves when a member
+// joins or leaves. It is deterministic: every process given the same
+// members and topics computes the same map.
+//
+// [Cluster] runs the ZooKeeper side (go-zookeeper/zk) and implements
+// timer.Assignment. Under its root znode:
+//
+//	members/m-<guid>-<seq>    ephemeral sequential, {"id","addr","capacity"}
+//	election/n-<guid>-<seq>   ephemeral sequential; the lowest leads
+//	assignment                written by the leader only: the sorted members,
+//	                          the topic count and a SHA-256 digest of the topic
+//	                          list, the load; its version is the assignment's
+//	kick                      touched to make the leader re-read the topics
+//
+// The leader publishes the inputs of the map, not the map, so the znode
+// stays small however many topics there are; each member reads the topics
+// from the task store and computes the map once its digest matches. A
+// member owns nothing from the moment it is disconnected from ZooKeeper,
+// which is before its session can expire and its slots be given to
+// another; after an expiry it registers anew. Around a membership change,
+// two members at different assignment versions may both claim from a slot
+// for a few milliseconds: harmless, because a claim in Redis is atomic and
+// a leased job stays with its holder.
 package slots

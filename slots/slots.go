@@ -3,12 +3,12 @@ package slots
 import (
 	"hash/crc32"
 	"strconv"
+
+	"github.com/toc-project/toc/timer"
 )
 
-// Max is the highest slot count a topic may have. It equals
-// timer.MaxSlots (this package does not import timer; a test in package
-// prepare checks that they agree).
-const Max = 1 << 16
+// Max is the highest slot count a topic may have.
+const Max = timer.MaxSlots
 
 // Valid reports whether n is a usable slot count: a power of two from 1 to
 // Max.

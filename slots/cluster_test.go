@@ -1,0 +1,455 @@
+package slots
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"runtime"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/timer"
+)
+
+func TestClusterConfigValidate(t *testing.T) {
+	topics := func(context.Context) ([]timer.Topic, error) { return nil, nil }
+	valid := ClusterConfig{Servers: []string{"127.0.0.1:2181"}, Topics: topics}
+	if err := valid.Validate(); err != nil {
+		t.Fatalf("Validate = %v, want nil", err)
+	}
+	tests := []struct {
+		field string
+		edit  func(*ClusterConfig)
+	}{
+		{"Servers", func(c *ClusterConfig) { c.Servers = nil }},
+		{"Servers", func(c *ClusterConfig) { c.Servers = []string{"a:1", ""} }},
+		{"Root", func(c *ClusterConfig) { c.Root = "toc" }},
+		{"Root", func(c *ClusterConfig) { c.Root = "/" }},
+		{"Root", func(c *ClusterConfig) { c.Root = "/toc/" }},
+		{"Root", func(c *ClusterConfig) { c.Root = "/a//b" }},
+		{"SessionTimeout", func(c *ClusterConfig) { c.SessionTimeout = -time.Second }},
+		{"ID", func(c *ClusterConfig) { c.ID = string(make([]byte, 129)) }},
+		{"ID", func(c *ClusterConfig) { c.ID = "\xff" }},
+		{"Capacity", func(c *ClusterConfig) { c.Capacity = -1 }},
+		{"Load", func(c *ClusterConfig) { c.Load = 0.9 }},
+		{"Topics", func(c *ClusterConfig) { c.Topics = nil }},
+		{"TopicPoll", func(c *ClusterConfig) { c.TopicPoll = -1 }},
+	}
+	for _, tt := range tests {
+		cfg := valid
+		tt.edit(&cfg)
+		err := cfg.Validate()
+		fe, ok := errors.AsType[*timer.FieldError](err)
+		if !ok || fe.Field != tt.field {
+			t.Errorf("Validate = %v, want a FieldError on %s", err, tt.field)
+		}
+		if _, err := NewCluster(cfg); !errors.Is(err, timer.ErrInvalid) {
+			t.Errorf("NewCluster = %v, want ErrInvalid", err)
+		}
+	}
+	c, err := NewCluster(valid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.ID() == "" || c.cfg.Root != DefaultRoot || c.cfg.Load != DefaultLoad || c.cfg.SessionTimeout != DefaultSessionTimeout {
+		t.Errorf("defaults not applied: %+v", c.cfg)
+	}
+	if st := c.Status(); st.Connected || st.Version != -1 || st.Self != c.ID() {
+		t.Errorf("Status before Run = %+v", st)
+	}
+	if owned, _, err := c.Owned(t.Context()); len(owned) != 0 || err != nil {
+		t.Errorf("Owned before Run = %v, %v", owned, err)
+	}
+}
+
+func TestSummarize(t *testing.T) {
+	a := summarize([]timer.Topic{{Name: "b", Slots: 4}, {Name: "a", Slots: 16}})
+	b := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 4}, {Name: "a", Slots: 16}})
+	if a != b || a.Topics != 2 || a.Slots != 20 {
+		t.Fatalf("summaries %+v and %+v, want equal, 2 topics, 20 slots", a, b)
+	}
+	if c := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 8}}); c.Digest == a.Digest {
+		t.Fatal("a different slot count gave the same digest")
+	}
+	if c := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 4}, {Name: "c", Slots: 1}}); c.Digest == a.Digest {
+		t.Fatal("one more topic gave the same digest")
+	}
+}
+
+func TestSortBySequence(t *testing.T) {
+	names := []string{"n-ff-0000000010", "n-aa-0000000002", "n-00-0000000009", "junk"}
+	sortBySequence(names)
+	want := []string{"n-aa-0000000002", "n-00-0000000009", "n-ff-0000000010", "junk"}
+	if !slices.Equal(names, want) {
+		t.Fatalf("sorted %q, want %q", names, want)
+	}
+}
+
+// Three members share 1,024 slots: each slot owned once, none above
+// ceil(1.25 × 1024 / 3) = 427, and each member's share is what Assign
+// gives for the published inputs.
+func TestClusterSharesSlots(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	var ms []*member
+	for _, id := range []string{"a", "b", "c"} {
+		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
+	}
+	startSampler(t, ms...)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
+	t.Logf("counts: %v", counts(ms...))
+
+	// The published znode holds the inputs; Owned is Assign's answer.
+	conn, _, err := zk.Connect([]string{z.Addr}, testSession, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	data, stat, err := conn.Get(root + "/assignment")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("assignment znode, %d bytes: %s", len(data), data)
+	var pub published
+	if err := json.Unmarshal(data, &pub); err != nil {
+		t.Fatal(err)
+	}
+	all, _ := topics.Topics(t.Context())
+	sum := summarize(all)
+	if pub.Scheme != AssignScheme || pub.Digest != sum.Digest || pub.Topics != 64 || pub.Slots != 1024 || pub.Load != DefaultLoad {
+		t.Fatalf("published %+v, want scheme %s, digest %s, 64 topics, 1024 slots", pub, AssignScheme, sum.Digest)
+	}
+	if got := pub.ids(); !slices.Equal(got, []string{"a", "b", "c"}) {
+		t.Fatalf("published members %q", got)
+	}
+	m := Assign(pub.ids(), all, pub.Load)
+	for _, mb := range ms {
+		st := mb.Status()
+		if st.Version != int64(stat.Version) {
+			t.Fatalf("%s at version %d, znode at %d", mb.ID(), st.Version, stat.Version)
+		}
+		owned, _, _ := mb.Owned(t.Context())
+		if want := m.Owned(mb.ID()); !slices.Equal(owned, want) {
+			t.Errorf("%s owns %d slots, Assign gives it %d", mb.ID(), len(owned), len(want))
+		}
+		for _, mi := range st.Members {
+			if mi.Slots != m.Counts()[mi.ID] || mi.Addr != mi.ID+".test:8080" || mi.Capacity != 64 {
+				t.Errorf("%s's status of %s = %+v", mb.ID(), mi.ID, mi)
+			}
+		}
+	}
+	if leader := ms[0].Status().Leader; !slices.Contains([]string{"a", "b", "c"}, leader) {
+		t.Errorf("leader %q", leader)
+	}
+}
+
+// A member that stops deletes its znodes: its slots move to the others at
+// once, without waiting for its session to expire.
+func TestClusterMemberStops(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
+	c := startMember(t, []string{z.Addr}, root, "c", topics, log)
+	startSampler(t, a, b, c)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	before := counts(a, b, c)
+
+	start := time.Now()
+	c.stop(t)
+	if owned, _, _ := c.Owned(t.Context()); len(owned) != 0 {
+		t.Fatalf("a stopped member owns %d slots", len(owned))
+	}
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	t.Logf("the %d slots of the stopped member were unowned for at most %v; counts %v → %v",
+		before["c"], time.Since(start).Round(time.Millisecond), before, counts(a, b))
+}
+
+// A member cut off from ZooKeeper owns nothing as soon as it notices; once
+// its session expires the others take its slots; when it comes back it
+// registers again, in a new session, and gets a share.
+func TestClusterSessionLost(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
+	s := startSampler(t, a, b)
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	px := newProxy(t, z.Addr)
+	c := startMember(t, []string{px.Addr()}, root, "c", topics, log)
+	s.add(c)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	oldNode := memberNode(c.Cluster)
+
+	px.setCut(true)
+	cut := time.Now()
+	waitFor(t, "the cut member to notice", func() error {
+		if c.Status().Connected {
+			return errors.New("still connected")
+		}
+		return nil
+	})
+	if owned, _, _ := c.Owned(t.Context()); len(owned) != 0 {
+		t.Fatalf("a disconnected member owns %d slots", len(owned))
+	}
+	noticed := time.Since(cut)
+	waitFor(t, "the others to take the cut member's slots", func() error { return settled(topics, a, b) })
+	t.Logf("cut member disconnected after %v; its slots were unowned for %v (session timeout %v)",
+		noticed.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond), testSession)
+
+	px.setCut(false)
+	waitFor(t, "the member to come back", func() error { return settled(topics, a, b, c) })
+	if n := len(snapshot(c.Cluster).owned); n == 0 {
+		t.Fatal("the member came back with no slots")
+	}
+	if newNode := memberNode(c.Cluster); newNode == oldNode {
+		t.Fatalf("the member kept znode %s: it did not register again", oldNode)
+	}
+	t.Logf("back: counts %v", counts(a, b, c))
+}
+
+func memberNode(c *Cluster) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess == nil {
+		return ""
+	}
+	return c.sess.member
+}
+
+// ZooKeeper down for 10 s: members own nothing while it is down, and share
+// every slot again after, by themselves.
+func TestClusterZooKeeperDown(t *testing.T) {
+	z := testenv.NewZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	var ms []*member
+	for _, id := range []string{"a", "b", "c"} {
+		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
+	}
+	startSampler(t, ms...)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
+
+	z.Kill(t)
+	down := time.Now()
+	waitFor(t, "every member to notice", func() error {
+		for _, m := range ms {
+			if v := snapshot(m.Cluster); v.online || len(v.owned) > 0 {
+				return errors.New(m.ID() + " still connected or owning")
+			}
+		}
+		return nil
+	})
+	t.Logf("every member owned nothing %v after the kill", time.Since(down).Round(time.Millisecond))
+	// A member stopped while ZooKeeper is down returns promptly.
+	stopping := time.Now()
+	ms[2].stop(t)
+	t.Logf("a member stopped while ZooKeeper was down returned in %v", time.Since(stopping).Round(time.Millisecond))
+	ms = ms[:2]
+	for time.Since(down) < 10*time.Second {
+		for _, m := range ms {
+			if owned, _, _ := m.Owned(t.Context()); len(owned) > 0 {
+				t.Fatalf("%s owns %d slots while ZooKeeper is down", m.ID(), len(owned))
+			}
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	z.Start(t)
+	up := time.Now()
+	waitFor(t, "the members to share the slots again", func() error { return settled(topics, ms...) })
+	t.Logf("shared again %v after ZooKeeper came back; counts %v", time.Since(up).Round(time.Millisecond), counts(ms...))
+}
+
+// When the leader dies another member leads and keeps publishing: once
+// when it stops (its election znode is deleted at once), and once when it
+// is cut off (its session must expire first).
+func TestClusterLeaderDies(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	px := newProxy(t, z.Addr)
+	// a joins first through the proxy, so it leads.
+	a := startMember(t, []string{px.Addr()}, root, "a", topics, log)
+	s := startSampler(t, a)
+	waitFor(t, "a to own every slot", func() error { return settled(topics, a) })
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
+	c := startMember(t, []string{z.Addr}, root, "c", topics, log)
+	s.add(b)
+	s.add(c)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	if l := b.Status().Leader; l != "a" {
+		t.Fatalf("leader %q, want a", l)
+	}
+
+	px.setCut(true)
+	cut := time.Now()
+	waitFor(t, "b or c to lead without a", func() error {
+		if err := settled(topics, b, c); err != nil {
+			return err
+		}
+		if l := b.Status().Leader; l != "b" && l != "c" {
+			return errors.New("leader still " + l)
+		}
+		return nil
+	})
+	next := b.Status().Leader
+	t.Logf("leader a cut off; %s leads and published without a after %v", next, time.Since(cut).Round(time.Millisecond))
+	follower := map[string]*member{"b": c, "c": b}[next]
+
+	// The new leader keeps publishing: a member that joins gets a share,
+	// and so does a when it comes back (no longer leading).
+	d := startMember(t, []string{z.Addr}, root, "d", topics, log)
+	s.add(d)
+	waitFor(t, "d to get a share", func() error { return settled(topics, b, c, d) })
+	px.setCut(false)
+	waitFor(t, "a to come back", func() error { return settled(topics, a, b, c, d) })
+	if l := a.Status().Leader; l != next {
+		t.Fatalf("leader %s after a came back, want %s", l, next)
+	}
+
+	// The leader stops: the next one takes over at once.
+	leader := map[string]*member{"b": b, "c": c}[next]
+	stopped := time.Now()
+	leader.stop(t)
+	waitFor(t, "another leader without "+next, func() error {
+		if err := settled(topics, a, follower, d); err != nil {
+			return err
+		}
+		if l := d.Status().Leader; l == next {
+			return errors.New("leader still " + l)
+		}
+		return nil
+	})
+	t.Logf("leader %s stopped; %s leads and published after %v; counts %v",
+		next, d.Status().Leader, time.Since(stopped).Round(time.Millisecond), counts(a, follower, d))
+}
+
+// A topic created on a member that does not lead reaches the leader through
+// the kick znode at once, not at the next poll (an hour here).
+func TestClusterTopicsChanged(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 8, 16))
+	log := testLogger(t)
+	hourly := func(c *ClusterConfig) { c.TopicPoll = time.Hour }
+	a := startMember(t, []string{z.Addr}, root, "a", topics, log, hourly)
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log, hourly)
+	startSampler(t, a, b)
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+
+	for i, name := range []string{"new-1", "new-2"} {
+		follower := b
+		if b.Status().Leader == "b" {
+			follower = a
+		}
+		if i == 1 { // the leader's own hint takes the local path
+			follower = map[*member]*member{a: b, b: a}[follower]
+		}
+		topics.add(timer.Topic{Name: name, Slots: 16})
+		follower.TopicsChanged()
+		waitFor(t, "the slots of "+name+" to be owned", func() error { return settled(topics, a, b) })
+	}
+}
+
+// A second process with a taken ID owns nothing; the first keeps its share.
+func TestClusterDuplicateID(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 16, 16))
+	log := testLogger(t)
+	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
+	s := startSampler(t, a, b)
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	version := a.Status().Version
+
+	twin := startMember(t, []string{z.Addr}, root, "a", topics, log)
+	s.add(twin)
+	waitFor(t, "the twin to follow the assignment", func() error {
+		if v := snapshot(twin.Cluster); !v.online || v.version < version {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	twin.TopicsChanged() // one more publication, which must still name the first "a"
+	for range 20 {
+		if err := settled(topics, a, b); err != nil {
+			t.Fatal(err)
+		}
+		if owned, _, _ := twin.Owned(t.Context()); len(owned) != 0 {
+			t.Fatalf("the twin owns %d slots", len(owned))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// Run stops every goroutine it started, the ZooKeeper client's included.
+func TestClusterNoGoroutineLeak(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 8, 16))
+	log := testLogger(t)
+	before := runtime.NumGoroutine()
+	var ms []*member
+	for _, id := range []string{"a", "b"} {
+		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
+	}
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, ms...) })
+	for _, m := range ms {
+		m.stop(t)
+	}
+	waitFor(t, "the goroutines to end", func() error {
+		if n := runtime.NumGoroutine(); n > before {
+			return fmt.Errorf("%d goroutines more than before", n-before)
+		}
+		return nil
+	})
+}
+
+// A member that cannot read the topics owns nothing rather than guess, and
+// recovers when the task store answers again.
+func TestClusterTopicsUnavailable(t *testing.T) {
+	z := testenv.ZooKeeper(t)
+	root := testRoot(t)
+	topics := newTopicList(uniformTopics("t", 16, 16))
+	log := testLogger(t)
+	var down atomic.Bool
+	flaky := func(c *ClusterConfig) {
+		c.Topics = func(ctx context.Context) ([]timer.Topic, error) {
+			if down.Load() {
+				return nil, errTopicsDown
+			}
+			return topics.Topics(ctx)
+		}
+	}
+	a := startMember(t, []string{z.Addr}, root, "a", topics, log, flaky)
+	b := startMember(t, []string{z.Addr}, root, "b", topics, log, flaky)
+	startSampler(t, a, b)
+	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+
+	down.Store(true)
+	b.stop(t) // the leader publishes the new members with the last known topics
+	waitFor(t, "a to follow the new version without slots", func() error {
+		v := snapshot(a.Cluster)
+		if len(a.Status().Members) != 1 || len(v.owned) != 0 {
+			return errors.New("not yet")
+		}
+		return nil
+	})
+	down.Store(false)
+	waitFor(t, "a to own every slot", func() error { return settled(topics, a) })
+}
