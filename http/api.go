@@ -93,6 +93,9 @@ type APIConfig struct {
 	Ready map[string]func(context.Context) error
 	// Metrics serves /metrics when set.
 	Metrics http.Handler
+	// Cluster returns what GET /v1/cluster shows: the members, the leader
+	// and the assignment (nil: a standalone process).
+	Cluster func() any
 	Logger  *slog.Logger
 	Now     func() time.Time
 }
@@ -155,6 +158,7 @@ func (a *API) routes() chi.Router {
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
 		r.Delete("/deadletters/{id}", a.purgeDead)
 		r.Get("/topics/{topic}/stats", a.topicStats)
+		r.Get("/cluster", a.cluster)
 		r.Get("/openapi.json", serveOpenAPI)
 	})
 	return r
@@ -510,3 +514,12 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
 
 // Routes exposes the router, for walking its routes.
 func (a *API) Routes() chi.Routes { return a.router }
+
+// cluster: GET /v1/cluster.
+func (a *API) cluster(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Cluster == nil {
+		writeJSON(w, http.StatusOK, map[string]any{"mode": "standalone", "members": []any{}})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"mode": "cluster", "status": a.cfg.Cluster()})
+}

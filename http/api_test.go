@@ -470,6 +470,15 @@ func TestReadyAndStats(t *testing.T) {
 	e.stats.err = errors.New("redis: connection refused")
 	e.call(t, "GET", "/v1/topics/orders/stats", "").wantError(t, 503, tochttp.CodeUnavailable, "")
 	e.call(t, "GET", "/v1/nowhere", "").wantError(t, 404, tochttp.CodeNotFound, "")
+	if c := e.call(t, "GET", "/v1/cluster", ""); c.status != http.StatusOK || c.body["mode"] != "standalone" {
+		t.Errorf("cluster: %d %s", c.status, c.raw)
+	}
+	clustered := tochttp.NewAPI(e.eng, nil, nil, tochttp.APIConfig{Cluster: func() any { return map[string]int{"version": 7} }})
+	rec := httptest.NewRecorder()
+	clustered.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster", nil))
+	if !strings.Contains(rec.Body.String(), `"mode":"cluster","status":{"version":7}`) {
+		t.Errorf("cluster mode: %s", rec.Body)
+	}
 }
 
 // The OpenAPI document lists exactly the router's routes.

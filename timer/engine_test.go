@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -252,12 +253,11 @@ var errBoom = errors.New("receiver said no")
 func TestEngineRetriesThenBuries(t *testing.T) {
 	s := newStack(t, false)
 	rec := newRecorder()
-	var mu sync.Mutex
-	failUntil := map[timer.JobID]int{} // fail attempts below this
+	// A job fails its attempts below its biz_type, known before it is
+	// scheduled (99: always); replay flips doomed jobs to succeed.
+	var replayed atomic.Bool
 	rec.fail = func(d timer.Delivery) error {
-		mu.Lock()
-		defer mu.Unlock()
-		if d.Attempt < failUntil[d.Job.ID] {
+		if d.Attempt < int(d.Job.BizType) && !(d.Job.BizType == 99 && replayed.Load()) {
 			return errBoom
 		}
 		return nil
@@ -266,14 +266,10 @@ func TestEngineRetriesThenBuries(t *testing.T) {
 	e, _ := s.start(t, rec, timer.Config{Worker: timer.WorkerConfig{Retry: policy}})
 
 	ids := schedule(t, e, []timer.Request{
-		{Topic: "retry", Delay: 0},
-		{Topic: "retry", Delay: 0, MaxAttempts: 3},
+		{Topic: "retry", Delay: 0, BizType: 5},                  // fails attempts 1-4, succeeds on 5
+		{Topic: "retry", Delay: 0, BizType: 99, MaxAttempts: 3}, // always fails
 	})
 	flaky, doomed := ids[0], ids[1]
-	mu.Lock()
-	failUntil[flaky] = 5   // fails attempts 1-4, succeeds on 5
-	failUntil[doomed] = 99 // always fails
-	mu.Unlock()
 
 	rec.expect([]timer.JobID{flaky})
 	rec.wait(t, 30*time.Second)
@@ -310,9 +306,7 @@ func TestEngineRetriesThenBuries(t *testing.T) {
 	waitDeadLetter(t, s, j)
 
 	// Replay: it comes back pending with attempts reset, and fires.
-	mu.Lock()
-	failUntil[doomed] = 0
-	mu.Unlock()
+	replayed.Store(true)
 	j, err = e.Replay(t.Context(), doomed, time.Time{}, 0)
 	if err != nil {
 		t.Fatal(err)

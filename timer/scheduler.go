@@ -27,6 +27,9 @@ type SchedulerConfig struct {
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Observer Observer
+	// OnTopic, when set, hears of each topic the first time this scheduler
+	// uses it (a cluster member tells its leader to re-read the topics).
+	OnTopic func(Topic)
 }
 
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
@@ -282,6 +285,9 @@ func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 	s.mu.Lock()
 	s.topics[name] = t
 	s.mu.Unlock()
+	if s.cfg.OnTopic != nil {
+		s.cfg.OnTopic(t)
+	}
 	return t, nil
 }
 

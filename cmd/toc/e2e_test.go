@@ -172,7 +172,8 @@ type receiver struct {
 	mu      sync.Mutex
 	arrived map[string][]time.Time
 	due     map[string]time.Time
-	failing map[string]bool
+	// healed: calls to a callback URL with ?fail=1 fail until it is set.
+	healed bool
 	bad     []string
 	waitFor map[string]bool
 	done    chan struct{}
@@ -184,7 +185,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{wh: wh, arrived: map[string][]time.Time{}, due: map[string]time.Time{}, failing: map[string]bool{}}
+	r := &receiver{wh: wh, arrived: map[string][]time.Time{}, due: map[string]time.Time{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -218,7 +219,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if now.Before(due) {
 		r.bad = append(r.bad, fmt.Sprintf("job %s arrived %v before its due time", msg.ID, due.Sub(now)))
 	}
-	if r.failing[msg.ID] {
+	if req.URL.Query().Get("fail") == "1" && !r.healed {
 		w.WriteHeader(http.StatusInternalServerError)
 		return
 	}
@@ -334,14 +335,11 @@ func flow(t *testing.T, secret string, start func() *proc) {
 		doomed, lastDoomed = append(doomed, id), due
 	}
 	// One job whose callback fails until it is dead.
-	status, body := p.call(t, "POST", "/v1/jobs", map[string]any{"topic": "flaky", "delay_ms": 0, "callback_url": hook, "max_attempts": 2})
+	status, body := p.call(t, "POST", "/v1/jobs", map[string]any{"topic": "flaky", "delay_ms": 0, "callback_url": hook + "?fail=1", "max_attempts": 2})
 	if status != http.StatusCreated {
 		t.Fatalf("schedule flaky: %d %v", status, body)
 	}
 	flaky := body["id"].(string)
-	r.mu.Lock()
-	r.failing[flaky] = true
-	r.mu.Unlock()
 
 	r.wait(t, r.expect(ids), 60*time.Second)
 	// Once the cancelled ones are past due (and a margin), none came.
@@ -372,7 +370,7 @@ func flow(t *testing.T, secret string, start func() *proc) {
 		t.Fatalf("dead letters: %v", list)
 	}
 	r.mu.Lock()
-	r.failing[flaky] = false
+	r.healed = true
 	r.mu.Unlock()
 	replayed := r.expect([]string{flaky})
 	if status, body := p.call(t, "POST", "/v1/deadletters/"+flaky+"/replay", nil); status != http.StatusOK || body["status"] != "pending" {
@@ -497,4 +495,158 @@ func TestBenchRuns(t *testing.T) {
 			t.Errorf("no %s result in %s\n%s", s, data, output)
 		}
 	}
+}
+
+// clusterView is GET /v1/cluster of one member.
+type clusterView struct {
+	Mode   string `json:"mode"`
+	Status struct {
+		Self      string `json:"self"`
+		Connected bool   `json:"connected"`
+		Leader    string `json:"leader"`
+		Version   int64  `json:"version"`
+		Members   []struct {
+			ID    string `json:"id"`
+			Slots int    `json:"slots"`
+		} `json:"members"`
+	} `json:"status"`
+}
+
+func (p *proc) cluster(t *testing.T) clusterView {
+	t.Helper()
+	req, _ := http.NewRequest("GET", p.url+"/v1/cluster", nil)
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return clusterView{}
+	}
+	defer resp.Body.Close()
+	var v clusterView
+	json.NewDecoder(resp.Body).Decode(&v)
+	return v
+}
+
+// settled reports whether every member in ps sees the same assignment of
+// want members covering total slots, and returns the slots per member.
+func settled(t *testing.T, ps []*proc, want, total int) (map[string]int, bool) {
+	var version int64 = -2
+	counts := map[string]int{}
+	for _, p := range ps {
+		v := p.cluster(t)
+		if !v.Status.Connected || len(v.Status.Members) != want || (version != -2 && v.Status.Version != version) {
+			return nil, false
+		}
+		version = v.Status.Version
+		sum := 0
+		for _, m := range v.Status.Members {
+			counts[m.ID] = m.Slots
+			sum += m.Slots
+		}
+		if sum != total {
+			return nil, false
+		}
+	}
+	return counts, true
+}
+
+// Acceptance 1 and 2 of the cluster issue: three toc serve processes
+// share 1,024 slots within the bound; 20,000 jobs due over 20 s all fire
+// when one member is SIGKILLed halfway.
+func TestClusterEndToEnd(t *testing.T) {
+	zkAddr := testenv.ZooKeeper(t).Addr
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	prefix := fmt.Sprintf("cl%d:", time.Now().UnixNano())
+	root := fmt.Sprintf("/toc-test-%d", time.Now().UnixNano())
+	r := newReceiver(t, secret)
+	hook := r.srv.URL + "/hook"
+	var members []*proc
+	for i := range 3 {
+		members = append(members, startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks", "--slots", "1024",
+			"--zk", zkAddr, "--zk-root", root, "--zk-session-timeout", "2s", "--member-id", fmt.Sprintf("m%d", i+1),
+			"--lease", "5s", "--callback-timeout", "2s"))
+	}
+	// The topic, with its 1,024 slots, exists once a job was scheduled.
+	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "orders", "delay_ms": 0, "callback_url": hook}); status != http.StatusCreated {
+		t.Fatalf("schedule: %d %v", status, body)
+	}
+	var counts map[string]int
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var ok bool
+		if counts, ok = settled(t, members, 3, 1024); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
+		}
+	}
+	bound := (1024*5/4 + 2) / 3 // ceil(1.25 × 1024 / 3)
+	for id, n := range counts {
+		if n > bound {
+			t.Errorf("member %s owns %d slots, above the bound %d", id, n, bound)
+		}
+	}
+	t.Logf("1,024 slots over 3 members: %v (bound %d)", counts, bound)
+
+	// 20,000 jobs due over 20 s, scheduled through all three members.
+	start := time.Now().Add(2 * time.Second)
+	var ids []string
+	for i, p := range members {
+		ids = append(ids, scheduleBatches(t, p, "orders", hook, 20000/3+boolInt(i == 0)*(20000%3), start, 20*time.Second)...)
+	}
+	time.Sleep(time.Until(start.Add(10 * time.Second)))
+	members[2].kill(t)
+	killed := time.Now()
+	survivors := members[:2]
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		if _, ok := settled(t, survivors, 2, 1024); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the survivors did not take over: %+v", survivors[0].cluster(t))
+		}
+	}
+	t.Logf("the dead member's slots were unowned for at most %v", time.Since(killed).Round(10*time.Millisecond))
+	r.wait(t, r.expect(ids), 90*time.Second)
+	dups := 0
+	for _, id := range ids {
+		dups += r.count(id) - 1
+	}
+	t.Logf("%d jobs fired, %d fired twice", len(ids), dups)
+	r.check(t)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// scheduleBatches schedules n jobs spread over spread from start, in
+// batches of 1,000, and returns their ids.
+func scheduleBatches(t *testing.T, p *proc, topic, callback string, n int, start time.Time, spread time.Duration) []string {
+	t.Helper()
+	var ids []string
+	for lo := 0; lo < n; lo += 1000 {
+		var jobs []map[string]any
+		for i := lo; i < min(n, lo+1000); i++ {
+			due := start.Add(time.Duration(i) * spread / time.Duration(n))
+			jobs = append(jobs, map[string]any{"topic": topic, "fire_at": due.Format(time.RFC3339Nano), "callback_url": callback})
+		}
+		status, body := p.call(t, "POST", "/v1/jobs/batch", map[string]any{"jobs": jobs})
+		if status != http.StatusOK {
+			t.Fatalf("batch: %d %v", status, body)
+		}
+		for _, r := range body["results"].([]any) {
+			item := r.(map[string]any)
+			if item["id"] == nil {
+				t.Fatalf("batch item: %v", item)
+			}
+			ids = append(ids, item["id"].(string))
+		}
+	}
+	return ids
 }

@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -21,6 +23,7 @@ import (
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
@@ -89,6 +92,8 @@ type service struct {
 	log          *slog.Logger
 	// ready is closed with the listening address once the API serves.
 	onListen func(addr string)
+	// cluster, when set, assigns the slots (toc serve --zk).
+	cluster *slots.Cluster
 }
 
 // run serves the API and runs the engine until ctx is done, then stops
@@ -114,13 +119,23 @@ func (s *service) run(ctx context.Context) error {
 	if lease == 0 {
 		lease = max(timer.DefaultLease, 2**f.callbackTimeout+timer.LeaseMargin)
 	}
+	var (
+		assignment timer.Assignment // nil: this process owns every slot
+		onTopic    func(timer.Topic)
+	)
+	if s.cluster != nil {
+		assignment = s.cluster
+		onTopic = func(timer.Topic) { s.cluster.TopicsChanged() }
+	}
 	eng, err := timer.New(s.store, queue, webhook, timer.Config{
-		Horizon:  *f.horizon,
-		Logger:   s.log,
-		Observer: metrics,
+		Assignment: assignment,
+		Horizon:    *f.horizon,
+		Logger:     s.log,
+		Observer:   metrics,
 		Scheduler: timer.SchedulerConfig{
-			Slots: *f.slots,
-			Node:  *f.node,
+			Slots:   *f.slots,
+			Node:    *f.node,
+			OnTopic: onTopic,
 		},
 		Worker: timer.WorkerConfig{
 			Concurrency:    *f.concurrency,
@@ -133,9 +148,14 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var clusterStatus func() any
+	if s.cluster != nil {
+		clusterStatus = func() any { return s.cluster.Status() }
+	}
 	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(s.rdb, *f.redisPrefix), s.store),
 		&topicStats{store: s.store, queue: queue},
 		tochttp.APIConfig{
+			Cluster:               clusterStatus,
 			Tokens:                s.tokens,
 			AllowPrivateCallbacks: s.allowPrivate,
 			Metrics:               metrics.Handler(),
@@ -187,6 +207,10 @@ func (s *service) run(ctx context.Context) error {
 	var wg sync.WaitGroup
 	var engineErr, serveErr error
 	wg.Go(func() { engineErr = eng.Run(engineCtx) })
+	var clusterErr error
+	if s.cluster != nil {
+		wg.Go(func() { clusterErr = s.cluster.Run(engineCtx) })
+	}
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
@@ -206,7 +230,7 @@ func (s *service) run(ctx context.Context) error {
 	stopEngine()
 	wg.Wait()
 	s.log.Info("stopped")
-	return errors.Join(serveErr, engineErr)
+	return errors.Join(serveErr, engineErr, clusterErr)
 }
 
 // topicStats joins the task store's counts with Redis's.
@@ -314,6 +338,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
 	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
+	zkServers := fs.list("zk", "ZooKeeper servers, host:port: run as one member of a cluster that shares the slots (none: this process owns every slot)")
+	zkRoot := fs.string("zk-root", slots.DefaultRoot, "znode under which the members of one cluster meet (one per task store)")
+	zkSession := fs.duration("zk-session-timeout", slots.DefaultSessionTimeout, "how long ZooKeeper keeps a silent member's slots")
+	memberID := fs.string("member-id", "", "unique id of this member (default host-pid-random)")
 	f := addServiceFlags(fs, "text")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -344,6 +372,26 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	defer rdb.Close()
 	s := &service{flags: f, store: store, rdb: rdb, tokens: tokens.values, allowPrivate: *allowPrivate, log: log,
 		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
+	if servers := splitList(zkServers.values); len(servers) > 0 {
+		if !explicit(fs, "node") {
+			// Members share the task store: a random node number makes job
+			// id collisions rare, and the store's primary key catches them.
+			*f.node = rand.IntN(timer.MaxNode + 1)
+		}
+		s.cluster, err = slots.NewCluster(slots.ClusterConfig{
+			Servers:        servers,
+			Root:           *zkRoot,
+			SessionTimeout: *zkSession,
+			ID:             *memberID,
+			Addr:           *f.addr,
+			Capacity:       *f.concurrency,
+			Topics:         store.Topics,
+			Logger:         log,
+		})
+		if err != nil {
+			return err
+		}
+	}
 	return s.run(ctx)
 }
 
@@ -395,4 +443,26 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	go srv.Serve(ln)
 	log.Info("pprof listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
+}
+
+// splitList splits values that may themselves be comma-separated.
+func splitList(values []string) []string {
+	var out []string
+	for _, v := range values {
+		for p := range strings.SplitSeq(v, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// explicit reports whether flag name was given on the command line or in
+// the environment.
+func explicit(fs *flagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	_, inEnv := os.LookupEnv(envName(name))
+	return set || inEnv
 }
