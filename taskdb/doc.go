@@ -25,7 +25,7 @@
 //	  gmt_create   BIGINT
 //	  gmt_modified BIGINT
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
-//	  INDEX  toc_jobs_status_due   (status, action_time, job_id)
+//	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)
 //
 //	toc_topics                        one row per topic
@@ -86,7 +86,7 @@
 //	Get           toc_jobs  const  PRIMARY               8        1
 //	GetMany (3)   toc_jobs  range  PRIMARY               8        3     Using where
 //	GetByKey      toc_jobs  const  toc_jobs_topic_key    389      1
-//	ScanPending   j         range  toc_jobs_status_due   17       199   Using index condition
+//	ScanPending   j         range  toc_jobs_status_due   17       199   Using where; Using index
 //	              t         eq_ref PRIMARY               258      1
 //	Transition    toc_jobs  range  PRIMARY               8        1     Using where
 //	Complete (3)  toc_jobs  range  PRIMARY               8        3     Using where
@@ -96,7 +96,7 @@
 //
 //	Get, GetMany, Transition, Complete  SEARCH toc_jobs USING INTEGER PRIMARY KEY (rowid=?)
 //	GetByKey       SEARCH toc_jobs USING INDEX toc_jobs_topic_key (topic=? AND idem_key=?)
-//	ScanPending    SEARCH j USING INDEX toc_jobs_status_due (status=? AND action_time<?)
+//	ScanPending    SEARCH j USING COVERING INDEX toc_jobs_status_due (status=? AND action_time<?)
 //	               SEARCH t USING PRIMARY KEY (name=?) LEFT-JOIN
 //	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_status (topic=?)
 //

@@ -48,7 +48,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"Get", selectJob + "WHERE job_id = ?", []any{1}, "USING INTEGER PRIMARY KEY"},
 		{"GetMany", selectJob + "WHERE job_id IN (?, ?, ?)", []any{1, 2, 3}, "USING INTEGER PRIMARY KEY"},
 		{"GetByKey", selectJob + "WHERE topic = ? AND idem_key = ?", []any{"t", []byte("k")}, "USING INDEX toc_jobs_topic_key"},
-		{"ScanPending", scanPending, []any{0, 10, 0, 0, 0, 100}, "USING INDEX toc_jobs_status_due"},
+		{"ScanPending", scanPending, []any{0, 10, 0, 0, 0, 100}, "USING COVERING INDEX toc_jobs_status_due"},
 		{"Transition", "UPDATE toc_jobs SET status = ? WHERE job_id = ? AND status = ?", []any{2, 1, 0}, "USING INTEGER PRIMARY KEY"},
 		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_status"},

@@ -591,7 +591,7 @@ const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attemp
 // MariaDB:
 //
 //	table type   key                 key_len Extra
-//	j     range  toc_jobs_status_due 17      Using index condition
+//	j     range  toc_jobs_status_due 17      Using where; Using index
 //	t     eq_ref PRIMARY             258
 func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
 	if limit <= 0 {
