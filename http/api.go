@@ -24,6 +24,7 @@ import (
 
 // Jobs is the engine's scheduling side; *timer.Scheduler implements it.
 type Jobs interface {
+	Topics
 	// Schedule commits one job; concurrent calls share a commit.
 	Schedule(ctx context.Context, r timer.Request) (timer.Result, error)
 	ScheduleBatch(ctx context.Context, reqs []timer.Request) ([]timer.Result, error)
@@ -31,6 +32,16 @@ type Jobs interface {
 	Cancel(ctx context.Context, id timer.JobID) (*timer.Job, error)
 	Reschedule(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
 	Replay(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
+}
+
+// Topics creates, changes and lists topics.
+type Topics interface {
+	// PutTopic creates a topic or updates its defaults, reporting whether
+	// it created it; a new slot count for an existing topic wraps
+	// timer.ErrConflict.
+	PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error)
+	Topic(ctx context.Context, name string) (timer.Topic, error)
+	Topics(ctx context.Context) ([]timer.Topic, error)
 }
 
 // DeadLetters lists and purges dead jobs.
@@ -157,6 +168,9 @@ func (a *API) routes() chi.Router {
 		r.Get("/deadletters", a.listDead)
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
 		r.Delete("/deadletters/{id}", a.purgeDead)
+		r.Get("/topics", a.listTopics)
+		r.Get("/topics/{topic}", a.getTopic)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Put("/topics/{topic}", a.putTopic)
 		r.Get("/topics/{topic}/stats", a.topicStats)
 		r.Get("/cluster", a.cluster)
 		r.Get("/openapi.json", serveOpenAPI)
@@ -522,4 +536,84 @@ func (a *API) cluster(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"mode": "cluster", "status": a.cfg.Cluster()})
+}
+
+// topicView is a topic as the API shows it.
+type topicView struct {
+	Name        string `json:"name"`
+	Slots       int    `json:"slots"`
+	MaxAttempts int    `json:"max_attempts"`
+	CreatedAt   string `json:"created_at"`
+}
+
+func topicViewOf(t timer.Topic) topicView {
+	return topicView{Name: t.Name, Slots: t.Slots, MaxAttempts: cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts), CreatedAt: formatTime(t.CreatedAt)}
+}
+
+// putTopic: PUT /v1/topics/{topic} with optional slots and max_attempts.
+func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
+	var body struct {
+		Slots       *int `json:"slots"`
+		MaxAttempts *int `json:"max_attempts"`
+	}
+	if r.ContentLength != 0 {
+		if err := decode(r.Body, &body); err != nil && !isEmptyBody(err) {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	t := timer.Topic{Name: chi.URLParam(r, "topic")}
+	if body.Slots != nil {
+		if *body.Slots < 1 {
+			a.writeError(w, r, &timer.FieldError{Field: "slots", Message: fmt.Sprintf("must be a power of two within 1..%d", timer.MaxSlots)})
+			return
+		}
+		t.Slots = *body.Slots
+	}
+	if body.MaxAttempts != nil {
+		if *body.MaxAttempts < 1 || *body.MaxAttempts > timer.MaxAttemptsLimit {
+			a.writeError(w, r, &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)})
+			return
+		}
+		t.MaxAttempts = *body.MaxAttempts
+	}
+	got, created, err := a.jobs.PutTopic(r.Context(), t)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	status := http.StatusOK
+	if created {
+		status = http.StatusCreated
+	}
+	writeJSON(w, status, topicViewOf(got))
+}
+
+// getTopic: GET /v1/topics/{topic}.
+func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
+	name := chi.URLParam(r, "topic")
+	if !timer.ValidTopic(name) {
+		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"})
+		return
+	}
+	t, err := a.jobs.Topic(r.Context(), name)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, topicViewOf(t))
+}
+
+// listTopics: GET /v1/topics.
+func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
+	topics, err := a.jobs.Topics(r.Context())
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	items := make([]topicView, len(topics))
+	for i, t := range topics {
+		items[i] = topicViewOf(t)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }

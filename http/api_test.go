@@ -535,3 +535,80 @@ func TestPanicIsNot500(t *testing.T) {
 type panicStats struct{}
 
 func (panicStats) TopicStats(context.Context, string) (tochttp.TopicStats, error) { panic("boom") }
+
+func TestTopics(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	a := e.call(t, "PUT", "/v1/topics/pay", `{"slots": 64, "max_attempts": 3}`)
+	if a.status != http.StatusCreated || a.body["slots"] != float64(64) || a.body["max_attempts"] != float64(3) {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	// PUT replaces the settings: an omitted max_attempts is the default.
+	if a := e.call(t, "PUT", "/v1/topics/pay", `{"slots": 64}`); a.status != http.StatusOK || a.body["max_attempts"] != float64(timer.DefaultMaxAttempts) {
+		t.Fatalf("same slots: %d %s", a.status, a.raw)
+	}
+	if a := e.call(t, "PUT", "/v1/topics/pay", `{"max_attempts": 7}`); a.status != http.StatusOK || a.body["max_attempts"] != float64(7) || a.body["slots"] != float64(64) {
+		t.Fatalf("update: %d %s", a.status, a.raw)
+	}
+	e.call(t, "PUT", "/v1/topics/pay", `{"slots": 128}`).wantError(t, 409, tochttp.CodeConflict, "")
+	e.call(t, "PUT", "/v1/topics/pay", `{"slots": 3}`).wantError(t, 400, tochttp.CodeInvalid, "slots")
+	e.call(t, "PUT", "/v1/topics/pay", `{"slots": 0}`).wantError(t, 400, tochttp.CodeInvalid, "slots")
+	e.call(t, "PUT", "/v1/topics/pay", `{"max_attempts": 65}`).wantError(t, 400, tochttp.CodeInvalid, "max_attempts")
+	e.call(t, "PUT", "/v1/topics/pay", `{"colour": 1}`).wantError(t, 400, tochttp.CodeInvalid, "colour")
+	e.call(t, "PUT", "/v1/topics/Pay", `{}`).wantError(t, 400, tochttp.CodeInvalid, "topic")
+	// Without a body: created with the defaults.
+	if a := e.call(t, "PUT", "/v1/topics/plain", ``); a.status != http.StatusCreated || a.body["slots"] != float64(timer.DefaultSlots) {
+		t.Fatalf("create with defaults: %d %s", a.status, a.raw)
+	}
+	// A job takes its topic's max_attempts unless it gives its own.
+	j := e.call(t, "POST", "/v1/jobs", `{"topic": "pay", "delay_ms": 60000, `+cb+`}`)
+	if j.status != http.StatusCreated || j.body["max_attempts"] != float64(7) {
+		t.Fatalf("job of pay: %d %s", j.status, j.raw)
+	}
+	if g := e.call(t, "GET", "/v1/topics/pay", ""); g.status != http.StatusOK || g.body["name"] != "pay" {
+		t.Fatalf("get: %d %s", g.status, g.raw)
+	}
+	e.call(t, "GET", "/v1/topics/nope", "").wantError(t, 404, tochttp.CodeNotFound, "")
+	l := e.call(t, "GET", "/v1/topics", "")
+	if items, _ := l.body["items"].([]any); l.status != http.StatusOK || len(items) != 2 {
+		t.Fatalf("list: %d %s", l.status, l.raw)
+	}
+}
+
+// With auto-creation off, a job of an unknown topic is refused, naming
+// the field, and written nowhere.
+func TestNoAutoCreateTopics(t *testing.T) {
+	ctx := t.Context()
+	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	if err := store.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	defer rdb.Close()
+	queue, err := prepare.New(rdb, prepare.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	eng, err := timer.New(store, queue, timer.HandlerFunc(func(context.Context, timer.Delivery) error { return nil }),
+		timer.Config{Scheduler: timer.SchedulerConfig{NoAutoCreate: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(tochttp.NewAPI(eng, nil, nil, tochttp.APIConfig{AllowPrivateCallbacks: true}))
+	defer srv.Close()
+	e := &apiEnv{srv: srv}
+	e.call(t, "POST", "/v1/jobs", `{"topic": "ghost", "delay_ms": 1, `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "topic")
+	if _, err := store.Topic(ctx, "ghost"); !errors.Is(err, timer.ErrNotFound) {
+		t.Fatalf("the topic was created: %v", err)
+	}
+	if a := e.call(t, "PUT", "/v1/topics/ghost", `{}`); a.status != http.StatusCreated {
+		t.Fatalf("put: %d %s", a.status, a.raw)
+	}
+	if a := e.call(t, "POST", "/v1/jobs", `{"topic": "ghost", "delay_ms": 1, `+cb+`}`); a.status != http.StatusCreated {
+		t.Fatalf("after PUT: %d %s", a.status, a.raw)
+	}
+}

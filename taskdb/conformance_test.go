@@ -113,6 +113,7 @@ func runConformance(t *testing.T, open func(t *testing.T) *Store) {
 		run  func(t *testing.T, s *Store)
 	}{
 		{"MigrateTwice", testMigrateTwice},
+		{"PutTopic", testPutTopic},
 		{"InsertGet", testInsertGet},
 		{"InsertBatch", testInsertBatch},
 		{"InsertEmpty", testInsertEmpty},
@@ -788,5 +789,35 @@ func testConcurrentWriters(t *testing.T, s *Store) {
 	}
 	if n := countJobs(t, s); n != writers*(each+100) {
 		t.Errorf("%d rows, want %d", n, writers*(each+100))
+	}
+}
+
+func testPutTopic(t *testing.T, s *Store) {
+	ctx := t.Context()
+	got, created, err := s.PutTopic(ctx, timer.Topic{Name: "pay", Slots: 32, MaxAttempts: 5})
+	if err != nil || !created || got.Slots != 32 || got.MaxAttempts != 5 {
+		t.Fatalf("create: %+v %v %v", got, created, err)
+	}
+	// Same slots (or none given): the defaults change, nothing is created.
+	got, created, err = s.PutTopic(ctx, timer.Topic{Name: "pay", MaxAttempts: 9})
+	if err != nil || created || got.Slots != 32 || got.MaxAttempts != 9 {
+		t.Fatalf("update: %+v %v %v", got, created, err)
+	}
+	if got, err := s.Topic(ctx, "pay"); err != nil || got.MaxAttempts != 9 {
+		t.Fatalf("Topic after update: %+v %v", got, err)
+	}
+	// Another slot count is refused and changes nothing.
+	if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "pay", Slots: 64, MaxAttempts: 1}); !errors.Is(err, timer.ErrConflict) {
+		t.Fatalf("slot change: %v, want ErrConflict", err)
+	}
+	if got, _ := s.Topic(ctx, "pay"); got.Slots != 32 || got.MaxAttempts != 9 {
+		t.Fatalf("after a refused change: %+v", got)
+	}
+	// EnsureTopic keeps what PutTopic stored.
+	if got, err := s.EnsureTopic(ctx, timer.Topic{Name: "pay", Slots: 4}); err != nil || got.Slots != 32 || got.MaxAttempts != 9 {
+		t.Fatalf("EnsureTopic: %+v %v", got, err)
+	}
+	if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "bad", MaxAttempts: timer.MaxAttemptsLimit + 1}); !errors.Is(err, timer.ErrInvalid) {
+		t.Fatalf("max attempts out of range: %v", err)
 	}
 }

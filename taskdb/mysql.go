@@ -19,7 +19,7 @@ var mysqlDialect = dialect{
 	maxVars:   65535,
 	uint64Arg: func(v uint64) any { return v },
 	// Not INSERT IGNORE, which would also turn other errors into warnings.
-	insertTopic: "INSERT INTO toc_topics (name, slots, gmt_create) VALUES (?, ?, ?) ON DUPLICATE KEY UPDATE name = name",
+	insertTopic: "INSERT INTO toc_topics (name, slots, max_attempts, gmt_create) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = name",
 	isConflict: func(err error) bool {
 		var me *mysql.MySQLError
 		return errors.As(err, &me) && me.Number == 1062 // ER_DUP_ENTRY

@@ -21,7 +21,7 @@ var sqliteDialect = dialect{
 	maxVars: 32766, // SQLITE_MAX_VARIABLE_NUMBER
 	// SQLite's INTEGER is signed: keep the bits, read them back the same.
 	uint64Arg:   func(v uint64) any { return int64(v) },
-	insertTopic: "INSERT INTO toc_topics (name, slots, gmt_create) VALUES (?, ?, ?) ON CONFLICT (name) DO NOTHING",
+	insertTopic: "INSERT INTO toc_topics (name, slots, max_attempts, gmt_create) VALUES (?, ?, ?, ?) ON CONFLICT (name) DO NOTHING",
 	isConflict: func(err error) bool {
 		var se *sqlite.Error
 		return errors.As(err, &se) &&

@@ -39,7 +39,7 @@ type dialect struct {
 	// uint64Arg turns the value of an unsigned 64-bit column into an
 	// argument.
 	uint64Arg func(uint64) any
-	// insertTopic inserts a topic (name, slots, gmt_create) unless one of
+	// insertTopic inserts a topic (name, slots, max_attempts, gmt_create) unless one of
 	// that name exists.
 	insertTopic string
 	// isConflict reports a duplicate primary or unique key.
@@ -644,23 +644,57 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	if created.IsZero() {
 		created = s.now()
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), created.UnixMilli()); err != nil {
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
 		return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
 	}
 	return s.Topic(ctx, t.Name)
 }
 
-const selectTopic = "SELECT name, slots, gmt_create FROM toc_topics "
+// PutTopic creates t or updates the defaults of the topic of that name;
+// a different slot count for an existing topic is an error wrapping
+// timer.ErrConflict, and nothing changes then. Of two calls racing to
+// create one topic, both may report that they created it.
+func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	existing, err := s.Topic(ctx, t.Name)
+	created := errors.Is(err, timer.ErrNotFound)
+	switch {
+	case created:
+		if existing, err = s.EnsureTopic(ctx, t); err != nil {
+			return timer.Topic{}, false, err
+		}
+	case err != nil:
+		return timer.Topic{}, false, err
+	}
+	if t.Slots != 0 && t.Slots != existing.Slots {
+		return existing, false, fmt.Errorf("topic %q has %d slots, fixed at its creation: %w", t.Name, existing.Slots, timer.ErrConflict)
+	}
+	if existing.MaxAttempts == t.MaxAttempts {
+		return existing, created, nil
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE toc_topics SET max_attempts = ? WHERE name = ?", int64(t.MaxAttempts), t.Name); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	got, err := s.Topic(ctx, t.Name)
+	return got, created, err
+}
+
+const selectTopic = "SELECT name, slots, max_attempts, gmt_create FROM toc_topics "
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
-		t              timer.Topic
-		slots, created int64
+		t                           timer.Topic
+		slots, maxAttempts, created int64
 	)
-	if err := row.Scan(&t.Name, &slots, &created); err != nil {
+	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created); err != nil {
 		return timer.Topic{}, err
 	}
-	t.Slots, t.CreatedAt = int(slots), timer.TimeOf(created)
+	t.Slots, t.MaxAttempts, t.CreatedAt = int(slots), int(maxAttempts), timer.TimeOf(created)
 	return t, nil
 }
 

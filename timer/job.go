@@ -122,8 +122,11 @@ type Topic struct {
 	Name string
 	// Slots is a power of two, fixed when the topic is created: changing
 	// it would move every job to another slot.
-	Slots     int
-	CreatedAt time.Time
+	Slots int
+	// MaxAttempts is the default of the topic's jobs; 0 means
+	// DefaultMaxAttempts.
+	MaxAttempts int
+	CreatedAt   time.Time
 }
 
 // Slot names one slot of one topic: the unit a worker claims from.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 )
@@ -30,7 +31,15 @@ type SchedulerConfig struct {
 	// OnTopic, when set, hears of each topic the first time this scheduler
 	// uses it (a cluster member tells its leader to re-read the topics).
 	OnTopic func(Topic)
+	// NoAutoCreate refuses jobs of unknown topics instead of creating the
+	// topic with the defaults (PUT /v1/topics/{topic} creates one).
+	NoAutoCreate bool
 }
+
+// topicTTL is how long a scheduler trusts its copy of a topic's defaults:
+// a change made through another process takes effect within it. The slot
+// count never changes.
+const topicTTL = 5 * time.Second
 
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
@@ -74,8 +83,13 @@ type Scheduler struct {
 	group group
 
 	mu     sync.Mutex
-	topics map[string]Topic
+	topics map[string]cachedTopic
 	wakers []func(Wake)
+}
+
+type cachedTopic struct {
+	Topic
+	at time.Time
 }
 
 // NewScheduler returns a Scheduler writing to store and index.
@@ -89,7 +103,7 @@ func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, er
 		index:  index,
 		ids:    NewIDGen(cfg.Node, cfg.Now),
 		cfg:    cfg,
-		topics: make(map[string]Topic),
+		topics: make(map[string]cachedTopic),
 	}
 	s.group.commit = s.ScheduleBatch
 	return s, nil
@@ -145,6 +159,7 @@ func (s *Scheduler) Schedule(ctx context.Context, r Request) (Result, error) {
 // pipeline. Each request gets its own Result; the error is for a failure
 // of the whole batch, when nothing was written.
 func (s *Scheduler) ScheduleBatch(ctx context.Context, reqs []Request) ([]Result, error) {
+	reqs = slices.Clone(reqs) // topic defaults are filled in below
 	now := s.cfg.Now()
 	results := make([]Result, len(reqs))
 	var (
@@ -158,8 +173,16 @@ func (s *Scheduler) ScheduleBatch(ctx context.Context, reqs []Request) ([]Result
 			results[i].Err = err
 			continue
 		}
-		if _, err := s.topic(ctx, r.Topic); err != nil {
+		topic, err := s.topic(ctx, r.Topic)
+		if errors.Is(err, ErrNotFound) {
+			results[i].Err = &FieldError{Field: "topic", Message: "unknown topic " + r.Topic + "; create it first (PUT /v1/topics/" + r.Topic + ")"}
+			continue
+		}
+		if err != nil {
 			return nil, err
+		}
+		if r.MaxAttempts == 0 {
+			r.MaxAttempts = topic.MaxAttempts // 0 still means DefaultMaxAttempts
 		}
 		if r.Key != "" {
 			k := [2]string{r.Topic, r.Key}
@@ -265,30 +288,85 @@ func (s *Scheduler) withinHorizon(due, now time.Time) bool {
 
 func (s *Scheduler) timerOf(j *Job) Timer {
 	s.mu.Lock()
-	t := s.topics[j.Topic]
+	t := s.topics[j.Topic].Topic
 	s.mu.Unlock()
 	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts}
 }
 
-// topic returns the topic named name, creating it on first use.
+// topic returns the topic named name, creating it on first use unless
+// NoAutoCreate (then an unknown topic is an error wrapping ErrNotFound).
 func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 	s.mu.Lock()
-	t, ok := s.topics[name]
+	c, ok := s.topics[name]
 	s.mu.Unlock()
-	if ok {
-		return t, nil
+	if ok && s.cfg.Now().Sub(c.at) < topicTTL {
+		return c.Topic, nil
 	}
-	t, err := s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
+	var (
+		t   Topic
+		err error
+	)
+	if s.cfg.NoAutoCreate {
+		t, err = s.store.Topic(ctx, name)
+	} else {
+		t, err = s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
+	}
 	if err != nil {
-		return Topic{}, fmt.Errorf("ensure topic %s: %w", name, err)
+		if ok {
+			return c.Topic, nil // keep using the last copy while the store is away
+		}
+		return Topic{}, fmt.Errorf("topic %s: %w", name, err)
 	}
 	s.mu.Lock()
-	s.topics[name] = t
+	s.topics[name] = cachedTopic{Topic: t, at: s.cfg.Now()}
 	s.mu.Unlock()
-	if s.cfg.OnTopic != nil {
+	if !ok && s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(t)
 	}
 	return t, nil
+}
+
+// PutTopic creates a topic or updates its defaults; see
+// TopicStore.PutTopic. A zero slot count means the scheduler's default for
+// a new topic and "unchanged" for an existing one.
+func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) {
+	if !ValidTopic(t.Name) {
+		return Topic{}, false, invalid("topic", "must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+	}
+	if t.Slots != 0 && !validSlots(t.Slots) {
+		return Topic{}, false, invalid("slots", "must be a power of two within 1..%d", MaxSlots)
+	}
+	if t.MaxAttempts < 0 || t.MaxAttempts > MaxAttemptsLimit {
+		return Topic{}, false, invalid("max_attempts", "must be within 1..%d, or 0 for the default", MaxAttemptsLimit)
+	}
+	t.CreatedAt = s.cfg.Now()
+	if t.Slots == 0 {
+		if _, err := s.store.Topic(ctx, t.Name); errors.Is(err, ErrNotFound) {
+			t.Slots = s.cfg.Slots
+		}
+	}
+	got, created, err := s.store.PutTopic(ctx, t)
+	if err != nil {
+		return got, false, err
+	}
+	s.mu.Lock()
+	_, known := s.topics[got.Name]
+	s.topics[got.Name] = cachedTopic{Topic: got, at: s.cfg.Now()}
+	s.mu.Unlock()
+	if !known && s.cfg.OnTopic != nil {
+		s.cfg.OnTopic(got)
+	}
+	return got, created, nil
+}
+
+// Topic returns one topic.
+func (s *Scheduler) Topic(ctx context.Context, name string) (Topic, error) {
+	return s.store.Topic(ctx, name)
+}
+
+// Topics returns every topic.
+func (s *Scheduler) Topics(ctx context.Context) ([]Topic, error) {
+	return s.store.Topics(ctx)
 }
 
 // Get returns one job.

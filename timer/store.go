@@ -78,8 +78,12 @@ type Cursor struct {
 // TopicStore keeps topics and their slot counts.
 type TopicStore interface {
 	// EnsureTopic creates t unless a topic of that name exists, and returns
-	// the stored topic (whose slot count wins over t's).
+	// the stored topic (whose slot count and defaults win over t's).
 	EnsureTopic(ctx context.Context, t Topic) (Topic, error)
+	// PutTopic creates t, or updates the defaults of the existing topic of
+	// that name, and reports whether it created it. Changing the slot count
+	// of an existing topic is an error wrapping ErrConflict.
+	PutTopic(ctx context.Context, t Topic) (Topic, bool, error)
 	// Topic returns one topic, or an error wrapping ErrNotFound.
 	Topic(ctx context.Context, name string) (Topic, error)
 	// Topics returns every topic, ordered by name.

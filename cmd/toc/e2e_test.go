@@ -173,7 +173,7 @@ type receiver struct {
 	arrived map[string][]time.Time
 	due     map[string]time.Time
 	// healed: calls to a callback URL with ?fail=1 fail until it is set.
-	healed bool
+	healed  bool
 	bad     []string
 	waitFor map[string]bool
 	done    chan struct{}

@@ -45,6 +45,7 @@ type serviceFlags struct {
 	redisPrefix     *string
 	pprofAddr       *string
 	cpuProfile      *string
+	autoCreate      *bool
 }
 
 func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
@@ -64,6 +65,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		redisPrefix:     fs.string("redis-prefix", prepare.DefaultPrefix, "prefix of every Redis key toc writes"),
 		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
 		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
+		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
 	}
 }
 
@@ -133,9 +135,10 @@ func (s *service) run(ctx context.Context) error {
 		Logger:     s.log,
 		Observer:   metrics,
 		Scheduler: timer.SchedulerConfig{
-			Slots:   *f.slots,
-			Node:    *f.node,
-			OnTopic: onTopic,
+			Slots:        *f.slots,
+			Node:         *f.node,
+			OnTopic:      onTopic,
+			NoAutoCreate: !*f.autoCreate,
 		},
 		Worker: timer.WorkerConfig{
 			Concurrency:    *f.concurrency,
