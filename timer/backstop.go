@@ -50,15 +50,7 @@ func (c BackstopConfig) withDefaults() BackstopConfig {
 	c.FullInterval = cmp.Or(c.FullInterval, DefaultFullScanInterval)
 	c.Page = cmp.Or(c.Page, DefaultScanPage)
 	c.LossCheck = cmp.Or(c.LossCheck, DefaultLossCheck)
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Observer == nil {
-		c.Observer = NopObserver{}
-	}
+	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
 

@@ -1,6 +1,9 @@
 package timer
 
-import "time"
+import (
+	"log/slog"
+	"time"
+)
 
 // Observer receives the engine's events, for metrics. Its methods are
 // called on hot paths and must not block. NopObserver ignores them all.
@@ -33,3 +36,17 @@ func (NopObserver) Retried(string)                                         {}
 func (NopObserver) Buried(string)                                          {}
 func (NopObserver) Repaired(int)                                           {}
 func (NopObserver) IndexFailed(string, error)                              {}
+
+// fillCommon defaults the fields every part's config has: the clock, the
+// logger (discarding) and the observer (doing nothing).
+func fillCommon(now *func() time.Time, log **slog.Logger, obs *Observer) {
+	if *now == nil {
+		*now = time.Now
+	}
+	if *log == nil {
+		*log = slog.New(slog.DiscardHandler)
+	}
+	if *obs == nil {
+		*obs = NopObserver{}
+	}
+}

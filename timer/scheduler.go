@@ -44,15 +44,7 @@ const topicTTL = 5 * time.Second
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
 	c.Slots = cmp.Or(c.Slots, DefaultSlots)
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Observer == nil {
-		c.Observer = NopObserver{}
-	}
+	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
 

@@ -63,15 +63,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
 	c.Rescan = cmp.Or(c.Rescan, DefaultRescan)
-	if c.Now == nil {
-		c.Now = time.Now
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
-	if c.Observer == nil {
-		c.Observer = NopObserver{}
-	}
+	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
 
