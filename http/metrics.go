@@ -28,6 +28,8 @@ type Metrics struct {
 	claims    prometheus.Histogram
 	restored  prometheus.Counter
 	indexErrs *prometheus.CounterVec
+	owned     prometheus.Gauge
+	assigns   prometheus.Counter
 
 	mu     sync.Mutex
 	topics map[string]bool
@@ -62,7 +64,9 @@ func NewMetrics() *Metrics {
 	})
 	m.restored = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_backstop_restored_total", Help: "Timers the backstop put back in Redis (repairs and far-future jobs entering the horizon)."})
 	m.indexErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_index_failures_total", Help: "Redis writes that failed after the task store committed (the backstop repairs them)."}, []string{"op"})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs,
+	m.owned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_slots_owned", Help: "Slots this process claims from."})
+	m.assigns = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_assignment_changes_total", Help: "Times the set of slots this process owns changed."})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -98,6 +102,11 @@ func (m *Metrics) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
 func (m *Metrics) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Metrics) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Metrics) Repaired(n int)              { m.restored.Add(float64(n)) }
+func (m *Metrics) Assigned(n int) {
+	m.owned.Set(float64(n))
+	m.assigns.Inc()
+}
+
 func (m *Metrics) IndexFailed(op string, _ error) {
 	m.indexErrs.WithLabelValues(op).Inc()
 }

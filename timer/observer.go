@@ -24,6 +24,8 @@ type Observer interface {
 	// IndexFailed: a write to the index failed after the task store
 	// committed (the backstop will repair it).
 	IndexFailed(op string, err error)
+	// Assigned: the worker's set of owned slots changed; it now owns n.
+	Assigned(n int)
 }
 
 // NopObserver is an Observer that does nothing.
@@ -36,6 +38,7 @@ func (NopObserver) Retried(string)                                         {}
 func (NopObserver) Buried(string)                                          {}
 func (NopObserver) Repaired(int)                                           {}
 func (NopObserver) IndexFailed(string, error)                              {}
+func (NopObserver) Assigned(int)                                           {}
 
 // fillCommon defaults the fields every part's config has: the clock, the
 // logger (discarding) and the observer (doing nothing).

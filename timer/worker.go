@@ -275,15 +275,21 @@ func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan 
 	}
 	keep := make(map[Slot]bool, len(owned))
 	now := w.cfg.Now()
+	before := len(w.slots)
 	for _, s := range owned {
 		keep[s] = true
 		w.own(s, now)
 	}
+	dropped := 0
 	for s, st := range w.slots {
 		if !keep[s] {
 			w.due.remove(st)
 			delete(w.slots, s)
+			dropped++
 		}
+	}
+	if dropped > 0 || len(w.slots) != before || prev == nil {
+		w.obs.Assigned(len(w.slots))
 	}
 	return changed
 }
@@ -317,6 +323,7 @@ func (w *Worker) applyWakes() {
 				continue
 			}
 			st = w.own(s, at)
+			w.obs.Assigned(len(w.slots))
 		}
 		if st.due.IsZero() || at.Before(st.due) {
 			st.due = at

@@ -650,3 +650,56 @@ func scheduleBatches(t *testing.T, p *proc, topic, callback string, n int, start
 	}
 	return ids
 }
+
+// Acceptance 4 of the cluster issue: ZooKeeper stopped for 10 s and
+// started again while jobs fall due: members stop claiming while they are
+// cut off, nothing is lost, and claims resume by themselves.
+func TestClusterSurvivesZooKeeperOutage(t *testing.T) {
+	zk := testenv.NewZooKeeper(t)
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	prefix := fmt.Sprintf("zo%d:", time.Now().UnixNano())
+	r := newReceiver(t, secret)
+	hook := r.srv.URL + "/hook"
+	var members []*proc
+	for i := range 2 {
+		members = append(members, startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks",
+			"--zk", zk.Addr, "--zk-session-timeout", "2s", "--member-id", fmt.Sprintf("z%d", i+1)))
+	}
+	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "outage", "delay_ms": 0, "callback_url": hook}); status != http.StatusCreated {
+		t.Fatalf("schedule: %d %v", status, body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, ok := settled(t, members, 2, 16); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
+		}
+	}
+	// 2,000 jobs due over 14 s; ZooKeeper is down from 2 s to 12 s.
+	start := time.Now().Add(time.Second)
+	ids := scheduleBatches(t, members[1], "outage", hook, 2000, start, 14*time.Second)
+	time.Sleep(time.Until(start.Add(time.Second)))
+	zk.Kill(t)
+	down := time.Now()
+	time.Sleep(10 * time.Second)
+	// Scheduling works without ZooKeeper: the API does not need it.
+	late := scheduleBatches(t, members[0], "outage", hook, 10, time.Now(), 0)
+	arrivedDuring := 0
+	r.mu.Lock()
+	for _, ats := range r.arrived {
+		if ats[0].After(down.Add(time.Second)) {
+			arrivedDuring++
+		}
+	}
+	r.mu.Unlock()
+	zk.Start(t)
+	up := time.Now()
+	r.wait(t, r.expect(append(ids, late...)), 90*time.Second)
+	t.Logf("ZooKeeper down 10 s: %d jobs arrived more than 1 s into the outage; all %d arrived %v after it came back",
+		arrivedDuring, len(ids)+len(late), time.Since(up).Round(100*time.Millisecond))
+	r.check(t)
+}

@@ -1,0 +1,42 @@
+package http_test
+
+import (
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/timer"
+)
+
+func TestMetrics(t *testing.T) {
+	m := tochttp.NewMetrics()
+	m.Scheduled("orders", 3)
+	m.Fired("orders", 1, 2*time.Millisecond, time.Millisecond, nil)
+	m.Fired("orders", 2, time.Second, time.Millisecond, io.EOF)
+	m.Assigned(16)
+	m.Assigned(12)
+	m.Claimed(timer.Slot{Topic: "orders"}, 5)
+	for i := range tochttp.MaxTopicLabels + 10 {
+		m.Retried(strings.Repeat("t", 1+i%60) + string(rune('a'+i/60)))
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		`toc_jobs_scheduled_total{topic="orders"} 3`,
+		`toc_jobs_fired_total{outcome="success",topic="orders"} 1`,
+		`toc_jobs_fired_total{outcome="failure",topic="orders"} 1`,
+		`toc_slots_owned 12`,
+		`toc_assignment_changes_total 2`,
+		`toc_firing_lateness_seconds_count 2`,
+		`toc_claim_batch_size_sum 5`,
+		`toc_jobs_retried_total{topic="_other"} 11`, // "orders" holds one of the 200 labels
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+}
