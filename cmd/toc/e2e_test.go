@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -702,4 +703,209 @@ func TestClusterSurvivesZooKeeperOutage(t *testing.T) {
 	t.Logf("ZooKeeper down 10 s: %d jobs arrived more than 1 s into the outage; all %d arrived %v after it came back",
 		arrivedDuring, len(ids)+len(late), time.Since(up).Round(100*time.Millisecond))
 	r.check(t)
+}
+
+// proxy forwards TCP connections to target until cut; restore listens
+// again on the same address.
+type proxy struct {
+	addr, target string
+	mu           sync.Mutex
+	ln           net.Listener
+	conns        []net.Conn
+}
+
+func newProxy(t *testing.T, target string) *proxy {
+	p := &proxy{target: target}
+	p.listen(t, "127.0.0.1:0")
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *proxy) listen(t *testing.T, addr string) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.mu.Lock()
+	p.ln, p.addr = ln, ln.Addr().String()
+	p.mu.Unlock()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			up, err := net.Dial("tcp", p.target)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			p.mu.Lock()
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { io.Copy(up, c); up.Close() }()
+			go func() { io.Copy(c, up); c.Close() }()
+		}
+	}()
+}
+
+// cut closes the listener and every forwarded connection.
+func (p *proxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *proxy) restore(t *testing.T) { p.listen(t, p.addr) }
+
+// Acceptance 3 of the cluster issue: a member whose ZooKeeper session
+// expires stops claiming before its slots are given away: no job is
+// delivered by two members at overlapping times.
+func TestClusterSessionExpiryHandsOverSafely(t *testing.T) {
+	zk := testenv.ZooKeeper(t)
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	prefix := fmt.Sprintf("se%d:", time.Now().UnixNano())
+	root := fmt.Sprintf("/toc-se-%d", time.Now().UnixNano())
+
+	// The receiver holds each call 30 ms and records its span per job.
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu       sync.Mutex
+		open     = map[string]int{} // calls of a job in progress
+		overlaps []string
+		arrived  = map[string]int{}
+	)
+	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		if wh.Verify(body, req.Header) != nil {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		id := req.Header.Get("webhook-id")
+		mu.Lock()
+		if open[id] > 0 {
+			overlaps = append(overlaps, id)
+		}
+		open[id]++
+		mu.Unlock()
+		time.Sleep(30 * time.Millisecond)
+		mu.Lock()
+		open[id]--
+		arrived[id]++
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer recv.Close()
+
+	px := newProxy(t, zk.Addr)
+	var members []*proc
+	for i, zkAddr := range []string{zk.Addr, zk.Addr, px.addr} {
+		members = append(members, startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks", "--slots", "64",
+			"--zk", zkAddr, "--zk-root", root, "--zk-session-timeout", "2s", "--member-id", fmt.Sprintf("s%d", i+1)))
+	}
+	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "handover", "delay_ms": 0, "callback_url": recv.URL}); status != http.StatusCreated {
+		t.Fatalf("schedule: %d %v", status, body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, ok := settled(t, members, 3, 64); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
+		}
+	}
+	// 3,000 jobs due over 12 s; the third member is cut off from 2 s to
+	// 6 s, past its 2 s session: its slots go to the others, and it comes
+	// back with a new session and a share.
+	start := time.Now().Add(time.Second)
+	ids := scheduleBatches(t, members[0], "handover", recv.URL, 3000, start, 12*time.Second)
+	time.Sleep(time.Until(start.Add(time.Second)))
+	px.cut()
+	// The cut-off member must own nothing before the others own its slots.
+	stoppedFirst := false
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if members[2].slotsOwned(t) == 0 && !stoppedFirst {
+			_, givenAway := settled(t, members[:2], 2, 64)
+			stoppedFirst = !givenAway
+			if givenAway {
+				t.Fatal("the cut-off member still owned slots when the others had taken them")
+			}
+		}
+		if _, ok := settled(t, members[:2], 2, 64); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the others did not take the cut-off member's slots: %+v", members[0].cluster(t))
+		}
+	}
+	if !stoppedFirst {
+		t.Fatal("the cut-off member never reported owning no slots")
+	}
+	time.Sleep(2 * time.Second)
+	px.restore(t)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		if _, ok := settled(t, members, 3, 64); ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the member did not come back: %+v", members[2].cluster(t))
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		mu.Lock()
+		missing := 0
+		for _, id := range ids {
+			if arrived[id] == 0 {
+				missing++
+			}
+		}
+		mu.Unlock()
+		if missing == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d jobs never arrived", missing)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	twice := 0
+	for _, id := range ids {
+		twice += arrived[id] - 1
+	}
+	t.Logf("%d jobs arrived across the session expiry; %d twice, %d at overlapping times", len(ids), twice, len(overlaps))
+	if len(overlaps) > 0 {
+		t.Errorf("jobs delivered by two members at once: %v", overlaps)
+	}
+}
+
+// slotsOwned reads toc_slots_owned from the member's /metrics (-1 when it
+// cannot).
+func (p *proc) slotsOwned(t *testing.T) int {
+	resp, err := http.Get(p.url + "/metrics")
+	if err != nil {
+		return -1
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "toc_slots_owned "); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				return -1
+			}
+			return n
+		}
+	}
+	return -1
 }
