@@ -441,8 +441,15 @@ func TestServeRefusesInsecureDefaults(t *testing.T) {
 		{[]string{"serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x"}, "--api-token is required"},
 		{[]string{"serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x", "--api-token", "t"}, "--webhook-secret is required"},
 		{[]string{"bogus"}, "unknown command"},
+		// Tokens from TOC_API_TOKENS (set below): the next thing missing is the secret.
+		{[]string{"serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x", "--env-tokens"}, "--webhook-secret is required"},
 	} {
-		out, err := exec.Command(tocBin, tc.args...).CombinedOutput()
+		cmd := exec.Command(tocBin, tc.args...)
+		if tc.args[len(tc.args)-1] == "--env-tokens" {
+			cmd = exec.Command(tocBin, tc.args[:len(tc.args)-1]...)
+			cmd.Env = append(os.Environ(), "TOC_API_TOKENS=a,b")
+		}
+		out, err := cmd.CombinedOutput()
 		if err == nil || !strings.Contains(string(out), tc.want) {
 			t.Errorf("toc %v: %v\n%s\nwant an error saying %q", tc.args, err, out, tc.want)
 		}

@@ -14,6 +14,8 @@ import (
 type flagSet struct {
 	*flag.FlagSet
 	envErr error
+	// aliases are further environment variables of a flag, by flag name.
+	aliases map[string][]string
 }
 
 func newFlagSet(name, usage string) *flagSet {
@@ -26,7 +28,7 @@ func newFlagSet(name, usage string) *flagSet {
 			if name, _ := flag.UnquoteUsage(f); name != "" {
 				fmt.Fprintf(out, " %s", name)
 			}
-			fmt.Fprintf(out, "\n    \t%s (env %s", f.Usage, envName(f.Name))
+			fmt.Fprintf(out, "\n    \t%s (env %s", f.Usage, strings.Join(fs.envNames(f.Name), " or "))
 			if f.DefValue != "" && f.DefValue != "[]" {
 				fmt.Fprintf(out, "; default %s", f.DefValue)
 			}
@@ -40,10 +42,32 @@ func envName(flagName string) string {
 	return "TOC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
 }
 
+// envNames are the environment variables of a flag: TOC_<NAME> and its
+// aliases.
+func (fs *flagSet) envNames(flagName string) []string {
+	return append([]string{envName(flagName)}, fs.aliases[flagName]...)
+}
+
+// alias makes env a further environment variable of flag name.
+func (fs *flagSet) alias(name, env string) {
+	if fs.aliases == nil {
+		fs.aliases = map[string][]string{}
+	}
+	fs.aliases[name] = append(fs.aliases[name], env)
+}
+
 // parse applies the environment, then the arguments, which win.
 func (fs *flagSet) parse(args []string) error {
 	fs.VisitAll(func(f *flag.Flag) {
-		v, ok := os.LookupEnv(envName(f.Name))
+		var (
+			v, env string
+			ok     bool
+		)
+		for _, env = range fs.envNames(f.Name) {
+			if v, ok = os.LookupEnv(env); ok {
+				break
+			}
+		}
 		if !ok {
 			return
 		}
@@ -52,7 +76,7 @@ func (fs *flagSet) parse(args []string) error {
 			return
 		}
 		if err := f.Value.Set(v); err != nil && fs.envErr == nil {
-			fs.envErr = fmt.Errorf("%s=%q: %w", envName(f.Name), v, err)
+			fs.envErr = fmt.Errorf("%s=%q: %w", env, v, err)
 		}
 	})
 	if fs.envErr != nil {

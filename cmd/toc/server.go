@@ -338,6 +338,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisPassword := fs.string("redis-password", "", "Redis password")
 	redisDB := fs.int("redis-db", 0, "Redis database number")
 	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
+	fs.alias("api-token", "TOC_API_TOKENS")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
 	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
@@ -466,6 +467,10 @@ func splitList(values []string) []string {
 func explicit(fs *flagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
-	_, inEnv := os.LookupEnv(envName(name))
-	return set || inEnv
+	for _, env := range fs.envNames(name) {
+		if _, ok := os.LookupEnv(env); ok {
+			return true
+		}
+	}
+	return set
 }
