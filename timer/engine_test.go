@@ -506,3 +506,30 @@ func TestEngineRescanFindsJobsWithoutWake(t *testing.T) {
 	rec.expect([]timer.JobID{j.ID})
 	rec.wait(t, 10*time.Second)
 }
+
+// A Redis failure after the commit does not fail the call: the job is
+// scheduled with Redis down, and fires once Redis is back (restored by the
+// backstop, which notices the restarted, empty Redis).
+func TestEngineSchedulesWhileRedisIsDown(t *testing.T) {
+	s := newStack(t, true)
+	rec := newRecorder()
+	e, _ := s.start(t, rec, timer.Config{Backstop: timer.BackstopConfig{Interval: 100 * time.Millisecond, FullInterval: time.Hour}})
+	// The topic exists before Redis goes away.
+	rec.expect(schedule(t, e, []timer.Request{{Topic: "down"}}))
+	rec.wait(t, 10*time.Second)
+
+	s.redis.Kill(t)
+	res, err := e.Schedule(t.Context(), timer.Request{Topic: "down", Delay: 500 * time.Millisecond})
+	if err != nil || !res.Created {
+		t.Fatalf("schedule with Redis down: %+v, %v", res, err)
+	}
+	if j, err := s.store.Get(t.Context(), res.Job.ID); err != nil || j.Status != timer.StatusPending {
+		t.Fatalf("the row: %+v, %v", j, err)
+	}
+	s.redis.Start(t)
+	rec.expect([]timer.JobID{res.Job.ID})
+	rec.wait(t, 30*time.Second)
+	if ds := rec.deliveries(res.Job.ID); ds[0].at.Before(ds[0].due) {
+		t.Errorf("fired %v early", ds[0].due.Sub(ds[0].at))
+	}
+}
