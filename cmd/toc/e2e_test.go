@@ -580,16 +580,7 @@ func TestClusterEndToEnd(t *testing.T) {
 	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "orders", "delay_ms": 0, "callback_url": hook}); status != http.StatusCreated {
 		t.Fatalf("schedule: %d %v", status, body)
 	}
-	var counts map[string]int
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		var ok bool
-		if counts, ok = settled(t, members, 3, 1024); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
-		}
-	}
+	counts := waitSettled(t, members, 3, 1024, 30*time.Second)
 	bound := (1024*5/4 + 2) / 3 // ceil(1.25 × 1024 / 3)
 	for id, n := range counts {
 		if n > bound {
@@ -608,14 +599,7 @@ func TestClusterEndToEnd(t *testing.T) {
 	members[2].kill(t)
 	killed := time.Now()
 	survivors := members[:2]
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, ok := settled(t, survivors, 2, 1024); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the survivors did not take over: %+v", survivors[0].cluster(t))
-		}
-	}
+	waitSettled(t, survivors, 2, 1024, 30*time.Second)
 	t.Logf("the dead member's slots were unowned for at most %v", time.Since(killed).Round(10*time.Millisecond))
 	r.wait(t, r.expect(ids), 90*time.Second)
 	dups := 0
@@ -679,14 +663,7 @@ func TestClusterSurvivesZooKeeperOutage(t *testing.T) {
 	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "outage", "delay_ms": 0, "callback_url": hook}); status != http.StatusCreated {
 		t.Fatalf("schedule: %d %v", status, body)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, ok := settled(t, members, 2, 16); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
-		}
-	}
+	waitSettled(t, members, 2, 16, 30*time.Second)
 	// 2,000 jobs due over 14 s; ZooKeeper is down from 2 s to 12 s.
 	start := time.Now().Add(time.Second)
 	ids := scheduleBatches(t, members[1], "outage", hook, 2000, start, 14*time.Second)
@@ -823,14 +800,7 @@ func TestClusterSessionExpiryHandsOverSafely(t *testing.T) {
 	if status, body := members[0].call(t, "POST", "/v1/jobs", map[string]any{"topic": "handover", "delay_ms": 0, "callback_url": recv.URL}); status != http.StatusCreated {
 		t.Fatalf("schedule: %d %v", status, body)
 	}
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, ok := settled(t, members, 3, 64); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the cluster did not settle: %+v", members[0].cluster(t))
-		}
-	}
+	waitSettled(t, members, 3, 64, 30*time.Second)
 	// 3,000 jobs due over 12 s; the third member is cut off from 2 s to
 	// 6 s, past its 2 s session: its slots go to the others, and it comes
 	// back with a new session and a share.
@@ -860,14 +830,7 @@ func TestClusterSessionExpiryHandsOverSafely(t *testing.T) {
 	}
 	time.Sleep(2 * time.Second)
 	px.restore(t)
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
-		if _, ok := settled(t, members, 3, 64); ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the member did not come back: %+v", members[2].cluster(t))
-		}
-	}
+	waitSettled(t, members, 3, 64, 30*time.Second)
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		mu.Lock()
 		missing := 0
@@ -915,4 +878,17 @@ func (p *proc) slotsOwned(t *testing.T) int {
 		}
 	}
 	return -1
+}
+
+// waitSettled waits until settled holds and returns the slots per member.
+func waitSettled(t *testing.T, ps []*proc, want, total int, limit time.Duration) map[string]int {
+	t.Helper()
+	for deadline := time.Now().Add(limit); ; time.Sleep(50 * time.Millisecond) {
+		if counts, ok := settled(t, ps, want, total); ok {
+			return counts
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cluster did not settle on %d members within %v: %+v", want, limit, ps[0].cluster(t))
+		}
+	}
 }
