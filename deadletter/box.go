@@ -35,6 +35,9 @@ type Entry struct {
 	DiedAt time.Time
 	// Attempts counts the dispatches it was given.
 	Attempts int
+	// Priority is the one its member in the Dead set names (see package
+	// lua); a revived job goes back to the Store set of that priority.
+	Priority timer.Priority
 }
 
 // Box is the dead letters of a Redis deployment.
@@ -221,16 +224,19 @@ func (b *Box) Count(ctx context.Context, topic string, n int) (int64, error) {
 	return total, nil
 }
 
-// Purge deletes dead job id from slot, reporting whether it was there.
+// Purge deletes dead job id, of any priority, from slot, reporting
+// whether it was there.
 func (b *Box) Purge(ctx context.Context, slot timer.Slot, id timer.JobID) (bool, error) {
 	if !slots.ValidTopic(slot.Topic) || slot.Index < 0 || slot.Index >= slots.Max {
 		return false, fmt.Errorf("purge dead letter %d: slot %q/%d: %w", id, slot.Topic, slot.Index, timer.ErrInvalid)
 	}
-	n, err := b.client.ZRem(ctx, b.key(slot.Topic, slot.Index), id.String()).Result()
+	s := id.String()
+	n, err := b.client.ZRem(ctx, b.key(slot.Topic, slot.Index),
+		lua.Member(s, lua.PriorityHigh), lua.Member(s, lua.PriorityNormal), lua.Member(s, lua.PriorityLow)).Result()
 	if err != nil {
 		return false, fmt.Errorf("purge dead letter %d of slot %s: %w", id, slot, err)
 	}
-	return n == 1, nil
+	return n > 0, nil
 }
 
 func check(topic string, n int) error {
@@ -243,7 +249,8 @@ func check(topic string, n int) error {
 	return nil
 }
 
-// position is an entry of a Dead set as it sorts: slot, score, member.
+// position is an entry of a Dead set as it sorts: slot, score, member
+// (with its priority suffix).
 type position struct {
 	slot   int
 	score  int64
@@ -259,7 +266,7 @@ func positionOf(slot int, z redis.Z) (position, error) {
 }
 
 func (p position) entry() (Entry, error) {
-	id, err := timer.ParseJobID(p.member)
+	id, priority, err := parseMember(p.member)
 	if err != nil {
 		return Entry{}, fmt.Errorf("slot %d: %w", p.slot, err)
 	}
@@ -268,7 +275,18 @@ func (p position) entry() (Entry, error) {
 		Slot:     p.slot,
 		DiedAt:   timer.TimeOf(p.score >> lua.AttemptBits),
 		Attempts: int(p.score & lua.MaxAttempt),
+		Priority: priority,
 	}, nil
+}
+
+// parseMember returns the job id and priority of a member.
+func parseMember(m string) (timer.JobID, timer.Priority, error) {
+	s, p := lua.SplitMember(m)
+	id, err := timer.ParseJobID(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("member %q: %w", m, err)
+	}
+	return id, timer.Priority(p), nil
 }
 
 // cursorVersion starts every cursor, so the format can change.
@@ -285,22 +303,30 @@ func decodeCursor(s string) (position, error) {
 	if err != nil {
 		return position{}, err
 	}
+	// The decoder skips newlines and unused trailing bits: accept only the
+	// string cursor writes, so that no two strings name one position.
+	if base64.RawURLEncoding.EncodeToString(raw) != s {
+		return position{}, fmt.Errorf("cursor %q: not canonical", s)
+	}
 	parts := strings.SplitN(string(raw), ":", 4)
 	if len(parts) != 4 || parts[0] != cursorVersion {
 		return position{}, fmt.Errorf("cursor %q: bad format", s)
 	}
+	// Numbers only in the form cursor writes them, so that a cursor names
+	// one position in one way.
 	slot, err := strconv.Atoi(parts[1])
-	if err != nil || slot < 0 || slot >= slots.Max {
+	if err != nil || slot < 0 || slot >= slots.Max || strconv.Itoa(slot) != parts[1] {
 		return position{}, fmt.Errorf("cursor %q: bad slot", s)
 	}
 	score, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil {
+	if err != nil || strconv.FormatInt(score, 10) != parts[2] {
 		return position{}, fmt.Errorf("cursor %q: bad score", s)
 	}
 	if _, _, err := lua.SplitScore(float64(score)); err != nil || score >= 1<<53 {
 		return position{}, fmt.Errorf("cursor %q: bad score", s)
 	}
-	if _, err := timer.ParseJobID(parts[3]); err != nil {
+	id, p, err := parseMember(parts[3])
+	if err != nil || lua.Member(id.String(), int(p)) != parts[3] {
 		return position{}, fmt.Errorf("cursor %q: bad member", s)
 	}
 	return position{slot: slot, score: score, member: parts[3]}, nil

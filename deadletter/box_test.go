@@ -2,6 +2,7 @@ package deadletter
 
 import (
 	"cmp"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -28,17 +29,20 @@ func bury(t *testing.T, b *luatest.Backend, topic string, es ...Entry) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		pipe.ZAdd(t.Context(), slots.Keys(b.Prefix, topic, e.Slot).Dead, redis.Z{Score: score, Member: e.ID.String()})
+		pipe.ZAdd(t.Context(), slots.Keys(b.Prefix, topic, e.Slot).Dead, redis.Z{Score: score, Member: memberOf(e)})
 	}
 	if _, err := pipe.Exec(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
 
+// memberOf returns the member of e in its Dead set.
+func memberOf(e Entry) string { return lua.Member(e.ID.String(), int(e.Priority)) }
+
 func sortEntries(es []Entry) {
 	slices.SortFunc(es, func(a, b Entry) int {
 		return cmp.Or(cmp.Compare(a.Slot, b.Slot), a.DiedAt.Compare(b.DiedAt),
-			cmp.Compare(a.Attempts, b.Attempts), cmp.Compare(a.ID.String(), b.ID.String()))
+			cmp.Compare(a.Attempts, b.Attempts), cmp.Compare(memberOf(a), memberOf(b)))
 	})
 }
 
@@ -71,11 +75,13 @@ func listAll(t *testing.T, box *Box, topic string, n, limit int, between func(pa
 
 // fixture returns dead entries over 16 slots of which some are empty, with
 // groups that share a score (same ms, same attempts), ids whose decimal
-// order differs from their numeric one, and the extremes of the encoding.
+// order differs from their numeric one, members of every priority, and
+// the extremes of the encoding.
 func fixture() []Entry {
 	var es []Entry
 	add := func(id timer.JobID, slot int, ms int64, attempts int) {
-		es = append(es, Entry{ID: id, Slot: slot, DiedAt: timer.TimeOf(ms), Attempts: attempts})
+		p := timer.Priority(int(id%3) - 1)
+		es = append(es, Entry{ID: id, Slot: slot, DiedAt: timer.TimeOf(ms), Attempts: attempts, Priority: p})
 	}
 	id := timer.JobID(1)
 	for _, slot := range []int{0, 3, 4, 9, 15} {
@@ -175,14 +181,14 @@ func TestListAfterScriptDeath(t *testing.T) {
 		ctx := t.Context()
 		k := slots.Keys(b.Prefix, "orders", 2)
 		if _, err := lua.Add(ctx, b.Client, lua.AddCall{Keys: k, Mode: lua.ModeSet,
-			Entries: []lua.Entry{{Member: "11", Ms: t0, Attempt: 2}, {Member: "12", Ms: t0, Attempt: 63}}}); err != nil {
+			Entries: []lua.Entry{{Member: "11h", Ms: t0, Attempt: 2}, {Member: "12l", Ms: t0, Attempt: 63}}}); err != nil {
 			t.Fatal(err)
 		}
-		c, err := lua.Claim(ctx, b.Client, k, t0, 10, 100)
-		if err != nil || len(c.Leased) != 2 {
+		c, err := lua.Claim(ctx, b.Client, k, t0, 10, 100, lua.Aging{})
+		if err != nil || len(c.Leased) != 2 || c.Leased[0].Member != "11h" {
 			t.Fatal(c, err)
 		}
-		if r, err := lua.Retry(ctx, b.Client, k, lua.Held{Member: "11", Token: c.Leased[0].Token}, t0, 3, t0+5); err != nil || r != lua.Buried {
+		if r, err := lua.Retry(ctx, b.Client, k, lua.Held{Member: "11h", Token: c.Leased[0].Token}, t0, 3, t0+5); err != nil || r != lua.Buried {
 			t.Fatal(r, err)
 		}
 		if s, err := lua.Sweep(ctx, b.Client, k, t0+100, 10, timer.MaxAttemptsLimit); err != nil || len(s.Dead) != 1 {
@@ -191,8 +197,8 @@ func TestListAfterScriptDeath(t *testing.T) {
 		box := New(b.Client, b.Prefix)
 		got, next, err := box.List(ctx, "orders", 4, "", 10)
 		want := []Entry{
-			{ID: 11, Slot: 2, DiedAt: timer.TimeOf(t0 + 5), Attempts: 3},
-			{ID: 12, Slot: 2, DiedAt: timer.TimeOf(t0 + 100), Attempts: 64},
+			{ID: 11, Slot: 2, DiedAt: timer.TimeOf(t0 + 5), Attempts: 3, Priority: timer.PriorityHigh},
+			{ID: 12, Slot: 2, DiedAt: timer.TimeOf(t0 + 100), Attempts: 64, Priority: timer.PriorityLow},
 		}
 		if err != nil || next != "" || !slices.Equal(got, want) {
 			t.Errorf("List = %v, %q, %v; want %v", got, next, err, want)
@@ -222,6 +228,9 @@ func TestInvalid(t *testing.T) {
 		"cursor junk":   second3(box.List(ctx, "orders", 16, "!!", 10)),
 		"cursor base64": second3(box.List(ctx, "orders", 16, "bm9wZQ", 10)),
 		"cursor slot":   second3(box.List(ctx, "orders", 2, good, 10)),
+		"cursor zeros":  second3(box.List(ctx, "orders", 16, cursorOf("1:03:128:5"), 10)),
+		"cursor id":     second3(box.List(ctx, "orders", 16, cursorOf("1:3:128:05h"), 10)),
+		"cursor suffix": second3(box.List(ctx, "orders", 16, cursorOf("1:3:128:5x"), 10)),
 		"count topic":   second(box.Count(ctx, "", 16)),
 		"count slots":   second(box.Count(ctx, "orders", 0)),
 		"purge slot":    second(box.Purge(ctx, timer.Slot{Topic: "orders", Index: -1}, 1)),
@@ -243,14 +252,20 @@ func TestInvalid(t *testing.T) {
 
 func second[T any](_ T, err error) error { return err }
 
+func cursorOf(raw string) string { return base64.RawURLEncoding.EncodeToString([]byte(raw)) }
+
 func second3[T, U any](_ T, _ U, err error) error { return err }
 
 // FuzzCursor checks that cursors read back exactly and that no string
 // makes decodeCursor panic or accept an out-of-range position.
 func FuzzCursor(f *testing.F) {
-	f.Add(0, int64(0), uint64(1), "")
-	f.Add(65535, int64(1<<53-1), uint64(1<<63-1), "MTozOjU6Nw")
-	f.Fuzz(func(t *testing.T, slot int, score int64, id uint64, s string) {
+	f.Add(0, int64(0), uint64(1), int8(0), "")
+	f.Add(65535, int64(1<<53-1), uint64(1<<63-1), int8(1), "MTozOjU6Nw")
+	f.Add(7, int64(128), uint64(12), int8(-1), "MTo3OjEyODoxMmw")
+	f.Add(-18, int64(128), uint64(12), int8(-1), "MTo0OjA0ODo0M0") // "1:4:048:43"
+	f.Add(7, int64(128), uint64(12), int8(-92), "MTo0OjY0ODo0M0")  // "1:4:648:43" with stray bits
+	f.Add(1, int64(1), uint64(1), int8(1), "MT\no0OjA6NA")         // a newline
+	f.Fuzz(func(t *testing.T, slot int, score int64, id uint64, priority int8, s string) {
 		if p, err := decodeCursor(s); err == nil {
 			if p.slot < 0 || p.slot >= slots.Max || p.score < 0 || p.score >= 1<<53 {
 				t.Fatalf("decodeCursor(%q) accepted %+v", s, p)
@@ -259,10 +274,11 @@ func FuzzCursor(f *testing.F) {
 				t.Fatalf("decodeCursor(%q) = %+v, which encodes as %q", s, p, p.cursor())
 			}
 		}
-		if slot < 0 || slot >= slots.Max || score < 0 || score >= 1<<53 || id == 0 || id >= 1<<63 {
+		if slot < 0 || slot >= slots.Max || score < 0 || score >= 1<<53 || id == 0 || id >= 1<<63 ||
+			!timer.Priority(priority).Valid() {
 			return
 		}
-		p := position{slot: slot, score: score, member: timer.JobID(id).String()}
+		p := position{slot: slot, score: score, member: lua.Member(timer.JobID(id).String(), int(priority))}
 		back, err := decodeCursor(p.cursor())
 		if err != nil || back != p {
 			t.Fatalf("decodeCursor(cursor(%+v)) = %+v, %v", p, back, err)

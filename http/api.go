@@ -61,6 +61,22 @@ type Stats interface {
 	// TopicStats returns the counts of topic, or an error wrapping
 	// timer.ErrNotFound for an unknown topic.
 	TopicStats(ctx context.Context, topic string) (TopicStats, error)
+	// TopicUsage returns the live use of topic over the cluster.
+	TopicUsage(ctx context.Context, topic timer.Topic) (TopicUsage, error)
+}
+
+// TopicUsage is the live use of a topic that GET /v1/topics/{topic} shows.
+type TopicUsage struct {
+	// DueWaiting counts the jobs due but not yet claimed: throttled, or
+	// waiting for a worker.
+	DueWaiting int64
+	// InFlight counts the handler calls running, Rate the dispatches per
+	// second, Throttled the claims held back by the topic's limits since
+	// each member started, summed over the Members that reported.
+	InFlight  int64
+	Rate      float64
+	Throttled int64
+	Members   int
 }
 
 // TopicStats is what GET /v1/topics/{topic}/stats shows.
@@ -107,8 +123,11 @@ type APIConfig struct {
 	// Cluster returns what GET /v1/cluster shows: the members, the leader
 	// and the assignment (nil: a standalone process).
 	Cluster func() any
-	Logger  *slog.Logger
-	Now     func() time.Time
+	// TopicDefaults are the worker's retry policy, lease and callback
+	// timeout, shown for a topic that sets none (default: timer's).
+	TopicDefaults timer.Limits
+	Logger        *slog.Logger
+	Now           func() time.Time
 }
 
 // API is toc's REST API.
@@ -131,6 +150,11 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) *API {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
+	d := &cfg.TopicDefaults
+	d.Retry.Base = cmp.Or(d.Retry.Base, timer.DefaultRetryBase)
+	d.Retry.Max = cmp.Or(d.Retry.Max, timer.DefaultRetryMax)
+	d.Lease = cmp.Or(d.Lease, timer.DefaultLease)
+	d.CallbackTimeout = cmp.Or(d.CallbackTimeout, timer.DefaultAttemptTimeout)
 	if cfg.Resolver == nil {
 		cfg.Resolver = net.DefaultResolver
 	}
@@ -538,44 +562,135 @@ func (a *API) cluster(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"mode": "cluster", "status": a.cfg.Cluster()})
 }
 
-// topicView is a topic as the API shows it.
+// topicView is a topic as the API shows it: its settings, with the
+// defaults filled in, and on GET /v1/topics/{topic} its live usage.
 type topicView struct {
-	Name        string `json:"name"`
-	Slots       int    `json:"slots"`
-	MaxAttempts int    `json:"max_attempts"`
-	CreatedAt   string `json:"created_at"`
+	Name              string     `json:"name"`
+	Slots             int        `json:"slots"`
+	MaxAttempts       int        `json:"max_attempts"`
+	RateLimit         float64    `json:"rate_limit"`
+	Burst             int        `json:"burst"`
+	MaxInFlight       int        `json:"max_in_flight"`
+	Weight            int        `json:"weight"`
+	Retry             retryView  `json:"retry"`
+	LeaseMS           int64      `json:"lease_ms"`
+	CallbackTimeoutMS int64      `json:"callback_timeout_ms"`
+	CreatedAt         string     `json:"created_at"`
+	Usage             *usageView `json:"usage,omitempty"`
 }
 
-func topicViewOf(t timer.Topic) topicView {
-	return topicView{Name: t.Name, Slots: t.Slots, MaxAttempts: cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts), CreatedAt: formatTime(t.CreatedAt)}
+type retryView struct {
+	BaseMS int64 `json:"base_ms"`
+	MaxMS  int64 `json:"max_ms"`
 }
 
-// putTopic: PUT /v1/topics/{topic} with optional slots and max_attempts.
-func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
-	var body struct {
-		Slots       *int `json:"slots"`
-		MaxAttempts *int `json:"max_attempts"`
+// usageView is a topic's live usage over the cluster.
+type usageView struct {
+	DueWaiting int64   `json:"due_waiting"`
+	InFlight   int64   `json:"in_flight"`
+	Rate       float64 `json:"rate"`
+	Throttled  int64   `json:"throttled"`
+	Members    int     `json:"members"`
+}
+
+func (a *API) topicViewOf(t timer.Topic) topicView {
+	d := a.cfg.TopicDefaults
+	l := t.Limits
+	return topicView{
+		Name:              t.Name,
+		Slots:             t.Slots,
+		MaxAttempts:       cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts),
+		RateLimit:         l.RateLimit,
+		Burst:             l.Burst,
+		MaxInFlight:       l.MaxInFlight,
+		Weight:            cmp.Or(l.Weight, 1),
+		Retry:             retryView{BaseMS: cmp.Or(l.Retry.Base, d.Retry.Base).Milliseconds(), MaxMS: cmp.Or(l.Retry.Max, d.Retry.Max).Milliseconds()},
+		LeaseMS:           cmp.Or(l.Lease, d.Lease).Milliseconds(),
+		CallbackTimeoutMS: cmp.Or(l.CallbackTimeout, d.CallbackTimeout).Milliseconds(),
+		CreatedAt:         formatTime(t.CreatedAt),
 	}
+}
+
+// topicRequest is the body of PUT /v1/topics/{topic}. It replaces the
+// topic's settings: an omitted field takes the default.
+type topicRequest struct {
+	Slots       *int     `json:"slots"`
+	MaxAttempts *int     `json:"max_attempts"`
+	RateLimit   *float64 `json:"rate_limit"`
+	Burst       *int     `json:"burst"`
+	MaxInFlight *int     `json:"max_in_flight"`
+	Weight      *int     `json:"weight"`
+	Retry       *struct {
+		BaseMS *int64 `json:"base_ms"`
+		MaxMS  *int64 `json:"max_ms"`
+	} `json:"retry"`
+	LeaseMS           *int64 `json:"lease_ms"`
+	CallbackTimeoutMS *int64 `json:"callback_timeout_ms"`
+}
+
+// topic turns the body into the topic named name.
+func (b *topicRequest) topic(name string) (timer.Topic, error) {
+	t := timer.Topic{Name: name}
+	if b.Slots != nil {
+		if *b.Slots < 1 {
+			return t, &timer.FieldError{Field: "slots", Message: fmt.Sprintf("must be a power of two within 1..%d", timer.MaxSlots)}
+		}
+		t.Slots = *b.Slots
+	}
+	if b.MaxAttempts != nil {
+		if *b.MaxAttempts < 1 || *b.MaxAttempts > timer.MaxAttemptsLimit {
+			return t, &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
+		}
+		t.MaxAttempts = *b.MaxAttempts
+	}
+	l := &t.Limits
+	l.RateLimit = deref(b.RateLimit)
+	l.Burst, l.MaxInFlight, l.Weight = deref(b.Burst), deref(b.MaxInFlight), deref(b.Weight)
+	ms := func(field string, v *int64) (time.Duration, error) {
+		n := deref(v)
+		if n < 0 || n > timer.MaxLease.Milliseconds() {
+			return 0, &timer.FieldError{Field: field, Message: fmt.Sprintf("must be within 0..%d", timer.MaxLease.Milliseconds())}
+		}
+		return time.Duration(n) * time.Millisecond, nil
+	}
+	var err error
+	if b.Retry != nil {
+		if l.Retry.Base, err = ms("retry.base_ms", b.Retry.BaseMS); err != nil {
+			return t, err
+		}
+		if l.Retry.Max, err = ms("retry.max_ms", b.Retry.MaxMS); err != nil {
+			return t, err
+		}
+	}
+	if l.Lease, err = ms("lease_ms", b.LeaseMS); err != nil {
+		return t, err
+	}
+	if l.CallbackTimeout, err = ms("callback_timeout_ms", b.CallbackTimeoutMS); err != nil {
+		return t, err
+	}
+	return t, l.Validate()
+}
+
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
+	}
+	return v
+}
+
+// putTopic: PUT /v1/topics/{topic}, replacing the topic's settings.
+func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
+	var body topicRequest
 	if r.ContentLength != 0 {
 		if err := decode(r.Body, &body); err != nil && !isEmptyBody(err) {
 			a.writeError(w, r, err)
 			return
 		}
 	}
-	t := timer.Topic{Name: chi.URLParam(r, "topic")}
-	if body.Slots != nil {
-		if *body.Slots < 1 {
-			a.writeError(w, r, &timer.FieldError{Field: "slots", Message: fmt.Sprintf("must be a power of two within 1..%d", timer.MaxSlots)})
-			return
-		}
-		t.Slots = *body.Slots
-	}
-	if body.MaxAttempts != nil {
-		if *body.MaxAttempts < 1 || *body.MaxAttempts > timer.MaxAttemptsLimit {
-			a.writeError(w, r, &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)})
-			return
-		}
-		t.MaxAttempts = *body.MaxAttempts
+	t, err := body.topic(chi.URLParam(r, "topic"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
 	got, created, err := a.jobs.PutTopic(r.Context(), t)
 	if err != nil {
@@ -586,7 +701,7 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 	if created {
 		status = http.StatusCreated
 	}
-	writeJSON(w, status, topicViewOf(got))
+	writeJSON(w, status, a.topicViewOf(got))
 }
 
 // getTopic: GET /v1/topics/{topic}.
@@ -601,7 +716,16 @@ func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, topicViewOf(t))
+	v := a.topicViewOf(t)
+	if a.stats != nil {
+		u, err := a.stats.TopicUsage(r.Context(), t)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		v.Usage = &usageView{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: u.Members}
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 // listTopics: GET /v1/topics.
@@ -613,7 +737,7 @@ func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
 	}
 	items := make([]topicView, len(topics))
 	for i, t := range topics {
-		items[i] = topicViewOf(t)
+		items[i] = a.topicViewOf(t)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
 }

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,7 +36,19 @@ type apiEnv struct {
 	stats *fakeStats
 }
 
-type fakeStats struct{ err error }
+type fakeStats struct {
+	err error
+	eng *timer.Engine
+}
+
+// TopicUsage reports the in-process worker's usage, as one member.
+func (f *fakeStats) TopicUsage(_ context.Context, t timer.Topic) (tochttp.TopicUsage, error) {
+	if f.err != nil {
+		return tochttp.TopicUsage{}, f.err
+	}
+	u := f.eng.Worker.Usage()[t.Name]
+	return tochttp.TopicUsage{InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: 1}, nil
+}
 
 func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicStats, error) {
 	if f.err != nil {
@@ -73,7 +86,7 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 		t.Fatal(err)
 	}
 	cfg.AllowPrivateCallbacks = true
-	stats := &fakeStats{}
+	stats := &fakeStats{eng: eng}
 	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(rdb, prepare.DefaultPrefix), store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
@@ -535,6 +548,9 @@ func TestPanicIsNot500(t *testing.T) {
 type panicStats struct{}
 
 func (panicStats) TopicStats(context.Context, string) (tochttp.TopicStats, error) { panic("boom") }
+func (panicStats) TopicUsage(context.Context, timer.Topic) (tochttp.TopicUsage, error) {
+	panic("boom")
+}
 
 func TestTopics(t *testing.T) {
 	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
@@ -571,6 +587,108 @@ func TestTopics(t *testing.T) {
 	l := e.call(t, "GET", "/v1/topics", "")
 	if items, _ := l.body["items"].([]any); l.status != http.StatusOK || len(items) != 2 {
 		t.Fatalf("list: %d %s", l.status, l.raw)
+	}
+}
+
+// PUT /v1/topics/{topic} sets every limit, replaces them all, refuses a
+// bad one naming its field, and the worker applies them at once: a topic
+// with max_in_flight 2 never has more than 2 calls running, and GET shows
+// them as usage.
+func TestTopicLimits(t *testing.T) {
+	var running, most atomic.Int64
+	release := make(chan struct{})
+	e := newAPIEnv(t, tochttp.APIConfig{}, timer.HandlerFunc(func(ctx context.Context, d timer.Delivery) error {
+		n := running.Add(1)
+		defer running.Add(-1)
+		for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+		}
+		select {
+		case <-release:
+		case <-ctx.Done():
+		}
+		return nil
+	}))
+	e.run(t)
+	full := `{"slots": 4, "max_attempts": 5, "rate_limit": 2000.5, "burst": 100, "max_in_flight": 2, "weight": 3,
+		"retry": {"base_ms": 250, "max_ms": 60000}, "lease_ms": 45000, "callback_timeout_ms": 20000}`
+	a := e.call(t, "PUT", "/v1/topics/slow", full)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	want := map[string]any{"rate_limit": 2000.5, "burst": 100.0, "max_in_flight": 2.0, "weight": 3.0,
+		"lease_ms": 45000.0, "callback_timeout_ms": 20000.0, "max_attempts": 5.0}
+	for k, v := range want {
+		if a.body[k] != v {
+			t.Errorf("%s = %v, want %v (%s)", k, a.body[k], v, a.raw)
+		}
+	}
+	if r, _ := a.body["retry"].(map[string]any); r["base_ms"] != 250.0 || r["max_ms"] != 60000.0 {
+		t.Errorf("retry = %v", a.body["retry"])
+	}
+
+	for range 5 {
+		if a := e.call(t, "POST", "/v1/jobs", `{"topic": "slow", "delay_ms": 0, "priority": "high", `+cb+`}`); a.status != http.StatusCreated {
+			t.Fatalf("schedule: %d %s", a.status, a.raw)
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for running.Load() < 2 && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	g := e.call(t, "GET", "/v1/topics/slow", "")
+	u, _ := g.body["usage"].(map[string]any)
+	if g.status != http.StatusOK || u["in_flight"] != 2.0 {
+		t.Fatalf("GET while 2 calls run: %d %s", g.status, g.raw)
+	}
+	time.Sleep(100 * time.Millisecond) // room for a wrong third call to start
+	close(release)
+	if m := most.Load(); m != 2 {
+		t.Errorf("at most %d calls ran at once, want max_in_flight 2", m)
+	}
+
+	// PUT replaces: what is omitted goes back to the default.
+	a = e.call(t, "PUT", "/v1/topics/slow", `{"rate_limit": 10}`)
+	if a.status != http.StatusOK || a.body["max_in_flight"] != 0.0 || a.body["weight"] != 1.0 || a.body["rate_limit"] != 10.0 ||
+		a.body["lease_ms"] != float64(timer.DefaultLease.Milliseconds()) {
+		t.Fatalf("replace: %d %s", a.status, a.raw)
+	}
+	for body, field := range map[string]string{
+		`{"rate_limit": -1}`:                              "rate_limit",
+		`{"rate_limit": "fast"}`:                          "rate_limit",
+		`{"burst": -2}`:                                   "burst",
+		`{"max_in_flight": 100000000}`:                    "max_in_flight",
+		`{"weight": 5000}`:                                "weight",
+		`{"retry": {"base_ms": -1}}`:                      "retry.base_ms",
+		`{"retry": {"base_ms": 5000, "max_ms": 100}}`:     "retry.base_ms",
+		`{"retry": {"tries": 3}}`:                         "tries",
+		`{"lease_ms": 5000, "callback_timeout_ms": 4000}`: "lease_ms",
+		`{"callback_timeout_ms": 999999999999}`:           "callback_timeout_ms",
+	} {
+		e.call(t, "PUT", "/v1/topics/slow", body).wantError(t, 400, tochttp.CodeInvalid, field)
+	}
+	if g := e.call(t, "GET", "/v1/topics/slow", ""); g.body["rate_limit"] != 10.0 {
+		t.Errorf("a refused PUT changed the topic: %s", g.raw)
+	}
+}
+
+// A job's priority is stored and shown; a bad one is refused by name.
+func TestJobPriority(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	for in, want := range map[string]string{`"priority": "high", `: "high", `"priority": "low", `: "low", ``: "normal"} {
+		a := e.call(t, "POST", "/v1/jobs", `{"topic": "p", "delay_ms": 60000, `+in+cb+`}`)
+		if a.status != http.StatusCreated || a.body["priority"] != want {
+			t.Fatalf("priority %q: %d %s", in, a.status, a.raw)
+		}
+		if g := e.call(t, "GET", "/v1/jobs/"+a.body["id"].(string), ""); g.body["priority"] != want {
+			t.Fatalf("GET priority %q: %s", in, g.raw)
+		}
+	}
+	e.call(t, "POST", "/v1/jobs", `{"topic": "p", "delay_ms": 1, "priority": "urgent", `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "priority")
+	e.call(t, "POST", "/v1/jobs", `{"topic": "p", "delay_ms": 1, "priority": 1, `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "priority")
+	b := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [{"topic": "p", "delay_ms": 1, "priority": "top", `+cb+`}]}`)
+	res, _ := b.body["results"].([]any)
+	if len(res) != 1 || !strings.Contains(string(b.raw), `"field":"priority"`) {
+		t.Fatalf("batch with a bad priority: %d %s", b.status, b.raw)
 	}
 }
 

@@ -35,6 +35,7 @@ type jobRequest struct {
 	CallbackURL *string         `json:"callback_url"`
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts *int            `json:"max_attempts"`
+	Priority    *string         `json:"priority"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -96,6 +97,11 @@ func (b *jobRequest) request() (timer.Request, error) {
 		}
 		r.MaxAttempts = *b.MaxAttempts
 	}
+	if b.Priority != nil {
+		if r.Priority, err = timer.ParsePriority(*b.Priority); err != nil {
+			return r, err
+		}
+	}
 	if len(b.Payload) > 0 && !bytes.Equal(b.Payload, []byte("null")) {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, b.Payload); err != nil {
@@ -156,6 +162,8 @@ func typeName(goType string) string {
 		return "an unsigned integer"
 	case "int64", "int":
 		return "an integer"
+	case "float64":
+		return "a number"
 	case "string":
 		return "a string"
 	}
@@ -173,6 +181,7 @@ type jobView struct {
 	FireAt      string          `json:"fire_at"`
 	Attempts    int             `json:"attempts"`
 	MaxAttempts int             `json:"max_attempts"`
+	Priority    string          `json:"priority"`
 	LastError   string          `json:"last_error"`
 	CallbackURL string          `json:"callback_url"`
 	Payload     json.RawMessage `json:"payload"`
@@ -191,6 +200,7 @@ func viewOf(j *timer.Job) jobView {
 		FireAt:      formatTime(j.DueAt),
 		Attempts:    j.Attempts,
 		MaxAttempts: j.MaxAttempts,
+		Priority:    j.Priority.String(),
 		LastError:   j.LastError,
 		CallbackURL: j.CallbackURL,
 		Payload:     json.RawMessage("null"),

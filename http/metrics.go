@@ -1,6 +1,7 @@
 package http
 
 import (
+	"errors"
 	"net/http"
 	"sync"
 	"time"
@@ -16,7 +17,8 @@ import (
 // topics seen get their own series, later ones share topic="_other".
 const MaxTopicLabels = 200
 
-// Metrics is a timer.Observer that exports Prometheus metrics.
+// Metrics is a timer.Observer, and a Webhook's BreakerObserver, that
+// exports Prometheus metrics.
 type Metrics struct {
 	registry  *prometheus.Registry
 	scheduled *prometheus.CounterVec
@@ -30,12 +32,19 @@ type Metrics struct {
 	indexErrs *prometheus.CounterVec
 	owned     prometheus.Gauge
 	assigns   prometheus.Counter
+	opened    prometheus.Counter
+	rejected  *prometheus.CounterVec
+	openHosts prometheus.Gauge
+	throttled *prometheus.CounterVec
 
 	mu     sync.Mutex
 	topics map[string]bool
 }
 
-var _ timer.Observer = (*Metrics)(nil)
+var (
+	_ timer.Observer  = (*Metrics)(nil)
+	_ BreakerObserver = (*Metrics)(nil)
+)
 
 // NewMetrics registers toc's metrics, and the Go and process collectors,
 // in a registry of their own.
@@ -66,7 +75,11 @@ func NewMetrics() *Metrics {
 	m.indexErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_index_failures_total", Help: "Redis writes that failed after the task store committed (the backstop repairs them)."}, []string{"op"})
 	m.owned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_slots_owned", Help: "Slots this process claims from."})
 	m.assigns = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_assignment_changes_total", Help: "Times the set of slots this process owns changed."})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns,
+	m.opened = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_breaker_opened_total", Help: "Times a callback host's circuit breaker opened, again after a failed probe included."})
+	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_breaker_rejected_total", Help: "Jobs not sent, and deferred without counting an attempt, because their callback host's circuit breaker was open."}, []string{"topic"})
+	m.openHosts = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_breaker_open_hosts", Help: "Callback hosts whose circuit breaker is open or half-open."})
+	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_topic_throttled_total", Help: "Claims held back by the topic's rate_limit or max_in_flight; the jobs wait in Redis."}, []string{"topic"})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -111,7 +124,12 @@ func (m *Metrics) IndexFailed(op string, _ error) {
 	m.indexErrs.WithLabelValues(op).Inc()
 }
 
+// Fired counts an attempt. A job that was not sent (a *timer.NotSentError)
+// made none, and is not counted here (Deferred counts it).
 func (m *Metrics) Fired(topic string, _ int, lateness, took time.Duration, err error) {
+	if _, ok := errors.AsType[*timer.NotSentError](err); ok {
+		return
+	}
 	outcome := "success"
 	if err != nil {
 		outcome = "failure"
@@ -119,4 +137,68 @@ func (m *Metrics) Fired(topic string, _ int, lateness, took time.Duration, err e
 	m.fired.WithLabelValues(m.topic(topic), outcome).Inc()
 	m.lateness.Observe(lateness.Seconds())
 	m.dispatch.Observe(took.Seconds())
+}
+
+func (m *Metrics) BreakerOpened()             { m.opened.Inc() }
+func (m *Metrics) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta)) }
+func (m *Metrics) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Metrics) Throttled(topic string)     { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+
+// WatchUsage exports per-topic gauges read at each scrape: usage gives
+// this process's worker's use of each topic, due (optional) the due jobs
+// still in Redis of each. Topics beyond MaxTopicLabels are summed under
+// topic="_other".
+func (m *Metrics) WatchUsage(usage func() map[string]timer.TopicUsage, due func() map[string]int64) {
+	m.registry.MustRegister(&usageCollector{m: m, usage: usage, due: due})
+}
+
+var (
+	inFlightDesc = prometheus.NewDesc("toc_topic_in_flight", "Handler calls of the topic running in this process.", []string{"topic"}, nil)
+	heldDesc     = prometheus.NewDesc("toc_topic_held", "Leases of the topic this process holds (running or waiting for a dispatcher).", []string{"topic"}, nil)
+	rateDesc     = prometheus.NewDesc("toc_topic_dispatch_rate", "Dispatches of the topic per second in this process, over the last second.", []string{"topic"}, nil)
+	dueDesc      = prometheus.NewDesc("toc_topic_due_waiting", "Jobs of the topic due but still in Redis: throttled, or waiting for a worker.", []string{"topic"}, nil)
+)
+
+type usageCollector struct {
+	m     *Metrics
+	usage func() map[string]timer.TopicUsage
+	due   func() map[string]int64
+}
+
+func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- inFlightDesc
+	ch <- heldDesc
+	ch <- rateDesc
+	ch <- dueDesc
+}
+
+func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
+	type sums struct{ inFlight, held, rate float64 }
+	by := map[string]*sums{}
+	for topic, u := range c.usage() {
+		label := c.m.topic(topic)
+		s := by[label]
+		if s == nil {
+			s = &sums{}
+			by[label] = s
+		}
+		s.inFlight += float64(u.InFlight)
+		s.held += float64(u.Held)
+		s.rate += u.Rate
+	}
+	for label, s := range by {
+		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, s.inFlight, label)
+		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, s.held, label)
+		ch <- prometheus.MustNewConstMetric(rateDesc, prometheus.GaugeValue, s.rate, label)
+	}
+	if c.due == nil {
+		return
+	}
+	due := map[string]float64{}
+	for topic, n := range c.due() {
+		due[c.m.topic(topic)] += float64(n)
+	}
+	for label, n := range due {
+		ch <- prometheus.MustNewConstMetric(dueDesc, prometheus.GaugeValue, n, label)
+	}
 }

@@ -74,8 +74,24 @@ type WebhookConfig struct {
 	// connection can be reused; a longer body closes the connection
 	// (default DefaultMaxResponseBytes).
 	MaxResponseBytes int64
-	// Now gives the time of each send (default time.Now).
+	// Now gives the time of each send, and the circuit breaker's clock
+	// (default time.Now).
 	Now func() time.Time
+	// BreakerThreshold is how many consecutive failed calls to a callback
+	// host open its circuit breaker (default DefaultBreakerThreshold); a
+	// negative value disables the breaker. See Webhook.
+	BreakerThreshold int
+	// BreakerCooldown is how long a breaker stays open the first time
+	// (default DefaultBreakerCooldown), and how long jobs wait while a
+	// half-open breaker's probe is in flight.
+	BreakerCooldown time.Duration
+	// BreakerMaxCooldown bounds the cooldown, which doubles each time a
+	// breaker opens again after a failed probe (default
+	// DefaultBreakerMaxCooldown, or BreakerCooldown if that is longer).
+	BreakerMaxCooldown time.Duration
+	// Observer receives the breaker's events (default: none); *Metrics
+	// is one. The jobs it defers are counted by timer.Observer.Deferred.
+	Observer BreakerObserver
 }
 
 func (c WebhookConfig) withDefaults() WebhookConfig {
@@ -85,6 +101,12 @@ func (c WebhookConfig) withDefaults() WebhookConfig {
 	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	c.BreakerThreshold = cmp.Or(c.BreakerThreshold, DefaultBreakerThreshold)
+	c.BreakerCooldown = cmp.Or(c.BreakerCooldown, DefaultBreakerCooldown)
+	c.BreakerMaxCooldown = cmp.Or(c.BreakerMaxCooldown, max(DefaultBreakerMaxCooldown, c.BreakerCooldown))
+	if c.Observer == nil {
+		c.Observer = nopBreakerObserver{}
 	}
 	return c
 }
@@ -103,6 +125,12 @@ func (c WebhookConfig) Validate() error {
 		return &timer.FieldError{Field: "MaxIdleConnsPerHost", Message: "must not be negative"}
 	case c.MaxResponseBytes < 0:
 		return &timer.FieldError{Field: "MaxResponseBytes", Message: "must not be negative"}
+	case c.BreakerCooldown < 0:
+		return &timer.FieldError{Field: "BreakerCooldown", Message: "must not be negative"}
+	case c.BreakerMaxCooldown < 0:
+		return &timer.FieldError{Field: "BreakerMaxCooldown", Message: "must not be negative"}
+	case c.BreakerCooldown > c.BreakerMaxCooldown:
+		return &timer.FieldError{Field: "BreakerCooldown", Message: "must not exceed BreakerMaxCooldown"}
 	}
 	for i, s := range c.Secrets {
 		if _, err := parseSecret(s); err != nil {
@@ -130,10 +158,21 @@ func (c WebhookConfig) Validate() error {
 // 429 and 503 ask for the next attempt after Retry-After
 // (*timer.RetryAfterError); anything else, including a redirect, which is
 // not followed, is a failed attempt.
+//
+// A circuit breaker per callback host (host and port) keeps a host that
+// keeps failing from burning the attempts of all its jobs: after
+// BreakerThreshold consecutive failures (no response, or a 5xx) the host
+// is not called for a cooldown, and its jobs are deferred with a
+// *timer.NotSentError, which counts no attempt. Then one call probes the
+// host; its success closes the breaker, its failure opens it again for
+// twice as long, up to BreakerMaxCooldown. Any other answer, 4xx
+// included, shows the host is up. The breaker's doc comment has the
+// details.
 type Webhook struct {
-	cfg    WebhookConfig
-	keys   [][]byte
-	client *http.Client
+	cfg     WebhookConfig
+	keys    [][]byte
+	client  *http.Client
+	breaker *breaker // nil when disabled
 }
 
 var _ timer.Handler = (*Webhook)(nil)
@@ -172,7 +211,7 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Webhook{cfg: cfg, keys: keys, client: client}, nil
+	return &Webhook{cfg: cfg, keys: keys, client: client, breaker: newBreaker(cfg)}, nil
 }
 
 // webhookBody is the JSON body of a webhook.
@@ -187,7 +226,9 @@ type webhookBody struct {
 	Payload json.RawMessage `json:"payload"`
 }
 
-// Fire POSTs d to its job's callback URL and returns the outcome.
+// Fire POSTs d to its job's callback URL and returns the outcome: a
+// *timer.NotSentError, without a call, while the host's circuit breaker
+// is open.
 func (w *Webhook) Fire(ctx context.Context, d timer.Delivery) error {
 	j := d.Job
 	if j.CallbackURL == "" {
@@ -219,7 +260,12 @@ func (w *Webhook) Fire(ctx context.Context, d timer.Delivery) error {
 	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
 	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
 
+	t, err := w.breaker.allow(breakerHost(req.URL), now)
+	if err != nil {
+		return err
+	}
 	resp, err := w.client.Do(req)
+	w.breaker.done(t, callOutcome(resp, err), w.cfg.Now())
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its message repeats the whole URL, query included

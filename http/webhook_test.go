@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -305,6 +306,9 @@ func TestWebhookConfigValidate(t *testing.T) {
 		{"negative timeout", tochttp.WebhookConfig{Secrets: []string{testSecret}, Timeout: -1}, "Timeout"},
 		{"negative idle conns", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxIdleConnsPerHost: -1}, "MaxIdleConnsPerHost"},
 		{"negative response cap", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxResponseBytes: -1}, "MaxResponseBytes"},
+		{"negative breaker cooldown", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerCooldown: -1}, "BreakerCooldown"},
+		{"negative breaker max cooldown", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerMaxCooldown: -1}, "BreakerMaxCooldown"},
+		{"breaker cooldown above its max", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerCooldown: time.Minute, BreakerMaxCooldown: time.Second}, "BreakerCooldown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -320,6 +324,14 @@ func TestWebhookConfigValidate(t *testing.T) {
 	}
 	if err := (tochttp.WebhookConfig{Secrets: []string{testSecret}}).Validate(); err != nil {
 		t.Errorf("a minimal config is refused: %v", err)
+	}
+	for i, cfg := range []tochttp.WebhookConfig{
+		{Secrets: []string{testSecret}, BreakerThreshold: -1},
+		{Secrets: []string{testSecret}, BreakerCooldown: 5 * time.Minute}, // the max follows it
+	} {
+		if err := cfg.Validate(); err != nil {
+			t.Errorf("Validate(breaker config %d) = %v", i, err)
+		}
 	}
 }
 
@@ -593,6 +605,229 @@ func TestWebhookReusesConnections(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clock is a clock the breaker tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+// flaky is a receiver that answers 500 while failing is set, else 204,
+// and counts the requests it gets.
+type flaky struct {
+	failing atomic.Bool
+	hits    atomic.Int32
+}
+
+func (f *flaky) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	f.hits.Add(1)
+	_, _ = io.Copy(io.Discard, r.Body)
+	if f.failing.Load() {
+		http.Error(w, "down", http.StatusInternalServerError)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// notSent checks err defers the job because the breaker of srv's host is
+// open, and returns it.
+func notSent(t testing.TB, err error, srv *httptest.Server) *timer.NotSentError {
+	t.Helper()
+	ns, ok := errors.AsType[*timer.NotSentError](err)
+	if !ok {
+		t.Fatalf("err = %v, want a NotSentError", err)
+	}
+	host := strings.TrimPrefix(srv.URL, "http://")
+	if !errors.Is(err, tochttp.ErrBreakerOpen) || !strings.Contains(err.Error(), host) {
+		t.Errorf("err = %q, want ErrBreakerOpen naming %s", err, host)
+	}
+	return ns
+}
+
+// A receiver that keeps failing is left alone for the cooldown, its jobs
+// deferred without a call, then probed; once it recovers, calls flow.
+func TestWebhookBreaker(t *testing.T) {
+	recv := &flaky{}
+	recv.failing.Store(true)
+	srv := newServer(t, recv)
+	other := newServer(t, &flaky{})
+	clk := &clock{now: testDue}
+	metrics := tochttp.NewMetrics()
+	wh := newWebhook(t, tochttp.WebhookConfig{Now: clk.Now, BreakerThreshold: 3, BreakerCooldown: time.Second, Observer: metrics})
+	fire := func(srv *httptest.Server) error {
+		return wh.Fire(t.Context(), delivery(testJob(srv.URL+"/hook?token=s3cr3t"), 1))
+	}
+	wantHits := func(want int32) {
+		t.Helper()
+		if n := recv.hits.Load(); n != want {
+			t.Fatalf("the receiver got %d requests, want %d", n, want)
+		}
+	}
+
+	for range 3 {
+		wantPlainError(t, fire(srv))
+	}
+	opened := clk.Now()
+	for range 5 {
+		err := fire(srv)
+		ns := notSent(t, err, srv)
+		// 1s ±10%, plus up to a quarter of it.
+		if lo, hi := opened.Add(900*time.Millisecond), opened.Add(1375*time.Millisecond); ns.Until.Before(lo) || ns.Until.After(hi) {
+			t.Errorf("Until = open +%v, want +0.9s to +1.375s", ns.Until.Sub(opened))
+		}
+		if strings.Contains(err.Error(), "s3cr3t") {
+			t.Errorf("err quotes the query: %v", err)
+		}
+		metrics.Deferred("orders") // as the worker reports it
+		metrics.Fired("orders", 1, 0, 0, err)
+	}
+	wantHits(3)
+	if err := fire(other); err != nil {
+		t.Fatalf("another host is refused: %v", err)
+	}
+
+	// The probe fails: open again, for about 2s.
+	clk.Add(1200 * time.Millisecond)
+	wantPlainError(t, fire(srv))
+	wantHits(4)
+	clk.Add(1500 * time.Millisecond)
+	notSent(t, fire(srv), srv)
+	wantHits(4)
+
+	// The receiver recovers: the next probe closes the breaker.
+	recv.failing.Store(false)
+	clk.Add(time.Second)
+	for i := range 5 {
+		if err := fire(srv); err != nil {
+			t.Fatalf("call %d after recovery: %v", i, err)
+		}
+	}
+	wantHits(9)
+
+	rec := httptest.NewRecorder()
+	metrics.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	body := rec.Body.String()
+	for _, want := range []string{
+		"toc_breaker_opened_total 2",
+		`toc_breaker_rejected_total{topic="orders"} 5`,
+		"toc_breaker_open_hosts 0",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, "toc_jobs_fired_total{") {
+		t.Error("jobs not sent are counted as attempts")
+	}
+}
+
+// While the probe is in flight, other jobs for its host are deferred
+// without a call.
+func TestWebhookBreakerOneProbe(t *testing.T) {
+	var hits atomic.Int32
+	probing, release := make(chan struct{}), make(chan struct{})
+	srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch hits.Add(1) {
+		case 1:
+			w.WriteHeader(http.StatusBadGateway)
+		case 2:
+			close(probing)
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+		}
+	}))
+	clk := &clock{now: testDue}
+	wh := newWebhook(t, tochttp.WebhookConfig{Now: clk.Now, BreakerThreshold: 1})
+	fire := func() error { return wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)) }
+
+	wantPlainError(t, fire())
+	clk.Add(2 * time.Second)
+	probe := make(chan error, 1)
+	go func() { probe <- fire() }()
+	<-probing
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Go(func() {
+			ns := notSent(t, fire(), srv)
+			if d := ns.Until.Sub(clk.Now()); d < time.Second || d > 1250*time.Millisecond {
+				t.Errorf("deferred by %v while probing, want 1s to 1.25s", d)
+			}
+		})
+	}
+	wg.Wait()
+	close(release)
+	if err := <-probe; err != nil {
+		t.Fatalf("probe: %v", err)
+	}
+	if err := fire(); err != nil {
+		t.Fatalf("after the probe: %v", err)
+	}
+	if n := hits.Load(); n != 3 {
+		t.Errorf("the receiver got %d requests, want 3", n)
+	}
+}
+
+// Answers that show the host is up never open the breaker, nor does the
+// dial guard's refusal, nor anything when the breaker is disabled.
+func TestWebhookBreakerNotOpened(t *testing.T) {
+	tests := []struct {
+		name      string
+		status    int
+		threshold int
+	}{
+		{"302", http.StatusFound, 1},
+		{"400", http.StatusBadRequest, 1},
+		{"404", http.StatusNotFound, 1},
+		{"410", http.StatusGone, 1},
+		{"429", http.StatusTooManyRequests, 1},
+		{"500 disabled", http.StatusInternalServerError, -1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hits atomic.Int32
+			srv := newServer(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				hits.Add(1)
+				w.WriteHeader(tt.status)
+			}))
+			wh := newWebhook(t, tochttp.WebhookConfig{BreakerThreshold: tt.threshold})
+			for i := range 10 {
+				err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
+				if _, ok := errors.AsType[*timer.NotSentError](err); ok {
+					t.Fatalf("call %d: %v", i, err)
+				}
+			}
+			if n := hits.Load(); n != 10 {
+				t.Errorf("the receiver got %d requests, want 10", n)
+			}
+		})
+	}
+	t.Run("private address", func(t *testing.T) {
+		srv := newServer(t, &recorder{})
+		wh, err := tochttp.NewWebhook(tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerThreshold: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 3 {
+			if err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)); !errors.Is(err, tochttp.ErrPrivateAddress) {
+				t.Fatalf("call %d: %v, want ErrPrivateAddress", i, err)
+			}
+		}
+	})
 }
 
 func BenchmarkSign(b *testing.B) {

@@ -1,56 +1,60 @@
--- add: put timers in one slot's Store set.
+-- add: put timers in one slot's Store sets.
 --
--- KEYS[1]  store    the slot's Store set
--- KEYS[2]  prepare  the slot's Prepare set (read in restore mode only)
--- KEYS[3]  dead     the slot's Dead set (read in restore mode only)
--- ARGV[1]  mode     "set": add each member to Store, or replace its score;
---                   "restore": add only members in none of the three sets
+-- KEYS[1]  storeHigh  the slot's Store set of high priority
+-- KEYS[2]  store      the slot's Store set of normal priority
+-- KEYS[3]  storeLow   the slot's Store set of low priority
+-- KEYS[4]  prepare    the slot's Prepare set (read in restore mode only)
+-- KEYS[5]  dead       the slot's Dead set (read in restore mode only)
+-- ARGV[1]  mode     "set": add each member to its Store set, or replace its
+--                   score there; "restore": add only members in none of
+--                   their Store set, Prepare and Dead
 -- ARGV[2]  channel  wake channel to PUBLISH to; "" for none
 -- ARGV[3]  prefix   wake message prefix, "<topic> <slot>"
 -- ARGV[4..] member, score pairs (score = due ms * 128 + attempt)
 --
+-- A member's last byte names its Store set: "h" high, "l" low, anything
+-- else normal.
+--
 -- Reply: {added, earliest}
---   added     how many members were new to Store
---   earliest  Store's lowest score when the earliest due ms moved earlier
---             (Store was empty before, or its lowest ms dropped); else nil.
---             Then, if channel is not "", the script also publishes
---             "<prefix> <due ms>" to channel.
+--   added     how many members were new to their Store set
+--   earliest  the lowest score of the three Store sets when their earliest
+--             due ms moved earlier (they were all empty before, or their
+--             lowest ms dropped); else nil. Then, if channel is not "", the
+--             script also publishes "<prefix> <due ms>" to channel.
 --
 -- Bounded by the number of pairs, which the caller caps at 1000 (unpack
--- takes them all in one ZADD). A member given twice takes its last score.
+-- takes them all in at most three ZADDs). A member given twice takes its
+-- last score.
 
-local store, prepare, dead = KEYS[1], KEYS[2], KEYS[3]
+local storeHigh, store, storeLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local mode, channel, prefix = ARGV[1], ARGV[2], ARGV[3]
 if mode ~= 'set' and mode ~= 'restore' then
   return redis.error_reply('ERR add: mode must be set or restore')
 end
+local stores = {storeHigh, store, storeLow}
 
-local function head()
-  local r = redis.call('ZRANGE', store, 0, 0, 'WITHSCORES')
-  if r[2] then
-    return tonumber(r[2])
-  end
-  return nil
-end
-
-local before = head()
-local batch = {}
+local before = earliest(stores)
+local batches = {{}, {}, {}}
 for i = 4, #ARGV - 1, 2 do
   local member, score = ARGV[i], ARGV[i + 1]
+  local s = level(member)
   if mode == 'set'
-      or (not redis.call('ZSCORE', store, member)
+      or (not redis.call('ZSCORE', stores[s], member)
         and not redis.call('ZSCORE', prepare, member)
         and not redis.call('ZSCORE', dead, member)) then
+    local batch = batches[s]
     batch[#batch + 1] = score
     batch[#batch + 1] = member
   end
 end
 local added = 0
-if #batch > 0 then
-  added = redis.call('ZADD', store, unpack(batch))
+for s = 1, 3 do
+  if #batches[s] > 0 then
+    added = added + redis.call('ZADD', stores[s], unpack(batches[s]))
+  end
 end
 
-local after = head()
+local after = earliest(stores)
 if after == nil then
   return {added, false}
 end

@@ -15,8 +15,9 @@ import (
 //
 //	go test -run '^$' -bench . ./lua
 
-// fill puts n members into key with the given score, by pipelined ZADDs.
-func fill(b *testing.B, be *luatest.Backend, key string, n int, score float64) {
+// fill puts n members, "0"+suffix.."<n-1>"+suffix, into key with the
+// given score, by pipelined ZADDs.
+func fill(b *testing.B, be *luatest.Backend, key, suffix string, n int, score float64) {
 	b.Helper()
 	ctx := b.Context()
 	const chunk = 1000
@@ -24,7 +25,7 @@ func fill(b *testing.B, be *luatest.Backend, key string, n int, score float64) {
 	for i := 0; i < n; i += chunk {
 		zs := make([]redis.Z, 0, chunk)
 		for j := i; j < min(i+chunk, n); j++ {
-			zs = append(zs, redis.Z{Score: score, Member: strconv.Itoa(j)})
+			zs = append(zs, redis.Z{Score: score, Member: strconv.Itoa(j) + suffix})
 		}
 		pipe.ZAdd(ctx, key, zs...)
 	}
@@ -43,27 +44,43 @@ func del(b *testing.B, be *luatest.Backend, keys ...string) {
 func BenchmarkClaim(b *testing.B) {
 	for _, n := range []int{10, 100} {
 		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			be := luatest.Redis(b)
-			k := keysOf(be, 0)
-			const stock = 20_000
-			left := 0
-			for b.Loop() {
-				if left < n {
-					b.StopTimer()
-					del(b, be, k.Store, k.Prepare)
-					fill(b, be, k.Store, stock, float64(t0*128))
-					left = stock
-					b.StartTimer()
-				}
-				r, err := Claim(b.Context(), be.Client, k, t0, n, 30_000)
-				if err != nil || len(r.Leased) != n {
-					b.Fatalf("Claim = %d leased, %v", len(r.Leased), err)
-				}
-				left -= n
-			}
-			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+			benchClaim(b, n, PriorityNormal)
 		})
 	}
+	// Due members in all three Store sets: the script reads up to n of
+	// each and merges them.
+	for _, n := range []int{10, 100} {
+		b.Run(fmt.Sprintf("%d_three_priorities", n), func(b *testing.B) {
+			benchClaim(b, n, PriorityHigh, PriorityNormal, PriorityLow)
+		})
+	}
+}
+
+// benchClaim claims n at a time from a stock of members due at t0, spread
+// evenly over the Store sets of priorities.
+func benchClaim(b *testing.B, n int, priorities ...int) {
+	be := luatest.Redis(b)
+	k := keysOf(be, 0)
+	const stock = 20_000
+	per := stock / len(priorities)
+	left := 0
+	for b.Loop() {
+		if left < n {
+			b.StopTimer()
+			del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Prepare)
+			for _, p := range priorities {
+				fill(b, be, storeKey(k, p), Member("", p), per, float64(t0*128))
+			}
+			left = per * len(priorities)
+			b.StartTimer()
+		}
+		r, err := Claim(b.Context(), be.Client, k, t0, n, 30_000, testAging)
+		if err != nil || len(r.Leased) != n {
+			b.Fatalf("Claim = %d leased, %v", len(r.Leased), err)
+		}
+		left -= n
+	}
+	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
 }
 
 func BenchmarkAdd(b *testing.B) {
@@ -111,8 +128,8 @@ func BenchmarkAdd(b *testing.B) {
 func leases(b *testing.B, be *luatest.Backend, stock int) {
 	b.Helper()
 	k := keysOf(be, 0)
-	del(b, be, k.Store, k.Prepare, k.Dead)
-	fill(b, be, k.Prepare, stock, float64(t0*128))
+	del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Prepare, k.Dead)
+	fill(b, be, k.Prepare, "", stock, float64(t0*128))
 }
 
 func BenchmarkAck(b *testing.B) {
@@ -195,8 +212,8 @@ func BenchmarkRevive(b *testing.B) {
 	for b.Loop() {
 		if next >= stock {
 			b.StopTimer()
-			del(b, be, k.Store, k.Dead)
-			fill(b, be, k.Dead, stock, float64(t0*128+16))
+			del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Dead)
+			fill(b, be, k.Dead, "", stock, float64(t0*128+16))
 			next = 0
 			b.StartTimer()
 		}

@@ -5,30 +5,62 @@
 // # Scripts
 //
 // Each script lives in its own file (add.lua, claim.lua, ack.lua,
-// retry.lua, sweep.lua, revive.lua), embedded in the binary, opening with
-// a header that lists its KEYS, ARGV and reply. Every script touches only
-// the keys passed in KEYS, which all belong to one slot and share its hash
-// tag (see package slots), so it runs on one Redis Cluster node. Every
-// script is bounded: by a LIMIT, or by the number of arguments, which the
-// wrappers cap at [MaxBatch]. Scripts never read the clock: the caller
-// passes now in ARGV as integer Unix milliseconds.
+// retry.lua, defer.lua, sweep.lua, revive.lua), embedded in the binary,
+// opening with a header that lists its KEYS, ARGV and reply. Every script
+// touches only the keys passed in KEYS, which all belong to one slot and
+// share its hash tag (see package slots), so it runs on one Redis Cluster
+// node. Scripts that take Store sets take all three, highest priority
+// first, before the slot's other keys: KEYS = storeHigh, store, storeLow,
+// then prepare and dead as the script needs them. Every script is bounded:
+// by a LIMIT, or by the number of arguments, which the wrappers cap at
+// [MaxBatch]. Scripts never read the clock: the caller passes now in ARGV
+// as integer Unix milliseconds.
 //
 // Wrappers run a script by its SHA (EVALSHA) and fall back to EVAL when
 // the server answers NOSCRIPT (after a restart or SCRIPT FLUSH), also
 // inside pipelines. They accept any go-redis client that can script and
 // pipeline: [*redis.Client], [*redis.ClusterClient], [redis.UniversalClient].
 //
+// # Priorities and members
+//
+// A slot has three Store sets, one per priority: StoreHigh, Store (normal)
+// and StoreLow; its Prepare and Dead sets are shared. A member is the job
+// id in decimal with a suffix naming its priority ([Member],
+// [SplitMember]):
+//
+//	"123"   normal, in Store
+//	"123h"  high, in StoreHigh
+//	"123l"  low, in StoreLow
+//
+// The member keeps its suffix in Prepare and Dead, so the scripts that
+// move a member back (retry, defer, sweep, revive) put it in the Store
+// set its last byte names without being told, and normal members read as
+// they did before priorities. An empty set costs Redis nothing.
+//
+// # Claim order and aging
+//
+// claim reads up to limit due members from each Store set and merges them
+// by rank = due ms + the aging offset of the member's priority ([Aging],
+// passed in ARGV; package prepare takes it from timer.PriorityAging: high
+// 0, normal 10 s, low 60 s). Equal ranks go high, normal, low; members of
+// one set keep its order. So a high job goes before a normal one due up to
+// 10 s earlier and a low one due up to 60 s earlier, but a job is never
+// overtaken by one of higher priority that came due more than its offset
+// difference after it: aging bounds the wait, so low jobs do not starve.
+// Priority reorders only jobs that are due; it never makes one due sooner.
+//
 // # Wake-ups
 //
-// add and revive compare the slot's earliest due millisecond in Store
-// before and after; when it moved earlier they report the new earliest
-// score and, given a channel, PUBLISH "<topic> <slot> <due ms>" to it from
-// inside the script, so every worker hears of a slot due sooner.
+// add and revive compare the slot's earliest due millisecond over its
+// three Store sets before and after; when it moved earlier they report the
+// new earliest score and, given a channel, PUBLISH "<topic> <slot> <due
+// ms>" to it from inside the script, so every worker hears of a slot due
+// sooner.
 //
 // # Scores
 //
-// A member of the Store, Prepare and Dead sets is a job id in decimal. Its
-// score packs a time in Unix milliseconds and an attempt count:
+// A member of the Store, Prepare and Dead sets has a score that packs a
+// time in Unix milliseconds and an attempt count:
 //
 //	score = ms*128 + attempt    (0 <= attempt <= 127)
 //
@@ -41,6 +73,7 @@
 // be below 2^46 ([MaxMillis], in the year 4199) and not negative. [Score]
 // rejects anything outside 0 <= ms <= MaxMillis and 0 <= attempt <=
 // [MaxAttempt] instead of wrapping it. In a lease, the Prepare score is
-// also the lease token: ack and retry act only while it is unchanged.
-// Scripts that add one to an attempt saturate it at 127.
+// also the lease token: ack, retry and defer act only while it is
+// unchanged. Scripts that add one to an attempt saturate it at 127; defer
+// keeps it.
 package lua

@@ -1,36 +1,33 @@
--- revive: move a dead job back to Store.
+-- revive: move a dead job back to its Store set.
 --
--- KEYS[1]  store    the slot's Store set
--- KEYS[2]  dead     the slot's Dead set
--- ARGV[1]  member
+-- KEYS[1]  storeHigh  the slot's Store set of high priority
+-- KEYS[2]  store      the slot's Store set of normal priority
+-- KEYS[3]  storeLow   the slot's Store set of low priority
+-- KEYS[4]  dead       the slot's Dead set
+-- ARGV[1]  member   its last byte names its Store set: "h" high, "l" low,
+--                   anything else normal
 -- ARGV[2]  score    its new Store score, due ms * 128 (attempt 0)
 -- ARGV[3]  channel  wake channel to PUBLISH to; "" for none
 -- ARGV[4]  prefix   wake message prefix, "<topic> <slot>"
 --
 -- Reply: {revived, earliest}
---   revived   1 if the member was in Dead and is now in Store, else 0
---   earliest  Store's lowest score when the member's return moved the
---             earliest due ms earlier (as in add), else nil. Then, if
---             channel is not "", the script also publishes
+--   revived   1 if the member was in Dead and is now in its Store set,
+--             else 0
+--   earliest  the lowest score of the three Store sets when the member's
+--             return moved their earliest due ms earlier (as in add), else
+--             nil. Then, if channel is not "", the script also publishes
 --             "<prefix> <due ms>" to channel.
 
-local store, dead = KEYS[1], KEYS[2]
+local storeHigh, store, storeLow, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
 local member, score, channel, prefix = ARGV[1], ARGV[2], ARGV[3], ARGV[4]
+local stores = {storeHigh, store, storeLow}
 if redis.call('ZREM', dead, member) == 0 then
   return {0, false}
 end
 
-local function head()
-  local r = redis.call('ZRANGE', store, 0, 0, 'WITHSCORES')
-  if r[2] then
-    return tonumber(r[2])
-  end
-  return nil
-end
-
-local before = head()
-redis.call('ZADD', store, score, member)
-local after = head()
+local before = earliest(stores)
+redis.call('ZADD', stores[level(member)], score, member)
+local after = earliest(stores)
 local due = math.floor(after / 128)
 if before ~= nil and due >= math.floor(before / 128) then
   return {1, false}

@@ -34,15 +34,23 @@ var (
 	sweepSrc string
 	//go:embed revive.lua
 	reviveSrc string
+	//go:embed defer.lua
+	deferSrc string
+	// memberSrc defines level(member), the Store set a member's suffix
+	// names, and earliest(stores), the lowest score of a slot's Store
+	// sets; it opens every script, as Redis scripts cannot share code.
+	//go:embed member.lua
+	memberSrc string
 )
 
 var (
-	addScript    = redis.NewScript(addSrc)
-	claimScript  = redis.NewScript(claimSrc)
-	ackScript    = redis.NewScript(ackSrc)
-	retryScript  = redis.NewScript(retrySrc)
-	sweepScript  = redis.NewScript(sweepSrc)
-	reviveScript = redis.NewScript(reviveSrc)
+	addScript    = redis.NewScript(memberSrc + addSrc)
+	claimScript  = redis.NewScript(memberSrc + claimSrc)
+	ackScript    = redis.NewScript(memberSrc + ackSrc)
+	retryScript  = redis.NewScript(memberSrc + retrySrc)
+	sweepScript  = redis.NewScript(memberSrc + sweepSrc)
+	reviveScript = redis.NewScript(memberSrc + reviveSrc)
+	deferScript  = redis.NewScript(memberSrc + deferSrc)
 )
 
 // scripts names every script, for Load and tests.
@@ -53,6 +61,7 @@ var scripts = map[string]*redis.Script{
 	"retry":  retryScript,
 	"sweep":  sweepScript,
 	"revive": reviveScript,
+	"defer":  deferScript,
 }
 
 // Load loads every script into the server's script cache (on a cluster,

@@ -85,3 +85,15 @@ func headOf(v any) (Head, error) {
 	ms, attempt := splitInt(n)
 	return Head{Ms: ms, Attempt: attempt, OK: true}, nil
 }
+
+// Earliest returns the lowest of heads by ms, then attempt; OK is false
+// when none is.
+func Earliest(heads ...Head) Head {
+	var low Head
+	for _, h := range heads {
+		if h.OK && (!low.OK || h.Ms < low.Ms || (h.Ms == low.Ms && h.Attempt < low.Attempt)) {
+			low = h
+		}
+	}
+	return low
+}

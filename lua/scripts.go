@@ -15,13 +15,16 @@ type AddMode string
 
 // Modes of Add.
 const (
-	// ModeSet adds each member to Store or replaces its score there.
+	// ModeSet adds each member to its Store set or replaces its score
+	// there.
 	ModeSet AddMode = "set"
-	// ModeRestore adds only members in none of Store, Prepare and Dead.
+	// ModeRestore adds only members in none of their Store set, Prepare
+	// and Dead.
 	ModeRestore AddMode = "restore"
 )
 
-// Entry is one member with its decoded score.
+// Entry is one member with its decoded score. The member carries its
+// priority (see Member).
 type Entry struct {
 	Member  string
 	Ms      int64
@@ -33,7 +36,8 @@ type AddCall struct {
 	Keys slots.KeySet
 	Mode AddMode
 	// WakeChannel is the channel the script publishes to when the slot's
-	// earliest due time moves earlier; "" publishes nothing.
+	// earliest due time (over its three Store sets) moves earlier; ""
+	// publishes nothing.
 	WakeChannel string
 	// WakeMessage starts the published message, "<topic> <slot>"; the
 	// script appends " <due ms>".
@@ -44,10 +48,10 @@ type AddCall struct {
 
 // AddResult is the reply of one AddCall.
 type AddResult struct {
-	// Added counts the members new to Store.
+	// Added counts the members new to their Store set.
 	Added int
-	// Earliest is Store's lowest entry when its due ms moved earlier
-	// (OK false otherwise).
+	// Earliest is the lowest entry of the slot's Store sets when their
+	// earliest due ms moved earlier (OK false otherwise).
 	Earliest Head
 }
 
@@ -70,7 +74,7 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 			}
 			args = append(args, e.Member, formatScore(n))
 		}
-		runs[i] = call{addScript, []string{ac.Keys.Store, ac.Keys.Prepare, ac.Keys.Dead}, args}
+		runs[i] = call{addScript, []string{ac.Keys.StoreHigh, ac.Keys.Store, ac.Keys.StoreLow, ac.Keys.Prepare, ac.Keys.Dead}, args}
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
@@ -106,16 +110,19 @@ type Leased struct {
 
 // ClaimResult is the reply of Claim.
 type ClaimResult struct {
+	// Leased are in claim order: by due ms plus aging offset.
 	Leased []Leased
-	// StoreHead is the lowest entry left in Store.
+	// StoreHead is the lowest entry left in the three Store sets.
 	StoreHead Head
 	// PrepareHead is the lowest entry in Prepare: the next lease deadline.
 	PrepareHead Head
 }
 
-// Claim leases up to limit (1..MaxBatch) members of Store due at or
-// before nowMs, each until nowMs+leaseMs.
-func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit int, leaseMs int64) (ClaimResult, error) {
+// Claim leases up to limit (1..MaxBatch) members of the slot's Store sets
+// due at or before nowMs, each until nowMs+leaseMs, taking them in the
+// order of due ms plus their priority's offset in aging (ties: high,
+// normal, low).
+func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit int, leaseMs int64, aging Aging) (ClaimResult, error) {
 	if err := checkMillis("now", nowMs); err != nil {
 		return ClaimResult{}, fmt.Errorf("claim: %w", err)
 	}
@@ -125,8 +132,11 @@ func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit 
 	if leaseMs < 1 || leaseMs > MaxMillis-nowMs {
 		return ClaimResult{}, fmt.Errorf("claim: lease %d ms: %w", leaseMs, ErrRange)
 	}
-	replies, err := run(ctx, c, []call{{claimScript, []string{keys.Store, keys.Prepare},
-		[]any{nowMs, limit, leaseMs}}})
+	if err := aging.check(); err != nil {
+		return ClaimResult{}, fmt.Errorf("claim: %w", err)
+	}
+	replies, err := run(ctx, c, []call{{claimScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare},
+		[]any{nowMs, limit, leaseMs, aging.High, aging.Normal, aging.Low}}})
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim: %w", err)
 	}
@@ -168,7 +178,7 @@ func decodeClaim(v any) (ClaimResult, error) {
 	return r, nil
 }
 
-// Held is a lease presented to Ack or Retry.
+// Held is a lease presented to Ack, Retry or Defer.
 type Held struct {
 	Member string
 	Token  float64
@@ -232,7 +242,7 @@ const (
 )
 
 // Retry ends the lease l after a failed attempt: the member goes back to
-// Store due at retryAtMs with one more attempt, or to Dead (died at nowMs)
+// its Store set due at retryAtMs with one more attempt, or to Dead (died at nowMs)
 // when that makes maxAttempts (1..MaxAttempt) attempts. Nothing changes
 // when the lease is no longer held.
 func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs int64, maxAttempts int, nowMs int64) (RetryResult, error) {
@@ -249,7 +259,7 @@ func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs i
 	if maxAttempts < 1 || maxAttempts > MaxAttempt {
 		return 0, fmt.Errorf("retry %s: max attempts %d: %w (1..%d)", l.Member, maxAttempts, ErrRange, MaxAttempt)
 	}
-	replies, err := run(ctx, c, []call{{retryScript, []string{keys.Store, keys.Prepare, keys.Dead},
+	replies, err := run(ctx, c, []call{{retryScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare, keys.Dead},
 		[]any{l.Member, tok, retryAtMs, maxAttempts, nowMs}}})
 	if err != nil {
 		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
@@ -261,9 +271,33 @@ func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs i
 	return RetryResult(n), nil
 }
 
+// Defer ends the lease l of a member that was not fired: it goes back to
+// its Store set due at atMs with its attempt count unchanged. It reports
+// false, changing nothing, when the lease is no longer held.
+func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64) (bool, error) {
+	tok, err := formatToken(l.Token)
+	if err != nil {
+		return false, fmt.Errorf("defer %s: %w", l.Member, err)
+	}
+	if err := checkMillis("defer to", atMs); err != nil {
+		return false, fmt.Errorf("defer %s: %w", l.Member, err)
+	}
+	replies, err := run(ctx, c, []call{{deferScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare},
+		[]any{l.Member, tok, atMs}}})
+	if err != nil {
+		return false, fmt.Errorf("defer %s: %w", l.Member, err)
+	}
+	n, err := replyInt(replies[0])
+	if err != nil || n < 0 || n > 1 {
+		return false, fmt.Errorf("defer %s: %w: %v", l.Member, errReply, replies[0])
+	}
+	return n == 1, nil
+}
+
 // SweepResult is the reply of Sweep.
 type SweepResult struct {
-	// Returned counts the members put back in Store (or left there).
+	// Returned counts the members put back in their Store sets (or left
+	// there).
 	Returned int
 	// Dead lists the members moved to Dead, with their attempt counts.
 	Dead []Entry
@@ -272,7 +306,7 @@ type SweepResult struct {
 }
 
 // Sweep takes up to limit (1..MaxBatch) leases that ended at or before
-// nowMs out of Prepare: back to Store due at once with one more attempt,
+// nowMs out of Prepare: back to their Store sets due at once with one more attempt,
 // or to Dead when that makes attemptCap (1..MaxAttempt) attempts.
 func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
 	if err := checkMillis("now", nowMs); err != nil {
@@ -284,7 +318,7 @@ func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit,
 	if attemptCap < 1 || attemptCap > MaxAttempt {
 		return SweepResult{}, fmt.Errorf("sweep: attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
 	}
-	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.Store, keys.Prepare, keys.Dead},
+	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare, keys.Dead},
 		[]any{nowMs, limit, attemptCap}}})
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: %w", err)
@@ -343,20 +377,23 @@ type ReviveCall struct {
 
 // ReviveResult is the reply of Revive.
 type ReviveResult struct {
-	// Revived says whether the member was in Dead (and is now in Store).
+	// Revived says whether the member was in Dead (and is now in its
+	// Store set).
 	Revived bool
-	// Earliest is Store's lowest entry when the revival moved its due ms
-	// earlier (OK false otherwise); the script then published a wake-up.
+	// Earliest is the lowest entry of the slot's Store sets when the
+	// revival moved their earliest due ms earlier (OK false otherwise);
+	// the script then published a wake-up.
 	Earliest Head
 }
 
-// Revive moves a member from Dead to Store, due at rc.Ms with attempt 0.
+// Revive moves a member from Dead to its Store set, due at rc.Ms with
+// attempt 0.
 func Revive(ctx context.Context, c Client, rc ReviveCall) (ReviveResult, error) {
 	n, err := scoreInt(rc.Ms, 0)
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
 	}
-	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.Store, rc.Keys.Dead},
+	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.StoreHigh, rc.Keys.Store, rc.Keys.StoreLow, rc.Keys.Dead},
 		[]any{rc.Member, formatScore(n), rc.WakeChannel, rc.WakeMessage}}})
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)

@@ -67,9 +67,13 @@ func addSet(t *testing.T, b *luatest.Backend, k slots.KeySet, es ...Entry) AddRe
 	return addOne(t, b, AddCall{Keys: k, Mode: ModeSet, Entries: es})
 }
 
+// testAging is timer.PriorityAging in ms, which this package does not
+// import.
+var testAging = Aging{High: 0, Normal: 10_000, Low: 60_000}
+
 func claim(t *testing.T, b *luatest.Backend, k slots.KeySet, now int64, limit int, lease int64) ClaimResult {
 	t.Helper()
-	r, err := Claim(t.Context(), b.Client, k, now, limit, lease)
+	r, err := Claim(t.Context(), b.Client, k, now, limit, lease, testAging)
 	if err != nil {
 		t.Fatalf("Claim: %v", err)
 	}
@@ -119,15 +123,7 @@ func TestAddWake(t *testing.T) {
 
 func TestAddPublishes(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		// A message that never comes fails the test instead of hanging it.
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		channel := b.Prefix + "wake"
-		sub := b.Client.Subscribe(ctx, channel)
-		t.Cleanup(func() { sub.Close() })
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatalf("SUBSCRIBE: %v", err)
-		}
+		ctx, channel, sub := subscribeWakes(t, b)
 		k := keysOf(b, 9)
 		call := func(e Entry) {
 			addOne(t, b, AddCall{Keys: k, Mode: ModeSet, WakeChannel: channel, WakeMessage: topic + " 9", Entries: []Entry{e}})
@@ -304,7 +300,7 @@ func TestClaimEdges(t *testing.T) {
 			{t0, 0, 10}, {t0, MaxBatch + 1, 10}, {t0, 1, 0}, {-1, 1, 10},
 			{MaxMillis + 1, 1, 10}, {MaxMillis - 5, 1, 6},
 		} {
-			if _, err := Claim(ctx, b.Client, k, c.now, c.limit, c.lease); err == nil {
+			if _, err := Claim(ctx, b.Client, k, c.now, c.limit, c.lease, testAging); err == nil {
 				t.Errorf("Claim(now %d, limit %d, lease %d) succeeded", c.now, c.limit, c.lease)
 			}
 		}
@@ -524,14 +520,7 @@ func TestSweepSaturates(t *testing.T) {
 
 func TestRevive(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
-		defer cancel()
-		channel := b.Prefix + "wake"
-		sub := b.Client.Subscribe(ctx, channel)
-		t.Cleanup(func() { sub.Close() })
-		if _, err := sub.Receive(ctx); err != nil {
-			t.Fatalf("SUBSCRIBE: %v", err)
-		}
+		ctx, channel, sub := subscribeWakes(t, b)
 		k := keysOf(b, 14)
 		revive := func(member string, ms int64) ReviveResult {
 			t.Helper()
@@ -637,8 +626,11 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 			if _, err := Add(ctx, b.Client, AddCall{Keys: k, Mode: ModeRestore, Entries: []Entry{{"1", t0, 0}}}); err != nil {
 				t.Fatal(err)
 			}
-			r, err := Claim(ctx, b.Client, k, t0, 1, 10)
+			r, err := Claim(ctx, b.Client, k, t0, 1, 10, testAging)
 			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Defer(ctx, b.Client, k, held(r.Leased[0]), t0); err != nil {
 				t.Fatal(err)
 			}
 			if _, err := Ack(ctx, b.Client, AckCall{Keys: k, Leases: []Held{held(r.Leased[0])}}); err != nil {
@@ -680,11 +672,13 @@ func TestCheckScriptKeys(t *testing.T) {
 // not: each script documents itself, never reads the clock, bounds its
 // ranges, and touches only keys it was passed.
 func TestScriptSources(t *testing.T) {
-	srcs := map[string]string{"add": addSrc, "claim": claimSrc, "ack": ackSrc, "retry": retrySrc, "sweep": sweepSrc, "revive": reviveSrc}
+	srcs := map[string]string{"add": addSrc, "claim": claimSrc, "ack": ackSrc, "retry": retrySrc, "sweep": sweepSrc,
+		"revive": reviveSrc, "defer": deferSrc}
 	if len(srcs) != len(scripts) {
 		t.Fatalf("%d sources for %d scripts", len(srcs), len(scripts))
 	}
-	keyLocal := regexp.MustCompile(`(?m)^local ([a-z, ]+) = (KEYS\[\d\](?:, KEYS\[\d\])*)$`)
+	keyLocal := regexp.MustCompile(`(?m)^local ([A-Za-z, ]+) = (KEYS\[\d\](?:, KEYS\[\d\])*)$`)
+	keyTable := regexp.MustCompile(`(?m)^local (\w+) = \{([A-Za-z, ]+)\}$`)
 	redisCall := regexp.MustCompile(`redis\.p?call\('(\w+)', ([^,)]+)`)
 	for name, src := range srcs {
 		if !strings.HasPrefix(src, "-- "+name+": ") {
@@ -711,6 +705,18 @@ func TestScriptSources(t *testing.T) {
 				keys[strings.TrimSpace(n)] = true
 			}
 		}
+		// A table of keys only: indexing it gives a key.
+		tables := map[string]bool{}
+		for _, m := range keyTable.FindAllStringSubmatch(src, -1) {
+			all := true
+			for _, n := range strings.Split(m[2], ",") {
+				all = all && keys[strings.TrimSpace(n)]
+			}
+			tables[m[1]] = all
+		}
+		if strings.Contains(src, "local function level") {
+			t.Errorf("%s: defines level, which member.lua, its prelude, defines", name)
+		}
 		calls := redisCall.FindAllStringSubmatch(src, -1)
 		if len(calls) == 0 {
 			t.Errorf("%s: no redis.call found", name)
@@ -720,7 +726,8 @@ func TestScriptSources(t *testing.T) {
 			if cmd == "PUBLISH" {
 				continue
 			}
-			if !keys[arg] && !strings.HasPrefix(arg, "KEYS[") {
+			table, _, indexed := strings.Cut(arg, "[")
+			if !keys[arg] && !strings.HasPrefix(arg, "KEYS[") && !(indexed && tables[table]) {
 				t.Errorf("%s: %s on %q, not a key passed in KEYS", name, cmd, arg)
 			}
 			if cmd == "ZRANGEBYSCORE" && !strings.Contains(src[strings.Index(src, c[0]):], "'LIMIT'") {
@@ -765,4 +772,19 @@ func TestMaxBatch(t *testing.T) {
 			t.Error("Add of MaxBatch+1 entries succeeded")
 		}
 	})
+}
+
+// subscribeWakes subscribes to b's wake channel; ctx ends after 10 s, so
+// a message that never comes fails the test instead of hanging it.
+func subscribeWakes(t *testing.T, b *luatest.Backend) (context.Context, string, *redis.PubSub) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	t.Cleanup(cancel)
+	channel := b.Prefix + "wake"
+	sub := b.Client.Subscribe(ctx, channel)
+	t.Cleanup(func() { sub.Close() })
+	if _, err := sub.Receive(ctx); err != nil {
+		t.Fatalf("SUBSCRIBE: %v", err)
+	}
+	return ctx, channel, sub
 }

@@ -1,20 +1,23 @@
 -- sweep: return expired leases of one slot.
 --
--- KEYS[1]  store    the slot's Store set
--- KEYS[2]  prepare  the slot's Prepare set
--- KEYS[3]  dead     the slot's Dead set
+-- KEYS[1]  storeHigh  the slot's Store set of high priority
+-- KEYS[2]  store      the slot's Store set of normal priority
+-- KEYS[3]  storeLow   the slot's Store set of low priority
+-- KEYS[4]  prepare    the slot's Prepare set
+-- KEYS[5]  dead       the slot's Dead set
 -- ARGV[1]  now         integer Unix ms
 -- ARGV[2]  limit       how many leases to sweep at most (1..1000, for unpack)
 -- ARGV[3]  attemptCap  1..127
 --
 -- Takes up to limit members of Prepare whose lease ended at or before now
--- (score <= now*128+127), oldest first, out of Prepare. With
+-- (score <= now*128+127), oldest first, out of Prepare. A member's last
+-- byte names its Store set: "h" high, "l" low, anything else normal. With
 -- attempt = score % 128 + 1 each one
 --   - goes to Dead with score now*128 + attempt when attempt >= attemptCap
---     (attempt saturates at 127), and leaves Store if it was there;
---   - else goes back to Store, due now: score now*128 + attempt, unless it
---     is already in Store (it was added again while leased: that newer
---     entry wins, and the member counts as returned all the same).
+--     (attempt saturates at 127), and leaves its Store set if it was there;
+--   - else goes back to its Store set, due now: score now*128 + attempt,
+--     unless it is already there (it was added again while leased: that
+--     newer entry wins, and the member counts as returned all the same).
 --
 -- Reply: {returned, deadMembers, deadAttempts, prepareHead}
 --   returned      how many members went back to (or stayed in) Store
@@ -22,15 +25,20 @@
 --   deadAttempts  their attempt counts, in the same order
 --   prepareHead   the lowest score left in Prepare, or nil when it is empty
 
-local store, prepare, dead = KEYS[1], KEYS[2], KEYS[3]
+local storeHigh, store, storeLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now, limit, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local stores = {storeHigh, store, storeLow}
+
 
 local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', now * 128 + 127,
   'WITHSCORES', 'LIMIT', 0, limit)
-local back, buried, deadMembers, deadAttempts = {}, {}, {}, {}
+local back, gone = {{}, {}, {}}, {{}, {}, {}}
+local buried, deadMembers, deadAttempts = {}, {}, {}
+local returned = 0
 for i = 1, #expired - 1, 2 do
   local member = expired[i]
   local attempt = tonumber(expired[i + 1]) % 128 + 1
+  local s = level(member)
   if attempt >= cap or attempt > 127 then
     if attempt > 127 then
       attempt = 127
@@ -39,23 +47,28 @@ for i = 1, #expired - 1, 2 do
     buried[#buried + 1] = member
     deadMembers[#deadMembers + 1] = member
     deadAttempts[#deadAttempts + 1] = attempt
+    gone[s][#gone[s] + 1] = member
   else
-    back[#back + 1] = now * 128 + attempt
-    back[#back + 1] = member
+    back[s][#back[s] + 1] = now * 128 + attempt
+    back[s][#back[s] + 1] = member
+    returned = returned + 1
   end
 end
 if #expired > 0 then
   -- The expired members are Prepare's first ones: the range began at -inf.
   redis.call('ZREMRANGEBYRANK', prepare, 0, #expired / 2 - 1)
 end
-if #back > 0 then
-  -- NX: a member already in Store keeps its entry.
-  redis.call('ZADD', store, 'NX', unpack(back))
+for s = 1, 3 do
+  if #back[s] > 0 then
+    -- NX: a member already in its Store set keeps its entry.
+    redis.call('ZADD', stores[s], 'NX', unpack(back[s]))
+  end
+  if #gone[s] > 0 then
+    redis.call('ZREM', stores[s], unpack(gone[s]))
+  end
 end
 if #buried > 0 then
   redis.call('ZADD', dead, unpack(buried))
-  redis.call('ZREM', store, unpack(deadMembers))
 end
-local returned = #back / 2
 local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
 return {returned, deadMembers, deadAttempts, p[2] and tonumber(p[2]) or false}

@@ -54,7 +54,9 @@ func TestCluster(t *testing.T) {
 	w.waitSubscribed(t)
 	var timers []timer.Timer
 	for id := timer.JobID(1); id <= 64; id++ {
-		timers = append(timers, tm(id, "orders", 16, at(int64(id))))
+		tt := tm(id, "orders", 16, at(int64(id)))
+		tt.Priority = timer.Priority(int(id%3) - 1) // all three Store sets
+		timers = append(timers, tt)
 	}
 	wakes, err := q.Add(ctx, timers)
 	if err != nil || len(wakes) != 16 {
@@ -92,11 +94,15 @@ func TestCluster(t *testing.T) {
 	if o, err := q.Retry(ctx, leases[61], at(100), 5, at(65)); err != nil || o != timer.Retried {
 		t.Errorf("Retry = %v, %v", o, err)
 	}
+	if ok, err := q.Defer(ctx, leases[63], at(100)); err != nil || !ok {
+		t.Errorf("Defer = %v, %v", ok, err)
+	}
 	sw, err := q.Sweep(ctx, leases[62].Slot, at(2000), 10)
 	if err != nil || sw.Returned < 1 {
 		t.Errorf("Sweep = %+v, %v", sw, err)
 	}
-	if ok, _, err := q.Revive(ctx, timer.Timer{ID: leases[60].ID, Topic: "orders", Slots: 16, Basis: uint64(leases[60].ID), DueAt: at(5)}); err != nil || !ok {
+	if ok, _, err := q.Revive(ctx, timer.Timer{ID: leases[60].ID, Topic: "orders", Slots: 16, Basis: uint64(leases[60].ID),
+		DueAt: at(5), Priority: leases[60].Priority}); err != nil || !ok {
 		t.Errorf("Revive = %v, %v", ok, err)
 	}
 	stored, leased, dead, next, err := q.Stats(ctx, "orders", 16)
@@ -105,7 +111,9 @@ func TestCluster(t *testing.T) {
 	}
 	var back []timer.Timer
 	for _, l := range leases[60:] {
-		back = append(back, tm(l.ID, "orders", 16, t0))
+		tt := tm(l.ID, "orders", 16, t0)
+		tt.Priority = l.Priority
+		back = append(back, tt)
 	}
 	if n, err := q.Remove(ctx, back); err != nil || int64(n) != stored {
 		t.Errorf("Remove = %d, %v; want %d", n, err, stored)

@@ -3,20 +3,34 @@
 // then ack, so that no timer is lost when a worker dies mid-fire.
 //
 // [Queue] implements [timer.Index] (add, restore, remove, revive),
-// [timer.Leaser] (claim, ack, retry, sweep) and [timer.Waker] (wake-ups
-// over Redis pub/sub), each state change being one script of package lua.
+// [timer.Leaser] (claim, ack, retry, defer, sweep) and [timer.Waker]
+// (wake-ups over Redis pub/sub), each state change being one script of
+// package lua.
 //
 // # Flow of a timer
 //
 //	Add ──► Store ──Claim──► Prepare ──Ack──► (gone)
 //	          ▲                 │
-//	          └──Retry, Sweep───┤
-//	                            └──Retry, Sweep at the attempt cap──► Dead ──Revive──► Store
+//	          └──Retry, Defer,──┤
+//	               Sweep        └──Retry, Sweep at the attempt cap──► Dead ──Revive──► Store
 //
 // A claim moves due timers from Store to Prepare, scored by the lease
-// deadline; the score is the lease token. Ack and Retry act only while the
-// token is unchanged. A lease that is neither acked nor retried before its
-// deadline is swept back to Store with one more attempt.
+// deadline; the score is the lease token. Ack, Retry and Defer act only
+// while the token is unchanged. A lease that is neither acked, retried
+// nor deferred before its deadline is swept back to Store with one more
+// attempt. Defer returns a job that was not sent with its attempt count
+// unchanged.
+//
+// # Priorities
+//
+// Each slot has a Store set per priority (see package lua for the member
+// encoding); Prepare and Dead are shared. A timer goes to the Store set
+// of its [timer.Priority], and every lease and dead job comes back with the
+// priority its member names, so Ack, Retry and Defer find it again. Claim
+// takes due timers of all three sets in the order of due time plus
+// [timer.PriorityAging]: high before normal before low, but never a
+// higher job over a lower one that came due more than the difference in
+// aging earlier. Peek and Stats read all three sets.
 //
 // # Batching
 //

@@ -23,6 +23,14 @@ const (
 	DefaultWakeSuffix = "wake"
 )
 
+// aging is timer.PriorityAging in milliseconds, as the claim script takes
+// it: timer stays the one source of the offsets.
+var aging = lua.Aging{
+	High:   timer.PriorityAging(timer.PriorityHigh).Milliseconds(),
+	Normal: timer.PriorityAging(timer.PriorityNormal).Milliseconds(),
+	Low:    timer.PriorityAging(timer.PriorityLow).Milliseconds(),
+}
+
 // SweepAttemptCap is the attempt count at which Sweep buries an expired
 // lease instead of returning it: timer.MaxAttemptsLimit, as timer.Leaser
 // documents. A job's own max attempts is enforced by Retry.
@@ -128,7 +136,7 @@ func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 		if _, err := lua.Score(ms, t.Attempt); err != nil {
 			return 0, nil, fmt.Errorf("timer %d: %w: %w", t.ID, timer.ErrInvalid, err)
 		}
-		g.add(slot, lua.Entry{Member: t.ID.String(), Ms: ms, Attempt: t.Attempt})
+		g.add(slot, lua.Entry{Member: member(t.ID, t.Priority), Ms: ms, Attempt: t.Attempt})
 	}
 	var calls []lua.AddCall
 	var callSlots []timer.Slot
@@ -168,32 +176,46 @@ func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 	return added, wakes, nil
 }
 
-// Remove implements timer.Index.
+// Remove implements timer.Index. It removes each timer from the Store set
+// of its priority.
 func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
-	var g grouping[any]
+	var g grouping[timer.Timer]
 	for _, t := range timers {
 		slot, err := slotOf(t)
 		if err != nil {
 			return 0, fmt.Errorf("remove timers: %w", err)
 		}
-		g.add(slot, t.ID.String())
+		g.add(slot, t)
 	}
 	batches := g.batches()
 	if len(batches) == 0 {
 		return 0, nil
 	}
+	type removal struct {
+		slot timer.Slot
+		cmd  *redis.IntCmd
+	}
+	var rs []removal
 	pipe := q.client.Pipeline()
-	cmds := make([]*redis.IntCmd, len(batches))
-	for i, b := range batches {
-		cmds[i] = pipe.ZRem(ctx, q.Keys(b.slot).Store, b.items...)
+	for _, b := range batches {
+		var members [3][]any // by priority, as KeySet.Stores orders them
+		for _, t := range b.items {
+			i := storeIndex(t.Priority)
+			members[i] = append(members[i], member(t.ID, t.Priority))
+		}
+		for i, key := range q.Keys(b.slot).Stores() {
+			if len(members[i]) > 0 {
+				rs = append(rs, removal{b.slot, pipe.ZRem(ctx, key, members[i]...)})
+			}
+		}
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	n := 0
-	for i, cmd := range cmds {
-		if err := cmd.Err(); err != nil {
-			return 0, fmt.Errorf("remove timers of slot %s: %w", batches[i].slot, err)
+	for _, r := range rs {
+		if err := r.cmd.Err(); err != nil {
+			return 0, fmt.Errorf("remove timers of slot %s: %w", r.slot, err)
 		}
-		n += int(cmd.Val())
+		n += int(r.cmd.Val())
 	}
 	return n, nil
 }
@@ -212,7 +234,7 @@ func (q *Queue) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, 
 	}
 	r, err := lua.Revive(ctx, q.client, lua.ReviveCall{
 		Keys:        q.Keys(slot),
-		Member:      t.ID.String(),
+		Member:      member(t.ID, t.Priority),
 		Ms:          ms,
 		WakeChannel: q.cfg.WakeChannel,
 		WakeMessage: slot.Topic + " " + strconv.Itoa(slot.Index),
@@ -226,11 +248,13 @@ func (q *Queue) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, 
 	return r.Revived, []timer.Wake{{Slot: slot, DueAt: timer.TimeOf(r.Earliest.Ms)}}, nil
 }
 
-// Claim implements timer.Leaser. limit must be positive; above
-// lua.MaxBatch it is lowered to that, so that one call never blocks Redis
-// for long (the claim then returns fewer than limit leases with NextDue
-// not after now). lease must be at least a millisecond and is truncated
-// to milliseconds.
+// Claim implements timer.Leaser. It takes due timers of all priorities in
+// the order of due time plus timer.PriorityAging (ties: high, normal,
+// low), and returns the leases in that order. limit must be positive;
+// above lua.MaxBatch it is lowered to that, so that one call never blocks
+// Redis for long (the claim then returns fewer than limit leases with
+// NextDue not after now). lease must be at least a millisecond and is
+// truncated to milliseconds.
 func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
 	if err := checkSlot(slot); err != nil {
 		return timer.Claim{}, fmt.Errorf("claim: %w", err)
@@ -246,7 +270,7 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	if lease < time.Millisecond {
 		return timer.Claim{}, fmt.Errorf("claim slot %s: lease %v: %w (at least 1ms)", slot, lease, timer.ErrInvalid)
 	}
-	r, err := lua.Claim(ctx, q.client, q.Keys(slot), nowMs, limit, lease.Milliseconds())
+	r, err := lua.Claim(ctx, q.client, q.Keys(slot), nowMs, limit, lease.Milliseconds(), aging)
 	if err != nil {
 		return timer.Claim{}, fmt.Errorf("claim slot %s: %w", slot, invalid(err))
 	}
@@ -257,14 +281,14 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	}
 	var bad error
 	for _, l := range r.Leased {
-		id, err := timer.ParseJobID(l.Member)
+		id, p, err := parseMember(l.Member)
 		if err != nil {
 			// Not one of ours. Leave it leased: it is swept back, and the
 			// error is reported, but the other leases are still returned.
 			bad = errors.Join(bad, err)
 			continue
 		}
-		c.Leases = append(c.Leases, timer.Lease{ID: id, Slot: slot, Attempt: l.Attempt, Token: l.Token})
+		c.Leases = append(c.Leases, timer.Lease{ID: id, Slot: slot, Attempt: l.Attempt, Priority: p, Token: l.Token})
 	}
 	if bad != nil {
 		return c, fmt.Errorf("claim slot %s: bad members in Store: %w", slot, bad)
@@ -276,10 +300,10 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 func (q *Queue) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
 	var g grouping[lua.Held]
 	for _, l := range leases {
-		if err := checkSlot(l.Slot); err != nil {
+		if err := checkLease(l); err != nil {
 			return 0, fmt.Errorf("ack: %w", err)
 		}
-		g.add(l.Slot, lua.Held{Member: l.ID.String(), Token: l.Token})
+		g.add(l.Slot, held(l))
 	}
 	batches := g.batches()
 	if len(batches) == 0 {
@@ -298,7 +322,7 @@ func (q *Queue) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
 
 // Retry implements timer.Leaser. maxAttempts must be in 1..lua.MaxAttempt.
 func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttempts int, now time.Time) (timer.RetryOutcome, error) {
-	if err := checkSlot(l.Slot); err != nil {
+	if err := checkLease(l); err != nil {
 		return 0, fmt.Errorf("retry job %d: %w", l.ID, err)
 	}
 	atMs, err := millis("retry time", at)
@@ -312,7 +336,7 @@ func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttem
 	if maxAttempts < 1 || maxAttempts > lua.MaxAttempt {
 		return 0, fmt.Errorf("retry job %d: max attempts %d: %w (1..%d)", l.ID, maxAttempts, timer.ErrInvalid, lua.MaxAttempt)
 	}
-	r, err := lua.Retry(ctx, q.client, q.Keys(l.Slot), lua.Held{Member: l.ID.String(), Token: l.Token}, atMs, maxAttempts, nowMs)
+	r, err := lua.Retry(ctx, q.client, q.Keys(l.Slot), held(l), atMs, maxAttempts, nowMs)
 	if err != nil {
 		return 0, fmt.Errorf("retry job %d in slot %s: %w", l.ID, l.Slot, invalid(err))
 	}
@@ -324,6 +348,23 @@ func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttem
 	default:
 		return timer.Lost, nil
 	}
+}
+
+// Defer implements timer.Leaser: the job goes back to the Store set of
+// its priority due at at, with the attempt count of the lease.
+func (q *Queue) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, error) {
+	if err := checkLease(l); err != nil {
+		return false, fmt.Errorf("defer job %d: %w", l.ID, err)
+	}
+	atMs, err := millis("defer time", at)
+	if err != nil {
+		return false, fmt.Errorf("defer job %d: %w", l.ID, err)
+	}
+	ok, err := lua.Defer(ctx, q.client, q.Keys(l.Slot), held(l), atMs)
+	if err != nil {
+		return false, fmt.Errorf("defer job %d in slot %s: %w", l.ID, l.Slot, invalid(err))
+	}
+	return ok, nil
 }
 
 // Sweep implements timer.Leaser. limit must be positive; above
@@ -349,12 +390,12 @@ func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	s := timer.Sweep{Returned: r.Returned, NextExpiry: timeOf(r.PrepareHead)}
 	var bad error
 	for _, e := range r.Dead {
-		id, err := timer.ParseJobID(e.Member)
+		id, p, err := parseMember(e.Member)
 		if err != nil {
 			bad = errors.Join(bad, err)
 			continue
 		}
-		s.Dead = append(s.Dead, timer.Lease{ID: id, Slot: slot, Attempt: e.Attempt})
+		s.Dead = append(s.Dead, timer.Lease{ID: id, Slot: slot, Attempt: e.Attempt, Priority: p})
 	}
 	if bad != nil {
 		return s, fmt.Errorf("sweep slot %s: bad members in Prepare: %w", slot, bad)
@@ -362,29 +403,47 @@ func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	return s, nil
 }
 
-// Peek returns the earliest due time in slot's Store, zero when it is
-// empty.
+// Peek returns the earliest due time in slot's Store sets, zero when they
+// are empty.
 func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	if err := checkSlot(slot); err != nil {
 		return time.Time{}, fmt.Errorf("peek: %w", err)
 	}
-	zs, err := q.client.ZRangeWithScores(ctx, q.Keys(slot).Store, 0, 0).Result()
-	if err != nil {
+	pipe := q.client.Pipeline()
+	var cmds [3]*redis.ZSliceCmd
+	for i, key := range q.Keys(slot).Stores() {
+		cmds[i] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
 		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
 	}
-	h, err := lua.HeadOf(zs)
+	h, err := earliest(cmds)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
 	}
 	return timeOf(h), nil
 }
 
+// earliest decodes the heads of a slot's Store sets, as ZRANGE key 0 0
+// WITHSCORES returned them, and returns the lowest.
+func earliest(cmds [3]*redis.ZSliceCmd) (lua.Head, error) {
+	var hs [3]lua.Head
+	for i, c := range cmds {
+		h, err := lua.HeadOf(c.Val())
+		if err != nil {
+			return lua.Head{}, err
+		}
+		hs[i] = h
+	}
+	return lua.Earliest(hs[:]...), nil
+}
+
 // statsChunk bounds the slots whose counts go in one pipeline.
 const statsChunk = 1024
 
-// Stats counts the timers of topic (with n slots) stored, leased and dead,
-// and returns the earliest due time in any Store (zero when all are
-// empty). It reads every slot, in pipelines of statsChunk slots; the
+// Stats counts the timers of topic (with n slots) stored (in the Store
+// sets of all priorities), leased and dead, and returns the earliest due
+// time in any Store set (zero when all are empty). It reads every slot, in pipelines of statsChunk slots; the
 // counts are not one snapshot.
 func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased, dead int64, nextDue time.Time, err error) {
 	if !slots.ValidTopic(topic) {
@@ -394,8 +453,9 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: slot count %d: %w", topic, n, timer.ErrInvalid)
 	}
 	type counts struct {
-		store, prepare, dead *redis.IntCmd
-		head                 *redis.ZSliceCmd
+		store         [3]*redis.IntCmd
+		prepare, dead *redis.IntCmd
+		head          [3]*redis.ZSliceCmd
 	}
 	var next lua.Head
 	for from := 0; from < n; from += statsChunk {
@@ -403,27 +463,27 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 		cs := make([]counts, 0, statsChunk)
 		for i := from; i < min(from+statsChunk, n); i++ {
 			k := slots.Keys(q.cfg.Prefix, topic, i)
-			cs = append(cs, counts{
-				store:   pipe.ZCard(ctx, k.Store),
-				prepare: pipe.ZCard(ctx, k.Prepare),
-				dead:    pipe.ZCard(ctx, k.Dead),
-				head:    pipe.ZRangeWithScores(ctx, k.Store, 0, 0),
-			})
+			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
+			for j, key := range k.Stores() {
+				c.store[j] = pipe.ZCard(ctx, key)
+				c.head[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+			}
+			cs = append(cs, c)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 		}
 		for _, c := range cs {
-			stored += c.store.Val()
+			for _, n := range c.store {
+				stored += n.Val()
+			}
 			leased += c.prepare.Val()
 			dead += c.dead.Val()
-			h, err := lua.HeadOf(c.head.Val())
+			h, err := earliest(c.head)
 			if err != nil {
 				return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 			}
-			if h.OK && (!next.OK || h.Ms < next.Ms) {
-				next = h
-			}
+			next = lua.Earliest(next, h)
 		}
 	}
 	return stored, leased, dead, timeOf(next), nil
@@ -440,6 +500,9 @@ func slotOf(t timer.Timer) (timer.Slot, error) {
 	if !slots.Valid(t.Slots) {
 		return timer.Slot{}, fmt.Errorf("timer %d: slot count %d: %w", t.ID, t.Slots, timer.ErrInvalid)
 	}
+	if !t.Priority.Valid() {
+		return timer.Slot{}, fmt.Errorf("timer %d: priority %d: %w", t.ID, t.Priority, timer.ErrInvalid)
+	}
 	return timer.Slot{Topic: t.Topic, Index: slots.Of(t.Basis, t.Slots)}, nil
 }
 
@@ -449,6 +512,38 @@ func checkSlot(s timer.Slot) error {
 	}
 	return nil
 }
+
+func checkLease(l timer.Lease) error {
+	if err := checkSlot(l.Slot); err != nil {
+		return err
+	}
+	if !l.Priority.Valid() {
+		return fmt.Errorf("lease of job %d: priority %d: %w", l.ID, l.Priority, timer.ErrInvalid)
+	}
+	return nil
+}
+
+// member returns the sorted-set member of job id at priority p, which the
+// caller has validated: the id in decimal with p's suffix (see package
+// lua).
+func member(id timer.JobID, p timer.Priority) string { return lua.Member(id.String(), int(p)) }
+
+// parseMember returns the job id and priority of a member.
+func parseMember(m string) (timer.JobID, timer.Priority, error) {
+	s, p := lua.SplitMember(m)
+	id, err := timer.ParseJobID(s)
+	if err != nil {
+		return 0, 0, fmt.Errorf("member %q: %w", m, err)
+	}
+	return id, timer.Priority(p), nil
+}
+
+// held returns the lease l as the scripts take it.
+func held(l timer.Lease) lua.Held { return lua.Held{Member: member(l.ID, l.Priority), Token: l.Token} }
+
+// storeIndex returns the index of the Store set of priority p in
+// slots.KeySet.Stores, highest first.
+func storeIndex(p timer.Priority) int { return int(timer.PriorityHigh - p) }
 
 // invalid marks a lua.ErrRange error (input that does not fit a score) as
 // timer.ErrInvalid too.

@@ -8,13 +8,19 @@
 //
 // # Keys
 //
-// Each slot has three sorted sets, Store, Prepare and Dead, whose names
-// share one hash tag, "{<topic>:<slot>}", so a script that touches all
-// three stays inside one Redis Cluster slot:
+// Each slot has five sorted sets, a Store set per priority (high, normal,
+// low), Prepare and Dead, whose names share one hash tag,
+// "{<topic>:<slot>}", so a script that touches them all stays inside one
+// Redis Cluster slot:
 //
+//	<prefix>{<topic>:<slot>}:store:high
 //	<prefix>{<topic>:<slot>}:store
+//	<prefix>{<topic>:<slot>}:store:low
 //	<prefix>{<topic>:<slot>}:prepare
 //	<prefix>{<topic>:<slot>}:dead
+//
+// An empty set costs Redis nothing, so a topic without priorities keeps
+// one Store set a slot.
 //
 // [ClusterSlot] computes the cluster slot of a key as Redis does, so tests
 // can check that invariant, which a single-node Redis does not enforce.

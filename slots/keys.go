@@ -5,11 +5,14 @@ import (
 	"strings"
 )
 
-// KeySet holds the Redis keys of one slot. All three share the hash tag
+// KeySet holds the Redis keys of one slot. All of them share the hash tag
 // "{<topic>:<slot>}".
 type KeySet struct {
-	// Store holds the slot's timers, scored by due time.
-	Store string
+	// StoreHigh, Store and StoreLow hold the slot's timers of high, normal
+	// and low priority, scored by due time.
+	StoreHigh string
+	Store     string
+	StoreLow  string
 	// Prepare holds the slot's leases, scored by lease deadline.
 	Prepare string
 	// Dead holds the slot's exhausted jobs, scored by time of death.
@@ -22,11 +25,16 @@ type KeySet struct {
 func Keys(prefix, topic string, slot int) KeySet {
 	base := prefix + Tag(topic, slot)
 	return KeySet{
-		Store:   base + ":store",
-		Prepare: base + ":prepare",
-		Dead:    base + ":dead",
+		StoreHigh: base + ":store:high",
+		Store:     base + ":store",
+		StoreLow:  base + ":store:low",
+		Prepare:   base + ":prepare",
+		Dead:      base + ":dead",
 	}
 }
+
+// Stores returns the three Store keys, highest priority first.
+func (k KeySet) Stores() [3]string { return [3]string{k.StoreHigh, k.Store, k.StoreLow} }
 
 // Tag returns the hash tag of slot of topic, braces included.
 func Tag(topic string, slot int) string {

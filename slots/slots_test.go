@@ -91,12 +91,17 @@ func TestValidPrefix(t *testing.T) {
 func TestKeys(t *testing.T) {
 	k := Keys("toc:", "orders", 7)
 	want := KeySet{
-		Store:   "toc:{orders:7}:store",
-		Prepare: "toc:{orders:7}:prepare",
-		Dead:    "toc:{orders:7}:dead",
+		StoreHigh: "toc:{orders:7}:store:high",
+		Store:     "toc:{orders:7}:store",
+		StoreLow:  "toc:{orders:7}:store:low",
+		Prepare:   "toc:{orders:7}:prepare",
+		Dead:      "toc:{orders:7}:dead",
 	}
 	if k != want {
 		t.Fatalf("Keys = %+v, want %+v", k, want)
+	}
+	if s := k.Stores(); s != [3]string{want.StoreHigh, want.Store, want.StoreLow} {
+		t.Errorf("Stores = %v", s)
 	}
 }
 
@@ -141,12 +146,15 @@ func FuzzKeys(f *testing.F) {
 		if want != int(crc16(topic+":"+strconv.Itoa(slot))%ClusterSlots) {
 			t.Fatalf("tag %q hashes to %d, not to its contents", Tag(topic, slot), want)
 		}
-		for _, key := range []string{k.Store, k.Prepare, k.Dead} {
+		all := []string{k.StoreHigh, k.Store, k.StoreLow, k.Prepare, k.Dead}
+		seen := map[string]bool{}
+		for _, key := range all {
 			if got := ClusterSlot(key); got != want {
 				t.Fatalf("ClusterSlot(%q) = %d, want %d", key, got, want)
 			}
+			seen[key] = true
 		}
-		if k.Store == k.Prepare || k.Prepare == k.Dead || k.Store == k.Dead {
+		if len(seen) != len(all) {
 			t.Fatalf("keys not distinct: %+v", k)
 		}
 	})

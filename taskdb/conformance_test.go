@@ -89,6 +89,7 @@ func diffJob(got, want *timer.Job) string {
 	field("MaxAttempts", got.MaxAttempts, want.MaxAttempts)
 	field("LastError", got.LastError, want.LastError)
 	field("CallbackURL", got.CallbackURL, want.CallbackURL)
+	field("Priority", got.Priority, want.Priority)
 	if !got.DueAt.Equal(want.DueAt) {
 		d = append(d, fmt.Sprintf("DueAt = %v, want %v", got.DueAt, want.DueAt))
 	}
@@ -596,7 +597,7 @@ func testScanPending(t *testing.T, s *Store) {
 		t.Fatal(err)
 	}
 	withBiz := newJob(3, "b", 20)
-	withBiz.BizID, withBiz.Attempts = 77, 3
+	withBiz.BizID, withBiz.Attempts, withBiz.Priority = 77, 3, timer.PriorityHigh
 	withBiz.Payload = make([]byte, 1000)
 	notPending := []*timer.Job{newJob(10, "a", 5), newJob(11, "a", 5), newJob(12, "a", 5)}
 	notPending[0].Status, notPending[1].Status, notPending[2].Status = timer.StatusDone, timer.StatusCancelled, timer.StatusDead
@@ -615,7 +616,7 @@ func testScanPending(t *testing.T, s *Store) {
 	want := []timer.Timer{
 		{ID: 1, Topic: "a", Slots: 8, Basis: 1, DueAt: at(10)},
 		{ID: 2, Topic: "a", Slots: 8, Basis: 2, DueAt: at(20)},
-		{ID: 3, Topic: "b", Slots: 64, Basis: 77, DueAt: at(20), Attempt: 3},
+		{ID: 3, Topic: "b", Slots: 64, Basis: 77, DueAt: at(20), Attempt: 3, Priority: timer.PriorityHigh},
 		{ID: 4, Topic: "orphan", Slots: 0, Basis: 4, DueAt: at(30)},
 	}
 	if !equalTimers(got, want) {
@@ -819,5 +820,31 @@ func testPutTopic(t *testing.T, s *Store) {
 	}
 	if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "bad", MaxAttempts: timer.MaxAttemptsLimit + 1}); !errors.Is(err, timer.ErrInvalid) {
 		t.Fatalf("max attempts out of range: %v", err)
+	}
+
+	// Limits are stored whole and replaced whole.
+	limits := timer.Limits{
+		RateLimit: 2500.5, Burst: 300, MaxInFlight: 10, Weight: 3,
+		Retry:           timer.RetryPolicy{Base: 250 * time.Millisecond, Max: time.Minute},
+		Lease:           45 * time.Second,
+		CallbackTimeout: 20 * time.Second,
+	}
+	got, _, err = s.PutTopic(ctx, timer.Topic{Name: "pay", MaxAttempts: 9, Limits: limits})
+	if err != nil || got.Limits != limits {
+		t.Fatalf("put limits: %+v %v, want %+v", got.Limits, err, limits)
+	}
+	if all, err := s.Topics(ctx); err != nil || len(all) == 0 || all[len(all)-1].Limits != limits {
+		t.Fatalf("Topics after put limits: %+v %v", all, err)
+	}
+	got, _, err = s.PutTopic(ctx, timer.Topic{Name: "pay", Limits: timer.Limits{RateLimit: 1}})
+	if err != nil || got.Limits != (timer.Limits{RateLimit: 1}) || got.MaxAttempts != 0 {
+		t.Fatalf("replace limits: %+v %v", got, err)
+	}
+	_, _, err = s.PutTopic(ctx, timer.Topic{Name: "pay", Limits: timer.Limits{RateLimit: -1}})
+	if fe, ok := errors.AsType[*timer.FieldError](err); !ok || fe.Field != "rate_limit" {
+		t.Fatalf("negative rate limit: %v, want a FieldError on rate_limit", err)
+	}
+	if got, _ := s.Topic(ctx, "pay"); got.RateLimit != 1 {
+		t.Fatalf("a refused put changed the topic: %+v", got)
 	}
 }

@@ -131,9 +131,9 @@ const (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 14
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 15
 )
 
 // Insert commits jobs in one transaction, all or none, with one multi-row
@@ -190,6 +190,8 @@ func checkJob(j *timer.Job) error {
 		bad = "attempts " + strconv.Itoa(j.Attempts)
 	case j.MaxAttempts < 0 || j.MaxAttempts > math.MaxInt32:
 		bad = "max attempts " + strconv.Itoa(j.MaxAttempts)
+	case !j.Priority.Valid():
+		bad = "priority " + j.Priority.String()
 	case len(j.CallbackURL) > maxCallbackBytes || !utf8.ValidString(j.CallbackURL):
 		bad = "callback URL of " + strconv.Itoa(len(j.CallbackURL)) + " bytes or not UTF-8"
 	case len(j.Payload) > timer.MaxPayloadBytes:
@@ -251,7 +253,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
 			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), int64(j.Status),
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			truncateError(j.LastError), j.CallbackURL, j.Payload, created, modified)
+			truncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority))
 	}
 	return b.String(), args
 }
@@ -464,7 +466,7 @@ func placeholders(n int) string {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -474,16 +476,18 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		status, due           int64
 		created, modified     int64
 		attempts, maxAttempts int64
+		priority              int64
 		noPayload             bool
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority)
 	if err != nil {
 		return nil, err
 	}
 	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(id), string(key), uint64(bizID), uint64(bizType)
 	j.Status, j.DueAt = timer.Status(status), timer.TimeOf(due)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
+	j.Priority = timer.Priority(priority)
 	j.Payload = payload
 	if j.Payload == nil && !noPayload {
 		j.Payload = []byte{}
@@ -579,7 +583,7 @@ func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, er
 // in index order (no sort), then one primary key lookup in toc_topics per
 // row. A LEFT JOIN, so that a job whose topic has no row is still found,
 // with Slots 0, rather than silently skipped.
-const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, COALESCE(t.slots, 0)
+const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, j.priority, COALESCE(t.slots, 0)
 	FROM toc_jobs j LEFT JOIN toc_topics t ON t.name = j.topic
 	WHERE j.status = ? AND j.action_time < ? AND (j.action_time > ? OR (j.action_time = ? AND j.job_id > ?))
 	ORDER BY j.action_time, j.job_id
@@ -610,15 +614,15 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	timers := make([]timer.Timer, 0, min(limit, 1024))
 	for rows.Next() {
 		var (
-			id, bizID             unsigned
-			due, attempts, nSlots int64
-			t                     timer.Timer
+			id, bizID                       unsigned
+			due, attempts, priority, nSlots int64
+			t                               timer.Timer
 		)
-		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &nSlots); err != nil {
+		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &priority, &nSlots); err != nil {
 			return nil, fmt.Errorf("scan pending jobs: %w", err)
 		}
 		t.ID, t.Slots, t.DueAt, t.Attempt = timer.JobID(id), int(nSlots), timer.TimeOf(due), int(attempts)
-		t.Basis = timer.SlotBasis(t.ID, uint64(bizID))
+		t.Basis, t.Priority = timer.SlotBasis(t.ID, uint64(bizID)), timer.Priority(priority)
 		timers = append(timers, t)
 	}
 	if err := rows.Err(); err != nil {
@@ -653,13 +657,16 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	return s.Topic(ctx, t.Name)
 }
 
-// PutTopic creates t or updates the defaults of the topic of that name;
-// a different slot count for an existing topic is an error wrapping
-// timer.ErrConflict, and nothing changes then. Of two calls racing to
-// create one topic, both may report that they created it.
+// PutTopic creates t or replaces the defaults and limits of the topic of
+// that name; a different slot count for an existing topic is an error
+// wrapping timer.ErrConflict, and nothing changes then. Of two calls
+// racing to create one topic, both may report that they created it.
 func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
 	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	if err := t.Limits.Validate(); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	existing, err := s.Topic(ctx, t.Name)
 	created := errors.Is(err, timer.ErrNotFound)
@@ -674,27 +681,40 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	if t.Slots != 0 && t.Slots != existing.Slots {
 		return existing, false, fmt.Errorf("topic %q has %d slots, fixed at its creation: %w", t.Name, existing.Slots, timer.ErrConflict)
 	}
-	if existing.MaxAttempts == t.MaxAttempts {
+	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits {
 		return existing, created, nil
 	}
-	if _, err := s.db.ExecContext(ctx, "UPDATE toc_topics SET max_attempts = ? WHERE name = ?", int64(t.MaxAttempts), t.Name); err != nil {
+	l := t.Limits
+	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
+		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?
+		WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
+		t.Name); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	got, err := s.Topic(ctx, t.Name)
 	return got, created, err
 }
 
-const selectTopic = "SELECT name, slots, max_attempts, gmt_create FROM toc_topics "
+const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
-		t                           timer.Topic
-		slots, maxAttempts, created int64
+		t                                  timer.Topic
+		slots, maxAttempts, created        int64
+		burst, inFlight, weight            int64
+		retryBase, retryMax, lease, cbTime int64
 	)
-	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created); err != nil {
+	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
+		&retryBase, &retryMax, &lease, &cbTime); err != nil {
 		return timer.Topic{}, err
 	}
 	t.Slots, t.MaxAttempts, t.CreatedAt = int(slots), int(maxAttempts), timer.TimeOf(created)
+	t.Burst, t.MaxInFlight, t.Weight = int(burst), int(inFlight), int(weight)
+	t.Retry = timer.RetryPolicy{Base: time.Duration(retryBase) * time.Millisecond, Max: time.Duration(retryMax) * time.Millisecond}
+	t.Lease = time.Duration(lease) * time.Millisecond
+	t.CallbackTimeout = time.Duration(cbTime) * time.Millisecond
 	return t, nil
 }
 

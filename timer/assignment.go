@@ -15,9 +15,6 @@ type Assignment interface {
 	Owned(ctx context.Context) ([]Slot, <-chan struct{}, error)
 }
 
-// DefaultTopicRefresh is how often AllSlots re-reads the topics.
-const DefaultTopicRefresh = 5 * time.Second
-
 // AllSlots owns every slot of every topic: the standalone mode, one worker
 // for the whole store. It re-reads the topic list every Refresh, and a
 // worker told of a job in a slot it has not seen yet takes it at once.

@@ -78,6 +78,7 @@ func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error)
 		return nil, err
 	}
 	sched.OnWake(worker.Wake)
+	sched.OnPut(worker.SetTopic)
 	e := &Engine{
 		Scheduler: sched,
 		Worker:    worker,

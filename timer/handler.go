@@ -35,6 +35,17 @@ type Delivery struct {
 // (a webhook's 410 Gone).
 var ErrDiscard = errors.New("discard job")
 
+// NotSentError, returned (or wrapped) by a Handler, says the job was not
+// delivered at all, so no attempt is counted: the job goes back to the
+// index due at Until (a callback host whose circuit breaker is open).
+type NotSentError struct {
+	Until time.Time
+	Err   error
+}
+
+func (e *NotSentError) Error() string { return "not sent: " + e.Err.Error() }
+func (e *NotSentError) Unwrap() error { return e.Err }
+
 // RetryAfterError asks for the next attempt no sooner than After (a
 // webhook's 429 or 503 with Retry-After).
 type RetryAfterError struct {

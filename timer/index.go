@@ -46,6 +46,11 @@ type Leaser interface {
 	// Store due at at with one more attempt, or to Dead when that makes
 	// maxAttempts attempts.
 	Retry(ctx context.Context, l Lease, at time.Time, maxAttempts int, now time.Time) (RetryOutcome, error)
+	// Defer ends a held lease of a job that was not sent (its callback
+	// host's circuit breaker is open): the job goes back to Store due at
+	// at with its attempt count unchanged. It reports false, changing
+	// nothing, when the lease was no longer held.
+	Defer(ctx context.Context, l Lease, at time.Time) (bool, error)
 	// Sweep returns up to limit leases of slot that expired at or before
 	// now to Store, due at once with one more attempt (or to Dead when the
 	// attempt count reaches MaxAttemptsLimit; a lower max_attempts of the

@@ -99,6 +99,8 @@ type Job struct {
 	Attempts    int
 	MaxAttempts int
 	LastError   string
+	// Priority orders the job among due jobs of its topic.
+	Priority    Priority
 	CallbackURL string
 	Payload     []byte
 	CreatedAt   time.Time
@@ -117,7 +119,9 @@ func SlotBasis(id JobID, bizID uint64) uint64 {
 	return uint64(id)
 }
 
-// Topic is a named group of jobs with its own slot count.
+// Topic is a named group of jobs with its own slot count, defaults and
+// dispatch limits. A zero limit or default means "the worker's default"
+// (unlimited, for the limits).
 type Topic struct {
 	Name string
 	// Slots is a power of two, fixed when the topic is created: changing
@@ -126,8 +130,131 @@ type Topic struct {
 	// MaxAttempts is the default of the topic's jobs; 0 means
 	// DefaultMaxAttempts.
 	MaxAttempts int
-	CreatedAt   time.Time
+	Limits
+	CreatedAt time.Time
 }
+
+// Limits are a topic's dispatch limits and per-attempt settings. Workers
+// read them from the task store and apply changes within seconds.
+type Limits struct {
+	// RateLimit is the topic's dispatches per second over the whole
+	// cluster; 0 means unlimited. Each worker enforces the share of it
+	// that matches the share of the topic's slots it owns.
+	RateLimit float64
+	// Burst is how many dispatches may go at once after an idle spell;
+	// 0 means a tenth of a second's worth (at least 1).
+	Burst int
+	// MaxInFlight caps the topic's handler calls running at once over the
+	// cluster (split like RateLimit, at least 1 per worker); 0 means only
+	// the worker's own concurrency caps it.
+	MaxInFlight int
+	// Weight is the topic's share of a saturated worker against other
+	// topics; 0 means 1.
+	Weight int
+	// Retry spaces the topic's failed attempts; zero fields mean the
+	// worker's policy.
+	Retry RetryPolicy
+	// Lease is how long a claimed job of the topic stays with its worker;
+	// 0 means the worker's lease.
+	Lease time.Duration
+	// CallbackTimeout bounds one handler call; 0 means the worker's
+	// attempt timeout.
+	CallbackTimeout time.Duration
+}
+
+// Bounds of the topic limits.
+const (
+	MaxRateLimit = 1e6
+	MaxBurst     = 1 << 20
+	MaxInFlight  = 1 << 16
+	MaxWeight    = 1000
+	MaxLease     = 24 * time.Hour
+)
+
+// Validate reports the first field of l that is out of range, named as
+// the API names it.
+func (l Limits) Validate() error {
+	switch {
+	case l.RateLimit < 0 || l.RateLimit > MaxRateLimit || l.RateLimit != l.RateLimit:
+		return invalid("rate_limit", "must be between 0 and %g", float64(MaxRateLimit))
+	case l.Burst < 0 || l.Burst > MaxBurst:
+		return invalid("burst", "must be between 0 and %d", MaxBurst)
+	case l.MaxInFlight < 0 || l.MaxInFlight > MaxInFlight:
+		return invalid("max_in_flight", "must be between 0 and %d", MaxInFlight)
+	case l.Weight < 0 || l.Weight > MaxWeight:
+		return invalid("weight", "must be between 0 and %d", MaxWeight)
+	case l.Retry.Base < 0 || l.Retry.Base > MaxLease:
+		return invalid("retry.base_ms", "must be between 0 and %d", MaxLease.Milliseconds())
+	case l.Retry.Max < 0 || l.Retry.Max > MaxLease:
+		return invalid("retry.max_ms", "must be between 0 and %d", MaxLease.Milliseconds())
+	case l.Retry.Max > 0 && l.Retry.Base > l.Retry.Max:
+		return invalid("retry.base_ms", "must not exceed retry.max_ms")
+	case l.Lease < 0 || l.Lease > MaxLease:
+		return invalid("lease_ms", "must be between 0 and %d", MaxLease.Milliseconds())
+	case l.CallbackTimeout < 0 || l.CallbackTimeout > MaxLease:
+		return invalid("callback_timeout_ms", "must be between 0 and %d", MaxLease.Milliseconds())
+	case l.Lease > 0 && l.CallbackTimeout > 0 && l.Lease < l.CallbackTimeout+LeaseMargin:
+		return invalid("lease_ms", "must exceed callback_timeout_ms by %d, or a slow attempt is fired twice", LeaseMargin.Milliseconds())
+	}
+	return nil
+}
+
+// Priority orders the due jobs of one topic: higher first, with aging so
+// that a lower one is not starved (see PriorityAging).
+type Priority int8
+
+// Priorities. The numeric codes are stored in the task store and must not
+// change.
+const (
+	PriorityLow    Priority = -1
+	PriorityNormal Priority = 0
+	PriorityHigh   Priority = 1
+)
+
+// PriorityAging is the aging rule: among due jobs of one slot, a job is
+// claimed in the order of its due time plus its priority's offset. A high
+// job is thus claimed before a normal one due up to 10 s before it and a
+// low one due up to 60 s before it; a low job waits behind higher ones
+// only while they came due less than a minute after it, so a steady flow
+// of higher jobs delays it by at most that minute, never forever.
+func PriorityAging(p Priority) time.Duration {
+	switch p {
+	case PriorityHigh:
+		return 0
+	case PriorityLow:
+		return 60 * time.Second
+	}
+	return 10 * time.Second
+}
+
+// String returns the name the API uses.
+func (p Priority) String() string {
+	switch p {
+	case PriorityHigh:
+		return "high"
+	case PriorityLow:
+		return "low"
+	case PriorityNormal:
+		return "normal"
+	}
+	return "priority(" + strconv.Itoa(int(p)) + ")"
+}
+
+// ParsePriority parses a priority name; "" is normal.
+func ParsePriority(s string) (Priority, error) {
+	switch s {
+	case "high":
+		return PriorityHigh, nil
+	case "normal", "":
+		return PriorityNormal, nil
+	case "low":
+		return PriorityLow, nil
+	}
+	return 0, invalid("priority", "must be high, normal or low")
+}
+
+// Valid reports whether p is one of the three priorities.
+func (p Priority) Valid() bool { return p >= PriorityLow && p <= PriorityHigh }
 
 // Slot names one slot of one topic: the unit a worker claims from.
 type Slot struct {
@@ -147,7 +274,8 @@ type Timer struct {
 	Basis uint64
 	DueAt time.Time
 	// Attempt counts the dispatches already made (0 for a fresh job).
-	Attempt int
+	Attempt  int
+	Priority Priority
 }
 
 // Lease is a job claimed by a worker: it sits in its slot's Prepare set
@@ -156,7 +284,8 @@ type Lease struct {
 	ID   JobID
 	Slot Slot
 	// Attempt counts the dispatches made before this one.
-	Attempt int
+	Attempt  int
+	Priority Priority
 	// Token is the lease's score in the Prepare set. Ack and Retry act only
 	// while it is unchanged, so a worker whose lease expired and was taken
 	// over cannot remove the new owner's lease.

@@ -26,6 +26,12 @@ type Observer interface {
 	IndexFailed(op string, err error)
 	// Assigned: the worker's set of owned slots changed; it now owns n.
 	Assigned(n int)
+	// Throttled: a claim from topic was held back by its rate limit or
+	// in-flight cap.
+	Throttled(topic string)
+	// Deferred: a job of topic was not sent (its host's circuit breaker is
+	// open) and was put back without counting an attempt.
+	Deferred(topic string)
 }
 
 // NopObserver is an Observer that does nothing.
@@ -39,6 +45,8 @@ func (NopObserver) Buried(string)                                          {}
 func (NopObserver) Repaired(int)                                           {}
 func (NopObserver) IndexFailed(string, error)                              {}
 func (NopObserver) Assigned(int)                                           {}
+func (NopObserver) Throttled(string)                                       {}
+func (NopObserver) Deferred(string)                                        {}
 
 // fillCommon defaults the fields every part's config has: the clock, the
 // logger (discarding) and the observer (doing nothing).

@@ -46,6 +46,7 @@ type Request struct {
 	Payload     []byte
 	// MaxAttempts defaults to DefaultMaxAttempts when zero.
 	MaxAttempts int
+	Priority    Priority
 }
 
 // Validate checks r and returns a *FieldError naming the first bad field.
@@ -67,6 +68,8 @@ func (r *Request) Validate() error {
 		return invalid("max_attempts", "must be within 1..%d", MaxAttemptsLimit)
 	case len(r.Payload) > MaxPayloadBytes:
 		return invalid("payload", "larger than %d bytes", MaxPayloadBytes)
+	case !r.Priority.Valid():
+		return invalid("priority", "must be high, normal or low")
 	}
 	return nil
 }
@@ -94,6 +97,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		Status:      StatusPending,
 		DueAt:       TimeOf(due.UnixMilli()),
 		MaxAttempts: cmp.Or(r.MaxAttempts, DefaultMaxAttempts),
+		Priority:    r.Priority,
 		CallbackURL: r.CallbackURL,
 		Payload:     r.Payload,
 		CreatedAt:   now,
@@ -111,6 +115,7 @@ func (r *Request) sameAs(existing *Job) bool {
 	return r.BizID == existing.BizID &&
 		r.BizType == existing.BizType &&
 		r.CallbackURL == existing.CallbackURL &&
+		r.Priority == existing.Priority &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		bytes.Equal(r.Payload, existing.Payload)
 }

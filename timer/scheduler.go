@@ -77,6 +77,7 @@ type Scheduler struct {
 	mu     sync.Mutex
 	topics map[string]cachedTopic
 	wakers []func(Wake)
+	onPut  []func(Topic)
 }
 
 type cachedTopic struct {
@@ -99,6 +100,14 @@ func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, er
 	}
 	s.group.commit = s.ScheduleBatch
 	return s, nil
+}
+
+// OnPut registers fn to hear of each topic PutTopic stored, so that the
+// worker of this process applies new limits at once.
+func (s *Scheduler) OnPut(fn func(Topic)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onPut = append(s.onPut, fn)
 }
 
 // OnWake registers fn to hear of slots whose earliest job moved earlier
@@ -255,6 +264,11 @@ func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Re
 // indexNew adds the jobs due within the horizon to Redis. Failure is
 // logged and counted, not returned: the rows are committed, and the
 // backstop will index them.
+//
+// It adds only the timers in none of their slot's sets (Restore, not
+// Add): between the commit and this write, the backstop may have found a
+// row missing from Redis, restored it, and a worker claimed it; adding it
+// again to Store would fire it twice.
 func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
 	timers := make([]Timer, 0, len(jobs))
 	for _, j := range jobs {
@@ -265,7 +279,7 @@ func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
 	if len(timers) == 0 {
 		return
 	}
-	wakes, err := s.index.Add(ctx, timers)
+	_, wakes, err := s.index.Restore(ctx, timers)
 	if err != nil {
 		s.cfg.Observer.IndexFailed("add", err)
 		s.cfg.Logger.Warn("index add failed; the backstop will repair it", "jobs", len(timers), "err", err)
@@ -282,7 +296,7 @@ func (s *Scheduler) timerOf(j *Job) Timer {
 	s.mu.Lock()
 	t := s.topics[j.Topic].Topic
 	s.mu.Unlock()
-	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts}
+	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts, Priority: j.Priority}
 }
 
 // topic returns the topic named name, creating it on first use unless
@@ -331,6 +345,9 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 	if t.MaxAttempts < 0 || t.MaxAttempts > MaxAttemptsLimit {
 		return Topic{}, false, invalid("max_attempts", "must be within 1..%d, or 0 for the default", MaxAttemptsLimit)
 	}
+	if err := t.Limits.Validate(); err != nil {
+		return Topic{}, false, err
+	}
 	t.CreatedAt = s.cfg.Now()
 	if t.Slots == 0 {
 		if _, err := s.store.Topic(ctx, t.Name); errors.Is(err, ErrNotFound) {
@@ -347,6 +364,12 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 	s.mu.Unlock()
 	if !known && s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(got)
+	}
+	s.mu.Lock()
+	onPut := s.onPut
+	s.mu.Unlock()
+	for _, fn := range onPut {
+		fn(got)
 	}
 	return got, created, nil
 }

@@ -2,7 +2,6 @@ package timer
 
 import (
 	"cmp"
-	"container/heap"
 	"context"
 	"errors"
 	"fmt"
@@ -48,10 +47,12 @@ type WorkerConfig struct {
 	// Rescan is how often every owned slot is claimed from even without a
 	// wake-up: the bound on the delay of a job whose wake-up was lost (a
 	// pub/sub message published while this worker was reconnecting).
-	Rescan   time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
-	Observer Observer
+	Rescan time.Duration
+	// TopicRefresh is how often topic limits are re-read from the store.
+	TopicRefresh time.Duration
+	Now          func() time.Time
+	Logger       *slog.Logger
+	Observer     Observer
 }
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
@@ -63,6 +64,7 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
 	c.Rescan = cmp.Or(c.Rescan, DefaultRescan)
+	c.TopicRefresh = cmp.Or(c.TopicRefresh, DefaultTopicRefresh)
 	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
@@ -86,10 +88,10 @@ func (c WorkerConfig) Validate() error {
 
 // Worker fires the jobs of the slots it owns. For each slot it sleeps
 // until the slot's next due time or lease expiry, and wakes sooner when
-// told of a job due earlier. It claims in batches, loads the rows in one
-// query, skips jobs whose row is no longer pending, dispatches the rest
-// with bounded concurrency, marks them done and then acks them, or retries
-// them with backoff.
+// told of a job due earlier. It claims in batches within each topic's
+// limits (see fair.go), loads the rows in one query, skips jobs whose row
+// is no longer pending, dispatches the rest with bounded concurrency,
+// marks them done and then acks them, or retries them with backoff.
 type Worker struct {
 	store   Store
 	index   Index
@@ -112,8 +114,20 @@ type Worker struct {
 	dispatchCh chan task
 	finishCh   chan finish
 
-	slots map[Slot]*slotState
-	due   slotHeap
+	slots   map[Slot]*slotState
+	ownsAll bool // the assignment owns every slot (AllSlots)
+
+	topicsMu  sync.RWMutex
+	topics    map[string]*topicState
+	topicHeap topicHeap
+	parked    map[*topicState]bool
+	scratch   []*topicState
+	vtime     float64
+
+	// limits hands topics read by refreshTopics or given to SetTopic over
+	// to the claim loop.
+	limitsMu sync.Mutex
+	limits   []Topic
 }
 
 // NewWorker returns a worker that fires the slots owner gives it through
@@ -141,6 +155,8 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		dispatchCh: make(chan task, held),
 		finishCh:   make(chan finish, held),
 		slots:      make(map[Slot]*slotState),
+		topics:     make(map[string]*topicState),
+		parked:     make(map[*topicState]bool),
 	}, nil
 }
 
@@ -168,6 +184,11 @@ func (w *Worker) Wake(wk Wake) {
 		w.pending[wk.Slot] = wk.DueAt
 	}
 	w.wakeMu.Unlock()
+	w.poke()
+}
+
+// poke interrupts the claim loop's wait.
+func (w *Worker) poke() {
 	select {
 	case w.woken <- struct{}{}:
 	default:
@@ -193,8 +214,14 @@ func (w *Worker) Run(ctx context.Context) error {
 		dispatchers.Go(func() { w.dispatch(handlerCtx, recordCtx) })
 	}
 	finisher.Go(func() { w.finish(recordCtx) })
+	refreshCtx, stopRefresh := context.WithCancel(ctx)
+	defer stopRefresh()
+	var refresher sync.WaitGroup
+	refresher.Go(func() { w.refreshTopics(refreshCtx) })
 
 	err := w.loop(ctx)
+	stopRefresh()
+	refresher.Wait()
 
 	grace := time.AfterFunc(w.cfg.Grace, cancelHandlers)
 	defer grace.Stop()
@@ -214,24 +241,30 @@ const loaderCount = 4
 // loop is the claim loop: it alone touches slots, due and the semaphore's
 // put side.
 func (w *Worker) loop(ctx context.Context) error {
+	_, w.ownsAll = w.owner.(interface{ Wants(Slot) bool })
 	changed := w.refreshOwned(ctx, nil)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
 	rescan := time.NewTicker(w.cfg.Rescan)
 	defer rescan.Stop()
+	sample := time.NewTicker(time.Second)
+	defer sample.Stop()
+	sampled := w.cfg.Now()
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		w.applyWakes()
+		w.applyLimits()
+		w.applyWakes(ctx)
+		w.unparkReleased()
 		blocked := w.serveDue(ctx)
 		var wait <-chan time.Time
-		if next := w.due.next(); !blocked && !next.IsZero() {
+		if next := w.topicHeap.next(); !blocked && !next.IsZero() {
 			timer.Reset(next.Sub(w.cfg.Now()))
 			wait = timer.C
 		}
 		var freed <-chan struct{}
-		if blocked {
+		if blocked || len(w.parked) > 0 {
 			freed = w.freed
 		}
 		select {
@@ -244,8 +277,18 @@ func (w *Worker) loop(ctx context.Context) error {
 			changed = w.refreshOwned(ctx, changed)
 		case <-rescan.C:
 			w.rescanAll()
+		case <-sample.C:
+			now := w.cfg.Now()
+			w.sampleRates(now.Sub(sampled))
+			sampled = now
 		}
 	}
+}
+
+// reslot puts st, whose times changed, and its topic at their places.
+func (w *Worker) reslot(st *slotState) {
+	st.topic.slots.set(st)
+	w.topicHeap.set(st.topic)
 }
 
 // rescanAll makes every owned slot due now, so that the next pass claims
@@ -255,7 +298,7 @@ func (w *Worker) rescanAll() {
 	for _, st := range w.slots {
 		if st.due.IsZero() || st.due.After(now) {
 			st.due = now
-			w.due.set(st)
+			w.reslot(st)
 		}
 	}
 }
@@ -278,34 +321,46 @@ func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan 
 	before := len(w.slots)
 	for _, s := range owned {
 		keep[s] = true
-		w.own(s, now)
+		w.own(ctx, s, now)
 	}
 	dropped := 0
 	for s, st := range w.slots {
 		if !keep[s] {
-			w.due.remove(st)
+			st.topic.slots.remove(st)
+			st.topic.owned--
+			w.topicHeap.set(st.topic)
 			delete(w.slots, s)
 			dropped++
 		}
 	}
 	if dropped > 0 || len(w.slots) != before || prev == nil {
 		w.obs.Assigned(len(w.slots))
+		// The topics' rates and in-flight caps are split by the share of
+		// their slots owned here: re-split them.
+		w.topicsMu.RLock()
+		for _, tp := range w.topics {
+			w.configure(tp, w.share(tp))
+		}
+		w.topicsMu.RUnlock()
 	}
 	return changed
 }
 
-func (w *Worker) own(s Slot, now time.Time) *slotState {
+func (w *Worker) own(ctx context.Context, s Slot, now time.Time) *slotState {
 	st, ok := w.slots[s]
 	if !ok {
-		st = &slotState{slot: s, due: now, expiry: now, index: -1}
+		tp := w.topicOf(s.Topic)
+		tp.owned++
+		st = &slotState{slot: s, topic: tp, due: now, expiry: now, index: -1}
 		w.slots[s] = st
-		w.due.set(st)
+		w.learn(ctx, tp)
+		w.reslot(st)
 	}
 	return st
 }
 
 // applyWakes moves slots told of an earlier job earlier.
-func (w *Worker) applyWakes() {
+func (w *Worker) applyWakes(ctx context.Context) {
 	w.wakeMu.Lock()
 	if len(w.pending) == 0 {
 		w.wakeMu.Unlock()
@@ -322,27 +377,29 @@ func (w *Worker) applyWakes() {
 			if wants == nil || !wants.Wants(s) {
 				continue
 			}
-			st = w.own(s, at)
+			st = w.own(ctx, s, at)
 			w.obs.Assigned(len(w.slots))
 		}
 		if st.due.IsZero() || at.Before(st.due) {
 			st.due = at
-			w.due.set(st)
+			w.reslot(st)
 		}
 	}
 }
 
-// serveDue serves every slot whose time has come, earliest first, and
+// serveDue serves every slot whose time has come, the topic with the
+// least virtual time first and within a topic the earliest slot, and
 // reports whether it stopped because every lease token is taken.
 func (w *Worker) serveDue(ctx context.Context) bool {
 	for ctx.Err() == nil {
 		now := w.cfg.Now()
-		st := w.due.peek()
-		if st == nil || st.at().After(now) {
+		tp := w.pick(now)
+		if tp == nil {
 			return false
 		}
+		st := tp.slots.peek()
 		served := w.serveSlot(ctx, st, now)
-		w.due.set(st)
+		w.reslot(st)
 		if !served {
 			return true
 		}
@@ -378,12 +435,17 @@ func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bo
 	if limit == 0 {
 		return false
 	}
-	c, err := w.leaser.Claim(ctx, st.slot, now, limit, w.cfg.Lease)
+	tp := st.topic
+	if limit = w.allowance(tp, now, limit); limit == 0 {
+		return true // the topic rests; the slot stays due
+	}
+	c, err := w.leaser.Claim(ctx, st.slot, now, limit, tp.conf.Load().lease)
 	if err != nil {
 		w.slotFailed(ctx, st, now, "claim", err)
 		return true
 	}
 	w.obs.Claimed(st.slot, len(c.Leases))
+	w.took(tp, len(c.Leases))
 	st.due, st.expiry = c.NextDue, c.NextExpiry
 	if len(c.Leases) == limit {
 		st.due = now // a full batch: there may be more
@@ -423,7 +485,9 @@ func (w *Worker) buryExpired(ctx context.Context, slot Slot, dead []Lease, now t
 	}
 }
 
-func (w *Worker) release(n int) {
+// release gives back n lease tokens of topic, globally and to the topic.
+func (w *Worker) release(topic string, n int) {
+	w.topicOf(topic).held.Add(int64(-n))
 	for range n {
 		<-w.sem
 	}
@@ -439,13 +503,13 @@ func (w *Worker) load(ctx context.Context) {
 	for batch := range w.loadCh {
 		leases := coalesce(batch, w.loadCh, maxLoad)
 		if ctx.Err() != nil {
-			w.release(len(leases)) // shutdown over: the leases expire and come back
+			w.releaseAll(leases) // shutdown over: the leases expire and come back
 			continue
 		}
 		jobs, err := w.getMany(ctx, leases)
 		if err != nil {
 			w.log.Warn("load claimed jobs failed; their leases will expire and they will come back", "jobs", len(leases), "err", err)
-			w.release(len(leases))
+			w.releaseAll(leases)
 			continue
 		}
 		now := w.cfg.Now()
@@ -454,6 +518,18 @@ func (w *Worker) load(ctx context.Context) {
 		}
 	}
 }
+
+// releaseAll gives back the lease tokens of leases, and the rate tokens
+// of their topics: they were claimed but not sent.
+func (w *Worker) releaseAll(leases []Lease) {
+	for _, l := range leases {
+		w.refund(l.Slot.Topic)
+		w.release(l.Slot.Topic, 1)
+	}
+}
+
+// refund gives a rate token back to topic for a job claimed but not sent.
+func (w *Worker) refund(topic string) { w.topicOf(topic).refunds.Add(1) }
 
 // maxLoad caps the leases one load query reads.
 const maxLoad = 500
@@ -499,29 +575,34 @@ func (w *Worker) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, e
 }
 
 func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
+	topic := l.Slot.Topic
 	switch {
 	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled:
+		w.refund(topic)
 		w.finishCh <- finish{lease: l, token: true}
 	case j.Status == StatusDead:
 		// Dead in the row but leased in Redis: keep the index in step so the
 		// dead-letter list shows it.
+		w.refund(topic)
 		w.retry(ctx, l, j, now, 1, now)
 	case j.DueAt.After(now):
 		// Rescheduled later since this timer was written: put the timer at
 		// the row's time (or leave it to the backstop beyond the horizon).
+		w.refund(topic)
 		if j.DueAt.Before(now.Add(w.cfg.Horizon)) {
 			if err := w.readd(ctx, j, l.Attempt); err != nil {
 				w.log.Warn("re-add rescheduled job failed", "job", j.ID.String(), "err", err)
-				w.release(1)
+				w.release(topic, 1)
 				return
 			}
 		}
 		w.finishCh <- finish{lease: l, token: true}
 	case l.Attempt >= j.MaxAttempts:
 		// Its last attempt's lease expired (its worker died mid-call).
+		w.refund(topic)
 		if _, err := w.store.Fail(ctx, j.ID, l.Attempt, "lease expired on the last attempt", true, now); err != nil {
 			w.log.Warn("mark dead failed", "job", j.ID.String(), "err", err)
-			w.release(1)
+			w.release(topic, 1)
 			return
 		}
 		w.retry(ctx, l, j, now, j.MaxAttempts, now)
@@ -537,7 +618,7 @@ func (w *Worker) readd(ctx context.Context, j *Job, attempt int) error {
 	if err != nil {
 		return err
 	}
-	t := Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: attempt}
+	t := Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: attempt, Priority: j.Priority}
 	wakes, err := w.index.Add(ctx, []Timer{t})
 	for _, wk := range wakes {
 		w.Wake(wk)
@@ -549,30 +630,41 @@ func (w *Worker) readd(ctx context.Context, j *Job, attempt int) error {
 // them run.
 func (w *Worker) dispatch(handlerCtx, recordCtx context.Context) {
 	for t := range w.dispatchCh {
+		topic := t.lease.Slot.Topic
 		if handlerCtx.Err() != nil {
-			w.release(1) // grace period over: the lease expires and it comes back
+			w.release(topic, 1) // grace period over: the lease expires and it comes back
 			continue
 		}
+		tp := w.topicOf(topic)
+		conf := tp.conf.Load()
 		attempt := t.lease.Attempt + 1
 		start := w.cfg.Now()
-		err := w.fire(handlerCtx, t.job, attempt, start)
-		w.obs.Fired(t.job.Topic, attempt, start.Sub(t.job.DueAt), w.cfg.Now().Sub(start), err)
+		tp.dispatched.Add(1)
+		tp.inFlight.Add(1)
+		err := w.fire(handlerCtx, t.job, attempt, start, conf.timeout)
+		tp.inFlight.Add(-1)
+		if ns, ok := errors.AsType[*NotSentError](err); ok && handlerCtx.Err() == nil {
+			tp.dispatched.Add(-1)
+			w.deferJob(recordCtx, t, ns.Until)
+			continue
+		}
+		w.obs.Fired(topic, attempt, start.Sub(t.job.DueAt), w.cfg.Now().Sub(start), err)
 		switch {
 		case err == nil:
 			w.finishCh <- finish{lease: t.lease, complete: true, attempts: attempt}
-			w.release(1)
+			w.release(topic, 1)
 		case handlerCtx.Err() != nil:
 			// Cut short by shutdown: not the receiver's fault, so no attempt
 			// is recorded here; the lease expires and the job comes back.
-			w.release(1)
+			w.release(topic, 1)
 		default:
-			w.failed(recordCtx, t, attempt, err)
+			w.failed(recordCtx, t, attempt, err, conf.retry)
 		}
 	}
 }
 
-func (w *Worker) fire(ctx context.Context, j *Job, attempt int, at time.Time) (err error) {
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.AttemptTimeout)
+func (w *Worker) fire(ctx context.Context, j *Job, attempt int, at time.Time, timeout time.Duration) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer func() {
 		if p := recover(); p != nil {
@@ -582,14 +674,30 @@ func (w *Worker) fire(ctx context.Context, j *Job, attempt int, at time.Time) (e
 	return w.handler.Fire(ctx, Delivery{Job: j, Attempt: attempt, At: at})
 }
 
+// deferJob puts back a job the handler did not send, due at until, with
+// no attempt counted and its row untouched.
+func (w *Worker) deferJob(ctx context.Context, t task, until time.Time) {
+	topic := t.lease.Slot.Topic
+	defer w.release(topic, 1)
+	w.refund(topic)
+	until = laterOf(until, w.cfg.Now())
+	if _, err := w.leaser.Defer(ctx, t.lease, until); err != nil {
+		w.log.Warn("defer failed; the lease will expire", "job", t.job.ID.String(), "err", err)
+		return
+	}
+	w.obs.Deferred(topic)
+	w.Wake(Wake{Slot: t.lease.Slot, DueAt: until})
+}
+
 // failed records a failed attempt: in the row first (the truth), then in
 // Redis, whose script decides between retry and Dead.
-func (w *Worker) failed(ctx context.Context, t task, attempt int, cause error) {
+func (w *Worker) failed(ctx context.Context, t task, attempt int, cause error, policy RetryPolicy) {
 	now := w.cfg.Now()
+	topic := t.lease.Slot.Topic
 	if errors.Is(cause, ErrDiscard) {
 		if _, err := w.store.Transition(ctx, t.job.ID, StatusPending, StatusCancelled, now); err != nil {
 			w.log.Warn("discard job failed", "job", t.job.ID.String(), "err", err)
-			w.release(1)
+			w.release(topic, 1)
 			return
 		}
 		w.finishCh <- finish{lease: t.lease, token: true}
@@ -598,16 +706,16 @@ func (w *Worker) failed(ctx context.Context, t task, attempt int, cause error) {
 	dead := attempt >= t.job.MaxAttempts
 	if _, err := w.store.Fail(ctx, t.job.ID, attempt, cause.Error(), dead, now); err != nil {
 		w.log.Warn("record failed attempt failed; the lease will expire", "job", t.job.ID.String(), "err", err)
-		w.release(1)
+		w.release(topic, 1)
 		return
 	}
-	w.retry(ctx, t.lease, t.job, now.Add(w.cfg.Retry.delayAfter(attempt, cause)), t.job.MaxAttempts, now)
+	w.retry(ctx, t.lease, t.job, now.Add(policy.delayAfter(attempt, cause)), t.job.MaxAttempts, now)
 }
 
 // retry hands a lease back to Redis: due again at at, or to Dead when
 // maxAttempts is reached.
 func (w *Worker) retry(ctx context.Context, l Lease, j *Job, at time.Time, maxAttempts int, now time.Time) {
-	defer w.release(1)
+	defer w.release(l.Slot.Topic, 1)
 	outcome, err := w.leaser.Retry(ctx, l, at, maxAttempts, now)
 	switch {
 	case err != nil:
@@ -654,13 +762,11 @@ func (w *Worker) finish(ctx context.Context) {
 				w.log.Warn("ack failed; the leases will expire and be skipped", "jobs", len(acks), "err", err)
 			}
 		}
-		tokens := 0
 		for _, f := range batch {
 			if f.token {
-				tokens++
+				w.release(f.lease.Slot.Topic, 1)
 			}
 		}
-		w.release(tokens)
 	}
 }
 
@@ -695,9 +801,10 @@ func sleep(ctx context.Context, d time.Duration) error {
 // slotState is what the claim loop knows of one owned slot.
 type slotState struct {
 	slot   Slot
+	topic  *topicState
 	due    time.Time // earliest due time in Store; zero: none
 	expiry time.Time // earliest lease expiry in Prepare; zero: none
-	index  int       // in the heap; -1 when idle
+	index  int       // in its topic's heap; -1 when idle
 }
 
 // at is when the slot next needs serving; zero when idle.
@@ -711,57 +818,4 @@ func (s *slotState) at() time.Time {
 	return s.expiry
 }
 
-// slotHeap orders the non-idle slots by when they next need serving.
-type slotHeap []*slotState
-
-func (h slotHeap) Len() int           { return len(h) }
-func (h slotHeap) Less(i, j int) bool { return h[i].at().Before(h[j].at()) }
-func (h slotHeap) Swap(i, j int) {
-	h[i], h[j] = h[j], h[i]
-	h[i].index, h[j].index = i, j
-}
-func (h *slotHeap) Push(x any) {
-	s := x.(*slotState)
-	s.index = len(*h)
-	*h = append(*h, s)
-}
-func (h *slotHeap) Pop() any {
-	old := *h
-	s := old[len(old)-1]
-	old[len(old)-1] = nil
-	*h = old[:len(old)-1]
-	s.index = -1
-	return s
-}
-
-// set puts s at its place, or takes it out when it is idle.
-func (h *slotHeap) set(s *slotState) {
-	switch {
-	case s.at().IsZero():
-		h.remove(s)
-	case s.index < 0:
-		heap.Push(h, s)
-	default:
-		heap.Fix(h, s.index)
-	}
-}
-
-func (h *slotHeap) remove(s *slotState) {
-	if s.index >= 0 {
-		heap.Remove(h, s.index)
-	}
-}
-
-func (h slotHeap) peek() *slotState {
-	if len(h) == 0 {
-		return nil
-	}
-	return h[0]
-}
-
-func (h slotHeap) next() time.Time {
-	if s := h.peek(); s != nil {
-		return s.at()
-	}
-	return time.Time{}
-}
+func (s *slotState) heapIndex() *int { return &s.index }

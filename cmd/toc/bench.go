@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"text/tabwriter"
 	"time"
@@ -64,6 +65,8 @@ type benchConfig struct {
 	drainJobs    int
 	memoryJobs   int
 	recoverJobs  int
+	floodJobs    int
+	floodRate    int
 	jsonOut      string
 	profileDir   string
 	tocArgs      []string
@@ -72,7 +75,7 @@ type benchConfig struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchUsage)
 	fs.SetOutput(stderr)
-	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover", "comma-separated scenarios to run")
+	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness", "comma-separated scenarios to run")
 	stack := fs.string("stack", "real", "real, embedded or external")
 	server := fs.string("server", "", "external: toc's URL")
 	token := fs.string("token", "", "external: bearer token")
@@ -88,6 +91,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	drainJobs := fs.int("drain-jobs", 0, "drain: jobs due at the same instant (default 100000, --short 10000)")
 	memoryJobs := fs.int("memory-jobs", 0, "memory: pending jobs, 10% within the horizon (default 1000000, --short 100000)")
 	recoverJobs := fs.int("recover-jobs", 0, "recover: pending jobs within the horizon to restore (default 1000000, --short 100000)")
+	floodJobs := fs.int("flood-jobs", 0, "fairness: jobs of the flood topic due at one instant (default 50000, --short 10000)")
+	floodRate := fs.int("flood-rate", 2000, "fairness: the flood topic's rate_limit, jobs/s")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -98,7 +103,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		scenarios: strings.Split(*scenarios, ","), stack: *stack, server: *server, token: *token, secret: *secret,
 		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
-		recoverJobs: *recoverJobs, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
+		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -108,8 +113,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	cfg.defaults()
+	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
+		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate} {
+		if v < 1 {
+			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
+		}
+	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -136,6 +147,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.memory(ctx)
 		case "recover":
 			res, err = b.recover(ctx)
+		case "fairness":
+			res, err = b.fairness(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -188,6 +201,7 @@ func (c *benchConfig) defaults() {
 	pick(&c.drainJobs, 100000, 10000)
 	pick(&c.memoryJobs, 1000000, 100000)
 	pick(&c.recoverJobs, 1000000, 100000)
+	pick(&c.floodJobs, 50000, 10000)
 }
 
 func intList(s, flag string) ([]int, error) {
@@ -400,7 +414,12 @@ func (b *bench) topic(kind string) string {
 
 // post sends a JSON body and decodes the answer into out.
 func (b *bench) post(ctx context.Context, path string, body []byte, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.url+path, bytes.NewReader(body))
+	return b.send(ctx, http.MethodPost, path, body, out)
+}
+
+// send sends a JSON body with method and decodes the answer into out.
+func (b *bench) send(ctx context.Context, method, path string, body []byte, out any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, method, b.url+path, bytes.NewReader(body))
 	if err != nil {
 		return 0, err
 	}
@@ -516,6 +535,9 @@ type benchReceiver struct {
 	mu       sync.Mutex
 	arrivals map[string]arrival
 	bad      int
+
+	// sleeping and mostAsleep count the calls held by ?sleep_ms.
+	sleeping, mostAsleep atomic.Int64
 }
 
 type arrival struct {
@@ -563,7 +585,37 @@ func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	a.count++
 	r.arrivals[id] = a
 	r.mu.Unlock()
+	if ms, err := strconv.Atoi(req.URL.Query().Get("sleep_ms")); err == nil && ms > 0 {
+		// A slow receiver: answer only after ms.
+		n := r.sleeping.Add(1)
+		for m := r.mostAsleep.Load(); n > m && !r.mostAsleep.CompareAndSwap(m, n); m = r.mostAsleep.Load() {
+		}
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-req.Context().Done():
+		}
+		r.sleeping.Add(-1)
+	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// span returns the first and last arrival of ids.
+func (r *benchReceiver) span(ids []string) (first, last time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		a, ok := r.arrivals[id]
+		if !ok {
+			continue
+		}
+		if first.IsZero() || a.at.Before(first) {
+			first = a.at
+		}
+		if a.at.After(last) {
+			last = a.at
+		}
+	}
+	return first, last
 }
 
 func (r *benchReceiver) verify(id string, ts int64, body []byte, header string) bool {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"strconv"
 	"strings"
@@ -19,12 +20,16 @@ import (
 // jobJSON is one job of a scheduling request, written by hand: the load
 // generator must not be the bottleneck.
 func (b *bench) jobJSON(buf *bytes.Buffer, topic string, due time.Time) {
+	jobJSONTo(buf, topic, due, b.recv.url)
+}
+
+func jobJSONTo(buf *bytes.Buffer, topic string, due time.Time, url string) {
 	buf.WriteString(`{"topic":"`)
 	buf.WriteString(topic)
 	buf.WriteString(`","fire_at":"`)
 	buf.WriteString(due.UTC().Format("2006-01-02T15:04:05.000Z"))
 	buf.WriteString(`","callback_url":"`)
-	buf.WriteString(b.recv.url)
+	buf.WriteString(url)
 	buf.WriteString(`","payload":{"bench":true}}`)
 }
 
@@ -39,13 +44,18 @@ type batchAnswer struct {
 
 // scheduleBatch schedules one job of topic per due time in one request.
 func (b *bench) scheduleBatch(ctx context.Context, topic string, dues []time.Time) ([]string, error) {
+	return b.scheduleBatchTo(ctx, topic, b.recv.url, dues)
+}
+
+// scheduleBatchTo is scheduleBatch with another callback URL.
+func (b *bench) scheduleBatchTo(ctx context.Context, topic, url string, dues []time.Time) ([]string, error) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"jobs":[`)
 	for i, d := range dues {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		b.jobJSON(&buf, topic, d)
+		jobJSONTo(&buf, topic, d, url)
 	}
 	buf.WriteString(`]}`)
 	var ans batchAnswer
@@ -404,4 +414,73 @@ func (b *bench) recover(ctx context.Context) ([]result, error) {
 	took := time.Since(t0)
 	return []result{{Scenario: "recover", Name: fmt.Sprintf("recover %d after FLUSHALL", n), Count: n,
 		Seconds: took.Seconds(), Rate: float64(n) / took.Seconds(), Extra: map[string]any{"restore_seconds": took.Round(10 * time.Millisecond).Seconds()}}}, nil
+}
+
+// putTopic sets a topic's settings.
+func (b *bench) putTopic(ctx context.Context, topic, settings string) error {
+	_, err := b.send(ctx, "PUT", "/v1/topics/"+topic, []byte(settings), nil)
+	return err
+}
+
+// fairness reproduces the fairness issue's acceptance 1 and 3 on the
+// stack: a flood of jobs due at one instant in a rate-limited topic beside
+// a steady topic, then a topic with a slow receiver and max_in_flight 10
+// beside a fast one. It reports the flood's dispatch rate and the steady
+// and fast topics' lateness, each also without the other topic.
+func (b *bench) fairness(ctx context.Context) ([]result, error) {
+	const steadyRate = 200
+	n, limit := b.cfg.floodJobs, b.cfg.floodRate
+	flood, steadyT := b.topic("flood"), b.topic("steady")
+	if err := b.putTopic(ctx, flood, fmt.Sprintf(`{"rate_limit": %d}`, limit)); err != nil {
+		return nil, err
+	}
+	var res []result
+	report := func(name string, ids []string, errs int, d time.Duration, extra map[string]any) {
+		lat, lost, dups, early, _ := b.recv.outcome(ids)
+		res = append(res, result{Scenario: "fairness", Name: name, Count: len(ids), Errors: errs, Seconds: d.Seconds(),
+			Rate: float64(len(lat)) / d.Seconds(), Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra})
+	}
+
+	alone := b.cfg.duration
+	ids, errs := b.steady(ctx, steadyT, steadyRate, alone)
+	b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
+	report(fmt.Sprintf("steady %d/s alone", steadyRate), ids, errs, alone, nil)
+
+	due := time.Now().Add(2*time.Second + time.Duration(n)*time.Second/25000).Truncate(time.Millisecond)
+	floodIDs, err := b.load(ctx, flood, n, func(int) time.Time { return due }, 4)
+	if err != nil {
+		return nil, err
+	}
+	time.Sleep(time.Until(due.Add(-fireLead)))
+	drain := time.Duration(float64(n) / float64(limit) * float64(time.Second))
+	ids, errs = b.steady(ctx, steadyT, steadyRate, drain)
+	b.recv.waitArrived(ctx, floodIDs, due.Add(drain+time.Minute))
+	b.recv.waitArrived(ctx, ids, time.Now().Add(30*time.Second))
+	report(fmt.Sprintf("steady %d/s beside the flood", steadyRate), ids, errs, drain, nil)
+	first, last := b.recv.span(floodIDs)
+	lat, lost, dups, early, _ := b.recv.outcome(floodIDs)
+	took := last.Sub(first)
+	res = append(res, result{Scenario: "fairness", Name: fmt.Sprintf("flood %d due at once, rate_limit %d/s", n, limit),
+		Count: n, Seconds: took.Seconds(), Rate: float64(len(lat)-1) / took.Seconds(), Latency: distOf(lat),
+		Lost: intp(lost), Dups: intp(dups), Early: intp(early),
+		Extra: map[string]any{"rate_vs_limit_pct": math.Round(1000*(float64(len(lat)-1)/took.Seconds()/float64(limit)-1)) / 10}})
+
+	// A receiver that takes 5 s a call, limited to 10 calls at once.
+	slow, fast := b.topic("slow"), b.topic("fast")
+	if err := b.putTopic(ctx, slow, `{"max_in_flight": 10, "callback_timeout_ms": 10000, "lease_ms": 30000}`); err != nil {
+		return nil, err
+	}
+	dues := make([]time.Time, 100)
+	for i := range dues {
+		dues[i] = time.Now().Add(fireLead)
+	}
+	b.recv.mostAsleep.Store(0)
+	if _, err := b.scheduleBatchTo(ctx, slow, b.recv.url+"?sleep_ms=5000", dues); err != nil {
+		return nil, err
+	}
+	ids, errs = b.steady(ctx, fast, steadyRate, alone)
+	b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
+	report(fmt.Sprintf("fast %d/s beside a 5 s receiver", steadyRate), ids, errs, alone,
+		map[string]any{"slow_calls_at_once_max": b.recv.mostAsleep.Load(), "slow_max_in_flight": 10})
+	return res, nil
 }

@@ -109,6 +109,7 @@ func (s *service) run(ctx context.Context) error {
 		Timeout:      *f.callbackTimeout,
 		AllowPrivate: s.allowPrivate,
 		UserAgent:    "toc/" + version,
+		Observer:     metrics,
 	})
 	if err != nil {
 		return err
@@ -151,13 +152,20 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	stats := &topicStats{store: s.store, queue: queue}
+	metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 	var clusterStatus func() any
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
 	}
 	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(s.rdb, *f.redisPrefix), s.store),
-		&topicStats{store: s.store, queue: queue},
+		stats,
 		tochttp.APIConfig{
+			TopicDefaults: timer.Limits{
+				Retry:           timer.RetryPolicy{Base: timer.DefaultRetryBase, Max: timer.DefaultRetryMax},
+				Lease:           lease,
+				CallbackTimeout: *f.callbackTimeout,
+			},
 			Cluster:               clusterStatus,
 			Tokens:                s.tokens,
 			AllowPrivateCallbacks: s.allowPrivate,
@@ -211,9 +219,12 @@ func (s *service) run(ctx context.Context) error {
 	var engineErr, serveErr error
 	wg.Go(func() { engineErr = eng.Run(engineCtx) })
 	var clusterErr error
+	member := fmt.Sprintf("pid-%d", os.Getpid())
 	if s.cluster != nil {
+		member = s.cluster.ID()
 		wg.Go(func() { clusterErr = s.cluster.Run(engineCtx) })
 	}
+	wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
@@ -234,6 +245,63 @@ func (s *service) run(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("stopped")
 	return errors.Join(serveErr, engineErr, clusterErr)
+}
+
+// publishUsage writes this member's use of each topic to Redis every
+// second, for GET /v1/topics/{topic} on any member to sum.
+func publishUsage(ctx context.Context, queue *prepare.Queue, member string, w *timer.Worker, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	failing := false
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		err := queue.PublishUsage(ctx, member, w.Usage(), time.Now())
+		if err != nil && !failing && ctx.Err() == nil {
+			log.Warn("publish topic usage failed", "err", err)
+		}
+		failing = err != nil
+	}
+}
+
+// TopicUsage sums the members' published usage of topic and counts its
+// due jobs still in Redis.
+func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (tochttp.TopicUsage, error) {
+	now := time.Now()
+	due, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now)
+	if err != nil {
+		return tochttp.TopicUsage{}, err
+	}
+	u, err := t.queue.Usage(ctx, topic.Name, now)
+	if err != nil {
+		return tochttp.TopicUsage{}, err
+	}
+	return tochttp.TopicUsage{DueWaiting: due, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: u.Members}, nil
+}
+
+// dueWaiting counts the due jobs still in Redis of each topic (the first
+// tochttp.MaxTopicLabels), for the metrics.
+func (t *topicStats) dueWaiting() map[string]int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	topics, err := t.store.Topics(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]int64, len(topics))
+	now := time.Now()
+	for i, topic := range topics {
+		if i == tochttp.MaxTopicLabels {
+			break
+		}
+		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {
+			out[topic.Name] = n
+		}
+	}
+	return out
 }
 
 // topicStats joins the task store's counts with Redis's.

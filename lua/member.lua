@@ -1,0 +1,29 @@
+-- member: the prelude of every script (see run.go), not a script itself.
+--
+-- level returns the index in a script's stores table {storeHigh, store,
+-- storeLow} of the Store set a member belongs in: its last byte names
+-- its priority, "h" high, "l" low, anything else normal (package lua's
+-- Member and SplitMember are the Go side of this encoding).
+local function level(m)
+  local last = string.sub(m, -1)
+  if last == 'h' then
+    return 1
+  elseif last == 'l' then
+    return 3
+  end
+  return 2
+end
+
+-- earliest returns the lowest score in the Store sets of stores, or nil
+-- when they are all empty.
+local function earliest(stores)
+  local low = nil
+  for s = 1, #stores do
+    local r = redis.call('ZRANGE', stores[s], 0, 0, 'WITHSCORES')
+    if r[2] and (low == nil or tonumber(r[2]) < low) then
+      low = tonumber(r[2])
+    end
+  end
+  return low
+end
+

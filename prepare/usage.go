@@ -1,0 +1,107 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/timer"
+)
+
+// Usage is a topic's live use summed over the members that published it.
+type Usage struct {
+	InFlight  int64
+	Rate      float64
+	Throttled int64
+	Members   int
+}
+
+// usageTTL is how long a member's published usage counts: a member that
+// stopped publishing (it died) drops out of the sums after it.
+const usageTTL = 5 * time.Second
+
+// usageKey is the hash of a topic's usage, one field per member. It has
+// no hash tag: each topic's hash lives wherever it hashes to.
+func (q *Queue) usageKey(topic string) string { return q.cfg.Prefix + "usage:" + topic }
+
+// PublishUsage records member's use of each topic, for any member to sum
+// with Usage. Call it about once a second; a record older than 5 s is
+// ignored, and the hash expires when no member writes it for a minute.
+func (q *Queue) PublishUsage(ctx context.Context, member string, usage map[string]timer.TopicUsage, now time.Time) error {
+	if len(usage) == 0 {
+		return nil
+	}
+	pipe := q.client.Pipeline()
+	for topic, u := range usage {
+		v := strconv.FormatInt(u.InFlight, 10) + " " + strconv.FormatFloat(u.Rate, 'f', 3, 64) + " " +
+			strconv.FormatInt(u.Throttled, 10) + " " + strconv.FormatInt(now.UnixMilli(), 10)
+		key := q.usageKey(topic)
+		pipe.HSet(ctx, key, member, v)
+		pipe.Expire(ctx, key, time.Minute)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return fmt.Errorf("publish usage of %d topics: %w", len(usage), err)
+	}
+	return nil
+}
+
+// Usage sums the usage of topic that members published within the last
+// 5 s before now.
+func (q *Queue) Usage(ctx context.Context, topic string, now time.Time) (Usage, error) {
+	fields, err := q.client.HGetAll(ctx, q.usageKey(topic)).Result()
+	if err != nil {
+		return Usage{}, fmt.Errorf("usage of %s: %w", topic, err)
+	}
+	var u Usage
+	for _, v := range fields {
+		parts := strings.Fields(v)
+		if len(parts) != 4 {
+			continue
+		}
+		inFlight, err1 := strconv.ParseInt(parts[0], 10, 64)
+		rate, err2 := strconv.ParseFloat(parts[1], 64)
+		throttled, err3 := strconv.ParseInt(parts[2], 10, 64)
+		at, err4 := strconv.ParseInt(parts[3], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil || now.Sub(time.UnixMilli(at)) > usageTTL {
+			continue
+		}
+		u.InFlight += inFlight
+		u.Rate += rate
+		u.Throttled += throttled
+		u.Members++
+	}
+	return u, nil
+}
+
+// DueWaiting counts the jobs of a topic of n slots that are due at now
+// and still in Store: not yet claimed, because their topic is throttled
+// or the workers are behind.
+func (q *Queue) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
+	if !slots.ValidTopic(topic) || !slots.Valid(n) {
+		return 0, fmt.Errorf("due waiting of %s (%d slots): %w", topic, n, timer.ErrInvalid)
+	}
+	upTo := strconv.FormatInt(now.UnixMilli()*128+127, 10)
+	var due int64
+	for from := 0; from < n; from += statsChunk {
+		pipe := q.client.Pipeline()
+		var cmds []*redis.IntCmd
+		for i := from; i < min(from+statsChunk, n); i++ {
+			k := slots.Keys(q.cfg.Prefix, topic, i)
+			for _, key := range []string{k.StoreHigh, k.Store, k.StoreLow} {
+				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
+			}
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, fmt.Errorf("due waiting of %s: %w", topic, err)
+		}
+		for _, c := range cmds {
+			due += c.Val()
+		}
+	}
+	return due, nil
+}
