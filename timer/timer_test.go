@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -205,6 +207,62 @@ func TestGroupCommit(t *testing.T) {
 	}
 	if len(sizes) != 2 || sizes[0] != 1 || sizes[1] != n-1 {
 		t.Errorf("commit sizes %v, want [1 %d]", sizes, n-1)
+	}
+	if g.busy || len(g.pending) != 0 {
+		t.Errorf("group left busy=%v pending=%d", g.busy, len(g.pending))
+	}
+}
+
+// Under a storm of callers, one commit runs at a time, every
+// request is committed exactly once, and the group ends idle.
+func TestGroupCommitConcurrent(t *testing.T) {
+	var (
+		running, most atomic.Int32
+		mu            sync.Mutex
+		committed     = map[string]int{}
+	)
+	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, error) {
+		now := running.Add(1)
+		for {
+			m := most.Load()
+			if now <= m || most.CompareAndSwap(m, now) {
+				break
+			}
+		}
+		defer running.Add(-1)
+		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
+		mu.Lock()
+		defer mu.Unlock()
+		res := make([]Result, len(reqs))
+		for i, r := range reqs {
+			committed[r.Key]++
+			res[i] = Result{Job: &Job{Key: r.Key}, Created: true}
+		}
+		return res, nil
+	}}
+	const callers, each = 64, 50
+	var wg sync.WaitGroup
+	for c := range callers {
+		wg.Go(func() {
+			for i := range each {
+				key := fmt.Sprintf("%d-%d", c, i)
+				if res, err := g.do(t.Context(), Request{Key: key}); err != nil || res.Job.Key != key {
+					t.Errorf("%s: %v %v", key, res, err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(committed) != callers*each {
+		t.Errorf("%d requests committed, want %d", len(committed), callers*each)
+	}
+	for key, n := range committed {
+		if n != 1 {
+			t.Errorf("%s committed %d times", key, n)
+		}
+	}
+	if m := most.Load(); m != 1 {
+		t.Errorf("%d commits ran at once, want 1", m)
 	}
 	if g.busy || len(g.pending) != 0 {
 		t.Errorf("group left busy=%v pending=%d", g.busy, len(g.pending))
