@@ -230,9 +230,8 @@ func (b *Box) Purge(ctx context.Context, slot timer.Slot, id timer.JobID) (bool,
 	if !slots.ValidTopic(slot.Topic) || slot.Index < 0 || slot.Index >= slots.Max {
 		return false, fmt.Errorf("purge dead letter %d: slot %q/%d: %w", id, slot.Topic, slot.Index, timer.ErrInvalid)
 	}
-	s := id.String()
 	n, err := b.client.ZRem(ctx, b.key(slot.Topic, slot.Index),
-		lua.Member(s, lua.PriorityHigh), lua.Member(s, lua.PriorityNormal), lua.Member(s, lua.PriorityLow)).Result()
+		lua.Member(uint64(id), lua.PriorityHigh), lua.Member(uint64(id), lua.PriorityNormal), lua.Member(uint64(id), lua.PriorityLow)).Result()
 	if err != nil {
 		return false, fmt.Errorf("purge dead letter %d of slot %s: %w", id, slot, err)
 	}
@@ -281,12 +280,11 @@ func (p position) entry() (Entry, error) {
 
 // parseMember returns the job id and priority of a member.
 func parseMember(m string) (timer.JobID, timer.Priority, error) {
-	s, p := lua.SplitMember(m)
-	id, err := timer.ParseJobID(s)
-	if err != nil {
-		return 0, 0, fmt.Errorf("member %q: %w", m, err)
+	id, p, ok := lua.SplitMember(m)
+	if !ok || id == 0 || id >= 1<<63 {
+		return 0, 0, fmt.Errorf("member %q: not a job id: %w", m, timer.ErrInvalid)
 	}
-	return id, timer.Priority(p), nil
+	return timer.JobID(id), timer.Priority(p), nil
 }
 
 // cursorVersion starts every cursor, so the format can change.
@@ -326,7 +324,7 @@ func decodeCursor(s string) (position, error) {
 		return position{}, fmt.Errorf("cursor %q: bad score", s)
 	}
 	id, p, err := parseMember(parts[3])
-	if err != nil || lua.Member(id.String(), int(p)) != parts[3] {
+	if err != nil || lua.Member(uint64(id), int(p)) != parts[3] {
 		return position{}, fmt.Errorf("cursor %q: bad member", s)
 	}
 	return position{slot: slot, score: score, member: parts[3]}, nil

@@ -69,7 +69,7 @@ func benchClaim(b *testing.B, n int, priorities ...int) {
 			b.StopTimer()
 			del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Prepare)
 			for _, p := range priorities {
-				fill(b, be, storeKey(k, p), Member("", p), per, float64(t0*128))
+				fill(b, be, storeKey(k, p), Member(0, p)[1:], per, float64(t0*128))
 			}
 			left = per * len(priorities)
 			b.StartTimer()

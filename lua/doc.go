@@ -25,13 +25,15 @@
 //
 // A slot has three Store sets, one per priority: StoreHigh, Store (normal)
 // and StoreLow; its Prepare and Dead sets are shared. A member is the job
-// id in decimal with a suffix naming its priority ([Member],
-// [SplitMember]):
+// id in base 60 (digits, A-Z, a-z without h and l) with a suffix naming its
+// priority ([Member], [SplitMember]); for job 123 (2×60 + 3):
 //
-//	"123"   normal, in Store
-//	"123h"  high, in StoreHigh
-//	"123l"  low, in StoreLow
+//	"23"   normal, in Store
+//	"23h"  high, in StoreHigh
+//	"23l"  low, in StoreLow
 //
+// Base 60 keeps the member of any job id within 12 bytes, which Redis
+// stores in 16 (its decimal form took 32): 16 bytes less per pending job.
 // The member keeps its suffix in Prepare and Dead, so the scripts that
 // move a member back (retry, defer, sweep, revive) put it in the Store
 // set its last byte names without being told, and normal members read as

@@ -3,6 +3,7 @@ package lua
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"testing"
 
@@ -23,26 +24,45 @@ func storeKey(k slots.KeySet, p int) string {
 
 func TestMember(t *testing.T) {
 	tests := []struct {
-		id       string
+		id       uint64
 		priority int
 		member   string
 	}{
-		{"123", PriorityNormal, "123"},
-		{"123", PriorityHigh, "123h"},
-		{"123", PriorityLow, "123l"},
-		{"9223372036854775807", PriorityHigh, "9223372036854775807h"},
+		{0, PriorityNormal, "0"},
+		{7, PriorityHigh, "7h"},
+		{59, PriorityLow, "zl"},
+		{60, PriorityNormal, "10"},
+		{123, PriorityNormal, "23"},               // 2*60 + 3
+		{1<<63 - 1, PriorityHigh, "FFDYWVvKFU7h"}, // the largest job id: 11 digits
+		{math.MaxUint64, PriorityNormal, "UUR953qeV0F"},
 	}
 	for _, tt := range tests {
 		if got := Member(tt.id, tt.priority); got != tt.member {
-			t.Errorf("Member(%s, %d) = %q, want %q", tt.id, tt.priority, got, tt.member)
+			t.Errorf("Member(%d, %d) = %q, want %q", tt.id, tt.priority, got, tt.member)
 		}
-		if id, p := SplitMember(tt.member); id != tt.id || p != tt.priority {
-			t.Errorf("SplitMember(%q) = %q, %d; want %q, %d", tt.member, id, p, tt.id, tt.priority)
+		if id, p, ok := SplitMember(tt.member); !ok || id != tt.id || p != tt.priority {
+			t.Errorf("SplitMember(%q) = %d, %d, %v; want %d, %d", tt.member, id, p, ok, tt.id, tt.priority)
 		}
 	}
-	for _, m := range []string{"", "x", "12x", "h0"} {
-		if id, p := SplitMember(m); id != m || p != PriorityNormal {
-			t.Errorf("SplitMember(%q) = %q, %d; want it whole, normal", m, id, p)
+	// No digit is a suffix, so a member's last byte names its priority
+	// whatever the id.
+	for i := range len(digits) {
+		if digits[i] == suffixHigh || digits[i] == suffixLow {
+			t.Errorf("digit %q is a suffix", digits[i])
+		}
+	}
+	for id := uint64(1); id < 1<<40; id = id*7 + 3 {
+		for _, p := range []int{PriorityHigh, PriorityNormal, PriorityLow} {
+			m := Member(id, p)
+			if got, gp, ok := SplitMember(m); !ok || got != id || gp != p {
+				t.Fatalf("SplitMember(Member(%d, %d) = %q) = %d, %d, %v", id, p, m, got, gp, ok)
+			}
+		}
+	}
+	bad := []string{"", "h", "l", "x h", "01", "00h", "12-", "é", "123456789012", "zzzzzzzzzzz"}
+	for _, m := range bad {
+		if id, p, ok := SplitMember(m); ok {
+			t.Errorf("SplitMember(%q) = %d, %d, true; want not ok", m, id, p)
 		}
 	}
 	defer func() {
@@ -50,17 +70,27 @@ func TestMember(t *testing.T) {
 			t.Error("Member with priority 2 did not panic")
 		}
 	}()
-	Member("1", 2)
+	Member(1, 2)
 }
 
 // TestMemberRouting checks that the scripts route a member to the Store
-// set SplitMember names.
+// set its last byte names, as SplitMember reads it; members Member would
+// not make follow the same rule.
 func TestMemberRouting(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		k := keysOf(b, 40)
-		for _, m := range []string{"1", "2h", "3l", "4x", "hl", "lh", "h", "l"} {
+		for _, m := range []string{"1", "2h", "3l", "FFDYWVvKFU7h", "4x", "hl", "lh", "h", "l"} {
 			addSet(t, b, k, Entry{m, t0, 0})
-			_, p := SplitMember(m)
+			p := PriorityNormal
+			switch m[len(m)-1] {
+			case suffixHigh:
+				p = PriorityHigh
+			case suffixLow:
+				p = PriorityLow
+			}
+			if _, sp, ok := SplitMember(m); ok && sp != p {
+				t.Errorf("SplitMember(%q) priority %d, want %d", m, sp, p)
+			}
 			for _, key := range k.Stores() {
 				n, err := b.Client.ZScore(t.Context(), key, m).Result()
 				in := err == nil && n == float64(t0*128)
@@ -140,7 +170,7 @@ func TestClaimLimitAcrossSets(t *testing.T) {
 		var es []Entry
 		for _, p := range []int{PriorityHigh, PriorityNormal, PriorityLow} {
 			for i := range 5 {
-				es = append(es, Entry{Member(fmt.Sprint(i), p), t0, 0})
+				es = append(es, Entry{Member(uint64(i), p), t0, 0})
 			}
 		}
 		addSet(t, b, k, es...)

@@ -38,7 +38,7 @@ func TestPrioritiesAgree(t *testing.T) {
 	if storeIndex(timer.PriorityHigh) != 0 || storeIndex(timer.PriorityLow) != 2 {
 		t.Error("storeIndex does not follow KeySet.Stores")
 	}
-	for _, m := range []string{"", "h", "12x", "12hh", "-1", "0l"} {
+	for _, m := range []string{"", "h", "12!", "12hh", "-1", "0l", "01", "zzzzzzzzzzz"} {
 		if _, _, err := parseMember(m); !errors.Is(err, timer.ErrInvalid) {
 			t.Errorf("parseMember(%q) = %v, want ErrInvalid", m, err)
 		}

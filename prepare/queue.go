@@ -524,18 +524,16 @@ func checkLease(l timer.Lease) error {
 }
 
 // member returns the sorted-set member of job id at priority p, which the
-// caller has validated: the id in decimal with p's suffix (see package
-// lua).
-func member(id timer.JobID, p timer.Priority) string { return lua.Member(id.String(), int(p)) }
+// caller has validated (see lua.Member).
+func member(id timer.JobID, p timer.Priority) string { return lua.Member(uint64(id), int(p)) }
 
 // parseMember returns the job id and priority of a member.
 func parseMember(m string) (timer.JobID, timer.Priority, error) {
-	s, p := lua.SplitMember(m)
-	id, err := timer.ParseJobID(s)
-	if err != nil {
-		return 0, 0, fmt.Errorf("member %q: %w", m, err)
+	id, p, ok := lua.SplitMember(m)
+	if !ok || id == 0 || id >= 1<<63 {
+		return 0, 0, fmt.Errorf("member %q: not a job id: %w", m, timer.ErrInvalid)
 	}
-	return id, timer.Priority(p), nil
+	return timer.JobID(id), timer.Priority(p), nil
 }
 
 // held returns the lease l as the scripts take it.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -58,9 +59,18 @@ func setOf(t *testing.T, b *luatest.Backend, key string) []string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		out = append(out, fmt.Sprintf("%s@%d/%d", e.Member, e.Ms-t0.UnixMilli(), e.Attempt))
+		out = append(out, fmt.Sprintf("%s@%d/%d", readable(e.Member), e.Ms-t0.UnixMilli(), e.Attempt))
 	}
 	return out
+}
+
+// readable returns member m with its id in decimal: "1038", "4h", "3l".
+func readable(m string) string {
+	id, p, err := parseMember(m)
+	if err != nil {
+		return m
+	}
+	return id.String() + strings.TrimPrefix(lua.Member(0, int(p)), "0")
 }
 
 func TestConfig(t *testing.T) {
