@@ -13,9 +13,11 @@
 // Scheduler.Schedule commits the row as pending in the task store (the
 // source of truth), then, when the job is due within the horizon, adds its
 // timer to its slot's Store set in Redis. A Worker owning the slot sleeps
-// until the slot's next due time, claims due jobs into the slot's Prepare set
-// (a lease), loads their rows in one query, skips those no longer pending,
-// and calls the Handler with bounded concurrency. On success it marks the
+// until shortly before the slot's next due time (WorkerConfig.ClaimAhead),
+// claims the jobs due within the look-ahead from every owned slot into each
+// slot's Prepare set (a lease), loads their rows in one query, skips those
+// no longer pending, and calls the Handler at each job's due time, with
+// bounded concurrency. On success it marks the
 // row done and then acks the lease; on failure it records the attempt and
 // the script puts the job back with a backoff, or into the Dead set once
 // its attempts are exhausted. A lease that is never acked (its worker
@@ -26,6 +28,6 @@
 // # Guarantees
 //
 // A job whose row is committed fires at least once, never before its due
-// time (at millisecond precision), unless it is cancelled first. A worker
+// time (kept in milliseconds, rounded up), unless it is cancelled first. A worker
 // that dies costs a lease period of delay, not the job.
 package timer

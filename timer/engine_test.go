@@ -533,3 +533,64 @@ func TestEngineSchedulesWhileRedisIsDown(t *testing.T) {
 		t.Errorf("fired %v early", ds[0].due.Sub(ds[0].at))
 	}
 }
+
+// claimLog records when claims returned leases.
+type claimLog struct {
+	timer.NopObserver
+	mu     sync.Mutex
+	claims []time.Time
+}
+
+func (c *claimLog) Claimed(_ timer.Slot, n int) {
+	if n > 0 {
+		c.mu.Lock()
+		c.claims = append(c.claims, time.Now())
+		c.mu.Unlock()
+	}
+}
+
+// With a long look-ahead, one wake-up claims the jobs of many slots before
+// they are due, and each job still reaches the handler at or after its due
+// time.
+func TestEngineClaimsAhead(t *testing.T) {
+	s := newStack(t, false)
+	rec := newRecorder()
+	obs := &claimLog{}
+	const ahead = 300 * time.Millisecond
+	e, _ := s.start(t, rec, timer.Config{Observer: obs, Worker: timer.WorkerConfig{ClaimAhead: ahead}})
+	// One job first, so that the topic's slots exist and are owned.
+	rec.expect(schedule(t, e, []timer.Request{{Topic: "ahead"}}))
+	rec.wait(t, 10*time.Second)
+	obs.mu.Lock()
+	obs.claims = nil
+	obs.mu.Unlock()
+
+	// 64 jobs over the topic's 16 slots, due within 200 ms, 2 s from now.
+	const n = 64
+	first := time.Now().Add(2 * time.Second)
+	reqs := make([]timer.Request, n)
+	for i := range reqs {
+		reqs[i] = timer.Request{Topic: "ahead", BizID: uint64(i), FireAt: first.Add(time.Duration(i) * 200 * time.Millisecond / n)}
+	}
+	ids := schedule(t, e, reqs)
+	rec.expect(ids)
+	rec.wait(t, 30*time.Second)
+
+	for _, id := range ids {
+		for _, d := range rec.deliveries(id) {
+			if d.at.Before(d.due) {
+				t.Errorf("job %d handed over %v before its due time", id, d.due.Sub(d.at))
+			}
+		}
+	}
+	obs.mu.Lock()
+	defer obs.mu.Unlock()
+	if len(obs.claims) == 0 || len(obs.claims) > 16 {
+		t.Fatalf("%d claims returned leases, want 1 to 16 (one pass over the slots)", len(obs.claims))
+	}
+	if last := obs.claims[len(obs.claims)-1]; !last.Before(first) {
+		t.Errorf("the last claim came %v after the first job was due, want before it", last.Sub(first))
+	}
+	t.Logf("%d jobs due within 200 ms: %d claims, the first %v before the first due time",
+		n, len(obs.claims), first.Sub(obs.claims[0]).Round(time.Millisecond))
+}

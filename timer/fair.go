@@ -273,19 +273,27 @@ func (w *Worker) unpark(tp *topicState) {
 // pick returns the due topic to serve next: the least virtual time, then
 // the earliest due, then the one that was furthest behind (an idle topic
 // that just became due). It returns nil when no topic is due at now.
+//
+// A topic is due when one of its slots' at (see slotState.at) is within
+// the look-ahead of now, and it is not resting for its rate: its readyAt
+// is now or earlier.
 func (w *Worker) pick(now time.Time) *topicState {
 	var (
 		best    *topicState
 		bestRaw float64
 	)
+	horizon := now.Add(w.cfg.ClaimAhead)
 	w.scratch = w.scratch[:0]
 	for {
 		tp := w.topicHeap.peek()
-		if tp == nil || tp.at().After(now) {
+		if tp == nil || tp.at().After(horizon) {
 			break
 		}
 		heap.Pop(&w.topicHeap)
 		w.scratch = append(w.scratch, tp)
+		if tp.readyAt.After(now) {
+			continue
+		}
 		raw := tp.pass
 		tp.pass = max(tp.pass, w.vtime) // an idle topic banks no credit
 		switch {

@@ -296,5 +296,16 @@ type Lease struct {
 // every due time and score.
 func MillisOf(t time.Time) int64 { return t.UnixMilli() }
 
+// CeilMillis rounds t up to milliseconds since the Unix epoch. A due time
+// is kept in whole milliseconds, rounded up, so that a job is never
+// handed over before the instant it was asked for.
+func CeilMillis(t time.Time) int64 {
+	ms := t.UnixMilli()
+	if t.After(time.UnixMilli(ms)) {
+		ms++
+	}
+	return ms
+}
+
 // TimeOf is the inverse of MillisOf.
 func TimeOf(ms int64) time.Time { return time.UnixMilli(ms) }

@@ -108,7 +108,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		BizID:       r.BizID,
 		BizType:     r.BizType,
 		Status:      StatusPending,
-		DueAt:       TimeOf(due.UnixMilli()),
+		DueAt:       TimeOf(CeilMillis(due)),
 		MaxAttempts: cmp.Or(r.MaxAttempts, DefaultMaxAttempts),
 		Priority:    r.Priority,
 		CallbackURL: r.CallbackURL,
@@ -122,7 +122,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 // made by the same request. A relative delay cannot be compared (a retry
 // arrives later), so the due time counts only when r gave fire_at.
 func (r *Request) sameAs(existing *Job) bool {
-	if !r.FireAt.IsZero() && r.FireAt.UnixMilli() != existing.DueAt.UnixMilli() {
+	if !r.FireAt.IsZero() && CeilMillis(r.FireAt) != existing.DueAt.UnixMilli() {
 		return false
 	}
 	return r.BizID == existing.BizID &&

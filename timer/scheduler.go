@@ -479,5 +479,5 @@ func dueTime(fireAt time.Time, delay time.Duration, now time.Time) (time.Time, e
 	if fireAt.IsZero() {
 		fireAt = now.Add(delay)
 	}
-	return TimeOf(fireAt.UnixMilli()), nil
+	return TimeOf(CeilMillis(fireAt)), nil
 }

@@ -268,3 +268,30 @@ func TestGroupCommitConcurrent(t *testing.T) {
 		t.Errorf("group left busy=%v pending=%d", g.busy, len(g.pending))
 	}
 }
+
+// A due time asked for between two milliseconds is kept as the later one:
+// the job may fire up to a millisecond late, never early.
+func TestDueTimeRoundsUp(t *testing.T) {
+	base := time.UnixMilli(1_800_000_000_000)
+	for _, tt := range []struct {
+		at   time.Time
+		want int64
+	}{
+		{base, 1_800_000_000_000},
+		{base.Add(time.Nanosecond), 1_800_000_000_001},
+		{base.Add(999_999 * time.Nanosecond), 1_800_000_000_001},
+		{base.Add(time.Millisecond), 1_800_000_000_001},
+	} {
+		if got := CeilMillis(tt.at); got != tt.want {
+			t.Errorf("CeilMillis(%v) = %d, want %d", tt.at, got, tt.want)
+		}
+		r := Request{Topic: "orders", FireAt: tt.at}
+		j := r.job(1, base)
+		if j.DueAt.Before(tt.at) || j.DueAt.UnixMilli() != tt.want {
+			t.Errorf("job due %v for fire_at %v, want %d ms", j.DueAt, tt.at, tt.want)
+		}
+		if !r.sameAs(j) {
+			t.Errorf("a repeat of fire_at %v does not match its own job", tt.at)
+		}
+	}
+}

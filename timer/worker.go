@@ -18,6 +18,7 @@ const (
 	DefaultAttemptTimeout = 10 * time.Second
 	DefaultGrace          = 10 * time.Second
 	DefaultRescan         = 30 * time.Second
+	DefaultClaimAhead     = 2 * time.Millisecond
 	// LeaseMargin is the least a lease must exceed the attempt timeout by:
 	// the time to load a batch and record its outcome.
 	LeaseMargin = 2 * time.Second
@@ -50,9 +51,18 @@ type WorkerConfig struct {
 	Rescan time.Duration
 	// TopicRefresh is how often topic limits are re-read from the store.
 	TopicRefresh time.Duration
-	Now          func() time.Time
-	Logger       *slog.Logger
-	Observer     Observer
+	// ClaimAhead is how early jobs are claimed (default
+	// DefaultClaimAhead; negative: only when due). The worker wakes when a
+	// slot's next job is ClaimAhead from due and claims, from every owned
+	// slot, the jobs due within another ClaimAhead: one wake-up claims
+	// many slots and loads their rows in one query, done before the jobs
+	// are due. The handler is still called at each job's due time, never
+	// before; a cancel that lands in those last milliseconds may not stop
+	// the call.
+	ClaimAhead time.Duration
+	Now        func() time.Time
+	Logger     *slog.Logger
+	Observer   Observer
 }
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
@@ -65,6 +75,12 @@ func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
 	c.Rescan = cmp.Or(c.Rescan, DefaultRescan)
 	c.TopicRefresh = cmp.Or(c.TopicRefresh, DefaultTopicRefresh)
+	switch {
+	case c.ClaimAhead == 0:
+		c.ClaimAhead = DefaultClaimAhead
+	case c.ClaimAhead < 0:
+		c.ClaimAhead = 0
+	}
 	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
@@ -113,6 +129,11 @@ type Worker struct {
 	loadCh     chan []Lease
 	dispatchCh chan task
 	finishCh   chan finish
+	// pass gathers the leases of one pass of the claim loop, for one load.
+	pass []Lease
+	// holds counts the jobs loaded ahead of their due time and waiting
+	// for it before they go to the dispatchers.
+	holds sync.WaitGroup
 
 	slots   map[Slot]*slotState
 	ownsAll bool // the assignment owns every slot (AllSlots)
@@ -227,6 +248,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer grace.Stop()
 	close(w.loadCh)
 	loaders.Wait()
+	w.holds.Wait()
 	close(w.dispatchCh)
 	dispatchers.Wait()
 	close(w.finishCh)
@@ -351,7 +373,7 @@ func (w *Worker) own(ctx context.Context, s Slot, now time.Time) *slotState {
 	if !ok {
 		tp := w.topicOf(s.Topic)
 		tp.owned++
-		st = &slotState{slot: s, topic: tp, due: now, expiry: now, index: -1}
+		st = &slotState{slot: s, topic: tp, due: now, expiry: now, index: -1, ahead: w.cfg.ClaimAhead}
 		w.slots[s] = st
 		w.learn(ctx, tp)
 		w.reslot(st)
@@ -391,6 +413,7 @@ func (w *Worker) applyWakes(ctx context.Context) {
 // least virtual time first and within a topic the earliest slot, and
 // reports whether it stopped because every lease token is taken.
 func (w *Worker) serveDue(ctx context.Context) bool {
+	defer w.flushPass()
 	for ctx.Err() == nil {
 		now := w.cfg.Now()
 		tp := w.pick(now)
@@ -405,6 +428,14 @@ func (w *Worker) serveDue(ctx context.Context) bool {
 		}
 	}
 	return false
+}
+
+// flushPass hands the leases claimed in this pass to a loader.
+func (w *Worker) flushPass() {
+	if len(w.pass) > 0 {
+		w.loadCh <- w.pass // never blocks: its buffer holds as many batches as there are tokens
+		w.pass = nil
+	}
 }
 
 // errorBackoff is how long a slot rests after Redis failed it.
@@ -428,7 +459,10 @@ func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bo
 		}
 		w.buryExpired(ctx, st.slot, sw.Dead, now)
 	}
-	if st.due.IsZero() || st.due.After(now) {
+	// The claim takes what is due within the look-ahead (see
+	// WorkerConfig.ClaimAhead and slotState.at).
+	claimAt := now.Add(2 * w.cfg.ClaimAhead)
+	if st.due.IsZero() || st.due.After(claimAt) {
 		return true
 	}
 	limit := min(w.cfg.BatchSize, cap(w.sem)-len(w.sem))
@@ -439,7 +473,7 @@ func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bo
 	if limit = w.allowance(tp, now, limit); limit == 0 {
 		return true // the topic rests; the slot stays due
 	}
-	c, err := w.leaser.Claim(ctx, st.slot, now, limit, tp.conf.Load().lease)
+	c, err := w.leaser.Claim(ctx, st.slot, claimAt, limit, tp.conf.Load().lease)
 	if err != nil {
 		w.slotFailed(ctx, st, now, "claim", err)
 		return true
@@ -450,11 +484,11 @@ func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bo
 	if len(c.Leases) == limit {
 		st.due = now // a full batch: there may be more
 	}
-	if len(c.Leases) > 0 {
-		for range c.Leases {
-			w.sem <- struct{}{}
-		}
-		w.loadCh <- c.Leases // never blocks: its buffer holds as many batches as there are tokens
+	for range c.Leases {
+		w.sem <- struct{}{}
+	}
+	if w.pass = append(w.pass, c.Leases...); len(w.pass) >= w.cfg.BatchSize {
+		w.flushPass()
 	}
 	return true
 }
@@ -585,7 +619,7 @@ func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
 		// dead-letter list shows it.
 		w.refund(topic)
 		w.retry(ctx, l, j, now, 1, now)
-	case j.DueAt.After(now):
+	case j.DueAt.After(now.Add(2 * w.cfg.ClaimAhead)):
 		// Rescheduled later since this timer was written: put the timer at
 		// the row's time (or leave it to the backstop beyond the horizon).
 		w.refund(topic)
@@ -607,8 +641,23 @@ func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
 		}
 		w.retry(ctx, l, j, now, j.MaxAttempts, now)
 	default:
-		w.dispatchCh <- task{lease: l, job: j}
+		w.toDispatch(task{lease: l, job: j}, now)
 	}
+}
+
+// toDispatch hands t to the dispatchers at its due time: at once when it
+// is due, else (claimed ahead, by at most 2×ClaimAhead) from a timer.
+func (w *Worker) toDispatch(t task, now time.Time) {
+	wait := t.job.DueAt.Sub(now)
+	if wait <= 0 {
+		w.dispatchCh <- t
+		return
+	}
+	w.holds.Add(1)
+	time.AfterFunc(wait, func() {
+		defer w.holds.Done()
+		w.dispatchCh <- t
+	})
 }
 
 // readd puts the timer of a rescheduled job back in Redis at the row's
@@ -728,10 +777,17 @@ func (w *Worker) retry(ctx context.Context, l Lease, j *Job, at time.Time, maxAt
 	}
 }
 
+// finishWindow is how long the finisher gathers outcomes before it marks
+// them done. A done-update is a commit (a log flush in MariaDB) off the
+// firing path: the lease token went back when the handler returned. At
+// 5,000 jobs/s, taking only what was waiting made about 630 UPDATEs a
+// second; gathering for 5 ms makes about 130.
+const finishWindow = 5 * time.Millisecond
+
 // finish marks rows done and acks leases, in batches.
 func (w *Worker) finish(ctx context.Context) {
 	for f := range w.finishCh {
-		batch := coalesceOne(f, w.finishCh, maxLoad)
+		batch := gather(f, w.finishCh, maxLoad, finishWindow)
 		now := w.cfg.Now()
 		var (
 			done []Completion
@@ -770,8 +826,12 @@ func (w *Worker) finish(ctx context.Context) {
 	}
 }
 
-func coalesceOne[T any](first T, ch <-chan T, limit int) []T {
+// gather returns first and what else arrives on ch within window, at
+// most limit in all, or until ch is closed.
+func gather[T any](first T, ch <-chan T, limit int, window time.Duration) []T {
 	out := []T{first}
+	t := time.NewTimer(window)
+	defer t.Stop()
 	for len(out) < limit {
 		select {
 		case more, ok := <-ch:
@@ -779,7 +839,7 @@ func coalesceOne[T any](first T, ch <-chan T, limit int) []T {
 				return out
 			}
 			out = append(out, more)
-		default:
+		case <-t.C:
 			return out
 		}
 	}
@@ -805,17 +865,30 @@ type slotState struct {
 	due    time.Time // earliest due time in Store; zero: none
 	expiry time.Time // earliest lease expiry in Prepare; zero: none
 	index  int       // in its topic's heap; -1 when idle
+	ahead  time.Duration
 }
 
-// at is when the slot next needs serving; zero when idle.
+// at is when the slot next needs serving; zero when idle. With the
+// look-ahead A (WorkerConfig.ClaimAhead) that is A before its next due
+// time, or A after its next lease expiry. The claim loop wakes at the
+// earliest at and serves every slot whose at is within A of now (see
+// pick), so it claims a slot whose job is due within 2A and sweeps one
+// whose lease has expired.
 func (s *slotState) at() time.Time {
-	switch {
-	case s.due.IsZero():
-		return s.expiry
-	case s.expiry.IsZero() || s.due.Before(s.expiry):
-		return s.due
+	due, exp := s.due, s.expiry
+	if !due.IsZero() {
+		due = due.Add(-s.ahead)
 	}
-	return s.expiry
+	if !exp.IsZero() {
+		exp = exp.Add(s.ahead)
+	}
+	switch {
+	case due.IsZero():
+		return exp
+	case exp.IsZero() || due.Before(exp):
+		return due
+	}
+	return exp
 }
 
 func (s *slotState) heapIndex() *int { return &s.index }
