@@ -78,5 +78,4 @@ if #members > 0 then
   redis.call('ZADD', prepare, unpack(batch))
 end
 
-local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
-return {members, tokens, earliest(stores) or false, p[2] and tonumber(p[2]) or false}
+return {members, tokens, earliest(stores) or false, earliest({prepare}) or false}

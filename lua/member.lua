@@ -14,8 +14,9 @@ local function level(m)
   return 2
 end
 
--- earliest returns the lowest score in the Store sets of stores, or nil
--- when they are all empty.
+-- earliest returns the lowest score in the sorted sets of stores (a slot's
+-- Store sets, or {prepare} for its next lease deadline), or nil when they
+-- are all empty.
 local function earliest(stores)
   local low = nil
   for s = 1, #stores do

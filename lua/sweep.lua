@@ -70,5 +70,4 @@ end
 if #buried > 0 then
   redis.call('ZADD', dead, unpack(buried))
 end
-local p = redis.call('ZRANGE', prepare, 0, 0, 'WITHSCORES')
-return {returned, deadMembers, deadAttempts, p[2] and tonumber(p[2]) or false}
+return {returned, deadMembers, deadAttempts, earliest({prepare}) or false}

@@ -91,20 +91,28 @@ func TestSortBySequence(t *testing.T) {
 	}
 }
 
+// startThree starts members a, b and c of a fresh cluster root on the
+// ZooKeeper at zkAddr, over 64 topics of 16 slots, and waits until they
+// share the slots.
+func startThree(t *testing.T, zkAddr string) (root string, topics *topicList, ms []*member) {
+	t.Helper()
+	root = testRoot(t)
+	topics = newTopicList(uniformTopics("t", 64, 16))
+	log := testLogger(t)
+	for _, id := range []string{"a", "b", "c"} {
+		ms = append(ms, startMember(t, []string{zkAddr}, root, id, topics, log))
+	}
+	startSampler(t, ms...)
+	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
+	return root, topics, ms
+}
+
 // Three members share 1,024 slots: each slot owned once, none above
 // ceil(1.25 × 1024 / 3) = 427, and each member's share is what Assign
 // gives for the published inputs.
 func TestClusterSharesSlots(t *testing.T) {
 	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
-	var ms []*member
-	for _, id := range []string{"a", "b", "c"} {
-		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
-	}
-	startSampler(t, ms...)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
+	root, topics, ms := startThree(t, z.Addr)
 	t.Logf("counts: %v", counts(ms...))
 
 	// The published znode holds the inputs; Owned is Assign's answer.
@@ -233,15 +241,7 @@ func memberNode(c *Cluster) string {
 // every slot again after, by themselves.
 func TestClusterZooKeeperDown(t *testing.T) {
 	z := testenv.NewZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
-	var ms []*member
-	for _, id := range []string{"a", "b", "c"} {
-		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
-	}
-	startSampler(t, ms...)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
+	_, topics, ms := startThree(t, z.Addr)
 
 	z.Kill(t)
 	down := time.Now()

@@ -430,6 +430,10 @@ func (w *Worker) serveDue(ctx context.Context) bool {
 	return false
 }
 
+// claimUntil is the latest due time a claim at now takes: twice the
+// look-ahead (see WorkerConfig.ClaimAhead and slotState.at).
+func (w *Worker) claimUntil(now time.Time) time.Time { return now.Add(2 * w.cfg.ClaimAhead) }
+
 // flushPass hands the leases claimed in this pass to a loader.
 func (w *Worker) flushPass() {
 	if len(w.pass) > 0 {
@@ -459,9 +463,7 @@ func (w *Worker) serveSlot(ctx context.Context, st *slotState, now time.Time) bo
 		}
 		w.buryExpired(ctx, st.slot, sw.Dead, now)
 	}
-	// The claim takes what is due within the look-ahead (see
-	// WorkerConfig.ClaimAhead and slotState.at).
-	claimAt := now.Add(2 * w.cfg.ClaimAhead)
+	claimAt := w.claimUntil(now)
 	if st.due.IsZero() || st.due.After(claimAt) {
 		return true
 	}
@@ -619,7 +621,7 @@ func (w *Worker) route(ctx context.Context, l Lease, j *Job, now time.Time) {
 		// dead-letter list shows it.
 		w.refund(topic)
 		w.retry(ctx, l, j, now, 1, now)
-	case j.DueAt.After(now.Add(2 * w.cfg.ClaimAhead)):
+	case j.DueAt.After(w.claimUntil(now)):
 		// Rescheduled later since this timer was written: put the timer at
 		// the row's time (or leave it to the backstop beyond the horizon).
 		w.refund(topic)
