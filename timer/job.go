@@ -44,10 +44,15 @@ type JobID uint64
 // String returns the decimal form of id.
 func (id JobID) String() string { return strconv.FormatUint(uint64(id), 10) }
 
+// Valid reports whether id is in the range of job ids: 1 to 2^63-1.
+// Every adapter that reads an id from outside (a row, a Redis member, a
+// cursor) checks it with Valid.
+func (id JobID) Valid() bool { return id != 0 && id < 1<<63 }
+
 // ParseJobID parses the decimal form of a job id.
 func ParseJobID(s string) (JobID, error) {
 	n, err := strconv.ParseUint(s, 10, 64)
-	if err != nil || n == 0 || n >= 1<<63 {
+	if err != nil || !JobID(n).Valid() {
 		return 0, fmt.Errorf("job id %q: %w", s, ErrInvalid)
 	}
 	return JobID(n), nil
