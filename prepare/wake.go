@@ -34,12 +34,15 @@ const (
 // ms>" message, until ctx is done; then it returns nil. fn should return
 // quickly: messages wait while it runs. On any other error Wakes logs a
 // warning and subscribes again after a backoff. Messages published while
-// it is not subscribed are lost: wake-ups are hints, and workers still
-// read each slot's next due time when they claim.
+// it is not subscribed are lost: wake-ups are hints. After a
+// subscription was lost, Wakes calls fn with a zero Wake once subscribed
+// again, and the worker rescans its slots.
 func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 	backoff := wakeMinBackoff
+	resubscribed := false
 	for {
-		heard, err := q.listen(ctx, fn)
+		heard, err := q.listen(ctx, fn, resubscribed)
+		resubscribed = resubscribed || heard
 		if ctx.Err() != nil {
 			return nil
 		}
@@ -61,7 +64,11 @@ func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 
 // listen runs one subscription until it fails or ctx is done. heard
 // reports whether the subscription was confirmed.
-func (q *Queue) listen(ctx context.Context, fn func(timer.Wake)) (heard bool, err error) {
+//
+// When resync is set (an earlier subscription was lost), it calls fn with
+// a zero Wake once subscribed: wake-ups published meanwhile were lost, and
+// the worker rescans its slots.
+func (q *Queue) listen(ctx context.Context, fn func(timer.Wake), resync bool) (heard bool, err error) {
 	ps := q.client.Subscribe(ctx)
 	defer ps.Close()
 	// Receive does not watch ctx: closing the subscription interrupts it.
@@ -89,6 +96,9 @@ func (q *Queue) listen(ctx context.Context, fn func(timer.Wake)) (heard bool, er
 		case *redis.Subscription:
 			if m.Kind == "subscribe" && !heard {
 				heard = true
+				if resync {
+					fn(timer.Wake{})
+				}
 				if q.subscribed != nil {
 					q.subscribed()
 				}

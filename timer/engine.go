@@ -37,8 +37,10 @@ type Engine struct {
 	*Scheduler
 	Worker   *Worker
 	Backstop *Backstop
-	waker    Waker
-	log      *slog.Logger
+	// Catalog is the topic list the scheduler and the worker share.
+	Catalog *Catalog
+	waker   Waker
+	log     *slog.Logger
 }
 
 // New wires an Engine. When queue also implements Waker, the worker hears
@@ -65,22 +67,24 @@ func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error)
 			*o = cfg.Observer
 		}
 	}
+	catalog := NewCatalog(store, wc.TopicRefresh, cfg.Now)
+	sc.Catalog = catalog
 	owner := cfg.Assignment
 	if owner == nil {
-		owner = &AllSlots{Topics: store}
+		owner = &AllSlots{Catalog: catalog}
 	}
 	sched, err := NewScheduler(store, queue, sc)
 	if err != nil {
 		return nil, err
 	}
-	worker, err := NewWorker(store, queue, queue, handler, owner, wc)
+	worker, err := NewWorker(store, queue, queue, handler, owner, catalog, wc)
 	if err != nil {
 		return nil, err
 	}
 	sched.OnWake(worker.Wake)
-	sched.OnPut(worker.SetTopic)
 	e := &Engine{
 		Scheduler: sched,
+		Catalog:   catalog,
 		Worker:    worker,
 		Backstop:  NewBackstop(store, queue, worker.Wake, bc),
 		log:       cfg.Logger,
@@ -93,7 +97,7 @@ func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error)
 // is done, then waits for the worker's graceful stop.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 3)
+	errs := make(chan error, 4)
 	run := func(name string, f func(context.Context) error) {
 		wg.Go(func() {
 			if err := f(ctx); err != nil {
@@ -102,6 +106,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		})
 	}
 	run("worker", e.Worker.Run)
+	run("catalog", e.Catalog.Run)
 	run("backstop", e.Backstop.Run)
 	if e.waker != nil {
 		run("wakes", func(ctx context.Context) error { return e.waker.Wakes(ctx, e.Worker.Wake) })

@@ -96,7 +96,9 @@ const (
 // Waker delivers wake-ups published by other processes: a slot whose
 // earliest due time moved earlier.
 type Waker interface {
-	// Wakes calls fn for each wake-up until ctx is done.
+	// Wakes calls fn for each wake-up until ctx is done, and with a zero
+	// Wake after it re-established a lost subscription: wake-ups published
+	// meanwhile were lost, and the worker rescans its slots.
 	Wakes(ctx context.Context, fn func(Wake)) error
 }
 
@@ -109,4 +111,23 @@ type LossDetector interface {
 	Mark(ctx context.Context) error
 	// Lost reports whether the last Mark is gone.
 	Lost(ctx context.Context) (bool, error)
+}
+
+// HeadReader reads the heads of slots without changing them: how a
+// worker learns the state of slots it has heard no wake-up for (newly
+// owned, or rescanned in case a wake-up was lost). Optional: a worker
+// whose index lacks it claims from such slots instead.
+type HeadReader interface {
+	// Heads returns the heads of slots, in their order.
+	Heads(ctx context.Context, slots []Slot) ([]SlotHeads, error)
+}
+
+// SlotHeads is what a slot holds next.
+type SlotHeads struct {
+	// NextDue is the earliest due time in the slot's due sets; zero when
+	// they are empty.
+	NextDue time.Time
+	// NextExpiry is the earliest lease deadline in its Prepare set; zero
+	// when nothing is leased.
+	NextExpiry time.Time
 }

@@ -198,8 +198,8 @@ func (l Limits) Validate() error {
 		return invalid("lease_ms", "must be between 0 and %d", MaxLease.Milliseconds())
 	case l.CallbackTimeout < 0 || l.CallbackTimeout > MaxLease:
 		return invalid("callback_timeout_ms", "must be between 0 and %d", MaxLease.Milliseconds())
-	case l.Lease > 0 && l.CallbackTimeout > 0 && l.Lease < l.CallbackTimeout+LeaseMargin:
-		return invalid("lease_ms", "must exceed callback_timeout_ms by %d, or a slow attempt is fired twice", LeaseMargin.Milliseconds())
+	case l.Lease > 0 && l.CallbackTimeout > 0:
+		return checkLease(l.Lease, l.CallbackTimeout, "lease_ms", "callback_timeout_ms")
 	}
 	return nil
 }

@@ -34,12 +34,11 @@ type SchedulerConfig struct {
 	// NoAutoCreate refuses jobs of unknown topics instead of creating the
 	// topic with the defaults (PUT /v1/topics/{topic} creates one).
 	NoAutoCreate bool
+	// Catalog is where the scheduler looks topics up and records those it
+	// creates (default: a catalog of its own, read once per topic and kept;
+	// the Engine passes the one its worker uses and refreshes).
+	Catalog *Catalog
 }
-
-// topicTTL is how long a scheduler trusts its copy of a topic's defaults:
-// a change made through another process takes effect within it. The slot
-// count never changes.
-const topicTTL = 5 * time.Second
 
 func (c SchedulerConfig) withDefaults() SchedulerConfig {
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
@@ -74,15 +73,11 @@ type Scheduler struct {
 
 	group group
 
+	topics *Catalog
+
 	mu     sync.Mutex
-	topics map[string]cachedTopic
 	wakers []func(Wake)
 	onPut  []func(Topic)
-}
-
-type cachedTopic struct {
-	Topic
-	at time.Time
 }
 
 // NewScheduler returns a Scheduler writing to store and index.
@@ -96,7 +91,10 @@ func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, er
 		index:  index,
 		ids:    NewIDGen(cfg.Node, cfg.Now),
 		cfg:    cfg,
-		topics: make(map[string]cachedTopic),
+		topics: cfg.Catalog,
+	}
+	if s.topics == nil {
+		s.topics = NewCatalog(store, 0, cfg.Now)
 	}
 	s.group.commit = s.ScheduleBatch
 	return s, nil
@@ -293,20 +291,15 @@ func (s *Scheduler) withinHorizon(due, now time.Time) bool {
 }
 
 func (s *Scheduler) timerOf(j *Job) Timer {
-	s.mu.Lock()
-	t := s.topics[j.Topic].Topic
-	s.mu.Unlock()
+	t, _ := s.topics.Get(j.Topic)
 	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts, Priority: j.Priority}
 }
 
 // topic returns the topic named name, creating it on first use unless
 // NoAutoCreate (then an unknown topic is an error wrapping ErrNotFound).
 func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
-	s.mu.Lock()
-	c, ok := s.topics[name]
-	s.mu.Unlock()
-	if ok && s.cfg.Now().Sub(c.at) < topicTTL {
-		return c.Topic, nil
+	if t, ok := s.topics.Get(name); ok {
+		return t, nil
 	}
 	var (
 		t   Topic
@@ -318,15 +311,10 @@ func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 		t, err = s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
 	}
 	if err != nil {
-		if ok {
-			return c.Topic, nil // keep using the last copy while the store is away
-		}
 		return Topic{}, fmt.Errorf("topic %s: %w", name, err)
 	}
-	s.mu.Lock()
-	s.topics[name] = cachedTopic{Topic: t, at: s.cfg.Now()}
-	s.mu.Unlock()
-	if !ok && s.cfg.OnTopic != nil {
+	s.topics.Put(t)
+	if s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(t)
 	}
 	return t, nil
@@ -358,10 +346,8 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 	if err != nil {
 		return got, false, err
 	}
-	s.mu.Lock()
-	_, known := s.topics[got.Name]
-	s.topics[got.Name] = cachedTopic{Topic: got, at: s.cfg.Now()}
-	s.mu.Unlock()
+	_, known := s.topics.Get(got.Name)
+	s.topics.Put(got)
 	if !known && s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(got)
 	}

@@ -102,31 +102,32 @@ func TestRequestValidate(t *testing.T) {
 	}
 }
 
-func TestSlotHeapOrder(t *testing.T) {
-	var h slotHeap
+func TestSlotQueueOrder(t *testing.T) {
+	h := queue[*slotState]{less: func(a, b *slotState) bool { return a.at().Before(b.at()) }}
 	base := time.Unix(1000, 0)
 	states := make([]*slotState, 50)
 	for i := range states {
 		states[i] = &slotState{slot: Slot{Topic: "t", Index: i}, due: base.Add(time.Duration((i*37)%50) * time.Millisecond), index: -1}
-		h.set(states[i])
+		h.fix(states[i])
 	}
-	// An idle slot leaves the heap; a lease expiry earlier than due wins.
-	states[3].due = time.Time{}
-	h.set(states[3])
+	// A slot taken out leaves the queue; a lease expiry earlier than due wins.
+	h.remove(states[3])
 	states[4].expiry = base.Add(-time.Second)
-	h.set(states[4])
-	if h.peek() != states[4] {
-		t.Fatalf("peek = slot %d, want 4", h.peek().slot.Index)
+	h.fix(states[4])
+	if top, _ := h.peek(); top != states[4] {
+		t.Fatalf("peek = slot %d, want 4", top.slot.Index)
 	}
 	prev := time.Time{}
 	n := 0
-	for h.Len() > 0 {
-		s := h.peek()
+	for h.len() > 0 {
+		s := h.pop()
 		if s.at().Before(prev) {
 			t.Fatalf("out of order: %v after %v", s.at(), prev)
 		}
+		if s.index != -1 {
+			t.Fatalf("popped slot %d still has index %d", s.slot.Index, s.index)
+		}
 		prev = s.at()
-		h.remove(s)
 		n++
 	}
 	if n != 49 {

@@ -1,0 +1,51 @@
+package prepare
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/timer"
+)
+
+var _ timer.HeadReader = (*Queue)(nil)
+
+// Heads implements timer.HeadReader: it reads the first member of each
+// slot's due sets and Prepare set, all slots in one pipeline (split by
+// node on a Redis Cluster), without changing anything.
+func (q *Queue) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
+	pipe := q.client.Pipeline()
+	type slotCmds struct {
+		due     [3]*redis.ZSliceCmd
+		prepare *redis.ZSliceCmd
+	}
+	cmds := make([]slotCmds, len(slots))
+	for i, s := range slots {
+		if err := checkSlot(s); err != nil {
+			return nil, fmt.Errorf("heads: %w", err)
+		}
+		keys := q.Keys(s)
+		for j, key := range keys.Stores() {
+			cmds[i].due[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+		}
+		cmds[i].prepare = pipe.ZRangeWithScores(ctx, keys.Prepare, 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return nil, fmt.Errorf("heads of %d slots: %w", len(slots), err)
+	}
+	out := make([]timer.SlotHeads, len(slots))
+	for i, c := range cmds {
+		due, err := earliest(c.due)
+		if err != nil {
+			return nil, fmt.Errorf("heads of slot %s: %w", slots[i], err)
+		}
+		lease, err := lua.HeadOf(c.prepare.Val())
+		if err != nil {
+			return nil, fmt.Errorf("heads of slot %s: %w", slots[i], err)
+		}
+		out[i] = timer.SlotHeads{NextDue: timeOf(due), NextExpiry: timeOf(lease)}
+	}
+	return out, nil
+}

@@ -1,0 +1,176 @@
+package timer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// DefaultTopicRefresh is how often a Catalog re-reads the topic list.
+const DefaultTopicRefresh = 2 * time.Second
+
+// missTTL is how long a Catalog remembers that a topic was not found, so
+// that the claim loop does not read the store on every claim of a topic
+// created a moment ago by another process.
+const missTTL = time.Second
+
+// Catalog is the process's one copy of the topic list: the worker's
+// limits, the standalone assignment and the scheduler read topics from it
+// rather than each from the store. Run re-reads the list every Refresh;
+// Put applies a change made by this process at once. It is safe for
+// concurrent use.
+type Catalog struct {
+	store   TopicStore
+	refresh time.Duration
+	now     func() time.Time
+
+	mu      sync.RWMutex
+	topics  map[string]Topic
+	misses  map[string]time.Time
+	loaded  bool
+	changed chan struct{} // closed at the next change, then replaced
+}
+
+// NewCatalog returns a catalog over store, re-read every refresh (default
+// DefaultTopicRefresh) once Run runs. now is the clock (default time.Now).
+func NewCatalog(store TopicStore, refresh time.Duration, now func() time.Time) *Catalog {
+	if now == nil {
+		now = time.Now
+	}
+	return &Catalog{
+		store:   store,
+		refresh: cmp.Or(refresh, DefaultTopicRefresh),
+		now:     now,
+		topics:  make(map[string]Topic),
+		misses:  make(map[string]time.Time),
+		changed: make(chan struct{}),
+	}
+}
+
+// Run re-reads the topic list every refresh until ctx is done. A failed
+// read keeps the current list; the next tick tries again.
+func (c *Catalog) Run(ctx context.Context) error {
+	t := time.NewTicker(c.refresh)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+		_ = c.Refresh(ctx) // the next tick retries; Loaded tells whether it ever worked
+	}
+}
+
+// Refresh reads the topic list from the store once.
+func (c *Catalog) Refresh(ctx context.Context) error {
+	topics, err := c.store.Topics(ctx)
+	if err != nil {
+		return fmt.Errorf("read topics: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	diff := !c.loaded || len(topics) != len(c.topics)
+	next := make(map[string]Topic, len(topics))
+	for _, t := range topics {
+		if old, ok := c.topics[t.Name]; !ok || !sameTopic(old, t) {
+			diff = true
+		}
+		next[t.Name] = t
+		delete(c.misses, t.Name)
+	}
+	c.topics, c.loaded = next, true
+	if diff {
+		c.notify()
+	}
+	return nil
+}
+
+func sameTopic(a, b Topic) bool {
+	return a.Slots == b.Slots && a.MaxAttempts == b.MaxAttempts && a.Limits == b.Limits
+}
+
+// notify wakes those waiting on Changed; c.mu is held.
+func (c *Catalog) notify() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// Put records t, created or changed by this process, at once.
+func (c *Catalog) Put(t Topic) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	old, ok := c.topics[t.Name]
+	c.topics[t.Name] = t
+	delete(c.misses, t.Name)
+	if !ok || !sameTopic(old, t) {
+		c.notify()
+	}
+}
+
+// Get returns the topic named name from memory.
+func (c *Catalog) Get(name string) (Topic, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	t, ok := c.topics[name]
+	return t, ok
+}
+
+// Lookup returns the topic named name from memory, or else reads it from
+// the store (a topic created by another process since the last refresh).
+// It returns an error wrapping ErrNotFound for a topic that does not
+// exist; that answer is remembered for a second.
+func (c *Catalog) Lookup(ctx context.Context, name string) (Topic, error) {
+	c.mu.RLock()
+	t, ok := c.topics[name]
+	missed, miss := c.misses[name]
+	c.mu.RUnlock()
+	if ok {
+		return t, nil
+	}
+	if miss && c.now().Sub(missed) < missTTL {
+		return Topic{}, fmt.Errorf("topic %s: %w", name, ErrNotFound)
+	}
+	t, err := c.store.Topic(ctx, name)
+	if errors.Is(err, ErrNotFound) {
+		c.mu.Lock()
+		c.misses[name] = c.now()
+		c.mu.Unlock()
+	}
+	if err != nil {
+		return Topic{}, err
+	}
+	c.Put(t)
+	return t, nil
+}
+
+// All returns every topic, ordered by name, and a channel closed at the
+// next change of the list.
+func (c *Catalog) All() ([]Topic, <-chan struct{}) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	out := make([]Topic, 0, len(c.topics))
+	for _, t := range c.topics {
+		out = append(out, t)
+	}
+	slices.SortFunc(out, func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) })
+	return out, c.changed
+}
+
+// Changed returns a channel closed at the next change of the list.
+func (c *Catalog) Changed() <-chan struct{} {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.changed
+}
+
+// Loaded reports whether the list was read from the store at least once.
+func (c *Catalog) Loaded() bool {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.loaded
+}

@@ -1,0 +1,372 @@
+package timer
+
+import (
+	"context"
+	"time"
+)
+
+// The claimer is the head of the worker's pipeline. It knows which slots
+// the worker owns and when each next needs serving, hears wake-ups, runs
+// the claim and sweep scripts of the slots whose time has come (in the
+// order and amounts the limiter allows), and hands the leases of one pass
+// to the loader (see loader.go).
+//
+// Only slots with something in Redis have a state: a slot is known from a
+// wake-up, a claim's reply or a peek of its heads, and forgotten when it
+// is empty. Slots wait in a queue ordered by when they next need serving;
+// a slot whose time has come moves to its topic's due slots in the
+// limiter. A pass therefore visits only what is due, however many topics
+// and slots are owned. Lost wake-ups (a pub/sub message published while
+// the subscription was down) are caught by a rescan that peeks every
+// owned slot's heads in pipelines, spread over WorkerConfig.Rescan.
+
+// slotState is what the claimer knows of one owned slot.
+type slotState struct {
+	slot   Slot
+	topic  *topicState
+	due    time.Time // earliest due time in its due sets; zero: none
+	expiry time.Time // earliest lease expiry in Prepare; zero: none
+	index  int       // in claimer.waiting or its topic's due slots; -1 in neither
+	isDue  bool      // in its topic's due slots
+	ahead  time.Duration
+}
+
+func (s *slotState) heapIndex() *int { return &s.index }
+
+// at is when the slot next needs serving; zero when it is empty. With the
+// look-ahead A (WorkerConfig.ClaimAhead) that is A before its next due
+// time, or A after its next lease expiry. The claimer wakes at the
+// earliest at and serves every slot whose at is within A of now, so it
+// claims a slot whose job is due within 2A and sweeps one whose lease has
+// expired.
+func (s *slotState) at() time.Time {
+	due, exp := s.due, s.expiry
+	if !due.IsZero() {
+		due = due.Add(-s.ahead)
+	}
+	if !exp.IsZero() {
+		exp = exp.Add(s.ahead)
+	}
+	switch {
+	case due.IsZero():
+		return exp
+	case exp.IsZero() || due.Before(exp):
+		return due
+	}
+	return exp
+}
+
+// errorBackoff is how long a slot rests after Redis failed it.
+const errorBackoff = 250 * time.Millisecond
+
+// claimerConfig is what the claimer takes from the worker's config.
+type claimerConfig struct {
+	batch  int
+	ahead  time.Duration
+	now    func() time.Time
+	obs    Observer
+	logf   func(msg string, args ...any)
+	reader HeadReader // nil: learn slots by claiming from them
+	// learn configures a topic the limiter has not seen configured.
+	learn func(context.Context, *topicState)
+}
+
+type claimer struct {
+	cfg    claimerConfig
+	leaser Leaser
+	lim    *limiter
+	own    *ownership
+
+	slots   map[Slot]*slotState
+	waiting queue[*slotState]
+	// pass gathers the leases of one pass, for one row load; buried the
+	// leases a sweep moved to Dead, whose rows are to be marked dead.
+	pass, buried []Lease
+}
+
+func newClaimer(leaser Leaser, lim *limiter, own *ownership, cfg claimerConfig) *claimer {
+	return &claimer{
+		cfg:     cfg,
+		leaser:  leaser,
+		lim:     lim,
+		own:     own,
+		slots:   make(map[Slot]*slotState),
+		waiting: queue[*slotState]{less: func(a, b *slotState) bool { return a.at().Before(b.at()) }},
+	}
+}
+
+// state returns the state of slot s, creating it.
+func (c *claimer) state(s Slot) *slotState {
+	st, ok := c.slots[s]
+	if !ok {
+		st = &slotState{slot: s, topic: c.lim.topic(s.Topic), index: -1, ahead: c.cfg.ahead}
+		c.slots[s] = st
+	}
+	return st
+}
+
+// place puts st where its times say: among its topic's due slots when it
+// needs serving by horizon, else in the waiting queue, else (empty)
+// nowhere, and forgotten.
+func (c *claimer) place(st *slotState, horizon time.Time) {
+	at := st.at()
+	switch {
+	case at.IsZero():
+		c.unplace(st)
+		delete(c.slots, st.slot)
+	case !at.After(horizon):
+		if !st.isDue {
+			c.waiting.remove(st)
+			st.isDue = true
+		}
+		c.lim.slotDue(st)
+	default:
+		if st.isDue {
+			c.lim.slotGone(st)
+			st.isDue = false
+		}
+		c.waiting.fix(st)
+	}
+}
+
+// unplace takes st out of whichever queue holds it.
+func (c *claimer) unplace(st *slotState) {
+	if st.isDue {
+		c.lim.slotGone(st)
+		st.isDue = false
+	} else {
+		c.waiting.remove(st)
+	}
+}
+
+// horizon is the latest at that is served at now.
+func (c *claimer) horizon(now time.Time) time.Time { return now.Add(c.cfg.ahead) }
+
+// claimUntil is the latest due time a claim at now takes: twice the
+// look-ahead (see slotState.at).
+func (c *claimer) claimUntil(now time.Time) time.Time { return now.Add(2 * c.cfg.ahead) }
+
+// wake records that slot s has a job due at at, if the worker owns s.
+func (c *claimer) wake(s Slot, at time.Time, now time.Time) {
+	if !c.own.has(s) {
+		return
+	}
+	st := c.state(s)
+	if st.due.IsZero() || at.Before(st.due) {
+		st.due = at
+		c.place(st, c.horizon(now))
+	}
+}
+
+// drop forgets slot s, no longer owned: no claim or sweep of it from now.
+func (c *claimer) drop(s Slot) {
+	if st, ok := c.slots[s]; ok {
+		c.unplace(st)
+		delete(c.slots, s)
+	}
+}
+
+// dropTopics forgets every slot of topics, no longer owned.
+func (c *claimer) dropTopics(topics []string) {
+	if len(topics) == 0 {
+		return
+	}
+	gone := make(map[string]bool, len(topics))
+	for _, t := range topics {
+		gone[t] = true
+	}
+	for s := range c.slots {
+		if gone[s.Topic] {
+			c.drop(s)
+		}
+	}
+}
+
+// promote moves the waiting slots whose time has come to their topics'
+// due slots.
+func (c *claimer) promote(now time.Time) {
+	horizon := c.horizon(now)
+	for {
+		st, ok := c.waiting.peek()
+		if !ok || st.at().After(horizon) {
+			return
+		}
+		c.waiting.pop()
+		st.isDue = true
+		c.lim.slotDue(st)
+	}
+}
+
+// runOnce is one pass: it serves every due slot the limiter lets it, in
+// the limiter's order. It returns the leases claimed (the caller loads
+// their rows), those a sweep buried (the caller marks their rows dead),
+// and whether it stopped because the worker holds as many leases as it
+// may.
+func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked bool) {
+	c.pass, c.buried = nil, nil
+	now := c.cfg.now()
+	c.promote(now)
+	c.lim.unpark()
+	for ctx.Err() == nil {
+		tp := c.lim.pick(now)
+		if tp == nil {
+			break
+		}
+		if !tp.known && c.cfg.learn != nil {
+			c.cfg.learn(ctx, tp)
+		}
+		st, _ := tp.slots.peek()
+		ok := c.serve(ctx, st, now)
+		c.place(st, c.horizon(now))
+		c.lim.requeue(tp)
+		if !ok {
+			blocked = true
+			break
+		}
+	}
+	return c.pass, c.buried, blocked
+}
+
+// serve sweeps st's expired leases and claims its due jobs. It returns
+// false when it could not claim because the worker holds all the leases
+// it may.
+func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool {
+	if !st.expiry.IsZero() && !st.expiry.After(now) {
+		sw, err := c.leaser.Sweep(ctx, st.slot, now, c.cfg.batch)
+		if err != nil {
+			c.failed(ctx, st, now, "sweep", err)
+			return true
+		}
+		st.expiry = sw.NextExpiry
+		if sw.Returned+len(sw.Dead) >= c.cfg.batch {
+			st.expiry = now // a full batch: there may be more
+		}
+		if sw.Returned > 0 {
+			st.due = now
+		}
+		c.buried = append(c.buried, sw.Dead...)
+	}
+	claimUntil := c.claimUntil(now)
+	if st.due.IsZero() || st.due.After(claimUntil) {
+		return true
+	}
+	limit := min(c.cfg.batch, c.lim.room())
+	if limit == 0 {
+		return false
+	}
+	tp := st.topic
+	if limit = c.lim.allowance(tp, now, limit); limit == 0 {
+		return true // the topic rests; the slot stays due
+	}
+	cl, err := c.leaser.Claim(ctx, st.slot, claimUntil, limit, tp.conf.Load().lease)
+	if err != nil {
+		c.failed(ctx, st, now, "claim", err)
+		return true
+	}
+	c.cfg.obs.Claimed(st.slot, len(cl.Leases))
+	c.lim.took(tp, len(cl.Leases))
+	st.due, st.expiry = cl.NextDue, cl.NextExpiry
+	if len(cl.Leases) == limit {
+		st.due = now // a full batch: there may be more
+	}
+	c.pass = append(c.pass, cl.Leases...)
+	return true
+}
+
+// failed puts off a slot that Redis failed.
+func (c *claimer) failed(ctx context.Context, st *slotState, now time.Time, op string, err error) {
+	if ctx.Err() == nil {
+		c.cfg.logf("slot "+op+" failed; retrying it shortly", "slot", st.slot.String(), "err", err)
+	}
+	retry := now.Add(errorBackoff)
+	st.due = laterOf(st.due, retry)
+	st.expiry = laterOf(st.expiry, retry)
+}
+
+func laterOf(t, floor time.Time) time.Time {
+	if t.IsZero() || t.After(floor) {
+		return t
+	}
+	return floor
+}
+
+// peekChunk caps the slots whose heads one peek reads.
+const peekChunk = 512
+
+// slotRange is slots [from, to) of a topic, waiting to be peeked.
+type slotRange struct {
+	topic    string
+	from, to int
+}
+
+// takeSlots takes up to n slots off the front of ranges.
+func takeSlots(ranges []slotRange, n int) ([]Slot, []slotRange) {
+	var out []Slot
+	for len(ranges) > 0 && len(out) < n {
+		r := &ranges[0]
+		for r.from < r.to && len(out) < n {
+			out = append(out, Slot{Topic: r.topic, Index: r.from})
+			r.from++
+		}
+		if r.from == r.to {
+			ranges = ranges[1:]
+		}
+	}
+	return out, ranges
+}
+
+// peek reads the heads of slots and places them; without a HeadReader it
+// marks them due now, so that the next pass claims from each.
+func (c *claimer) peek(ctx context.Context, batch []Slot) error {
+	now := c.cfg.now()
+	if c.cfg.reader == nil {
+		for _, s := range batch {
+			if c.own.has(s) {
+				st := c.state(s)
+				st.due = now
+				c.place(st, c.horizon(now))
+			}
+		}
+		return nil
+	}
+	heads, err := c.cfg.reader.Heads(ctx, batch)
+	if err != nil {
+		return err
+	}
+	for i, s := range batch {
+		if !c.own.has(s) {
+			continue
+		}
+		h := heads[i]
+		st, known := c.slots[s]
+		if !known {
+			if h.NextDue.IsZero() && h.NextExpiry.IsZero() {
+				continue
+			}
+			st = c.state(s)
+		}
+		// A peek only ever brings times earlier: what the claimer learnt
+		// from its own claims is at least as fresh.
+		if !h.NextDue.IsZero() && (st.due.IsZero() || h.NextDue.Before(st.due)) {
+			st.due = h.NextDue
+		}
+		if !h.NextExpiry.IsZero() && (st.expiry.IsZero() || h.NextExpiry.Before(st.expiry)) {
+			st.expiry = h.NextExpiry
+		}
+		c.place(st, c.horizon(now))
+	}
+	return nil
+}
+
+// next is when the claimer next has work: the earliest waiting slot or
+// resting topic; zero when there is none.
+func (c *claimer) next() time.Time {
+	var t time.Time
+	if st, ok := c.waiting.peek(); ok {
+		t = st.at()
+	}
+	if r := c.lim.nextRest(); !r.IsZero() && (t.IsZero() || r.Before(t)) {
+		t = r
+	}
+	return t
+}

@@ -1,0 +1,91 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// The executor delivers: a fixed pool of Concurrency goroutines, each
+// calling the handler for one job at a time under the topic's callback
+// timeout, and turning what the handler returned into an outcome for the
+// completer.
+
+type executorConfig struct {
+	now func() time.Time
+	obs Observer
+}
+
+type executor struct {
+	cfg     executorConfig
+	handler Handler
+	lim     *limiter
+	finish  func(outcome)                  // successes, to the completer's batches
+	record  func(context.Context, outcome) // the rest, recorded at once
+}
+
+// execute is the step of the executor: it fires t once and returns what
+// became of it. The lease token of a success is released at once; the
+// others keep it for the completer.
+func (e *executor) execute(ctx context.Context, t task) outcome {
+	topic := t.lease.Slot.Topic
+	tp := e.lim.topic(topic)
+	conf := tp.conf.Load()
+	attempt := t.lease.Attempt + 1
+	start := e.cfg.now()
+	tp.dispatched.Add(1)
+	tp.inFlight.Add(1)
+	err := e.fire(ctx, t.job, attempt, start, conf.timeout)
+	tp.inFlight.Add(-1)
+	if ns, ok := errors.AsType[*NotSentError](err); ok && ctx.Err() == nil {
+		tp.dispatched.Add(-1)
+		return outcome{kind: outNotSent, lease: t.lease, job: t.job, until: ns.Until, token: true}
+	}
+	e.cfg.obs.Fired(topic, attempt, start.Sub(t.job.DueAt), e.cfg.now().Sub(start), err)
+	switch {
+	case err == nil:
+		e.lim.release(topic, 1)
+		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt}
+	case ctx.Err() != nil:
+		// Cut short by shutdown: not the receiver's fault, so no attempt is
+		// recorded; the lease expires and the job comes back.
+		e.lim.release(topic, 1)
+		return outcome{kind: outAbandoned, lease: t.lease, job: t.job, attempt: attempt}
+	case errors.Is(err, ErrDiscard):
+		return outcome{kind: outDiscard, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
+	}
+	return outcome{kind: outFailed, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
+}
+
+func (e *executor) fire(ctx context.Context, j *Job, attempt int, at time.Time, timeout time.Duration) (err error) {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("handler panicked: %v", p)
+		}
+	}()
+	return e.handler.Fire(ctx, Delivery{Job: j, Attempt: attempt, At: at})
+}
+
+// run executes the tasks that arrive on in until it is closed. Handler
+// calls run under handlerCtx (cancelled when the shutdown grace period
+// ends); outcomes are recorded under recordCtx.
+func (e *executor) run(handlerCtx, recordCtx context.Context, in <-chan task) {
+	for t := range in {
+		if handlerCtx.Err() != nil {
+			e.lim.release(t.lease.Slot.Topic, 1) // grace period over: the lease expires and it comes back
+			continue
+		}
+		o := e.execute(handlerCtx, t)
+		switch {
+		case o.kind == outDone:
+			e.finish(o)
+		case o.kind == outAbandoned:
+			// nothing to record: the lease expires and the job comes back
+		default:
+			e.record(recordCtx, o)
+		}
+	}
+}

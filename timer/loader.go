@@ -1,0 +1,155 @@
+package timer
+
+import (
+	"context"
+	"time"
+)
+
+// The loader reads the rows of the leases a claim pass took, in one query
+// for the pass, and routes each lease by what its row says: to the
+// executor at the job's due time, or straight to the completer when the
+// row says not to fire (done, cancelled, dead, rescheduled later, or out
+// of attempts).
+
+// loaderCount is the number of goroutines loading claimed rows; each
+// coalesces what is waiting into one query.
+const loaderCount = 4
+
+type loaderConfig struct {
+	now     func() time.Time
+	logf    func(msg string, args ...any)
+	ahead   time.Duration
+	retries int // tries of a row load before the leases are given up
+}
+
+type loader struct {
+	cfg      loaderConfig
+	store    JobReader
+	lim      *limiter
+	dispatch func(task)    // to the executor, at the job's due time
+	finish   func(outcome) // to the completer's batches
+	record   func(context.Context, outcome)
+}
+
+// task is a leased job to fire.
+type task struct {
+	lease Lease
+	job   *Job
+}
+
+// load is the step of the loader: it reads the rows of leases and routes
+// each lease.
+func (l *loader) load(ctx context.Context, leases []Lease) {
+	jobs, err := l.getMany(ctx, leases)
+	if err != nil {
+		if ctx.Err() == nil {
+			l.cfg.logf("load claimed jobs failed; their leases will expire and they will come back", "jobs", len(leases), "err", err)
+		}
+		l.giveBack(leases)
+		return
+	}
+	now := l.cfg.now()
+	for _, ls := range leases {
+		l.route(ctx, ls, jobs[ls.ID], now)
+	}
+}
+
+// giveBack releases leases claimed but not sent, and their rate tokens:
+// they expire in Redis and come back.
+func (l *loader) giveBack(leases []Lease) {
+	for _, ls := range leases {
+		l.lim.refund(ls.Slot.Topic)
+		l.lim.release(ls.Slot.Topic, 1)
+	}
+}
+
+// getMany loads rows by id, trying a few times: a database blip should
+// not cost a lease period.
+func (l *loader) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, error) {
+	ids := make([]JobID, len(leases))
+	for i, ls := range leases {
+		ids[i] = ls.ID
+	}
+	var err error
+	for try := range max(1, l.cfg.retries) {
+		var jobs []*Job
+		if jobs, err = l.store.GetMany(ctx, ids); err == nil {
+			byID := make(map[JobID]*Job, len(jobs))
+			for _, j := range jobs {
+				byID[j.ID] = j
+			}
+			return byID, nil
+		}
+		if sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+			break
+		}
+	}
+	return nil, err
+}
+
+// route sends one lease on by its row.
+func (l *loader) route(ctx context.Context, ls Lease, j *Job, now time.Time) {
+	topic := ls.Slot.Topic
+	claimUntil := now.Add(2 * l.cfg.ahead)
+	switch {
+	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled:
+		l.lim.refund(topic)
+		l.finish(outcome{kind: outAck, lease: ls, job: j, token: true})
+	case j.Status == StatusDead:
+		// Dead in the row but leased in Redis: keep the index in step so
+		// the dead-letter list shows it.
+		l.lim.refund(topic)
+		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
+	case j.DueAt.After(claimUntil):
+		// Rescheduled later since this timer was written.
+		l.lim.refund(topic)
+		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
+	case ls.Attempt >= j.MaxAttempts:
+		// Its last attempt's lease expired (its worker died mid-call).
+		l.lim.refund(topic)
+		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
+	default:
+		l.dispatch(task{lease: ls, job: j})
+	}
+}
+
+// run loads what arrives on in, coalescing waiting passes into one query,
+// until in is closed. After ctx is done it gives leases back unloaded.
+func (l *loader) run(ctx context.Context, in <-chan []Lease) {
+	for batch := range in {
+		leases := coalesce(batch, in, maxBatch)
+		if ctx.Err() != nil {
+			l.giveBack(leases) // shutdown over: the leases expire and come back
+			continue
+		}
+		l.load(ctx, leases)
+	}
+}
+
+func coalesce[T any](first []T, ch <-chan []T, limit int) []T {
+	out := first
+	for len(out) < limit {
+		select {
+		case more, ok := <-ch:
+			if !ok {
+				return out
+			}
+			out = append(out, more...)
+		default:
+			return out
+		}
+	}
+	return out
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,252 @@
+package timer
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"time"
+)
+
+// Run claims and fires jobs until ctx is done, then stops claiming, lets
+// the handler calls in flight finish within the grace period, records
+// their outcomes, and returns. A lease it did not finish comes back to
+// another worker when it expires.
+func (w *Worker) Run(ctx context.Context) error {
+	// Handler calls outlive ctx by the grace period; outcomes are recorded
+	// even after that.
+	handlerCtx, cancelHandlers := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelHandlers()
+	recordCtx := context.WithoutCancel(ctx)
+
+	var loaders, executors, completer, catalog sync.WaitGroup
+	for range loaderCount {
+		loaders.Go(func() { w.load.run(handlerCtx, w.loadCh) })
+	}
+	for range w.cfg.Concurrency {
+		executors.Go(func() { w.exec.run(handlerCtx, recordCtx, w.execCh) })
+	}
+	completer.Go(func() { w.complete.run(recordCtx, w.finishCh) })
+	if w.ownCatalog {
+		catalog.Go(func() { _ = w.catalog.Run(ctx) })
+	}
+
+	err := w.loop(ctx)
+	catalog.Wait()
+
+	grace := time.AfterFunc(w.cfg.Grace, cancelHandlers)
+	defer grace.Stop()
+	close(w.loadCh)
+	loaders.Wait()
+	w.holds.Wait()
+	close(w.execCh)
+	executors.Wait()
+	close(w.finishCh)
+	completer.Wait()
+	return err
+}
+
+// loop waits for something to do and runs a pass of the claimer. It
+// alone touches the claimer's and the limiter's queues.
+func (w *Worker) loop(ctx context.Context) error {
+	owned := w.refreshOwned(ctx, nil)
+	topics := w.catalog.Changed()
+	w.applyCatalog(ctx)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	rescan := time.NewTicker(w.cfg.Rescan)
+	defer rescan.Stop()
+	sample := time.NewTicker(time.Second)
+	defer sample.Stop()
+	sampled := w.cfg.Now()
+	for {
+		if ctx.Err() != nil {
+			return nil
+		}
+		w.applyWakes()
+		busy := w.peekSome(ctx)
+		leases, buried, blocked := w.claim.runOnce(ctx)
+		if len(leases) > 0 {
+			w.loadCh <- leases // never blocks: its buffer holds as many passes as there are lease tokens
+		}
+		for _, l := range buried {
+			w.finishCh <- outcome{kind: outDeadRow, lease: l}
+		}
+		var wait <-chan time.Time
+		now := w.cfg.Now()
+		next := w.claim.next()
+		if len(w.rescan) > 0 && (next.IsZero() || w.rescanAt.Before(next)) {
+			next = w.rescanAt
+		}
+		switch {
+		case busy:
+			next = now // more slots to learn: go round at once
+		case blocked:
+			next = time.Time{} // nothing to do until a lease is freed
+		}
+		if !next.IsZero() {
+			timer.Reset(next.Sub(now))
+			wait = timer.C
+		}
+		var freed <-chan struct{}
+		if blocked || len(w.lim.parked) > 0 {
+			freed = w.lim.freed
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-wait:
+		case <-freed:
+		case <-w.woken:
+		case <-owned:
+			owned = w.refreshOwned(ctx, owned)
+		case <-topics:
+			topics = w.catalog.Changed()
+			w.applyCatalog(ctx)
+		case <-rescan.C:
+			w.startRescan()
+		case <-sample.C:
+			now := w.cfg.Now()
+			w.lim.sampleRates(now.Sub(sampled))
+			sampled = now
+		}
+		if !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+// applyWakes hands the wake-ups heard since the last pass to the
+// claimer; a resync queues every owned slot to be learnt afresh.
+func (w *Worker) applyWakes() {
+	w.wakeMu.Lock()
+	var wakes map[Slot]time.Time
+	if len(w.wakes) > 0 {
+		wakes, w.wakes = w.wakes, make(map[Slot]time.Time)
+	}
+	resync := w.resync
+	w.resync = false
+	w.wakeMu.Unlock()
+	if resync {
+		w.unknown = append(w.unknown, w.own.ranges()...)
+	}
+	now := w.cfg.Now()
+	for s, at := range wakes {
+		w.claim.wake(s, at, now)
+	}
+}
+
+// peekSome reads the heads of one chunk of slots to learn, or of the
+// rescan when its time has come, and reports whether more slots wait to
+// be learnt.
+func (w *Worker) peekSome(ctx context.Context) bool {
+	src := &w.unknown
+	if len(w.unknown) == 0 {
+		if len(w.rescan) == 0 || w.cfg.Now().Before(w.rescanAt) {
+			return false
+		}
+		src = &w.rescan
+	}
+	batch, rest := takeSlots(*src, peekChunk)
+	if err := w.claim.peek(ctx, batch); err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("read slot heads failed; trying again shortly", "slots", len(batch), "err", err)
+		}
+		w.rescanAt = w.cfg.Now().Add(errorBackoff)
+		return false
+	}
+	*src = rest
+	if src == &w.rescan {
+		w.rescanAt = w.rescanAt.Add(w.rescanStep)
+	}
+	return len(w.unknown) > 0
+}
+
+// startRescan queues every owned slot to be read again, in chunks spread
+// over half the rescan period, unless the last rescan is still running.
+func (w *Worker) startRescan() {
+	if len(w.rescan) > 0 {
+		return
+	}
+	w.rescan = w.own.ranges()
+	chunks := max(1, (w.own.size()+peekChunk-1)/peekChunk)
+	w.rescanStep = w.cfg.Rescan / 2 / time.Duration(chunks)
+	w.rescanAt = w.cfg.Now()
+}
+
+// refreshOwned asks the assignment what the worker owns, queues the
+// slots it gained to be learnt and drops those it lost at once. On error
+// it keeps what it has and retries in a second.
+func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan struct{} {
+	var (
+		added   []slotRange
+		changed <-chan struct{}
+		err     error
+	)
+	if ta, ok := w.owner.(TopicAssignment); ok {
+		var topics []Topic
+		if topics, changed, err = ta.OwnedTopics(ctx); err == nil {
+			var gone []string
+			added, gone = w.own.setTopics(topics)
+			w.claim.dropTopics(gone)
+		}
+	} else {
+		var slots []Slot
+		if slots, changed, err = w.owner.Owned(ctx); err == nil {
+			var lost []Slot
+			added, lost = w.own.setSlots(slots)
+			for _, s := range lost {
+				w.claim.drop(s)
+			}
+		}
+	}
+	if err != nil {
+		if ctx.Err() == nil {
+			w.log.Warn("slot assignment failed; keeping the current slots", "err", err)
+		}
+		retry := make(chan struct{})
+		time.AfterFunc(time.Second, func() { close(retry) })
+		return retry
+	}
+	w.unknown = append(w.unknown, added...)
+	w.cfg.Observer.Assigned(w.own.size())
+	// The topics' rates and in-flight caps are split by the share of
+	// their slots owned here: re-split them.
+	w.lim.each(func(tp *topicState) {
+		if tp.known {
+			w.lim.configure(tp, w.own.share(tp.topic))
+		}
+	})
+	return changed
+}
+
+// applyCatalog applies changed topic limits to the topics the limiter
+// knows.
+func (w *Worker) applyCatalog(ctx context.Context) {
+	w.lim.each(func(tp *topicState) {
+		t, ok := w.catalog.Get(tp.name)
+		if !ok || (tp.known && sameTopic(tp.topic, t)) {
+			return
+		}
+		tp.topic, tp.known = t, true
+		w.lim.configure(tp, w.own.share(t))
+	})
+}
+
+// learnTopic configures a topic seen for the first time from the catalog
+// (reading the store if the catalog does not have it yet), so that a
+// flood of a new topic is limited from its first claim. Without it, the
+// topic runs with the worker's defaults until the catalog has it.
+func (w *Worker) learnTopic(ctx context.Context, tp *topicState) {
+	tp.known = true
+	t, err := w.catalog.Lookup(ctx, tp.name)
+	if err != nil && !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
+		w.log.Warn("read topic limits failed; using the defaults until the next refresh", "topic", tp.name, "err", err)
+	}
+	if err == nil {
+		tp.topic = t
+	}
+	w.lim.configure(tp, w.own.share(tp.topic))
+}
