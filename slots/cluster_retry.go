@@ -1,0 +1,87 @@
+// This file owns how the cluster's loops wait and log when a dependency
+// fails: the retry timings, backoff with jitter, and the rate limit of
+// their warnings.
+
+package slots
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	mathrand "math/rand/v2"
+	"sync"
+	"time"
+)
+
+// Timing of a Cluster's retries and shutdown.
+const (
+	retryMin       = 50 * time.Millisecond
+	retryMax       = 2 * time.Second
+	sessionRetries = 5 * time.Second // the most Run waits between sessions
+	topicTimeout   = 10 * time.Second
+	deleteTimeout  = time.Second
+	logEvery       = 10 * time.Second // rate limit of repeated warnings
+)
+
+// backoff is an exponential delay with jitter.
+type backoff struct {
+	min, max, next time.Duration
+}
+
+func newBackoff(lo, hi time.Duration) *backoff { return &backoff{min: lo, max: hi, next: lo} }
+
+// delay returns the next delay, in [d/2, d], and doubles d up to max.
+func (b *backoff) delay() time.Duration {
+	d := b.next
+	b.next = min(2*b.next, b.max)
+	return d/2 + mathrand.N(d/2+1)
+}
+
+func (b *backoff) reset() { b.next = b.min }
+
+// wait sleeps the next delay; false if ctx was done first.
+func (b *backoff) wait(ctx context.Context) bool {
+	t := time.NewTimer(b.delay())
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
+// warn logs err under key at most once per logEvery.
+func (c *Cluster) warn(key, msg string, err error) {
+	if c.limit.allow(key) {
+		c.log.Warn(msg, "err", err)
+	}
+}
+
+// logLimiter lets a message through per key at most once per every.
+type logLimiter struct {
+	every time.Duration
+	mu    sync.Mutex
+	last  map[string]time.Time
+}
+
+func (l *logLimiter) allow(key string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	now := time.Now()
+	if t, ok := l.last[key]; ok && now.Sub(t) < l.every {
+		return false
+	}
+	if l.last == nil {
+		l.last = make(map[string]time.Time)
+	}
+	l.last[key] = now
+	return true
+}
+
+// zkLogger sends the client library's messages to slog at debug level.
+type zkLogger struct{ log *slog.Logger }
+
+func (l zkLogger) Printf(format string, args ...any) {
+	l.log.Debug("zookeeper client", "detail", fmt.Sprintf(format, args...))
+}
