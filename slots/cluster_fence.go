@@ -50,17 +50,17 @@ func (c *Cluster) onEvent(s *session, ev zk.Event) {
 	switch {
 	case ev.State == zk.StateExpired:
 		s.cancel()
-		c.log.Warn("zookeeper session expired; owning no slots until registered again")
+		c.limit.log(c.log.Warn, "expired", "zookeeper session expired; owning no slots until registered again")
 	case online:
 		select {
 		case s.up <- struct{}{}:
 		default:
 		}
-		if !was && c.limit.allow("connected") {
-			c.log.Info("zookeeper connected", "server", ev.Server)
+		if !was {
+			c.limit.log(c.log.Info, "connected", "zookeeper connected", "server", ev.Server)
 		}
-	case was && c.limit.allow("disconnected"):
-		c.log.Warn("zookeeper disconnected; owning no slots until reconnected", "server", ev.Server)
+	case was:
+		c.limit.log(c.log.Warn, "disconnected", "zookeeper disconnected; owning no slots until reconnected", "server", ev.Server)
 	}
 }
 

@@ -38,9 +38,7 @@ func (c *Cluster) Run(ctx context.Context) error {
 		if registered {
 			retry.reset()
 		}
-		if c.limit.allow("session") {
-			c.log.Warn("zookeeper session ended; starting a new one", "err", err)
-		}
+		c.warn("session", "zookeeper session ended; starting a new one", err)
 		if !retry.wait(ctx) {
 			return nil
 		}
@@ -79,7 +77,7 @@ func (c *Cluster) runSession(ctx context.Context) (registered bool, err error) {
 	defer c.endSession(s)
 
 	conn, _, err := zk.Connect(c.cfg.Servers, c.cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{c.log}),
+		zk.WithLogger(zkLogger{log: c.log, limit: &c.limit}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) { c.onEvent(s, ev) }))
 	if err != nil {
