@@ -86,9 +86,9 @@ func (c *Cluster) follow(ctx context.Context, s *session, epoch uint64, a *publi
 	for attempt := 0; ; attempt++ {
 		topics, err := c.readTopics(ctx)
 		if err == nil {
-			sum := summarize(topics)
-			if sum.Digest == a.Digest {
-				c.install(s, epoch, a, Assign(a.ids(), topics, a.Load))
+			m, sum := a.deriveMap(topics)
+			if m != nil {
+				c.install(s, epoch, a, m)
 				return false
 			}
 			if sum.Topics > a.Topics {
@@ -114,6 +114,17 @@ func (c *Cluster) follow(ctx context.Context, s *session, epoch uint64, a *publi
 			return again
 		}
 	}
+}
+
+// deriveMap computes the map of a from topics, the task store's list, when
+// that is the list a was published with (their digests are equal); else it
+// returns nil. It returns the summary of topics either way.
+func (a *published) deriveMap(topics []timer.Topic) (*Map, topicSummary) {
+	sum := summarize(topics)
+	if sum.Digest != a.Digest {
+		return nil, sum
+	}
+	return Assign(a.ids(), topics, a.Load), sum
 }
 
 func (c *Cluster) readTopics(ctx context.Context) ([]timer.Topic, error) {

@@ -251,3 +251,14 @@ type memberData struct {
 	Addr     string `json:"addr,omitempty"`
 	Capacity int    `json:"capacity,omitempty"`
 }
+
+// parseMember decodes the data of the member znode name; a member must
+// have an ID.
+func parseMember(name string, data []byte) (memberData, error) {
+	var m memberData
+	if err := json.Unmarshal(data, &m); err != nil || m.ID == "" {
+		return memberData{}, fmt.Errorf("%s: %q is not a member", name, data)
+	}
+	m.Node = name
+	return m, nil
+}

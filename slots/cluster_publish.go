@@ -309,12 +309,11 @@ func (l *leadership) readMembers() ([]memberData, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read member %s: %w", name, err)
 		}
-		var m memberData
-		if err := json.Unmarshal(data, &m); err != nil || m.ID == "" {
-			c.warn("member-data", "ignoring a member znode", fmt.Errorf("%s: %q is not a member", name, data))
+		m, err := parseMember(name, data)
+		if err != nil {
+			c.warn("member-data", "ignoring a member znode", err)
 			continue
 		}
-		m.Node = name
 		l.members[name] = m
 	}
 	for name := range l.members {
@@ -322,22 +321,32 @@ func (l *leadership) readMembers() ([]memberData, error) {
 			delete(l.members, name)
 		}
 	}
-	names := slices.Clone(l.children)
+	out, younger := oldestPerID(l.children, l.members)
+	for _, m := range younger {
+		c.warn("duplicate-"+m.ID, "two members share an ID; the younger owns nothing", fmt.Errorf("id %q, znode %s", m.ID, m.Node))
+	}
+	return out, nil
+}
+
+// oldestPerID returns the members of the znodes names whose data members
+// holds, one per ID, the oldest znode (lowest sequence) winning, sorted by
+// ID; and, in the order of their znodes, the younger ones it left out.
+func oldestPerID(names []string, members map[string]memberData) (out, younger []memberData) {
+	names = slices.Clone(names)
 	sortBySequence(names)
-	var out []memberData
 	byID := make(map[string]bool)
 	for _, name := range names {
-		m, ok := l.members[name]
+		m, ok := members[name]
 		if !ok {
 			continue
 		}
 		if byID[m.ID] {
-			c.warn("duplicate-"+m.ID, "two members share an ID; the younger owns nothing", fmt.Errorf("id %q, znode %s", m.ID, name))
+			younger = append(younger, m)
 			continue
 		}
 		byID[m.ID] = true
 		out = append(out, m)
 	}
 	slices.SortFunc(out, func(a, b memberData) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
+	return out, younger
 }
