@@ -20,11 +20,15 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// Defaults of a Cluster.
+// Defaults of a ClusterConfig (and DefaultLoad, in assign.go).
 const (
-	DefaultRoot           = "/toc"
+	// DefaultRoot is the root znode of a cluster.
+	DefaultRoot = "/toc"
+	// DefaultSessionTimeout is the ZooKeeper session timeout: about how
+	// long the slots of a member that died stay unowned.
 	DefaultSessionTimeout = 6 * time.Second
-	DefaultTopicPoll      = 2 * time.Second
+	// DefaultTopicPoll is how often the leader re-reads the topics.
+	DefaultTopicPoll = 2 * time.Second
 )
 
 // maxIDBytes bounds ClusterConfig.ID.
@@ -73,9 +77,7 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
 	c.Load = cmp.Or(c.Load, DefaultLoad)
 	c.TopicPoll = cmp.Or(c.TopicPoll, DefaultTopicPoll)
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
 
@@ -94,19 +96,19 @@ func (c ClusterConfig) Validate() error {
 	case !validPath(c.Root):
 		return invalid("Root", "%q is not a ZooKeeper path such as /toc", c.Root)
 	case c.SessionTimeout < 0:
-		return invalid("SessionTimeout", "must be positive")
+		return invalid("SessionTimeout", "%v is negative; leave it zero for %v", c.SessionTimeout, DefaultSessionTimeout)
 	case len(c.ID) > maxIDBytes:
-		return invalid("ID", "must be at most %d bytes", maxIDBytes)
+		return invalid("ID", "%d bytes, more than %d", len(c.ID), maxIDBytes)
 	case !utf8.ValidString(c.ID):
-		return invalid("ID", "must be UTF-8")
+		return invalid("ID", "%q is not UTF-8", c.ID)
 	case c.Capacity < 0:
-		return invalid("Capacity", "must not be negative")
+		return invalid("Capacity", "%d is negative", c.Capacity)
 	case !(c.Load >= 1) || c.Load > 1e6:
 		return invalid("Load", "%v must be from 1 to 1e6", c.Load)
 	case c.Topics == nil:
-		return invalid("Topics", "is required")
+		return invalid("Topics", "is required: the leader and every member read the topics to compute the map")
 	case c.TopicPoll < 0:
-		return invalid("TopicPoll", "must be positive")
+		return invalid("TopicPoll", "%v is negative; leave it zero for %v", c.TopicPoll, DefaultTopicPoll)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package slots
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -41,8 +42,8 @@ func TestClusterConfigValidate(t *testing.T) {
 		if !ok || fe.Field != tt.field {
 			t.Errorf("Validate = %v, want a FieldError on %s", err, tt.field)
 		}
-		if _, err := NewCluster(cfg); !errors.Is(err, timer.ErrInvalid) {
-			t.Errorf("NewCluster = %v, want ErrInvalid", err)
+		if _, err := NewCluster(cfg); !errors.Is(err, timer.ErrInvalid) || !strings.HasPrefix(err.Error(), "cluster config: "+tt.field+": ") {
+			t.Errorf("NewCluster = %v, want ErrInvalid as \"cluster config: %s: ...\"", err, tt.field)
 		}
 	}
 	c, err := NewCluster(valid)
