@@ -1,6 +1,7 @@
 // This file owns following the assignment: every member reads the
 // published inputs each time they change, derives the map from them and
-// the task store's topics, and installs its share.
+// the task store's topics, and hands its share to install
+// (cluster_fence.go).
 
 package slots
 
