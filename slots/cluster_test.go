@@ -17,94 +17,15 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-func TestClusterConfigValidate(t *testing.T) {
-	topics := func(context.Context) ([]timer.Topic, error) { return nil, nil }
-	valid := ClusterConfig{Servers: []string{"127.0.0.1:2181"}, Topics: topics}
-	if err := valid.Validate(); err != nil {
-		t.Fatalf("Validate = %v, want nil", err)
-	}
-	tests := []struct {
-		field string
-		edit  func(*ClusterConfig)
-	}{
-		{"Servers", func(c *ClusterConfig) { c.Servers = nil }},
-		{"Servers", func(c *ClusterConfig) { c.Servers = []string{"a:1", ""} }},
-		{"Root", func(c *ClusterConfig) { c.Root = "toc" }},
-		{"Root", func(c *ClusterConfig) { c.Root = "/" }},
-		{"Root", func(c *ClusterConfig) { c.Root = "/toc/" }},
-		{"Root", func(c *ClusterConfig) { c.Root = "/a//b" }},
-		{"SessionTimeout", func(c *ClusterConfig) { c.SessionTimeout = -time.Second }},
-		{"ID", func(c *ClusterConfig) { c.ID = string(make([]byte, 129)) }},
-		{"ID", func(c *ClusterConfig) { c.ID = "\xff" }},
-		{"Capacity", func(c *ClusterConfig) { c.Capacity = -1 }},
-		{"Load", func(c *ClusterConfig) { c.Load = 0.9 }},
-		{"Topics", func(c *ClusterConfig) { c.Topics = nil }},
-		{"TopicPoll", func(c *ClusterConfig) { c.TopicPoll = -1 }},
-	}
-	for _, tt := range tests {
-		cfg := valid
-		tt.edit(&cfg)
-		err := cfg.Validate()
-		fe, ok := errors.AsType[*timer.FieldError](err)
-		if !ok || fe.Field != tt.field {
-			t.Errorf("Validate = %v, want a FieldError on %s", err, tt.field)
-		}
-		if _, err := NewCluster(cfg); !errors.Is(err, timer.ErrInvalid) {
-			t.Errorf("NewCluster = %v, want ErrInvalid", err)
-		}
-	}
-	c, err := NewCluster(valid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if c.ID() == "" || c.cfg.Root != DefaultRoot || c.cfg.Load != DefaultLoad || c.cfg.SessionTimeout != DefaultSessionTimeout {
-		t.Errorf("defaults not applied: %+v", c.cfg)
-	}
-	if st := c.Status(); st.Connected || st.Version != -1 || st.Self != c.ID() {
-		t.Errorf("Status before Run = %+v", st)
-	}
-	if owned, _, err := c.Owned(t.Context()); len(owned) != 0 || err != nil {
-		t.Errorf("Owned before Run = %v, %v", owned, err)
-	}
-}
-
-func TestSummarize(t *testing.T) {
-	a := summarize([]timer.Topic{{Name: "b", Slots: 4}, {Name: "a", Slots: 16}})
-	b := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 4}, {Name: "a", Slots: 16}})
-	if a != b || a.Topics != 2 || a.Slots != 20 {
-		t.Fatalf("summaries %+v and %+v, want equal, 2 topics, 20 slots", a, b)
-	}
-	if c := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 8}}); c.Digest == a.Digest {
-		t.Fatal("a different slot count gave the same digest")
-	}
-	if c := summarize([]timer.Topic{{Name: "a", Slots: 16}, {Name: "b", Slots: 4}, {Name: "c", Slots: 1}}); c.Digest == a.Digest {
-		t.Fatal("one more topic gave the same digest")
-	}
-}
-
-func TestSortBySequence(t *testing.T) {
-	names := []string{"n-ff-0000000010", "n-aa-0000000002", "n-00-0000000009", "junk"}
-	sortBySequence(names)
-	want := []string{"n-aa-0000000002", "n-00-0000000009", "n-ff-0000000010", "junk"}
-	if !slices.Equal(names, want) {
-		t.Fatalf("sorted %q, want %q", names, want)
-	}
-}
-
-// startThree starts members a, b and c of a fresh cluster root on the
-// ZooKeeper at zkAddr, over 64 topics of 16 slots, and waits until they
-// share the slots.
-func startThree(t *testing.T, zkAddr string) (root string, topics *topicList, ms []*member) {
+// startThree starts members a, b and c of a fresh cluster over 64 topics of
+// 16 slots on the ZooKeeper at zkAddr, and waits until they share the
+// slots.
+func startThree(t *testing.T, zkAddr string) (*testCluster, []*member) {
 	t.Helper()
-	root = testRoot(t)
-	topics = newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
-	for _, id := range []string{"a", "b", "c"} {
-		ms = append(ms, startMember(t, []string{zkAddr}, root, id, topics, log))
-	}
-	startSampler(t, ms...)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, ms...) })
-	return root, topics, ms
+	tc := newTestCluster(t, zkAddr, 64)
+	ms := []*member{tc.join("a"), tc.join("b"), tc.join("c")}
+	tc.waitSettled("three members to share the slots", ms...)
+	return tc, ms
 }
 
 // Three members share 1,024 slots: each slot owned once, none above
@@ -112,7 +33,7 @@ func startThree(t *testing.T, zkAddr string) (root string, topics *topicList, ms
 // gives for the published inputs.
 func TestClusterSharesSlots(t *testing.T) {
 	z := testenv.ZooKeeper(t)
-	root, topics, ms := startThree(t, z.Addr)
+	tc, ms := startThree(t, z.Addr)
 	t.Logf("counts: %v", counts(ms...))
 
 	// The published znode holds the inputs; Owned is Assign's answer.
@@ -121,7 +42,7 @@ func TestClusterSharesSlots(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	data, stat, err := conn.Get(root + "/assignment")
+	data, stat, err := conn.Get(tc.root + "/assignment")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -130,7 +51,7 @@ func TestClusterSharesSlots(t *testing.T) {
 	if err := json.Unmarshal(data, &pub); err != nil {
 		t.Fatal(err)
 	}
-	all, _ := topics.Topics(t.Context())
+	all, _ := tc.topics.Topics(t.Context())
 	sum := summarize(all)
 	if pub.Scheme != AssignScheme || pub.Digest != sum.Digest || pub.Topics != 64 || pub.Slots != 1024 || pub.Load != DefaultLoad {
 		t.Fatalf("published %+v, want scheme %s, digest %s, 64 topics, 1024 slots", pub, AssignScheme, sum.Digest)
@@ -162,15 +83,8 @@ func TestClusterSharesSlots(t *testing.T) {
 // A member that stops deletes its znodes: its slots move to the others at
 // once, without waiting for its session to expire.
 func TestClusterMemberStops(t *testing.T) {
-	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
-	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
-	c := startMember(t, []string{z.Addr}, root, "c", topics, log)
-	startSampler(t, a, b, c)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	tc, ms := startThree(t, testenv.ZooKeeper(t).Addr)
+	a, b, c := ms[0], ms[1], ms[2]
 	before := counts(a, b, c)
 
 	start := time.Now()
@@ -178,7 +92,7 @@ func TestClusterMemberStops(t *testing.T) {
 	if owned, _, _ := c.Owned(t.Context()); len(owned) != 0 {
 		t.Fatalf("a stopped member owns %d slots", len(owned))
 	}
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	tc.waitSettled("two members to share the slots", a, b)
 	t.Logf("the %d slots of the stopped member were unowned for at most %v; counts %v → %v",
 		before["c"], time.Since(start).Round(time.Millisecond), before, counts(a, b))
 }
@@ -188,17 +102,12 @@ func TestClusterMemberStops(t *testing.T) {
 // registers again, in a new session, and gets a share.
 func TestClusterSessionLost(t *testing.T) {
 	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
-	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
-	s := startSampler(t, a, b)
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	tc := newTestCluster(t, z.Addr, 64)
+	a, b := tc.join("a"), tc.join("b")
+	tc.waitSettled("two members to share the slots", a, b)
 	px := newProxy(t, z.Addr)
-	c := startMember(t, []string{px.Addr()}, root, "c", topics, log)
-	s.add(c)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	c := tc.join("c", via(px))
+	tc.waitSettled("three members to share the slots", a, b, c)
 	oldNode := memberNode(c.Cluster)
 
 	px.setCut(true)
@@ -213,12 +122,12 @@ func TestClusterSessionLost(t *testing.T) {
 		t.Fatalf("a disconnected member owns %d slots", len(owned))
 	}
 	noticed := time.Since(cut)
-	waitFor(t, "the others to take the cut member's slots", func() error { return settled(topics, a, b) })
+	tc.waitSettled("the others to take the cut member's slots", a, b)
 	t.Logf("cut member disconnected after %v; its slots were unowned for %v (session timeout %v)",
 		noticed.Round(time.Millisecond), time.Since(cut).Round(time.Millisecond), testSession)
 
 	px.setCut(false)
-	waitFor(t, "the member to come back", func() error { return settled(topics, a, b, c) })
+	tc.waitSettled("the member to come back", a, b, c)
 	if n := len(snapshot(c.Cluster).owned); n == 0 {
 		t.Fatal("the member came back with no slots")
 	}
@@ -241,7 +150,7 @@ func memberNode(c *Cluster) string {
 // every slot again after, by themselves.
 func TestClusterZooKeeperDown(t *testing.T) {
 	z := testenv.NewZooKeeper(t)
-	_, topics, ms := startThree(t, z.Addr)
+	tc, ms := startThree(t, z.Addr)
 
 	z.Kill(t)
 	down := time.Now()
@@ -269,7 +178,7 @@ func TestClusterZooKeeperDown(t *testing.T) {
 	}
 	z.Start(t)
 	up := time.Now()
-	waitFor(t, "the members to share the slots again", func() error { return settled(topics, ms...) })
+	tc.waitSettled("the members to share the slots again", ms...)
 	t.Logf("shared again %v after ZooKeeper came back; counts %v", time.Since(up).Round(time.Millisecond), counts(ms...))
 }
 
@@ -278,19 +187,13 @@ func TestClusterZooKeeperDown(t *testing.T) {
 // is cut off (its session must expire first).
 func TestClusterLeaderDies(t *testing.T) {
 	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 64, 16))
-	log := testLogger(t)
+	tc := newTestCluster(t, z.Addr, 64)
 	px := newProxy(t, z.Addr)
 	// a joins first through the proxy, so it leads.
-	a := startMember(t, []string{px.Addr()}, root, "a", topics, log)
-	s := startSampler(t, a)
-	waitFor(t, "a to own every slot", func() error { return settled(topics, a) })
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
-	c := startMember(t, []string{z.Addr}, root, "c", topics, log)
-	s.add(b)
-	s.add(c)
-	waitFor(t, "three members to share the slots", func() error { return settled(topics, a, b, c) })
+	a := tc.join("a", via(px))
+	tc.waitSettled("a to own every slot", a)
+	b, c := tc.join("b"), tc.join("c")
+	tc.waitSettled("three members to share the slots", a, b, c)
 	if l := b.Status().Leader; l != "a" {
 		t.Fatalf("leader %q, want a", l)
 	}
@@ -298,7 +201,7 @@ func TestClusterLeaderDies(t *testing.T) {
 	px.setCut(true)
 	cut := time.Now()
 	waitFor(t, "b or c to lead without a", func() error {
-		if err := settled(topics, b, c); err != nil {
+		if err := settled(tc.topics, b, c); err != nil {
 			return err
 		}
 		if l := b.Status().Leader; l != "b" && l != "c" {
@@ -312,11 +215,10 @@ func TestClusterLeaderDies(t *testing.T) {
 
 	// The new leader keeps publishing: a member that joins gets a share,
 	// and so does a when it comes back (no longer leading).
-	d := startMember(t, []string{z.Addr}, root, "d", topics, log)
-	s.add(d)
-	waitFor(t, "d to get a share", func() error { return settled(topics, b, c, d) })
+	d := tc.join("d")
+	tc.waitSettled("d to get a share", b, c, d)
 	px.setCut(false)
-	waitFor(t, "a to come back", func() error { return settled(topics, a, b, c, d) })
+	tc.waitSettled("a to come back", a, b, c, d)
 	if l := a.Status().Leader; l != next {
 		t.Fatalf("leader %s after a came back, want %s", l, next)
 	}
@@ -326,7 +228,7 @@ func TestClusterLeaderDies(t *testing.T) {
 	stopped := time.Now()
 	leader.stop(t)
 	waitFor(t, "another leader without "+next, func() error {
-		if err := settled(topics, a, follower, d); err != nil {
+		if err := settled(tc.topics, a, follower, d); err != nil {
 			return err
 		}
 		if l := d.Status().Leader; l == next {
@@ -341,15 +243,10 @@ func TestClusterLeaderDies(t *testing.T) {
 // A topic created on a member that does not lead reaches the leader through
 // the kick znode at once, not at the next poll (an hour here).
 func TestClusterTopicsChanged(t *testing.T) {
-	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 8, 16))
-	log := testLogger(t)
+	tc := newTestCluster(t, testenv.ZooKeeper(t).Addr, 8)
 	hourly := func(c *ClusterConfig) { c.TopicPoll = time.Hour }
-	a := startMember(t, []string{z.Addr}, root, "a", topics, log, hourly)
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log, hourly)
-	startSampler(t, a, b)
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	a, b := tc.join("a", hourly), tc.join("b", hourly)
+	tc.waitSettled("two members to share the slots", a, b)
 
 	for i, name := range []string{"new-1", "new-2"} {
 		follower := b
@@ -359,26 +256,20 @@ func TestClusterTopicsChanged(t *testing.T) {
 		if i == 1 { // the leader's own hint takes the local path
 			follower = map[*member]*member{a: b, b: a}[follower]
 		}
-		topics.add(timer.Topic{Name: name, Slots: 16})
+		tc.topics.add(timer.Topic{Name: name, Slots: 16})
 		follower.TopicsChanged()
-		waitFor(t, "the slots of "+name+" to be owned", func() error { return settled(topics, a, b) })
+		tc.waitSettled("the slots of "+name+" to be owned", a, b)
 	}
 }
 
 // A second process with a taken ID owns nothing; the first keeps its share.
 func TestClusterDuplicateID(t *testing.T) {
-	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 16, 16))
-	log := testLogger(t)
-	a := startMember(t, []string{z.Addr}, root, "a", topics, log)
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log)
-	s := startSampler(t, a, b)
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	tc := newTestCluster(t, testenv.ZooKeeper(t).Addr, 16)
+	a, b := tc.join("a"), tc.join("b")
+	tc.waitSettled("two members to share the slots", a, b)
 	version := a.Status().Version
 
-	twin := startMember(t, []string{z.Addr}, root, "a", topics, log)
-	s.add(twin)
+	twin := tc.join("a")
 	waitFor(t, "the twin to follow the assignment", func() error {
 		if v := snapshot(twin.Cluster); !v.online || v.version < version {
 			return errors.New("not yet")
@@ -387,7 +278,7 @@ func TestClusterDuplicateID(t *testing.T) {
 	})
 	twin.TopicsChanged() // one more publication, which must still name the first "a"
 	for range 20 {
-		if err := settled(topics, a, b); err != nil {
+		if err := settled(tc.topics, a, b); err != nil {
 			t.Fatal(err)
 		}
 		if owned, _, _ := twin.Owned(t.Context()); len(owned) != 0 {
@@ -399,16 +290,10 @@ func TestClusterDuplicateID(t *testing.T) {
 
 // Run stops every goroutine it started, the ZooKeeper client's included.
 func TestClusterNoGoroutineLeak(t *testing.T) {
-	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 8, 16))
-	log := testLogger(t)
-	before := runtime.NumGoroutine()
-	var ms []*member
-	for _, id := range []string{"a", "b"} {
-		ms = append(ms, startMember(t, []string{z.Addr}, root, id, topics, log))
-	}
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, ms...) })
+	tc := newTestCluster(t, testenv.ZooKeeper(t).Addr, 8)
+	before := runtime.NumGoroutine() // the sampler's included: it runs to the end
+	ms := []*member{tc.join("a"), tc.join("b")}
+	tc.waitSettled("two members to share the slots", ms...)
 	for _, m := range ms {
 		m.stop(t)
 	}
@@ -423,23 +308,18 @@ func TestClusterNoGoroutineLeak(t *testing.T) {
 // A member that cannot read the topics owns nothing rather than guess, and
 // recovers when the task store answers again.
 func TestClusterTopicsUnavailable(t *testing.T) {
-	z := testenv.ZooKeeper(t)
-	root := testRoot(t)
-	topics := newTopicList(uniformTopics("t", 16, 16))
-	log := testLogger(t)
+	tc := newTestCluster(t, testenv.ZooKeeper(t).Addr, 16)
 	var down atomic.Bool
 	flaky := func(c *ClusterConfig) {
 		c.Topics = func(ctx context.Context) ([]timer.Topic, error) {
 			if down.Load() {
 				return nil, errTopicsDown
 			}
-			return topics.Topics(ctx)
+			return tc.topics.Topics(ctx)
 		}
 	}
-	a := startMember(t, []string{z.Addr}, root, "a", topics, log, flaky)
-	b := startMember(t, []string{z.Addr}, root, "b", topics, log, flaky)
-	startSampler(t, a, b)
-	waitFor(t, "two members to share the slots", func() error { return settled(topics, a, b) })
+	a, b := tc.join("a", flaky), tc.join("b", flaky)
+	tc.waitSettled("two members to share the slots", a, b)
 
 	down.Store(true)
 	b.stop(t) // the leader publishes the new members with the last known topics
@@ -451,5 +331,5 @@ func TestClusterTopicsUnavailable(t *testing.T) {
 		return nil
 	})
 	down.Store(false)
-	waitFor(t, "a to own every slot", func() error { return settled(topics, a) })
+	tc.waitSettled("a to own every slot", a)
 }

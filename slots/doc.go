@@ -52,4 +52,34 @@
 // two members at different assignment versions may both claim from a slot
 // for a few milliseconds: harmless, because a claim in Redis is atomic and
 // a leased job stays with its holder.
+//
+// # The parts of Cluster
+//
+// Each part has a file of its own:
+//
+//   - Configuration (cluster_config.go): [ClusterConfig], its defaults
+//     and Validate.
+//   - Membership (cluster_member.go): Run's loop of sessions. A session
+//     connects, creates this member's ephemeral znodes (named with a GUID,
+//     so a create whose reply was lost is found, not made twice), and ends
+//     when ZooKeeper expires it; the next one registers anew. A member that
+//     stops deletes its znodes, so its slots move at once.
+//   - Election (cluster_elect.go): the ZooKeeper recipe; the lowest
+//     election znode leads, every other member watches only the one just
+//     before its own.
+//   - Publication (cluster_publish.go): the format of the assignment znode
+//     and the leader loop that rewrites it when the members or the topics'
+//     digest change, each write conditional on the leader's election znode;
+//     the kick znode through which any member makes it re-read the topics.
+//   - Following (cluster_follow.go): every member re-reads the assignment
+//     when its watch fires (re-arming it), derives the map from it and the
+//     task store's topics, and reuses the map while the inputs stand.
+//   - Fencing (cluster_fence.go): what Owned returns and the rules that set
+//     it. Ownership is dropped in the client's callback the moment the
+//     connection is lost, and a read begun before a session event is never
+//     installed.
+//   - Status (cluster_status.go): [Status], without I/O.
+//   - Retries (cluster_retry.go): backoff with jitter, and the limit of one
+//     warning per failing dependency per interval, which reports how many
+//     it held back.
 package slots

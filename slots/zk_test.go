@@ -97,6 +97,31 @@ func (w *testLog) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// testCluster is one test's cluster: a fresh root on a ZooKeeper server,
+// the task store's topics, a logger, and a sampler that checks the safety
+// rules on every member that joins, for the whole test.
+type testCluster struct {
+	t       testing.TB
+	zkAddr  string
+	root    string
+	topics  *topicList
+	log     *slog.Logger
+	sampler *sampler
+}
+
+// newTestCluster prepares a cluster over n topics of 16 slots on the
+// ZooKeeper at zkAddr; members join it with join.
+func newTestCluster(t testing.TB, zkAddr string, n int) *testCluster {
+	return &testCluster{
+		t:       t,
+		zkAddr:  zkAddr,
+		root:    testRoot(t),
+		topics:  newTopicList(uniformTopics("t", n, 16)),
+		log:     testLogger(t),
+		sampler: startSampler(t),
+	}
+}
+
 // member is a Cluster running in the background.
 type member struct {
 	*Cluster
@@ -106,19 +131,27 @@ type member struct {
 
 type memberOption func(*ClusterConfig)
 
-// startMember runs a Cluster until the test ends or stop is called.
-func startMember(t testing.TB, servers []string, root, id string, topics *topicList, log *slog.Logger, opts ...memberOption) *member {
+// via connects a member to ZooKeeper through p.
+func via(p *proxy) memberOption {
+	return func(c *ClusterConfig) { c.Servers = []string{p.Addr()} }
+}
+
+// join runs member id, connected to the cluster's ZooKeeper unless an
+// option says otherwise, until the test ends or stop is called, and adds
+// it to the sampler.
+func (tc *testCluster) join(id string, opts ...memberOption) *member {
+	t := tc.t
 	t.Helper()
 	cfg := ClusterConfig{
-		Servers:        servers,
-		Root:           root,
+		Servers:        []string{tc.zkAddr},
+		Root:           tc.root,
 		SessionTimeout: testSession,
 		ID:             id,
 		Addr:           id + ".test:8080",
 		Capacity:       64,
-		Topics:         topics.Topics,
+		Topics:         tc.topics.Topics,
 		TopicPoll:      500 * time.Millisecond,
-		Logger:         log,
+		Logger:         tc.log,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -136,6 +169,7 @@ func startMember(t testing.TB, servers []string, root, id string, topics *topicL
 		}
 	}()
 	t.Cleanup(func() { m.stop(t) })
+	tc.sampler.add(m)
 	return m
 }
 
@@ -148,6 +182,13 @@ func (m *member) stop(t testing.TB) {
 	case <-time.After(settleTimeout):
 		t.Fatalf("%s: Run did not return", m.ID())
 	}
+}
+
+// waitSettled waits until members, and only they, share every slot (see
+// settled).
+func (tc *testCluster) waitSettled(what string, members ...*member) {
+	tc.t.Helper()
+	waitFor(tc.t, what, func() error { return settled(tc.topics, members...) })
 }
 
 // view is a member's state at one instant.
@@ -220,11 +261,9 @@ type sampler struct {
 	done       chan struct{}
 }
 
-func startSampler(t testing.TB, members ...*member) *sampler {
+// startSampler samples the members added to it until the test ends.
+func startSampler(t testing.TB) *sampler {
 	s := &sampler{stop: make(chan struct{}), done: make(chan struct{})}
-	for _, m := range members {
-		s.add(m)
-	}
 	go s.run()
 	t.Cleanup(func() {
 		close(s.stop)

@@ -1,0 +1,264 @@
+// This file owns membership: the session loop (Run), the ZooKeeper
+// session and what happens when it expires, the registration of this
+// member's ephemeral znodes, their deletion when it stops, and the helper
+// that reads a znode and re-arms its watch.
+
+package slots
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// Run takes part in the cluster until ctx is done, then gives up its
+// slots, deletes its znodes, closes its session and returns nil. (If
+// ZooKeeper cannot be reached then, it returns at once and the session
+// expires on the server.) It survives ZooKeeper outages and session expiry
+// by itself. A Cluster runs once at a time.
+func (c *Cluster) Run(ctx context.Context) error {
+	if !c.running.CompareAndSwap(false, true) {
+		return errors.New("slots: Cluster.Run is already running")
+	}
+	defer c.running.Store(false)
+	retry := newBackoff(retryMin, sessionRetries)
+	for {
+		registered, err := c.runSession(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if registered {
+			retry.reset()
+		}
+		c.warn("session", "zookeeper session ended; starting a new one", err)
+		if !retry.wait(ctx) {
+			return nil
+		}
+	}
+}
+
+// session is one ZooKeeper session and what this member created in it.
+type session struct {
+	conn   *zk.Conn
+	cancel context.CancelFunc
+	// up receives a token each time the session is (again) connected.
+	up chan struct{}
+	// leaderKick passes TopicsChanged to the leader loop.
+	leaderKick chan struct{}
+	// member and candidate are the names of this member's znodes under
+	// members/ and election/; set before the session's goroutines start.
+	member, candidate string
+
+	// Guarded by Cluster.mu.
+	epoch   uint64 // counts session events: a read made in an older epoch is stale
+	expired bool
+}
+
+var errExpired = errors.New("zookeeper session expired")
+
+// runSession runs one session: connect, register, follow the assignment,
+// run for leader, until the session expires or ctx is done. It reports
+// whether the member got registered.
+func (c *Cluster) runSession(ctx context.Context) (registered bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &session{cancel: cancel, up: make(chan struct{}, 1), leaderKick: make(chan struct{}, 1)}
+	c.mu.Lock()
+	c.sess = s
+	c.mu.Unlock()
+	defer c.endSession(s)
+
+	conn, _, err := zk.Connect(c.cfg.Servers, c.cfg.SessionTimeout,
+		zk.WithLogger(zkLogger{log: c.log, limit: &c.limit}),
+		zk.WithLogInfo(false),
+		zk.WithEventCallback(func(ev zk.Event) { c.onEvent(s, ev) }))
+	if err != nil {
+		return false, fmt.Errorf("connect to zookeeper: %w", err)
+	}
+	s.conn = conn
+	defer c.closeSession(s)
+	// A call to a server that is gone waits for the client to give up on
+	// it; closing the connection ends the wait at once. Connected, the
+	// calls are quick, and closeSession first deletes the znodes.
+	stop := context.AfterFunc(ctx, func() {
+		if !c.isOnline(s) {
+			conn.Close()
+		}
+	})
+	defer stop()
+
+	if err := c.register(ctx, s); err != nil {
+		return false, c.sessionErr(s, err)
+	}
+	c.log.Info("joined the cluster", "node", s.member)
+	var wg sync.WaitGroup
+	wg.Go(func() { c.followAssignment(ctx, s) })
+	wg.Go(func() { c.elect(ctx, s) })
+	wg.Go(func() { c.forwardKicks(ctx, s) })
+	wg.Wait()
+	return true, c.sessionErr(s, ctx.Err())
+}
+
+func (c *Cluster) sessionErr(s *session, err error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s.expired {
+		return errExpired
+	}
+	return err
+}
+
+// closeSession deletes this member's znodes, so that the others learn at
+// once that it left, and closes the connection, which ends the session.
+func (c *Cluster) closeSession(s *session) {
+	c.mu.Lock()
+	c.setOwnedLocked(nil) // first: the others may own them soon
+	live := !s.expired && c.online && s.member != ""
+	c.mu.Unlock()
+	if live {
+		ops := []any{&zk.DeleteRequest{Path: c.path(membersDir, s.member), Version: -1}}
+		if s.candidate != "" {
+			ops = append(ops, &zk.DeleteRequest{Path: c.path(electionDir, s.candidate), Version: -1})
+		}
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			s.conn.Multi(ops...) // best effort: closing the session deletes them too
+		}()
+		t := time.NewTimer(deleteTimeout)
+		select {
+		case <-done:
+		case <-t.C:
+		}
+		t.Stop()
+		s.conn.Close() // makes a Multi still waiting return
+		<-done
+		return
+	}
+	s.conn.Close()
+}
+
+// register waits for the session, creates the directories and this
+// member's znodes.
+func (c *Cluster) register(ctx context.Context, s *session) error {
+	waiting := time.NewTicker(logEvery)
+	defer waiting.Stop()
+	for connected := false; !connected; {
+		select {
+		case <-s.up:
+			connected = true
+		case <-waiting.C:
+			c.log.Warn("not connected to zookeeper yet; owning no slots", "servers", strings.Join(c.cfg.Servers, ","))
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	data, err := json.Marshal(memberData{ID: c.cfg.ID, Addr: c.cfg.Addr, Capacity: c.cfg.Capacity})
+	if err != nil {
+		return fmt.Errorf("encode member: %w", err)
+	}
+	if s.member, err = c.createSequential(ctx, s, membersDir, memberPrefix, data); err != nil {
+		return err
+	}
+	s.candidate, err = c.createSequential(ctx, s, electionDir, electionPrefix, []byte(c.cfg.ID))
+	return err
+}
+
+// createSequential creates an ephemeral sequential znode under dir (and
+// dir, if missing) and returns its name. Its name holds a random GUID: a
+// create whose reply was lost may have happened, and is then found by
+// listing dir rather than made twice (a second election znode of one's own
+// would stall the election).
+func (c *Cluster) createSequential(ctx context.Context, s *session, dir, prefix string, data []byte) (string, error) {
+	var guid [16]byte
+	rand.Read(guid[:])
+	name := prefix + hex.EncodeToString(guid[:]) + "-"
+	dirPath := c.path(dir)
+	retry := newBackoff(retryMin, retryMax)
+	for ensured := false; ; {
+		p, err := s.conn.Create(dirPath+"/"+name, data, zk.FlagEphemeralSequential, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			return p[len(dirPath)+1:], nil
+		}
+		if errors.Is(err, zk.ErrNoNode) && !ensured { // nothing was created
+			if err = c.ensurePath(s, dirPath); err == nil {
+				ensured = true
+				continue
+			}
+		}
+		c.warn("create-"+dir, "create znode failed; retrying", err)
+		if !retry.wait(ctx) {
+			return "", ctx.Err()
+		}
+		children, _, err := s.conn.Children(dirPath)
+		if err != nil {
+			continue
+		}
+		for _, ch := range children {
+			if strings.HasPrefix(ch, name) {
+				return ch, nil
+			}
+		}
+	}
+}
+
+// ensurePath creates the persistent znode p and its parents.
+func (c *Cluster) ensurePath(s *session, p string) error {
+	for i := 1; i <= len(p); i++ {
+		if i < len(p) && p[i] != '/' {
+			continue
+		}
+		_, err := s.conn.Create(p[:i], nil, zk.FlagPersistent, zk.WorldACL(zk.PermAll))
+		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+			return fmt.Errorf("create %s: %w", p[:i], err)
+		}
+	}
+	return nil
+}
+
+// getW reads p and watches it; when p does not exist it returns a nil Stat
+// and watches for its creation.
+func getW(conn *zk.Conn, p string) ([]byte, *zk.Stat, <-chan zk.Event, error) {
+	for {
+		data, stat, watch, err := conn.GetW(p)
+		if !errors.Is(err, zk.ErrNoNode) {
+			return data, stat, watch, err
+		}
+		ok, _, watch, err := conn.ExistsW(p)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		if !ok {
+			return nil, nil, watch, nil
+		}
+		// Created in between: the exists watch fires on its next change.
+	}
+}
+
+// memberData is the data of a member znode, and a member in the
+// assignment (where Node names its znode).
+type memberData struct {
+	ID       string `json:"id"`
+	Node     string `json:"node,omitempty"`
+	Addr     string `json:"addr,omitempty"`
+	Capacity int    `json:"capacity,omitempty"`
+}
+
+// parseMember decodes the data of the member znode name; a member must
+// have an ID.
+func parseMember(name string, data []byte) (memberData, error) {
+	var m memberData
+	if err := json.Unmarshal(data, &m); err != nil || m.ID == "" {
+		return memberData{}, fmt.Errorf("%s: %q is not a member", name, data)
+	}
+	m.Node = name
+	return m, nil
+}
