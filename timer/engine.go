@@ -9,8 +9,9 @@ import (
 	"time"
 )
 
-// Queue is the whole Redis side of the engine.
-type Queue interface {
+// Timers is the whole Redis timer index: the scheduling side (Index) and
+// the worker's (Leaser).
+type Timers interface {
 	Index
 	Leaser
 }
@@ -43,9 +44,27 @@ type Engine struct {
 	log     *slog.Logger
 }
 
-// New wires an Engine. When queue also implements Waker, the worker hears
+// Validate reports the first field of c, or of one of its parts' configs,
+// that is out of range.
+func (c Config) Validate() error {
+	if c.Horizon < 0 {
+		return invalid("Horizon", "must not be negative")
+	}
+	if err := c.Scheduler.Validate(); err != nil {
+		return fmt.Errorf("scheduler config: %w", err)
+	}
+	if err := c.Worker.Validate(); err != nil {
+		return fmt.Errorf("worker config: %w", err)
+	}
+	return nil
+}
+
+// New wires an Engine. When timers also implements Waker, the worker hears
 // of jobs scheduled by other processes as well as by this one.
-func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error) {
+func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
 	cfg.Horizon = cmp.Or(cfg.Horizon, DefaultHorizon)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -73,11 +92,11 @@ func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error)
 	if owner == nil {
 		owner = &AllSlots{Catalog: catalog}
 	}
-	sched, err := NewScheduler(store, queue, sc)
+	sched, err := NewScheduler(store, timers, sc)
 	if err != nil {
 		return nil, err
 	}
-	worker, err := NewWorker(store, queue, queue, handler, owner, catalog, wc)
+	worker, err := NewWorker(store, timers, timers, handler, owner, catalog, wc)
 	if err != nil {
 		return nil, err
 	}
@@ -86,10 +105,10 @@ func New(store Store, queue Queue, handler Handler, cfg Config) (*Engine, error)
 		Scheduler: sched,
 		Catalog:   catalog,
 		Worker:    worker,
-		Backstop:  NewBackstop(store, queue, worker.Wake, bc),
+		Backstop:  NewBackstop(store, timers, worker.Wake, bc),
 		log:       cfg.Logger,
 	}
-	e.waker, _ = queue.(Waker)
+	e.waker, _ = timers.(Waker)
 	return e, nil
 }
 

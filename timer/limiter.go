@@ -22,7 +22,8 @@ import (
 // parked until one of its leases is released.
 //
 // Among the topics with a due slot, the limiter picks the one with the
-// least virtual time (weighted fair queueing by stride: a claim of n jobs
+// least virtual time (then the earliest due, then the one that was
+// furthest behind before it left idle) (weighted fair queueing by stride: a claim of n jobs
 // advances the topic's virtual time by n/weight, and a topic that was idle
 // starts at the virtual time of the topic served last, so it banks no
 // credit). When the worker is saturated, a freed lease thus goes to the
@@ -74,6 +75,7 @@ type topicState struct {
 	filled  time.Time
 	readyAt time.Time // resting until then
 	pass    float64   // virtual time
+	raw     float64   // virtual time before it was raised on leaving idle
 	counted int64     // dispatched at the last rate sample
 }
 
@@ -130,7 +132,10 @@ func newLimiter(cfg limiterConfig) *limiter {
 			if a.pass != b.pass {
 				return a.pass < b.pass
 			}
-			return a.head().Before(b.head())
+			if ah, bh := a.head(), b.head(); !ah.Equal(bh) {
+				return ah.Before(bh)
+			}
+			return a.raw < b.raw // the one that was further behind
 		}},
 		resting: queue[*topicState]{less: func(a, b *topicState) bool { return a.readyAt.Before(b.readyAt) }},
 		parked:  make(map[*topicState]struct{}),
@@ -202,6 +207,7 @@ func (l *limiter) slotDue(st *slotState) {
 	tp.slots.fix(st)
 	switch tp.place {
 	case idle:
+		tp.raw = tp.pass
 		tp.pass = max(tp.pass, l.vtime) // an idle topic banks no credit
 		tp.place = ready
 		l.ready.push(tp)
@@ -323,6 +329,7 @@ func (l *limiter) took(tp *topicState, n int) {
 		tp.tokens -= float64(n)
 	}
 	tp.pass += float64(n) / c.weight
+	tp.raw = tp.pass
 	l.vtime = tp.pass
 }
 
