@@ -1,0 +1,108 @@
+package timer
+
+import "context"
+
+// Steps drives a worker's parts one step at a time, for the pipeline's
+// tests: no goroutine of the worker runs, and time passes only through
+// the clock the worker was given. Tasks the loader routes to the
+// executor wait in Steps until Fire runs them.
+type Steps struct {
+	w    *Worker
+	held []task
+}
+
+// StepsOf takes over w, which must not Run, and reads what it owns.
+func StepsOf(ctx context.Context, w *Worker) *Steps {
+	s := &Steps{w: w}
+	w.load.dispatch = func(t task) { s.held = append(s.held, t) }
+	w.refreshOwned(ctx, nil)
+	w.applyCatalog(ctx)
+	return s
+}
+
+// Claim runs one pass of the claim loop (wake-ups, heads of newly owned
+// slots, claims and sweeps) and loads the claimed rows, and returns how
+// many leases it claimed.
+func (s *Steps) Claim(ctx context.Context) int {
+	w := s.w
+	w.applyWakes()
+	for range 1000 {
+		if !w.peekSome(ctx) {
+			break
+		}
+	}
+	leases, buried, _ := w.claim.runOnce(ctx)
+	if len(leases) > 0 {
+		w.load.load(ctx, leases)
+	}
+	for _, l := range buried {
+		w.complete.record(ctx, []outcome{{kind: outDeadRow, lease: l}})
+	}
+	return len(leases)
+}
+
+// Fire runs the executor on every task whose due time has come and
+// records the outcomes that are not batched; it returns how many it ran.
+func (s *Steps) Fire(ctx context.Context) int {
+	w := s.w
+	now := w.cfg.Now()
+	var keep []task
+	n := 0
+	for _, t := range s.held {
+		if t.job.DueAt.After(now) {
+			keep = append(keep, t)
+			continue
+		}
+		n++
+		switch o := w.exec.execute(ctx, t); o.kind {
+		case outDone:
+			w.finishCh <- o
+		case outAbandoned:
+		default:
+			w.complete.record(ctx, []outcome{o})
+		}
+	}
+	s.held = keep
+	return n
+}
+
+// Complete records the batched outcomes waiting for the completer and
+// returns how many there were.
+func (s *Steps) Complete(ctx context.Context) int {
+	var batch []outcome
+	for {
+		select {
+		case o := <-s.w.finishCh:
+			batch = append(batch, o)
+			continue
+		default:
+		}
+		break
+	}
+	if len(batch) > 0 {
+		s.w.complete.record(ctx, batch)
+	}
+	return len(batch)
+}
+
+// Step runs Claim, Fire and Complete and returns what Claim claimed and
+// Fire ran.
+func (s *Steps) Step(ctx context.Context) (claimed, fired int) {
+	claimed = s.Claim(ctx)
+	fired = s.Fire(ctx)
+	s.Complete(ctx)
+	return claimed, fired
+}
+
+// Held is how many leases the worker holds.
+func (s *Steps) Held() int { return int(s.w.lim.held.Load()) }
+
+// Waiting is how many claimed tasks wait for their due time.
+func (s *Steps) Waiting() int { return len(s.held) }
+
+// Drop forgets the claimed tasks waiting to fire, as a worker that died
+// would: their leases stay in the index until they expire.
+func (s *Steps) Drop() { s.held = nil }
+
+// ActiveSlots is how many slots the claimer keeps a state for.
+func (s *Steps) ActiveSlots() int { return len(s.w.claim.slots) }

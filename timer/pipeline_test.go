@@ -1,0 +1,437 @@
+package timer_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/timertest"
+)
+
+// The worker's parts driven step by step against the in-memory fakes,
+// with a clock that moves only when the test moves it.
+
+// clock is a manual clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// handlerFunc counts calls per job and answers with fail (nil: success).
+type handlerFunc struct {
+	mu    sync.Mutex
+	calls map[timer.JobID][]timer.Delivery
+	fail  func(d timer.Delivery) error
+}
+
+func (h *handlerFunc) Fire(ctx context.Context, d timer.Delivery) error {
+	h.mu.Lock()
+	if h.calls == nil {
+		h.calls = make(map[timer.JobID][]timer.Delivery)
+	}
+	h.calls[d.Job.ID] = append(h.calls[d.Job.ID], d)
+	fail := h.fail
+	h.mu.Unlock()
+	if fail != nil {
+		return fail(d)
+	}
+	return nil
+}
+
+func (h *handlerFunc) deliveries(id timer.JobID) []timer.Delivery {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.calls[id]
+}
+
+// rig is a scheduler and a stepped worker over the fakes.
+type rig struct {
+	clock   *clock
+	store   *timertest.Store
+	index   *timertest.Index
+	handler *handlerFunc
+	sched   *timer.Scheduler
+	worker  *timer.Worker
+	steps   *timer.Steps
+}
+
+func newRig(t *testing.T, wc timer.WorkerConfig) *rig {
+	t.Helper()
+	r := &rig{
+		clock:   &clock{t: time.UnixMilli(1_800_000_000_000)},
+		store:   timertest.NewStore(),
+		index:   timertest.NewIndex(),
+		handler: &handlerFunc{},
+	}
+	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
+	var err error
+	r.sched, err = timer.NewScheduler(r.store, r.index, timer.SchedulerConfig{Now: r.clock.Now, Catalog: catalog})
+	if err != nil {
+		t.Fatal(err)
+	}
+	wc.Now = r.clock.Now
+	r.worker, err = timer.NewWorker(r.store, r.index, r.index, r.handler, &timer.AllSlots{Catalog: catalog}, catalog, wc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sched.OnWake(r.worker.Wake)
+	r.steps = timer.StepsOf(t.Context(), r.worker)
+	return r
+}
+
+func (r *rig) schedule(t *testing.T, topic string, delay time.Duration, n int) []timer.JobID {
+	t.Helper()
+	ids := make([]timer.JobID, n)
+	for i := range n {
+		res, err := r.sched.Schedule(t.Context(), timer.Request{Topic: topic, Delay: delay, CallbackURL: "http://localhost/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[i] = res.Job.ID
+	}
+	return ids
+}
+
+func (r *rig) status(t *testing.T, id timer.JobID) timer.Status {
+	t.Helper()
+	j, err := r.store.Get(t.Context(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j.Status
+}
+
+// A job is claimed ahead of its due time but fired only when it is due,
+// once, and ends done with its lease acked.
+func TestStepsFireAtDueTime(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 100*time.Millisecond, 20)
+
+	if claimed, fired := r.steps.Step(ctx); claimed != 0 || fired != 0 {
+		t.Fatalf("100 ms early: claimed %d, fired %d; want nothing", claimed, fired)
+	}
+	r.clock.Advance(98 * time.Millisecond) // within the 2 ms look-ahead
+	if claimed, fired := r.steps.Step(ctx); claimed != 20 || fired != 0 {
+		t.Fatalf("2 ms early: claimed %d, fired %d; want all 20 claimed ahead, none fired", claimed, fired)
+	}
+	r.clock.Advance(2 * time.Millisecond)
+	if _, fired := r.steps.Step(ctx); fired != 20 {
+		t.Fatalf("at the due time: fired %d, want 20", fired)
+	}
+	for _, id := range ids {
+		ds := r.handler.deliveries(id)
+		if len(ds) != 1 || ds[0].Attempt != 1 || ds[0].At.Before(ds[0].Job.DueAt) {
+			t.Fatalf("job %v: deliveries %+v, want one first attempt at or after its due time", id, ds)
+		}
+		if s := r.status(t, id); s != timer.StatusDone {
+			t.Fatalf("job %v is %v, want done", id, s)
+		}
+	}
+	if h := r.steps.Held(); h != 0 {
+		t.Fatalf("worker still holds %d leases", h)
+	}
+}
+
+// A failing job is retried with backoff, attempt by attempt, and buried
+// when its attempts run out: the row says dead, the index holds it in
+// Dead.
+func TestStepsRetriesThenBuries(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{Retry: timer.RetryPolicy{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}})
+	ctx := t.Context()
+	r.handler.fail = func(timer.Delivery) error { return errors.New("receiver said 500") }
+	res, err := r.sched.Schedule(ctx, timer.Request{Topic: "orders", CallbackURL: "http://localhost/hook", MaxAttempts: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := res.Job.ID
+	for attempt := 1; attempt <= 3; attempt++ {
+		if _, fired := r.steps.Step(ctx); fired != 1 {
+			t.Fatalf("attempt %d: fired %d, want 1", attempt, fired)
+		}
+		if _, fired := r.steps.Step(ctx); fired != 0 {
+			t.Fatalf("attempt %d: fired again before the backoff", attempt)
+		}
+		r.clock.Advance(10 * time.Millisecond)
+	}
+	ds := r.handler.deliveries(id)
+	for i, d := range ds {
+		if d.Attempt != i+1 {
+			t.Fatalf("delivery %d had attempt %d", i, d.Attempt)
+		}
+	}
+	if len(ds) != 3 {
+		t.Fatalf("%d deliveries, want 3", len(ds))
+	}
+	j, _ := r.store.Get(ctx, id)
+	if j.Status != timer.StatusDead || j.Attempts != 3 || j.LastError == "" {
+		t.Fatalf("row: status %v attempts %d error %q; want dead, 3, the error", j.Status, j.Attempts, j.LastError)
+	}
+	slot := timer.Slot{Topic: "orders", Index: r.index.SlotOf(t, id)}
+	if dead := r.index.Dead(slot); len(dead) != 1 {
+		t.Fatalf("Dead set holds %d, want the job", len(dead))
+	}
+	if r.steps.Held() != 0 {
+		t.Fatalf("worker still holds %d leases", r.steps.Held())
+	}
+}
+
+// A worker that dies with jobs claimed loses nothing: once their leases
+// expire, another worker sweeps them back and fires them, counting the
+// lost attempt.
+func TestStepsLeaseExpiry(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{Lease: 3 * time.Second, AttemptTimeout: time.Second})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 0, 5)
+	if claimed := r.steps.Claim(ctx); claimed != 5 {
+		t.Fatalf("claimed %d, want 5", claimed)
+	}
+	r.steps.Drop() // the worker dies mid-pass
+
+	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
+	other, err := timer.NewWorker(r.store, r.index, r.index, r.handler, &timer.AllSlots{Catalog: catalog}, catalog, timer.WorkerConfig{Now: r.clock.Now, Lease: 3 * time.Second, AttemptTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := timer.StepsOf(ctx, other)
+	if _, fired := steps.Step(ctx); fired != 0 {
+		t.Fatalf("fired %d while the leases held", fired)
+	}
+	r.clock.Advance(3 * time.Second)
+	for range 3 { // sweep, then claim
+		steps.Step(ctx)
+	}
+	for _, id := range ids {
+		ds := r.handler.deliveries(id)
+		if len(ds) != 1 || ds[0].Attempt != 2 {
+			t.Fatalf("job %v: deliveries %+v, want one, as attempt 2", id, ds)
+		}
+		if s := r.status(t, id); s != timer.StatusDone {
+			t.Fatalf("job %v is %v, want done", id, s)
+		}
+	}
+}
+
+// A topic's in-flight cap bounds the leases the worker holds for it;
+// another topic is not held up by it.
+func TestStepsInFlightCap(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	if _, _, err := r.sched.PutTopic(ctx, timer.Topic{Name: "capped", Limits: timer.Limits{MaxInFlight: 2}}); err != nil {
+		t.Fatal(err)
+	}
+	r.schedule(t, "capped", time.Second, 10)
+	r.schedule(t, "free", time.Second, 10)
+	r.clock.Advance(time.Second - time.Millisecond)
+	if claimed := r.steps.Claim(ctx); claimed != 12 {
+		t.Fatalf("claimed %d, want 2 of the capped topic and 10 of the other", claimed)
+	}
+	if claimed := r.steps.Claim(ctx); claimed != 0 {
+		t.Fatalf("claimed %d more at the cap", claimed)
+	}
+	r.clock.Advance(time.Millisecond)
+	for range 10 {
+		r.steps.Step(ctx)
+	}
+	done := 0
+	for _, topic := range []string{"capped", "free"} {
+		st, err := r.store.CountByStatus(ctx, topic)
+		if err != nil {
+			t.Fatal(err)
+		}
+		done += int(st[timer.StatusDone])
+	}
+	if done != 20 {
+		t.Fatalf("%d jobs done, want all 20 once the capped topic's leases were released", done)
+	}
+}
+
+// A topic's rate limit spaces its claims: 100/s with a burst of 1 fires
+// one job about every 10 ms, however many are due.
+func TestStepsRateLimit(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	if _, _, err := r.sched.PutTopic(ctx, timer.Topic{Name: "slow", Limits: timer.Limits{RateLimit: 100, Burst: 1}}); err != nil {
+		t.Fatal(err)
+	}
+	r.schedule(t, "slow", 0, 50)
+	fired := 0
+	for range 100 { // 100 ms in 1 ms steps
+		_, n := r.steps.Step(ctx)
+		fired += n
+		r.clock.Advance(time.Millisecond)
+	}
+	if fired < 9 || fired > 12 {
+		t.Fatalf("fired %d in 100 ms at 100/s, want about 10", fired)
+	}
+}
+
+// What the row says wins over the index: a cancelled job is acked without
+// a call, a job rescheduled later goes back to the index at its new time.
+func TestStepsRowDecides(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 0, 2)
+	cancelled, moved := ids[0], ids[1]
+	now := r.clock.Now()
+	if ok, err := r.store.Transition(ctx, cancelled, timer.StatusPending, timer.StatusCancelled, now); !ok || err != nil {
+		t.Fatalf("cancel: %v %v", ok, err)
+	}
+	if ok, err := r.store.Reschedule(ctx, moved, now.Add(time.Minute), now); !ok || err != nil {
+		t.Fatalf("reschedule: %v %v", ok, err)
+	}
+	if claimed, fired := r.steps.Step(ctx); claimed != 2 || fired != 0 {
+		t.Fatalf("claimed %d fired %d, want 2 claimed and none fired", claimed, fired)
+	}
+	r.clock.Advance(time.Minute)
+	r.steps.Step(ctx)
+	if len(r.handler.deliveries(cancelled)) != 0 {
+		t.Fatal("the cancelled job was called")
+	}
+	if ds := r.handler.deliveries(moved); len(ds) != 1 || !ds[0].Job.DueAt.Equal(now.Add(time.Minute)) {
+		t.Fatalf("moved job: deliveries %+v, want one at its new time", ds)
+	}
+}
+
+// The executor turns what the handler returned into outcomes: a panic is
+// a failed attempt, ErrDiscard cancels, a NotSentError puts the job back
+// without counting an attempt.
+func TestStepsHandlerOutcomes(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{Retry: timer.RetryPolicy{Base: time.Minute, Max: time.Minute}})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 0, 3)
+	panics, discards, notSent := ids[0], ids[1], ids[2]
+	var deferredOnce atomic.Bool
+	r.handler.fail = func(d timer.Delivery) error {
+		switch d.Job.ID {
+		case panics:
+			panic("handler bug")
+		case discards:
+			return fmt.Errorf("410 Gone: %w", timer.ErrDiscard)
+		case notSent:
+			if deferredOnce.CompareAndSwap(false, true) {
+				return &timer.NotSentError{Until: d.At.Add(5 * time.Millisecond), Err: errors.New("breaker open")}
+			}
+		}
+		return nil
+	}
+	r.steps.Step(ctx)
+	if j, _ := r.store.Get(ctx, panics); j.Status != timer.StatusPending || j.Attempts != 1 {
+		t.Fatalf("panicking job: %v after %d attempts, want pending after 1", j.Status, j.Attempts)
+	}
+	if s := r.status(t, discards); s != timer.StatusCancelled {
+		t.Fatalf("discarded job is %v, want cancelled", s)
+	}
+	r.clock.Advance(5 * time.Millisecond)
+	r.steps.Step(ctx)
+	j, _ := r.store.Get(ctx, notSent)
+	if j.Status != timer.StatusDone || j.Attempts != 1 {
+		t.Fatalf("deferred job: %v after %d attempts, want done after 1 (the deferral is no attempt)", j.Status, j.Attempts)
+	}
+}
+
+// With 3,000 topics that have nothing due, the claimer keeps no slot
+// state and a pass costs nothing; a job in one of them is found by its
+// wake-up alone.
+func TestStepsIdleTopicsCostNothing(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	for i := range 3000 {
+		if _, _, err := r.sched.PutTopic(ctx, timer.Topic{Name: fmt.Sprintf("t%04d", i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.steps.Step(ctx)
+	if n := r.steps.ActiveSlots(); n != 0 {
+		t.Fatalf("%d slot states with nothing due, want 0", n)
+	}
+	before := r.index.Calls("Claim")
+	for range 100 {
+		r.steps.Step(ctx)
+	}
+	if n := r.index.Calls("Claim") - before; n != 0 {
+		t.Fatalf("%d claims in 100 idle passes, want 0", n)
+	}
+	ids := r.schedule(t, "t1234", 0, 1)
+	if _, fired := r.steps.Step(ctx); fired != 1 || len(r.handler.deliveries(ids[0])) != 1 {
+		t.Fatal("the job of one of 3,000 topics did not fire on the first pass")
+	}
+	if n := r.index.Calls("Claim") - before; n != 1 {
+		t.Fatalf("%d claims to fire one job, want 1", n)
+	}
+}
+
+// On shutdown the worker stops claiming, lets a call in flight finish
+// within the grace period, and records its outcome; a call that outlasts
+// the grace period is cut short and its lease left to expire. Run under
+// synctest: the grace period passes without a real sleep.
+func TestWorkerShutdownGrace(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store, index := timertest.NewStore(), timertest.NewIndex()
+		release := make(chan struct{})
+		handler := timer.HandlerFunc(func(ctx context.Context, d timer.Delivery) error {
+			if d.Job.Key == "slow" {
+				<-ctx.Done() // outlasts the grace period
+				return ctx.Err()
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		})
+		eng, err := timer.New(store, index, handler, timer.Config{Worker: timer.WorkerConfig{Grace: 5 * time.Second, AttemptTimeout: time.Minute}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan error)
+		go func() { done <- eng.Run(ctx) }()
+		var quick, slow timer.JobID
+		for _, key := range []string{"quick", "slow"} {
+			res, err := eng.Schedule(t.Context(), timer.Request{Topic: "orders", Key: key, CallbackURL: "http://localhost/hook"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if key == "quick" {
+				quick = res.Job.ID
+			} else {
+				slow = res.Job.ID
+			}
+		}
+		time.Sleep(time.Second) // both calls are under way
+		synctest.Wait()
+		cancel()
+		time.Sleep(time.Second) // shutting down, within the grace period
+		close(release)
+		if err := <-done; err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		if j, _ := store.Get(t.Context(), quick); j.Status != timer.StatusDone {
+			t.Fatalf("the call that finished within the grace period left its job %v, want done", j.Status)
+		}
+		j, _ := store.Get(t.Context(), slow)
+		if j.Status != timer.StatusPending || j.Attempts != 0 {
+			t.Fatalf("the call cut short left its job %v after %d attempts, want pending with none counted", j.Status, j.Attempts)
+		}
+	})
+}
