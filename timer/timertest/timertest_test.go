@@ -1,0 +1,12 @@
+package timertest_test
+
+import (
+	"testing"
+
+	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/timertest"
+)
+
+func TestFakeStore(t *testing.T) {
+	timertest.TestStore(t, func(t *testing.T) timer.Store { return timertest.NewStore() })
+}
