@@ -10,3 +10,7 @@ import (
 func TestFakeStore(t *testing.T) {
 	timertest.TestStore(t, func(t *testing.T) timer.Store { return timertest.NewStore() })
 }
+
+func TestFakeIndex(t *testing.T) {
+	timertest.TestIndex(t, func(t *testing.T) timertest.IndexLeaser { return timertest.NewIndex() })
+}
