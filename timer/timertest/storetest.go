@@ -617,7 +617,7 @@ func testScanPending(t *testing.T, s timer.Store) {
 func equalTimers(a, b []timer.Timer) bool {
 	return slices.EqualFunc(a, b, func(x, y timer.Timer) bool {
 		return x.ID == y.ID && x.Topic == y.Topic && x.Slots == y.Slots && x.Basis == y.Basis &&
-			x.DueAt.Equal(y.DueAt) && x.Attempt == y.Attempt
+			x.DueAt.Equal(y.DueAt) && x.Attempt == y.Attempt && x.Priority == y.Priority
 	})
 }
 
