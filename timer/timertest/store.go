@@ -1,0 +1,478 @@
+package timertest
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Store is an in-memory timer.Store with the semantics of taskdb.Store:
+// conditional status changes, ErrConflict on a duplicate id or (topic,
+// key) with nothing written, ErrInvalid on what a row cannot hold, times
+// kept in whole milliseconds, LastError cut to 1,024 bytes at a UTF-8
+// boundary. It is safe for concurrent use. Create it with NewStore.
+type Store struct {
+	// Now is the clock read where a call carries no time (a job inserted
+	// with a zero CreatedAt, a topic ensured with a zero CreatedAt), as
+	// taskdb.WithClock sets it. NewStore sets time.Now; change it before
+	// the first call.
+	Now func() time.Time
+
+	f faults
+
+	mu     sync.Mutex
+	jobs   map[timer.JobID]*row
+	keys   map[topicKey]timer.JobID
+	topics map[string]timer.Topic
+}
+
+var _ timer.Store = (*Store)(nil)
+
+// row is a job as the task store keeps it: times in Unix milliseconds.
+type row struct {
+	job                    timer.Job
+	due, created, modified int64
+}
+
+type topicKey struct{ topic, key string }
+
+// NewStore returns an empty Store.
+func NewStore() *Store {
+	return &Store{
+		Now:    time.Now,
+		jobs:   make(map[timer.JobID]*row),
+		keys:   make(map[topicKey]timer.JobID),
+		topics: make(map[string]timer.Topic),
+	}
+}
+
+// FailNext makes the next n calls of method (a method name of
+// timer.Store, as "Insert" or "ScanPending") return err and change
+// nothing.
+func (s *Store) FailNext(method string, err error, n int) { s.f.FailNext(method, err, n) }
+
+// Calls returns how many times method was called, failed calls included.
+func (s *Store) Calls(method string) int { return s.f.Calls(method) }
+
+// Len returns how many jobs the store holds, in every status.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.jobs)
+}
+
+// Bounds of the columns, as taskdb checks them.
+const (
+	maxTopicBytes     = 64
+	maxCallbackBytes  = 2048
+	maxLastErrorBytes = 1024
+)
+
+// Insert implements timer.JobWriter.
+func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
+	if err := s.f.call("Insert"); err != nil {
+		return err
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	for _, j := range jobs {
+		if err := checkJob(j); err != nil {
+			return fmt.Errorf("insert %d jobs: %w", len(jobs), err)
+		}
+	}
+	now := s.Now().UnixMilli()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := make(map[timer.JobID]bool, len(jobs))
+	keys := make(map[topicKey]bool)
+	for _, j := range jobs {
+		k := topicKey{j.Topic, j.Key}
+		_, idTaken := s.jobs[j.ID]
+		_, keyTaken := s.keys[k]
+		if idTaken || ids[j.ID] || (j.Key != "" && (keyTaken || keys[k])) {
+			return fmt.Errorf("insert %d jobs: job %d or key %q of topic %q exists: %w",
+				len(jobs), j.ID, j.Key, j.Topic, timer.ErrConflict)
+		}
+		ids[j.ID] = true
+		if j.Key != "" {
+			keys[k] = true
+		}
+	}
+	for _, j := range jobs {
+		r := &row{job: *j, due: timer.MillisOf(j.DueAt), created: now, modified: now}
+		if !j.CreatedAt.IsZero() {
+			r.created, r.modified = j.CreatedAt.UnixMilli(), j.CreatedAt.UnixMilli()
+		}
+		if !j.UpdatedAt.IsZero() {
+			r.modified = j.UpdatedAt.UnixMilli()
+		}
+		r.job.LastError = truncateError(j.LastError)
+		r.job.Payload = bytes.Clone(j.Payload)
+		s.jobs[j.ID] = r
+		if j.Key != "" {
+			s.keys[topicKey{j.Topic, j.Key}] = j.ID
+		}
+	}
+	return nil
+}
+
+// checkJob rejects, with timer.ErrInvalid, a job a taskdb row cannot hold.
+func checkJob(j *timer.Job) error {
+	switch {
+	case j == nil:
+		return fmt.Errorf("nil job: %w", timer.ErrInvalid)
+	case !j.ID.Valid():
+		return fmt.Errorf("job id %d out of range: %w", j.ID, timer.ErrInvalid)
+	}
+	if err := checkTopicName(j.Topic); err != nil {
+		return fmt.Errorf("job %d: %w", j.ID, err)
+	}
+	var bad string
+	switch {
+	case len(j.Key) > timer.MaxKeyBytes:
+		bad = "key of " + strconv.Itoa(len(j.Key)) + " bytes"
+	case !knownStatus(j.Status):
+		bad = "status " + j.Status.String()
+	case j.Attempts < 0 || j.Attempts > math.MaxInt32:
+		bad = "attempts " + strconv.Itoa(j.Attempts)
+	case j.MaxAttempts < 0 || j.MaxAttempts > math.MaxInt32:
+		bad = "max attempts " + strconv.Itoa(j.MaxAttempts)
+	case !j.Priority.Valid():
+		bad = "priority " + j.Priority.String()
+	case len(j.CallbackURL) > maxCallbackBytes || !utf8.ValidString(j.CallbackURL):
+		bad = "callback URL of " + strconv.Itoa(len(j.CallbackURL)) + " bytes or not UTF-8"
+	case len(j.Payload) > timer.MaxPayloadBytes:
+		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
+	default:
+		return nil
+	}
+	return fmt.Errorf("job %d: %s: %w", j.ID, bad, timer.ErrInvalid)
+}
+
+// checkTopicName accepts what taskdb's topic column holds: 1 to 64 bytes
+// of UTF-8. (The API is stricter: see timer.ValidTopic.)
+func checkTopicName(name string) error {
+	if name == "" || len(name) > maxTopicBytes || !utf8.ValidString(name) {
+		return fmt.Errorf("topic %q: empty, longer than %d bytes or not UTF-8: %w", name, maxTopicBytes, timer.ErrInvalid)
+	}
+	return nil
+}
+
+func knownStatus(st timer.Status) bool {
+	switch st {
+	case timer.StatusPending, timer.StatusDone, timer.StatusCancelled, timer.StatusDead:
+		return true
+	}
+	return false
+}
+
+// truncateError makes lastErr valid UTF-8 and cuts it to at most 1,024
+// bytes at a rune boundary, as taskdb stores it.
+func truncateError(lastErr string) string {
+	if !utf8.ValidString(lastErr) {
+		lastErr = strings.ToValidUTF8(lastErr, "\uFFFD")
+	}
+	if len(lastErr) <= maxLastErrorBytes {
+		return lastErr
+	}
+	i := maxLastErrorBytes
+	for i > 0 && !utf8.RuneStart(lastErr[i]) {
+		i--
+	}
+	return lastErr[:i]
+}
+
+// update runs fn on job id when it is in status from, and reports whether
+// it was.
+func (s *Store) update(id timer.JobID, from timer.Status, now time.Time, fn func(r *row)) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok || r.job.Status != from {
+		return false
+	}
+	fn(r)
+	r.modified = now.UnixMilli()
+	return true
+}
+
+// Transition implements timer.JobWriter.
+func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.Status, now time.Time) (bool, error) {
+	if err := s.f.call("Transition"); err != nil {
+		return false, err
+	}
+	if !knownStatus(from) || !knownStatus(to) {
+		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
+	}
+	return s.update(id, from, now, func(r *row) { r.job.Status = to }), nil
+}
+
+// Complete implements timer.JobWriter. Of an id given twice, the first
+// completion counts, as in taskdb's CASE.
+func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
+	if err := s.f.call("Complete"); err != nil {
+		return 0, err
+	}
+	for _, c := range done {
+		if c.Attempts < 0 || c.Attempts > math.MaxInt32 {
+			return 0, fmt.Errorf("complete job %d: attempts %d: %w", c.ID, c.Attempts, timer.ErrInvalid)
+		}
+	}
+	n := 0
+	for _, c := range done {
+		if s.update(c.ID, timer.StatusPending, now, func(r *row) {
+			r.job.Status, r.job.Attempts = timer.StatusDone, c.Attempts
+		}) {
+			n++
+		}
+	}
+	return n, nil
+}
+
+// Fail implements timer.JobWriter.
+func (s *Store) Fail(ctx context.Context, id timer.JobID, attempts int, lastErr string, dead bool, now time.Time) (bool, error) {
+	if err := s.f.call("Fail"); err != nil {
+		return false, err
+	}
+	if attempts < 0 || attempts > math.MaxInt32 {
+		return false, fmt.Errorf("fail job %d: attempts %d: %w", id, attempts, timer.ErrInvalid)
+	}
+	return s.update(id, timer.StatusPending, now, func(r *row) {
+		if dead {
+			r.job.Status = timer.StatusDead
+		}
+		r.job.Attempts, r.job.LastError = attempts, truncateError(lastErr)
+	}), nil
+}
+
+// Reschedule implements timer.JobWriter.
+func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
+	if err := s.f.call("Reschedule"); err != nil {
+		return false, err
+	}
+	return s.update(id, timer.StatusPending, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
+}
+
+// Replay implements timer.JobWriter.
+func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
+	if err := s.f.call("Replay"); err != nil {
+		return false, err
+	}
+	return s.update(id, timer.StatusDead, now, func(r *row) {
+		r.job.Status, r.due, r.job.Attempts, r.job.LastError = timer.StatusPending, timer.MillisOf(dueAt), 0, ""
+	}), nil
+}
+
+// jobOf returns a copy of r as the real store reads it back.
+func jobOf(r *row) *timer.Job {
+	j := r.job
+	j.DueAt, j.CreatedAt, j.UpdatedAt = timer.TimeOf(r.due), timer.TimeOf(r.created), timer.TimeOf(r.modified)
+	j.Payload = bytes.Clone(r.job.Payload) // nil stays nil, empty stays empty
+	return &j
+}
+
+// Get implements timer.JobReader.
+func (s *Store) Get(ctx context.Context, id timer.JobID) (*timer.Job, error) {
+	if err := s.f.call("Get"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("get job %d: %w", id, timer.ErrNotFound)
+	}
+	return jobOf(r), nil
+}
+
+// GetMany implements timer.JobReader. It returns the jobs in the order of
+// ids, each once.
+func (s *Store) GetMany(ctx context.Context, ids []timer.JobID) ([]*timer.Job, error) {
+	if err := s.f.call("GetMany"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	jobs := make([]*timer.Job, 0, len(ids))
+	seen := make(map[timer.JobID]bool, len(ids))
+	for _, id := range ids {
+		if r, ok := s.jobs[id]; ok && !seen[id] {
+			seen[id] = true
+			jobs = append(jobs, jobOf(r))
+		}
+	}
+	return jobs, nil
+}
+
+// GetByKey implements timer.JobReader.
+func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, error) {
+	if err := s.f.call("GetByKey"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.keys[topicKey{topic, key}]
+	if key == "" || !ok {
+		return nil, fmt.Errorf("get job of topic %q by key %q: %w", topic, key, timer.ErrNotFound)
+	}
+	return jobOf(s.jobs[id]), nil
+}
+
+// ScanPending implements timer.Scanner. It sorts the pending jobs on each
+// call: fine for tests, not for millions of jobs.
+func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	if err := s.f.call("ScanPending"); err != nil {
+		return nil, err
+	}
+	if limit <= 0 {
+		return nil, fmt.Errorf("scan pending jobs: limit %d: %w", limit, timer.ErrInvalid)
+	}
+	afterMs := int64(math.MinInt64)
+	if after != (timer.Cursor{}) {
+		afterMs = timer.MillisOf(after.DueAt)
+	}
+	beforeMs := timer.MillisOf(before)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows []*row
+	for _, r := range s.jobs {
+		if r.job.Status == timer.StatusPending && r.due < beforeMs &&
+			(r.due > afterMs || (r.due == afterMs && r.job.ID > after.ID)) {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.job.ID, b.job.ID))
+	})
+	timers := make([]timer.Timer, 0, min(limit, len(rows)))
+	for _, r := range rows[:min(limit, len(rows))] {
+		timers = append(timers, timer.Timer{
+			ID:       r.job.ID,
+			Topic:    r.job.Topic,
+			Slots:    s.topics[r.job.Topic].Slots, // 0 for a topic without a row
+			Basis:    r.job.SlotBasis(),
+			DueAt:    timer.TimeOf(r.due),
+			Attempt:  r.job.Attempts,
+			Priority: r.job.Priority,
+		})
+	}
+	return timers, nil
+}
+
+// EnsureTopic implements timer.TopicStore. Like taskdb, it stores the
+// name, slot count, max attempts and creation time of a new topic, not
+// its limits (PutTopic sets those).
+func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, error) {
+	if err := s.f.call("EnsureTopic"); err != nil {
+		return timer.Topic{}, err
+	}
+	return s.ensureTopic(t)
+}
+
+func (s *Store) ensureTopic(t timer.Topic) (timer.Topic, error) {
+	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
+	if err := checkTopicName(t.Name); err != nil {
+		return timer.Topic{}, fmt.Errorf("ensure topic: %w", err)
+	}
+	if t.Slots < 1 || t.Slots > timer.MaxSlots || t.Slots&(t.Slots-1) != 0 {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: %d slots, want a power of two up to %d: %w",
+			t.Name, t.Slots, timer.MaxSlots, timer.ErrInvalid)
+	}
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	created := t.CreatedAt
+	if created.IsZero() {
+		created = s.Now()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if got, ok := s.topics[t.Name]; ok {
+		return got, nil
+	}
+	stored := timer.Topic{Name: t.Name, Slots: t.Slots, MaxAttempts: t.MaxAttempts, CreatedAt: timer.TimeOf(created.UnixMilli())}
+	s.topics[t.Name] = stored
+	return stored, nil
+}
+
+// PutTopic implements timer.TopicStore. The durations of the limits are
+// kept in whole milliseconds, as taskdb's columns hold them.
+func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
+	if err := s.f.call("PutTopic"); err != nil {
+		return timer.Topic{}, false, err
+	}
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	if err := t.Limits.Validate(); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	s.mu.Lock()
+	existing, ok := s.topics[t.Name]
+	s.mu.Unlock()
+	created := !ok
+	if created {
+		var err error
+		if existing, err = s.ensureTopic(t); err != nil {
+			return timer.Topic{}, false, err
+		}
+	}
+	if t.Slots != 0 && t.Slots != existing.Slots {
+		return existing, false, fmt.Errorf("topic %q has %d slots, fixed at its creation: %w", t.Name, existing.Slots, timer.ErrConflict)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	stored := s.topics[t.Name]
+	stored.MaxAttempts, stored.Limits = t.MaxAttempts, millisLimits(t.Limits)
+	s.topics[t.Name] = stored
+	return stored, created, nil
+}
+
+// millisLimits truncates the durations of l to milliseconds.
+func millisLimits(l timer.Limits) timer.Limits {
+	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
+	l.Retry.Base, l.Retry.Max = ms(l.Retry.Base), ms(l.Retry.Max)
+	l.Lease, l.CallbackTimeout = ms(l.Lease), ms(l.CallbackTimeout)
+	return l
+}
+
+// Topic implements timer.TopicStore.
+func (s *Store) Topic(ctx context.Context, name string) (timer.Topic, error) {
+	if err := s.f.call("Topic"); err != nil {
+		return timer.Topic{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return timer.Topic{}, fmt.Errorf("get topic %q: %w", name, timer.ErrNotFound)
+	}
+	return t, nil
+}
+
+// Topics implements timer.TopicStore: every topic, ordered by name
+// bytewise.
+func (s *Store) Topics(ctx context.Context) ([]timer.Topic, error) {
+	if err := s.f.call("Topics"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	topics := make([]timer.Topic, 0, len(s.topics))
+	for _, t := range s.topics {
+		topics = append(topics, t)
+	}
+	slices.SortFunc(topics, func(a, b timer.Topic) int { return strings.Compare(a.Name, b.Name) })
+	return topics, nil
+}
