@@ -217,7 +217,7 @@ func TestStepsLeaseExpiry(t *testing.T) {
 		t.Fatalf("fired %d while the leases held", fired)
 	}
 	r.clock.Advance(3*time.Second + 4*time.Millisecond) // leases run from the claim's horizon, 4 ms ahead
-	for range 3 { // sweep, then claim
+	for range 3 {                                       // sweep, then claim
 		steps.Step(ctx)
 	}
 	for _, id := range ids {
