@@ -18,12 +18,17 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
 after Redis loses its data. A job counts as fired only when the built-in
 receiver verified its Standard Webhooks signature.
+
+Not in the default list: topics, toc at rest with --topics idle topics
+(CPU as % of one core, RSS), then --topics-rate jobs/s spread over them:
+  toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
+  toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -56,9 +61,17 @@ type benchConfig struct {
 	recoverJobs  int
 	floodJobs    int
 	floodRate    int
-	jsonOut      string
-	profileDir   string
-	tocArgs      []string
+	// The topics scenario.
+	topics         int
+	topicSlots     int
+	topicsRate     int
+	topicsDuration time.Duration
+	topicsDrain    time.Duration
+	idleWindow     time.Duration
+
+	jsonOut    string
+	profileDir string
+	tocArgs    []string
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -82,6 +95,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	recoverJobs := fs.int("recover-jobs", 0, "recover: pending jobs within the horizon to restore (default 1000000, --short 100000)")
 	floodJobs := fs.int("flood-jobs", 0, "fairness: jobs of the flood topic due at one instant (default 50000, --short 10000)")
 	floodRate := fs.int("flood-rate", 2000, "fairness: the flood topic's rate_limit, jobs/s")
+	topics := fs.int("topics", 3000, "topics: idle topics to create")
+	topicSlots := fs.int("topic-slots", 16, "topics: slots of each topic (a power of two)")
+	topicsRate := fs.int("topics-rate", 1000, "topics: jobs/s spread uniformly over the topics (0: measure toc at rest only)")
+	topicsDuration := fs.duration("topics-duration", 0, "topics: how long jobs are scheduled (default 20s, --short 5s)")
+	topicsDrain := fs.duration("topics-drain", 5*time.Minute, "topics: how long after the last job's due time a job may still arrive before it counts as lost")
+	idleWindow := fs.duration("idle-window", 0, "topics: how long toc's CPU is sampled at rest (default 10s, --short 5s)")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -92,7 +111,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		scenarios: strings.Split(*scenarios, ","), stack: *stack, server: *server, token: *token, secret: *secret,
 		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
-		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
+		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
+		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
+		topicsDrain: *topicsDrain, idleWindow: *idleWindow, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -103,13 +124,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
-		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate} {
+		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
+		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}
 	}
+	if cfg.topicsRate < 0 {
+		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
+	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -138,6 +163,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.recover(ctx)
 		case "fairness":
 			res, err = b.fairness(ctx)
+		case "topics":
+			res, err = b.topics(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -161,20 +188,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func (c *benchConfig) defaults() {
-	pick := func(v *int, full, short int) {
-		if *v == 0 {
-			*v = full
-			if c.short {
-				*v = short
-			}
-		}
-	}
-	if c.duration == 0 {
-		c.duration = 10 * time.Second
-		if c.short {
-			c.duration = 3 * time.Second
-		}
-	}
 	if len(c.rates) == 0 {
 		c.rates = []int{1000, 5000}
 		if c.short {
@@ -187,10 +200,24 @@ func (c *benchConfig) defaults() {
 			c.concurrency = []int{64}
 		}
 	}
-	pick(&c.drainJobs, 100000, 10000)
-	pick(&c.memoryJobs, 1000000, 100000)
-	pick(&c.recoverJobs, 1000000, 100000)
-	pick(&c.floodJobs, 50000, 10000)
+	pick(c.short, &c.duration, 10*time.Second, 3*time.Second)
+	pick(c.short, &c.topicsDuration, 20*time.Second, 5*time.Second)
+	pick(c.short, &c.idleWindow, 10*time.Second, 5*time.Second)
+	pick(c.short, &c.drainJobs, 100000, 10000)
+	pick(c.short, &c.memoryJobs, 1000000, 100000)
+	pick(c.short, &c.recoverJobs, 1000000, 100000)
+	pick(c.short, &c.floodJobs, 50000, 10000)
+}
+
+// pick sets *v, when it is zero (not given), to full, or to short with
+// --short.
+func pick[T int | time.Duration](short bool, v *T, full, shortV T) {
+	if *v == 0 {
+		*v = full
+		if short {
+			*v = shortV
+		}
+	}
 }
 
 func intList(s, flag string) ([]int, error) {
