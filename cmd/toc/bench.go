@@ -52,7 +52,6 @@ type benchConfig struct {
 	redisAddr    string
 	short        bool
 	duration     time.Duration
-	rate         int
 	rates        []int
 	pending      int
 	concurrency  []int
