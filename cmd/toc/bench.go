@@ -4,37 +4,31 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
-	"math"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
-	"syscall"
-	"text/tabwriter"
 	"time"
 
 	"github.com/redis/go-redis/v9"
-
-	tochttp "github.com/toc-project/toc/http"
-	"github.com/toc-project/toc/internal/testenv"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
 after Redis loses its data. A job counts as fired only when the built-in
 receiver verified its Standard Webhooks signature.
+
+Not in the default list: topics, toc at rest with --topics idle topics
+(CPU as % of one core, RSS), then --topics-rate jobs/s spread over them:
+  toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
+  toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -58,7 +52,6 @@ type benchConfig struct {
 	redisAddr    string
 	short        bool
 	duration     time.Duration
-	rate         int
 	rates        []int
 	pending      int
 	concurrency  []int
@@ -67,9 +60,17 @@ type benchConfig struct {
 	recoverJobs  int
 	floodJobs    int
 	floodRate    int
-	jsonOut      string
-	profileDir   string
-	tocArgs      []string
+	// The topics scenario.
+	topics         int
+	topicSlots     int
+	topicsRate     int
+	topicsDuration time.Duration
+	topicsDrain    time.Duration
+	idleWindow     time.Duration
+
+	jsonOut    string
+	profileDir string
+	tocArgs    []string
 }
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -93,6 +94,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	recoverJobs := fs.int("recover-jobs", 0, "recover: pending jobs within the horizon to restore (default 1000000, --short 100000)")
 	floodJobs := fs.int("flood-jobs", 0, "fairness: jobs of the flood topic due at one instant (default 50000, --short 10000)")
 	floodRate := fs.int("flood-rate", 2000, "fairness: the flood topic's rate_limit, jobs/s")
+	topics := fs.int("topics", 3000, "topics: idle topics to create")
+	topicSlots := fs.int("topic-slots", 16, "topics: slots of each topic (a power of two)")
+	topicsRate := fs.int("topics-rate", 1000, "topics: jobs/s spread uniformly over the topics (0: measure toc at rest only)")
+	topicsDuration := fs.duration("topics-duration", 0, "topics: how long jobs are scheduled (default 20s, --short 5s)")
+	topicsDrain := fs.duration("topics-drain", 5*time.Minute, "topics: how long after the last job's due time a job may still arrive before it counts as lost")
+	idleWindow := fs.duration("idle-window", 0, "topics: how long toc's CPU is sampled at rest (default 10s, --short 5s)")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -103,7 +110,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		scenarios: strings.Split(*scenarios, ","), stack: *stack, server: *server, token: *token, secret: *secret,
 		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
-		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
+		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
+		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
+		topicsDrain: *topicsDrain, idleWindow: *idleWindow, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -114,13 +123,17 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
-		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate} {
+		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
+		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}
 	}
+	if cfg.topicsRate < 0 {
+		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
+	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -149,6 +162,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.recover(ctx)
 		case "fairness":
 			res, err = b.fairness(ctx)
+		case "topics":
+			res, err = b.topics(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -172,20 +187,6 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 }
 
 func (c *benchConfig) defaults() {
-	pick := func(v *int, full, short int) {
-		if *v == 0 {
-			*v = full
-			if c.short {
-				*v = short
-			}
-		}
-	}
-	if c.duration == 0 {
-		c.duration = 10 * time.Second
-		if c.short {
-			c.duration = 3 * time.Second
-		}
-	}
 	if len(c.rates) == 0 {
 		c.rates = []int{1000, 5000}
 		if c.short {
@@ -198,10 +199,24 @@ func (c *benchConfig) defaults() {
 			c.concurrency = []int{64}
 		}
 	}
-	pick(&c.drainJobs, 100000, 10000)
-	pick(&c.memoryJobs, 1000000, 100000)
-	pick(&c.recoverJobs, 1000000, 100000)
-	pick(&c.floodJobs, 50000, 10000)
+	pick(c.short, &c.duration, 10*time.Second, 3*time.Second)
+	pick(c.short, &c.topicsDuration, 20*time.Second, 5*time.Second)
+	pick(c.short, &c.idleWindow, 10*time.Second, 5*time.Second)
+	pick(c.short, &c.drainJobs, 100000, 10000)
+	pick(c.short, &c.memoryJobs, 1000000, 100000)
+	pick(c.short, &c.recoverJobs, 1000000, 100000)
+	pick(c.short, &c.floodJobs, 50000, 10000)
+}
+
+// pick sets *v, when it is zero (not given), to full, or to short with
+// --short.
+func pick[T int | time.Duration](short bool, v *T, full, shortV T) {
+	if *v == 0 {
+		*v = full
+		if short {
+			*v = shortV
+		}
+	}
 }
 
 func intList(s, flag string) ([]int, error) {
@@ -240,169 +255,6 @@ type bench struct {
 func (b *bench) close() {
 	for _, c := range slices.Backward(b.closers) {
 		c()
-	}
-}
-
-const benchSecret = "whsec_dG9jLWJlbmNoLXNpZ25pbmcta2V5LTI0Yg=="
-
-func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, error) {
-	b := &bench{cfg: cfg, log: log}
-	secret := cfg.secret
-	if cfg.stack != "external" {
-		secret = benchSecret
-	}
-	recv, err := newBenchReceiver(cfg.receiverAddr, secret)
-	if err != nil {
-		b.close()
-		return nil, err
-	}
-	b.recv = recv
-	b.closers = append(b.closers, recv.close)
-	b.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}}
-
-	switch cfg.stack {
-	case "external":
-		if cfg.server == "" || cfg.secret == "" {
-			return nil, errors.New("--stack external needs --server and --secret")
-		}
-		b.url, b.token = strings.TrimRight(cfg.server, "/"), cfg.token
-		if cfg.redisAddr != "" {
-			b.rdb = redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
-		}
-		return b, nil
-	case "embedded":
-		dir, err := os.MkdirTemp("", "toc-bench-")
-		if err != nil {
-			return nil, err
-		}
-		b.closers = append(b.closers, func() { os.RemoveAll(dir) })
-		err = b.startToc(ctx, "dev", "--data", filepath.Join(dir, "bench.db"), "--webhook-secret", benchSecret)
-		if err != nil {
-			b.close()
-			return nil, err
-		}
-		return b, nil
-	case "real":
-	default:
-		return nil, fmt.Errorf("--stack: %q is not real, embedded or external", cfg.stack)
-	}
-
-	redisAddr, dsn := cfg.redisAddr, cfg.mysqlDSN
-	if redisAddr == "" {
-		r, err := testenv.StartRedis(testenv.RedisOptions{})
-		if err != nil {
-			b.close()
-			return nil, fmt.Errorf("start redis-server: %w", err)
-		}
-		b.closers = append(b.closers, func() { r.Stop() })
-		redisAddr = r.Addr
-	}
-	if dsn == "" {
-		m, err := testenv.StartMariaDB()
-		if err != nil {
-			b.close()
-			return nil, fmt.Errorf("start mariadbd: %w", err)
-		}
-		b.closers = append(b.closers, func() { m.Stop() })
-		if dsn, err = m.CreateDatabase("tocbench"); err != nil {
-			b.close()
-			return nil, err
-		}
-	}
-	b.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
-	b.closers = append(b.closers, func() { b.rdb.Close() })
-	if err := b.rdb.FlushAll(ctx).Err(); err != nil {
-		b.close()
-		return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
-	}
-	b.token = "bench-token"
-	err = b.startToc(ctx, "serve", "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--api-token", b.token,
-		"--webhook-secret", benchSecret, "--allow-private-callbacks")
-	if err != nil {
-		b.close()
-		return nil, err
-	}
-	return b, nil
-}
-
-// startToc runs this binary as toc's child process and waits until it
-// answers /healthz.
-func (b *bench) startToc(ctx context.Context, args ...string) error {
-	exe, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	addr, err := freeLoopback()
-	if err != nil {
-		return err
-	}
-	args = append(args, "--addr", addr, "--log-level", "warn")
-	if b.cfg.profileDir != "" {
-		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
-			return err
-		}
-		if b.pprof, err = freeLoopback(); err != nil {
-			return err
-		}
-		args = append(args, "--pprof-addr", b.pprof, "--cpu-profile", filepath.Join(b.cfg.profileDir, "toc.cpu.pprof"))
-	}
-	args = append(args, b.cfg.tocArgs...)
-	cmd := exec.Command(exe, args...)
-	cmd.Stderr = b.log
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	done := make(chan struct{})
-	go func() { cmd.Wait(); close(done) }()
-	b.tocPID = cmd.Process.Pid
-	b.closers = append(b.closers, func() {
-		cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(15 * time.Second):
-			cmd.Process.Kill()
-			<-done
-		}
-	})
-	b.url = "http://" + addr
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		if resp, err := http.Get(b.url + "/healthz"); err == nil {
-			resp.Body.Close()
-			return nil
-		}
-		select {
-		case <-done:
-			return fmt.Errorf("toc %s exited at start", args[0])
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(20 * time.Millisecond):
-		}
-		if time.Now().After(deadline) {
-			return errors.New("toc did not answer /healthz within 60 s")
-		}
-	}
-}
-
-func freeLoopback() (string, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer ln.Close()
-	return ln.Addr().String(), nil
-}
-
-func (b *bench) saveProfile(ctx context.Context, path, file string) {
-	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.pprof+path, nil)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		fmt.Fprintf(b.log, "profile %s: %v\n", path, err)
-		return
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if len(data) > 0 {
-		os.WriteFile(file, data, 0o644)
 	}
 }
 
@@ -445,231 +297,4 @@ func (b *bench) send(ctx context.Context, method, path string, body []byte, out 
 		return resp.StatusCode, fmt.Errorf("%s: %d %s", path, resp.StatusCode, bytes.TrimSpace(data))
 	}
 	return resp.StatusCode, nil
-}
-
-// result is one row of the report.
-type result struct {
-	Scenario string         `json:"scenario"`
-	Name     string         `json:"name"`
-	Count    int            `json:"count"`
-	Errors   int            `json:"errors"`
-	Seconds  float64        `json:"seconds"`
-	Rate     float64        `json:"rate_per_s"`
-	Latency  *dist          `json:"latency_ms,omitempty"`
-	Lost     *int           `json:"lost,omitempty"`
-	Dups     *int           `json:"duplicates,omitempty"`
-	Early    *int           `json:"early,omitempty"`
-	Extra    map[string]any `json:"extra,omitempty"`
-}
-
-// dist is a latency distribution in milliseconds.
-type dist struct {
-	P50  float64 `json:"p50"`
-	P90  float64 `json:"p90"`
-	P99  float64 `json:"p99"`
-	P999 float64 `json:"p999"`
-	Max  float64 `json:"max"`
-	N    int     `json:"n"`
-}
-
-func distOf(d []time.Duration) *dist {
-	if len(d) == 0 {
-		return nil
-	}
-	slices.Sort(d)
-	at := func(p float64) float64 {
-		i := min(len(d)-1, int(math.Ceil(p*float64(len(d))))-1)
-		return ms(d[max(0, i)])
-	}
-	return &dist{P50: at(.5), P90: at(.9), P99: at(.99), P999: at(.999), Max: ms(d[len(d)-1]), N: len(d)}
-}
-
-func ms(d time.Duration) float64 { return math.Round(float64(d)/1e3) / 1e3 }
-
-func intp(n int) *int { return &n }
-
-func printResults(w io.Writer, rs []result) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\tcount\trate/s\tp50 ms\tp90\tp99\tp999\tmax\terrors\tlost\tdups\tearly\t")
-	for _, r := range rs {
-		l := r.Latency
-		if l == nil {
-			l = &dist{}
-		}
-		opt := func(p *int) string {
-			if p == nil {
-				return "-"
-			}
-			return strconv.Itoa(*p)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%.0f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%s\t%s\t%s\t\n",
-			r.Name, r.Count, r.Rate, l.P50, l.P90, l.P99, l.P999, l.Max, r.Errors, opt(r.Lost), opt(r.Dups), opt(r.Early))
-	}
-	tw.Flush()
-	for _, r := range rs {
-		if len(r.Extra) > 0 {
-			keys := slices.Sorted(func(yield func(string) bool) {
-				for k := range r.Extra {
-					if !yield(k) {
-						return
-					}
-				}
-			})
-			var parts []string
-			for _, k := range keys {
-				parts = append(parts, fmt.Sprintf("%s=%v", k, r.Extra[k]))
-			}
-			fmt.Fprintf(w, "  %s: %s\n", r.Name, strings.Join(parts, " "))
-		}
-	}
-	fmt.Fprintln(w)
-}
-
-// benchReceiver is the webhook endpoint of the bench: it verifies every
-// signature and records the first arrival of each job.
-type benchReceiver struct {
-	srv  *http.Server
-	url  string
-	keys [][]byte
-
-	mu       sync.Mutex
-	arrivals map[string]arrival
-	bad      int
-
-	// sleeping and mostAsleep count the calls held by ?sleep_ms.
-	sleeping, mostAsleep atomic.Int64
-}
-
-type arrival struct {
-	at    time.Time
-	due   time.Time
-	count int
-}
-
-func newBenchReceiver(addr, secret string) (*benchReceiver, error) {
-	key, err := tochttp.ParseSecret(secret)
-	if err != nil {
-		return nil, fmt.Errorf("webhook secret: %w", err)
-	}
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("benchReceiver: %w", err)
-	}
-	r := &benchReceiver{url: "http://" + ln.Addr().String() + "/hook", keys: [][]byte{key}, arrivals: map[string]arrival{}}
-	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
-	go r.srv.Serve(ln)
-	return r, nil
-}
-
-func (r *benchReceiver) close() { r.srv.Close() }
-
-// ServeHTTP verifies the Standard Webhooks signature and records the job.
-func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	now := time.Now()
-	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
-	id, ts := req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
-	due, derr := time.Parse(time.RFC3339, req.Header.Get("toc-due-at"))
-	sec, terr := strconv.ParseInt(ts, 10, 64)
-	if err != nil || derr != nil || terr != nil || !r.verify(id, sec, body, req.Header.Get("webhook-signature")) {
-		r.mu.Lock()
-		r.bad++
-		r.mu.Unlock()
-		w.WriteHeader(http.StatusUnauthorized)
-		return
-	}
-	r.mu.Lock()
-	a, seen := r.arrivals[id]
-	if !seen {
-		a = arrival{at: now, due: due}
-	}
-	a.count++
-	r.arrivals[id] = a
-	r.mu.Unlock()
-	if ms, err := strconv.Atoi(req.URL.Query().Get("sleep_ms")); err == nil && ms > 0 {
-		// A slow receiver: answer only after ms.
-		n := r.sleeping.Add(1)
-		for m := r.mostAsleep.Load(); n > m && !r.mostAsleep.CompareAndSwap(m, n); m = r.mostAsleep.Load() {
-		}
-		select {
-		case <-time.After(time.Duration(ms) * time.Millisecond):
-		case <-req.Context().Done():
-		}
-		r.sleeping.Add(-1)
-	}
-	w.WriteHeader(http.StatusNoContent)
-}
-
-// span returns the first and last arrival of ids.
-func (r *benchReceiver) span(ids []string) (first, last time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		a, ok := r.arrivals[id]
-		if !ok {
-			continue
-		}
-		if first.IsZero() || a.at.Before(first) {
-			first = a.at
-		}
-		if a.at.After(last) {
-			last = a.at
-		}
-	}
-	return first, last
-}
-
-func (r *benchReceiver) verify(id string, ts int64, body []byte, header string) bool {
-	for _, key := range r.keys {
-		want := tochttp.Sign(key, id, ts, body)
-		for sig := range strings.FieldsSeq(header) {
-			if sig == want {
-				return true
-			}
-		}
-	}
-	return false
-}
-
-// outcome reports on the jobs ids: lateness of the first arrival of each,
-// and how many never arrived, arrived more than once, or arrived early.
-func (r *benchReceiver) outcome(ids []string) (lateness []time.Duration, lost, dups, early int, last time.Time) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, id := range ids {
-		a, ok := r.arrivals[id]
-		if !ok {
-			lost++
-			continue
-		}
-		dups += a.count - 1
-		if a.at.Before(a.due) {
-			early++
-		}
-		lateness = append(lateness, a.at.Sub(a.due))
-		if a.at.After(last) {
-			last = a.at
-		}
-	}
-	return lateness, lost, dups, early, last
-}
-
-// waitArrived waits until every id arrived or until deadline.
-func (r *benchReceiver) waitArrived(ctx context.Context, ids []string, deadline time.Time) {
-	for i := 0; ; {
-		r.mu.Lock()
-		for i < len(ids) {
-			if _, ok := r.arrivals[ids[i]]; !ok {
-				break
-			}
-			i++
-		}
-		r.mu.Unlock()
-		if i == len(ids) || time.Now().After(deadline) || ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
 }

@@ -5,9 +5,6 @@ import (
 	"context"
 	"fmt"
 	"math"
-	"os"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -49,13 +46,19 @@ func (b *bench) scheduleBatch(ctx context.Context, topic string, dues []time.Tim
 
 // scheduleBatchTo is scheduleBatch with another callback URL.
 func (b *bench) scheduleBatchTo(ctx context.Context, topic, url string, dues []time.Time) ([]string, error) {
+	return b.postBatch(ctx, url, dues, func(int) string { return topic })
+}
+
+// postBatch schedules job i in topic topicOf(i), due at dues[i], with
+// callback url, in one request, and returns their ids in order.
+func (b *bench) postBatch(ctx context.Context, url string, dues []time.Time, topicOf func(i int) string) ([]string, error) {
 	var buf bytes.Buffer
 	buf.WriteString(`{"jobs":[`)
 	for i, d := range dues {
 		if i > 0 {
 			buf.WriteByte(',')
 		}
-		jobJSONTo(&buf, topic, d, url)
+		jobJSONTo(&buf, topicOf(i), d, url)
 	}
 	buf.WriteString(`]}`)
 	var ans batchAnswer
@@ -217,9 +220,16 @@ func (b *bench) fire(ctx context.Context) ([]result, error) {
 	return res, nil
 }
 
-// steady schedules rate jobs a second for d, in a batch every 10 ms, each
-// due fireLead after its batch is sent.
+// steady schedules rate jobs a second of topic for d, in a batch every
+// 10 ms, each due fireLead after its batch is sent.
 func (b *bench) steady(ctx context.Context, topic string, rate int, d time.Duration) ([]string, int) {
+	return b.steadyOver(ctx, []string{topic}, rate, d, 0)
+}
+
+// steadyOver is steady over many topics: job k goes to topics[k mod
+// len(topics)], and is due fireLead plus (k mod 1000)/1000 of spread
+// after its batch is sent.
+func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, spread time.Duration) ([]string, int) {
 	const tick = 10 * time.Millisecond
 	var (
 		mu   sync.Mutex
@@ -238,15 +248,17 @@ func (b *bench) steady(ctx context.Context, topic string, rate int, d time.Durat
 		if n <= 0 {
 			continue
 		}
+		first := sent
 		sent = want
 		dues := make([]time.Time, n)
 		for i := range dues {
-			dues[i] = now.Add(fireLead + time.Duration(i)*tick/time.Duration(n))
+			k := first + i
+			dues[i] = now.Add(fireLead + time.Duration(i)*tick/time.Duration(n) + time.Duration(k%1000)*spread/1000)
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got, err := b.scheduleBatch(ctx, topic, dues)
+			got, err := b.postBatch(ctx, b.recv.url, dues, func(i int) string { return topics[(first+i)%len(topics)] })
 			mu.Lock()
 			defer mu.Unlock()
 			ids = append(ids, got...)
@@ -279,20 +291,6 @@ func (b *bench) drain(ctx context.Context) ([]result, error) {
 	return []result{{Scenario: "drain", Name: fmt.Sprintf("drain %d due at once", n),
 		Count: n, Seconds: took.Seconds(), Rate: float64(len(lat)) / took.Seconds(), Latency: distOf(lat),
 		Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra}}, nil
-}
-
-// usedMemory returns Redis's used_memory.
-func (b *bench) usedMemory(ctx context.Context) (int64, error) {
-	info, err := b.rdb.Info(ctx, "memory").Result()
-	if err != nil {
-		return 0, err
-	}
-	for line := range strings.SplitSeq(info, "\r\n") {
-		if v, ok := strings.CutPrefix(line, "used_memory:"); ok {
-			return strconv.ParseInt(v, 10, 64)
-		}
-	}
-	return 0, fmt.Errorf("no used_memory in INFO memory")
 }
 
 // memory measures Redis bytes per pending job within the horizon, Redis
@@ -337,26 +335,6 @@ func (b *bench) memory(ctx context.Context) ([]result, error) {
 		{Scenario: "memory", Name: fmt.Sprintf("memory with %d pending, 90%% > 1 day", total), Count: total, Rate: loadRate,
 			Extra: map[string]any{"redis_mb_for_these_jobs": mb(afterAll - base), "redis_used_mb": mb(afterAll), "redis_used_mb_before": mb(base), "toc_rss_mb": rss}},
 	}, nil
-}
-
-func mb(n int64) float64 { return float64(n*10/(1<<20)) / 10 }
-
-// vmRSS reads a process's resident set size in MB from /proc.
-func vmRSS(pid int) any {
-	if pid == 0 {
-		return "n/a"
-	}
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return "n/a"
-	}
-	for line := range strings.SplitSeq(string(data), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
-			return float64(kb*10/1024) / 10
-		}
-	}
-	return "n/a"
 }
 
 // recover schedules N jobs within the horizon, flushes Redis, and

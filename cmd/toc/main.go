@@ -9,9 +9,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/toc-project/toc/internal/ratelog"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -90,3 +93,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "toc: unknown command %q\n\n%s", cmd, usage)
 	return exitError{2}
 }
+
+// rateLimited wraps the handler of dev's and serve's logger: a warning or
+// error repeating with the same message and "dep" passes once per
+// ratelog.DefaultInterval (10 s), the next one with suppressed=N.
+func rateLimited(h slog.Handler) slog.Handler { return ratelog.New(h, ratelog.Config{}) }

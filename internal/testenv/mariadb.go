@@ -3,7 +3,6 @@ package testenv
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -12,35 +11,27 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 )
 
-// MariaDBServer is a mariadbd listening on 127.0.0.1 and on a unix socket,
-// with a passwordless root account.
+// MariaDBServer is a mariadbd listening on Addr, 127.0.0.1:port, and on a
+// unix socket, with a passwordless root account. Dir holds data/ (the data
+// dir), the socket and LogFile, the error log (Addr, Dir and LogFile are
+// fields of the embedded server). Start, after a Kill, waits until SELECT 1
+// works over TCP; InnoDB recovers what was committed.
 type MariaDBServer struct {
-	Addr    string // 127.0.0.1:port
-	Dir     string // holds data/ (the data dir), the socket and the log
-	Socket  string // unix socket path, for the mariadb client
-	LogFile string // the error log: stdout and stderr of every run
+	server
 
-	server, client string // mariadbd and mariadb binaries
-	user           string // for --user, required when running as root
-	port           int
-	proc           process
-	dbSeq          atomic.Int64
+	Socket string // unix socket path, for the mariadb client
+
+	bin, client string // mariadbd and mariadb binaries
+	user        string // for --user, required when running as root
+	dbSeq       atomic.Int64
 }
 
-var sharedMariaDB = sync.OnceValues(func() (*MariaDBServer, error) {
-	m, err := startMariaDB()
-	if err != nil {
-		return nil, err
-	}
-	addShared(m.stop)
-	return m, nil
-})
+var sharedMariaDB = onceShared(startMariaDB)
 
 // MariaDB returns the package's shared mariadbd, started on first use and
 // stopped by [Main]. A failed start is reported to every caller. If a test
@@ -48,36 +39,14 @@ var sharedMariaDB = sync.OnceValues(func() (*MariaDBServer, error) {
 // database of their own with [MariaDBServer.NewDatabase].
 func MariaDB(tb testing.TB) *MariaDBServer {
 	tb.Helper()
-	requireMain(tb, "MariaDB")
-	m, err := sharedMariaDB()
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	if !m.proc.running() {
-		m.Start(tb)
-	}
-	return m
+	return useShared(tb, "MariaDB", sharedMariaDB)
 }
 
 // NewMariaDB starts a private mariadbd that tb's Cleanup stops and deletes;
 // for tests that kill and restart it. It takes about a second and 100 MB.
 func NewMariaDB(tb testing.TB) *MariaDBServer {
 	tb.Helper()
-	m, err := startMariaDB()
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("mariadbd %s: %s", m.Addr, logTail(m.LogFile, 15))
-		}
-		if err := m.stop(); err != nil {
-			tb.Errorf("testenv: %v", err)
-		}
-	})
-	return m
+	return newPrivate(tb, startMariaDB)
 }
 
 func startMariaDB() (*MariaDBServer, error) {
@@ -85,30 +54,17 @@ func startMariaDB() (*MariaDBServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := makeDir("mariadb")
-	if err != nil {
+	m := &MariaDBServer{bin: bins[0], client: bins[2], user: currentUser()}
+	m.cmdline, m.ping = m.argv, m.ready
+	if err := m.init("mariadbd", "mariadb", "mariadbd.log"); err != nil {
 		return nil, err
 	}
-	m := &MariaDBServer{
-		Dir:     dir,
-		Socket:  filepath.Join(dir, "mysqld.sock"),
-		LogFile: filepath.Join(dir, "mariadbd.log"),
-		server:  bins[0],
-		client:  bins[2],
-		user:    currentUser(),
-	}
-	m.proc = process{name: "mariadbd", logFile: m.LogFile}
+	m.Socket = filepath.Join(m.Dir, "mysqld.sock")
 	if err := m.installDB(bins[1]); err != nil {
-		os.RemoveAll(dir)
+		os.RemoveAll(m.Dir)
 		return nil, err
 	}
-	m.port, err = withFreePort(func(port int) error {
-		m.port = port
-		m.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		return m.start()
-	})
-	if err != nil {
-		os.RemoveAll(dir)
+	if err := m.listen(nil); err != nil {
 		return nil, err
 	}
 	return m, nil
@@ -156,8 +112,8 @@ func (m *MariaDBServer) installDB(bin string) error {
 // tmpDir holds the server's temporary files, its own (see installDB).
 func (m *MariaDBServer) tmpDir() string { return filepath.Join(m.Dir, "tmp") }
 
-func (m *MariaDBServer) start() error {
-	argv := []string{m.server,
+func (m *MariaDBServer) argv() []string {
+	return []string{m.bin,
 		"--no-defaults", // must come first
 		"--user=" + m.user,
 		"--datadir=" + filepath.Join(m.Dir, "data"),
@@ -170,7 +126,6 @@ func (m *MariaDBServer) start() error {
 		"--collation-server=utf8mb4_general_ci",
 		"--max-connections=1000",
 	}
-	return m.proc.start(argv, m.ready)
 }
 
 // ready checks the TCP port first, which is cheap, then runs SELECT 1
@@ -182,30 +137,6 @@ func (m *MariaDBServer) ready() error {
 	}
 	conn.Close()
 	return m.Ping()
-}
-
-func (m *MariaDBServer) stop() error {
-	err := m.proc.kill()
-	return errors.Join(err, os.RemoveAll(m.Dir))
-}
-
-// Kill sends SIGKILL to the server and waits until it has exited.
-// It does nothing when the server is not running.
-func (m *MariaDBServer) Kill(tb testing.TB) {
-	tb.Helper()
-	if err := m.proc.kill(); err != nil {
-		tb.Fatalf("testenv: %v", err)
-	}
-}
-
-// Start starts the server again on the same port and data dir (InnoDB
-// recovers after a Kill) and waits until SELECT 1 works over TCP.
-// It does nothing when the server is running.
-func (m *MariaDBServer) Start(tb testing.TB) {
-	tb.Helper()
-	if err := m.start(); err != nil {
-		tb.Fatalf("testenv: restart mariadbd on %s: %v", m.Addr, err)
-	}
 }
 
 // Ping runs SELECT 1 over TCP with the mariadb client.

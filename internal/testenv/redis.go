@@ -2,29 +2,24 @@ package testenv
 
 import (
 	"bufio"
-	"errors"
 	"fmt"
 	"io"
 	"net"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
 
-// RedisServer is a redis-server listening on 127.0.0.1.
+// RedisServer is a redis-server listening on Addr, 127.0.0.1:port (Addr,
+// Dir and LogFile are fields of the embedded server). Dir is its working
+// dir: the append-only files, if any, and the log. Start, after a Kill,
+// waits until it answers PING.
 type RedisServer struct {
-	Addr    string // 127.0.0.1:port
-	Dir     string // its working dir: the append-only files, if any, and the log
-	LogFile string // stdout and stderr of every run
+	server
 
 	opts RedisOptions
 	bin  string
-	port int
-	proc process
 }
 
 // RedisOptions configures a private redis-server.
@@ -37,30 +32,14 @@ type RedisOptions struct {
 	Args []string
 }
 
-var sharedRedis = sync.OnceValues(func() (*RedisServer, error) {
-	r, err := startRedis(RedisOptions{})
-	if err != nil {
-		return nil, err
-	}
-	addShared(r.stop)
-	return r, nil
-})
+var sharedRedis = onceShared(func() (*RedisServer, error) { return startRedis(RedisOptions{}) })
 
 // Redis returns the package's shared redis-server, started on first use and
 // stopped by [Main]. A failed start is reported to every caller. If a test
 // killed the server and left it down, Redis starts it again.
 func Redis(tb testing.TB) *RedisServer {
 	tb.Helper()
-	requireMain(tb, "Redis")
-	r, err := sharedRedis()
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	if !r.proc.running() {
-		r.Start(tb)
-	}
-	return r
+	return useShared(tb, "Redis", sharedRedis)
 }
 
 // NewRedis starts a private redis-server without persistence that tb's
@@ -73,20 +52,7 @@ func NewRedis(tb testing.TB) *RedisServer {
 // NewRedisWith is [NewRedis] with options.
 func NewRedisWith(tb testing.TB, opts RedisOptions) *RedisServer {
 	tb.Helper()
-	r, err := startRedis(opts)
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("redis-server %s: %s", r.Addr, logTail(r.LogFile, 15))
-		}
-		if err := r.stop(); err != nil {
-			tb.Errorf("testenv: %v", err)
-		}
-	})
-	return r
+	return newPrivate(tb, func() (*RedisServer, error) { return startRedis(opts) })
 }
 
 func startRedis(opts RedisOptions) (*RedisServer, error) {
@@ -94,30 +60,18 @@ func startRedis(opts RedisOptions) (*RedisServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := makeDir("redis")
-	if err != nil {
+	r := &RedisServer{opts: opts, bin: bins[0]}
+	r.cmdline, r.ping = r.argv, r.Ping
+	if err := r.init("redis-server", "redis", "redis.log"); err != nil {
 		return nil, err
 	}
-	r := &RedisServer{
-		Dir:     dir,
-		LogFile: filepath.Join(dir, "redis.log"),
-		opts:    opts,
-		bin:     bins[0],
-	}
-	r.proc = process{name: "redis-server", logFile: r.LogFile}
-	r.port, err = withFreePort(func(port int) error {
-		r.port = port
-		r.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		return r.start()
-	})
-	if err != nil {
-		os.RemoveAll(dir)
+	if err := r.listen(nil); err != nil {
 		return nil, err
 	}
 	return r, nil
 }
 
-func (r *RedisServer) start() error {
+func (r *RedisServer) argv() []string {
 	argv := []string{r.bin,
 		"--port", strconv.Itoa(r.port),
 		"--bind", "127.0.0.1",
@@ -131,31 +85,7 @@ func (r *RedisServer) start() error {
 	} else {
 		argv = append(argv, "--appendonly", "no")
 	}
-	argv = append(argv, r.opts.Args...)
-	return r.proc.start(argv, r.Ping)
-}
-
-func (r *RedisServer) stop() error {
-	err := r.proc.kill()
-	return errors.Join(err, os.RemoveAll(r.Dir))
-}
-
-// Kill sends SIGKILL to the server and waits until it has exited.
-// It does nothing when the server is not running.
-func (r *RedisServer) Kill(tb testing.TB) {
-	tb.Helper()
-	if err := r.proc.kill(); err != nil {
-		tb.Fatalf("testenv: %v", err)
-	}
-}
-
-// Start starts the server again on the same port and dir and waits until it
-// answers PING. It does nothing when the server is running.
-func (r *RedisServer) Start(tb testing.TB) {
-	tb.Helper()
-	if err := r.start(); err != nil {
-		tb.Fatalf("testenv: restart redis-server on %s: %v", r.Addr, err)
-	}
+	return append(argv, r.opts.Args...)
 }
 
 // Ping sends PING and reports an error unless the server answers PONG.

@@ -12,14 +12,8 @@ import (
 // StartRedis starts a private redis-server.
 func StartRedis(opts RedisOptions) (*RedisServer, error) { return startRedis(opts) }
 
-// Stop kills the server and deletes its dir.
-func (r *RedisServer) Stop() error { return r.stop() }
-
 // StartMariaDB starts a private mariadbd (about a second and 100 MB).
 func StartMariaDB() (*MariaDBServer, error) { return startMariaDB() }
-
-// Stop kills the server and deletes its dir.
-func (m *MariaDBServer) Stop() error { return m.stop() }
 
 var dbName = regexp.MustCompile(`^[a-z][a-z0-9_]{0,63}$`)
 

@@ -8,9 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 )
@@ -25,61 +23,32 @@ const (
 	debianZKJar         = "/usr/share/java/zookeeper.jar"
 )
 
-// ZKServer is a standalone ZooKeeper server listening on 127.0.0.1.
+// ZKServer is a standalone ZooKeeper server listening on 127.0.0.1: Addr
+// is the client port, Dir holds zoo.cfg, data/ and the log (Addr, Dir and
+// LogFile are fields of the embedded server). Start, after a
+// Kill, waits until it serves ("srvr" reports a Mode); sessions survive a
+// Kill and Start if clients reconnect within their session timeout.
 type ZKServer struct {
-	Addr    string // 127.0.0.1:port, the client port
-	Dir     string // holds zoo.cfg, data/ and the log
-	LogFile string // stdout and stderr of every run
+	server
 
 	java, classpath string
-	port            int
-	proc            process
 }
 
-var sharedZK = sync.OnceValues(func() (*ZKServer, error) {
-	z, err := startZK()
-	if err != nil {
-		return nil, err
-	}
-	addShared(z.stop)
-	return z, nil
-})
+var sharedZK = onceShared(startZK)
 
 // ZooKeeper returns the package's shared ZooKeeper server, started on first
 // use and stopped by [Main]. A failed start is reported to every caller. If a
 // test killed the server and left it down, ZooKeeper starts it again.
 func ZooKeeper(tb testing.TB) *ZKServer {
 	tb.Helper()
-	requireMain(tb, "ZooKeeper")
-	z, err := sharedZK()
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	if !z.proc.running() {
-		z.Start(tb)
-	}
-	return z
+	return useShared(tb, "ZooKeeper", sharedZK)
 }
 
 // NewZooKeeper starts a private ZooKeeper server that tb's Cleanup stops and
 // deletes; for tests that kill and restart it.
 func NewZooKeeper(tb testing.TB) *ZKServer {
 	tb.Helper()
-	z, err := startZK()
-	if err != nil {
-		unavailable(tb, err)
-		return nil
-	}
-	tb.Cleanup(func() {
-		if tb.Failed() {
-			tb.Logf("zookeeper %s: %s", z.Addr, logTail(z.LogFile, 15))
-		}
-		if err := z.stop(); err != nil {
-			tb.Errorf("testenv: %v", err)
-		}
-	})
-	return z
+	return newPrivate(tb, startZK)
 }
 
 func startZK() (*ZKServer, error) {
@@ -91,31 +60,16 @@ func startZK() (*ZKServer, error) {
 	if err != nil {
 		return nil, err
 	}
-	dir, err := makeDir("zk")
-	if err != nil {
+	z := &ZKServer{java: bins[0], classpath: cp}
+	z.cmdline, z.ping = z.argv, z.Ping
+	if err := z.init("zookeeper", "zk", "zookeeper.log"); err != nil {
 		return nil, err
 	}
-	z := &ZKServer{
-		Dir:       dir,
-		LogFile:   filepath.Join(dir, "zookeeper.log"),
-		java:      bins[0],
-		classpath: cp,
-	}
-	z.proc = process{name: "zookeeper", logFile: z.LogFile}
-	if err := os.Mkdir(filepath.Join(dir, "data"), 0o755); err != nil {
-		os.RemoveAll(dir)
+	if err := os.Mkdir(filepath.Join(z.Dir, "data"), 0o755); err != nil {
+		os.RemoveAll(z.Dir)
 		return nil, fmt.Errorf("zookeeper: %w", err)
 	}
-	z.port, err = withFreePort(func(port int) error {
-		z.port = port
-		z.Addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-		if err := z.writeConfig(); err != nil {
-			return err
-		}
-		return z.start()
-	})
-	if err != nil {
-		os.RemoveAll(dir)
+	if err := z.listen(z.writeConfig); err != nil {
 		return nil, err
 	}
 	return z, nil
@@ -164,8 +118,8 @@ admin.enableServer=false
 	return nil
 }
 
-func (z *ZKServer) start() error {
-	argv := []string{z.java,
+func (z *ZKServer) argv() []string {
+	return []string{z.java,
 		"-Xms64m", "-Xmx256m",
 		"-XX:+UseSerialGC",
 		"-XX:TieredStopAtLevel=1", // starts faster; tests do not need C2
@@ -176,32 +130,6 @@ func (z *ZKServer) start() error {
 		"-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
 		"-cp", z.classpath,
 		zkMain, filepath.Join(z.Dir, "zoo.cfg"),
-	}
-	return z.proc.start(argv, z.Ping)
-}
-
-func (z *ZKServer) stop() error {
-	err := z.proc.kill()
-	return errors.Join(err, os.RemoveAll(z.Dir))
-}
-
-// Kill sends SIGKILL to the server and waits until it has exited.
-// It does nothing when the server is not running.
-func (z *ZKServer) Kill(tb testing.TB) {
-	tb.Helper()
-	if err := z.proc.kill(); err != nil {
-		tb.Fatalf("testenv: %v", err)
-	}
-}
-
-// Start starts the server again on the same port and data dir and waits
-// until it serves ("srvr" reports a Mode). Sessions survive a Kill and Start
-// if clients reconnect within their session timeout.
-// It does nothing when the server is running.
-func (z *ZKServer) Start(tb testing.TB) {
-	tb.Helper()
-	if err := z.start(); err != nil {
-		tb.Fatalf("testenv: restart zookeeper on %s: %v", z.Addr, err)
 	}
 }
 

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// What the bench reads of toc's process (from /proc, when toc is its
+// child) and of its Redis (INFO, when the bench can reach it).
+
+func mb(n int64) float64 { return float64(n*10/(1<<20)) / 10 }
+
+// vmRSS reads a process's resident set size in MB from /proc.
+func vmRSS(pid int) any { return procStatusMB(pid, "VmRSS") }
+
+// procStatusMB reads a kB field of /proc/PID/status (VmRSS, VmHWM) in MB,
+// or "n/a".
+func procStatusMB(pid int, field string) any {
+	if pid == 0 {
+		return "n/a"
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return "n/a"
+	}
+	for line := range strings.SplitSeq(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			kb, _ := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			return float64(kb*10/1024) / 10
+		}
+	}
+	return "n/a"
+}
+
+// userHZ is the unit of utime and stime in /proc/PID/stat: USER_HZ, 100
+// on every Linux architecture Go supports.
+const userHZ = 100
+
+// cpuTime returns the CPU time, user plus system, that process pid and all
+// its threads have used, from /proc/PID/stat.
+func cpuTime(pid int) (time.Duration, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, err
+	}
+	// The command name, field 2, is in parentheses and may hold spaces.
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("/proc/%d/stat: no command name", pid)
+	}
+	f := strings.Fields(string(data[i+1:])) // f[0] is field 3, state
+	if len(f) < 13 {
+		return 0, fmt.Errorf("/proc/%d/stat: %d fields", pid, len(f)+2)
+	}
+	utime, err1 := strconv.ParseInt(f[11], 10, 64) // field 14
+	stime, err2 := strconv.ParseInt(f[12], 10, 64) // field 15
+	if err1 != nil || err2 != nil {
+		return 0, fmt.Errorf("/proc/%d/stat: utime %q, stime %q", pid, f[11], f[12])
+	}
+	return time.Duration(utime+stime) * time.Second / userHZ, nil
+}
+
+// redisInfo returns a numeric field of a section of Redis's INFO.
+func (b *bench) redisInfo(ctx context.Context, section, field string) (float64, error) {
+	info, err := b.rdb.Info(ctx, section).Result()
+	if err != nil {
+		return 0, err
+	}
+	for line := range strings.SplitSeq(info, "\r\n") {
+		if v, ok := strings.CutPrefix(line, field+":"); ok {
+			return strconv.ParseFloat(v, 64)
+		}
+	}
+	return 0, fmt.Errorf("no %s in INFO %s", field, section)
+}
+
+// usedMemory returns Redis's used_memory.
+func (b *bench) usedMemory(ctx context.Context) (int64, error) {
+	v, err := b.redisInfo(ctx, "memory", "used_memory")
+	return int64(v), err
+}
+
+// useMark is a reading of toc's and Redis's counters, to measure their
+// use over a window with useSince.
+type useMark struct {
+	at       time.Time
+	tocCPU   time.Duration // -1: unknown
+	redisCPU float64       // seconds, user plus system; -1: unknown
+	redisCmd float64       // commands processed; -1: unknown
+}
+
+func (b *bench) mark(ctx context.Context) useMark {
+	m := useMark{at: time.Now(), tocCPU: -1, redisCPU: -1, redisCmd: -1}
+	if b.tocPID != 0 {
+		if cpu, err := cpuTime(b.tocPID); err == nil {
+			m.tocCPU = cpu
+		}
+	}
+	if b.rdb != nil {
+		user, err1 := b.redisInfo(ctx, "cpu", "used_cpu_user")
+		sys, err2 := b.redisInfo(ctx, "cpu", "used_cpu_sys")
+		if err1 == nil && err2 == nil {
+			m.redisCPU = user + sys
+		}
+		if n, err := b.redisInfo(ctx, "stats", "total_commands_processed"); err == nil {
+			m.redisCmd = n
+		}
+	}
+	return m
+}
+
+// useSince reports toc's CPU (% of one core), RSS and peak RSS, and Redis's
+// CPU and commands a second, since m; "n/a" where unknown.
+func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
+	now := b.mark(ctx)
+	wall := now.at.Sub(m.at).Seconds()
+	pct := func(cpuSeconds float64) float64 { return math.Round(1000*cpuSeconds/wall) / 10 }
+	out := map[string]any{"toc_cpu_pct": "n/a", "redis_cpu_pct": "n/a", "redis_cmds_per_s": "n/a",
+		"toc_rss_mb": procStatusMB(b.tocPID, "VmRSS"), "toc_hwm_mb": procStatusMB(b.tocPID, "VmHWM")}
+	if m.tocCPU >= 0 && now.tocCPU >= 0 {
+		out["toc_cpu_pct"] = pct((now.tocCPU - m.tocCPU).Seconds())
+	}
+	if m.redisCPU >= 0 && now.redisCPU >= 0 {
+		out["redis_cpu_pct"] = pct(now.redisCPU - m.redisCPU)
+	}
+	if m.redisCmd >= 0 && now.redisCmd >= 0 {
+		out["redis_cmds_per_s"] = math.Round((now.redisCmd - m.redisCmd) / wall)
+	}
+	return out
+}

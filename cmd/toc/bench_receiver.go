@@ -1,0 +1,165 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	tochttp "github.com/toc-project/toc/http"
+)
+
+// benchReceiver is the webhook endpoint of the bench: it verifies every
+// signature and records the first arrival of each job.
+type benchReceiver struct {
+	srv  *http.Server
+	url  string
+	keys [][]byte
+
+	mu       sync.Mutex
+	arrivals map[string]arrival
+	bad      int
+
+	// sleeping and mostAsleep count the calls held by ?sleep_ms.
+	sleeping, mostAsleep atomic.Int64
+}
+
+type arrival struct {
+	at    time.Time
+	due   time.Time
+	count int
+}
+
+func newBenchReceiver(addr, secret string) (*benchReceiver, error) {
+	key, err := tochttp.ParseSecret(secret)
+	if err != nil {
+		return nil, fmt.Errorf("webhook secret: %w", err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("benchReceiver: %w", err)
+	}
+	r := &benchReceiver{url: "http://" + ln.Addr().String() + "/hook", keys: [][]byte{key}, arrivals: map[string]arrival{}}
+	r.srv = &http.Server{Handler: r, ReadHeaderTimeout: 10 * time.Second}
+	go r.srv.Serve(ln)
+	return r, nil
+}
+
+func (r *benchReceiver) close() { r.srv.Close() }
+
+// ServeHTTP verifies the Standard Webhooks signature and records the job.
+func (r *benchReceiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	now := time.Now()
+	body, err := io.ReadAll(io.LimitReader(req.Body, 1<<20))
+	id, ts := req.Header.Get("webhook-id"), req.Header.Get("webhook-timestamp")
+	due, derr := time.Parse(time.RFC3339, req.Header.Get("toc-due-at"))
+	sec, terr := strconv.ParseInt(ts, 10, 64)
+	if err != nil || derr != nil || terr != nil || !r.verify(id, sec, body, req.Header.Get("webhook-signature")) {
+		r.mu.Lock()
+		r.bad++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	r.mu.Lock()
+	a, seen := r.arrivals[id]
+	if !seen {
+		a = arrival{at: now, due: due}
+	}
+	a.count++
+	r.arrivals[id] = a
+	r.mu.Unlock()
+	if ms, err := strconv.Atoi(req.URL.Query().Get("sleep_ms")); err == nil && ms > 0 {
+		// A slow receiver: answer only after ms.
+		n := r.sleeping.Add(1)
+		for m := r.mostAsleep.Load(); n > m && !r.mostAsleep.CompareAndSwap(m, n); m = r.mostAsleep.Load() {
+		}
+		select {
+		case <-time.After(time.Duration(ms) * time.Millisecond):
+		case <-req.Context().Done():
+		}
+		r.sleeping.Add(-1)
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+// span returns the first and last arrival of ids.
+func (r *benchReceiver) span(ids []string) (first, last time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		a, ok := r.arrivals[id]
+		if !ok {
+			continue
+		}
+		if first.IsZero() || a.at.Before(first) {
+			first = a.at
+		}
+		if a.at.After(last) {
+			last = a.at
+		}
+	}
+	return first, last
+}
+
+func (r *benchReceiver) verify(id string, ts int64, body []byte, header string) bool {
+	for _, key := range r.keys {
+		want := tochttp.Sign(key, id, ts, body)
+		for sig := range strings.FieldsSeq(header) {
+			if sig == want {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// outcome reports on the jobs ids: lateness of the first arrival of each,
+// and how many never arrived, arrived more than once, or arrived early.
+func (r *benchReceiver) outcome(ids []string) (lateness []time.Duration, lost, dups, early int, last time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, id := range ids {
+		a, ok := r.arrivals[id]
+		if !ok {
+			lost++
+			continue
+		}
+		dups += a.count - 1
+		if a.at.Before(a.due) {
+			early++
+		}
+		lateness = append(lateness, a.at.Sub(a.due))
+		if a.at.After(last) {
+			last = a.at
+		}
+	}
+	return lateness, lost, dups, early, last
+}
+
+// waitArrived waits until every id arrived or until deadline.
+func (r *benchReceiver) waitArrived(ctx context.Context, ids []string, deadline time.Time) {
+	for i := 0; ; {
+		r.mu.Lock()
+		for i < len(ids) {
+			if _, ok := r.arrivals[ids[i]]; !ok {
+				break
+			}
+			i++
+		}
+		r.mu.Unlock()
+		if i == len(ids) || time.Now().After(deadline) || ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

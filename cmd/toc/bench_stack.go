@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/internal/testenv"
+)
+
+// benchSecret is the webhook secret of a toc the bench starts itself.
+const benchSecret = "whsec_dG9jLWJlbmNoLXNpZ25pbmcta2V5LTI0Yg=="
+
+// startBench starts the receiver and the stack cfg names (real,
+// embedded or external), and returns the bench with toc answering.
+func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, error) {
+	b := &bench{cfg: cfg, log: log}
+	secret := cfg.secret
+	if cfg.stack != "external" {
+		secret = benchSecret
+	}
+	recv, err := newBenchReceiver(cfg.receiverAddr, secret)
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	b.recv = recv
+	b.closers = append(b.closers, recv.close)
+	b.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}}
+
+	switch cfg.stack {
+	case "external":
+		if cfg.server == "" || cfg.secret == "" {
+			return nil, errors.New("--stack external needs --server and --secret")
+		}
+		b.url, b.token = strings.TrimRight(cfg.server, "/"), cfg.token
+		if cfg.redisAddr != "" {
+			b.rdb = redis.NewClient(&redis.Options{Addr: cfg.redisAddr})
+		}
+		return b, nil
+	case "embedded":
+		dir, err := os.MkdirTemp("", "toc-bench-")
+		if err != nil {
+			return nil, err
+		}
+		b.closers = append(b.closers, func() { os.RemoveAll(dir) })
+		err = b.startToc(ctx, "dev", "--data", filepath.Join(dir, "bench.db"), "--webhook-secret", benchSecret)
+		if err != nil {
+			b.close()
+			return nil, err
+		}
+		return b, nil
+	case "real":
+	default:
+		return nil, fmt.Errorf("--stack: %q is not real, embedded or external", cfg.stack)
+	}
+
+	redisAddr, dsn := cfg.redisAddr, cfg.mysqlDSN
+	if redisAddr == "" {
+		r, err := testenv.StartRedis(testenv.RedisOptions{})
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("start redis-server: %w", err)
+		}
+		b.closers = append(b.closers, func() { r.Stop() })
+		redisAddr = r.Addr
+	}
+	if dsn == "" {
+		m, err := testenv.StartMariaDB()
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("start mariadbd: %w", err)
+		}
+		b.closers = append(b.closers, func() { m.Stop() })
+		if dsn, err = m.CreateDatabase("tocbench"); err != nil {
+			b.close()
+			return nil, err
+		}
+	}
+	b.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
+	b.closers = append(b.closers, func() { b.rdb.Close() })
+	if err := b.rdb.FlushAll(ctx).Err(); err != nil {
+		b.close()
+		return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
+	}
+	b.token = "bench-token"
+	err = b.startToc(ctx, "serve", "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--api-token", b.token,
+		"--webhook-secret", benchSecret, "--allow-private-callbacks")
+	if err != nil {
+		b.close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// startToc runs this binary as toc's child process and waits until it
+// answers /healthz.
+func (b *bench) startToc(ctx context.Context, args ...string) error {
+	exe, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	addr, err := freeLoopback()
+	if err != nil {
+		return err
+	}
+	args = append(args, "--addr", addr, "--log-level", "warn")
+	if b.cfg.profileDir != "" {
+		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
+			return err
+		}
+		if b.pprof, err = freeLoopback(); err != nil {
+			return err
+		}
+		args = append(args, "--pprof-addr", b.pprof, "--cpu-profile", filepath.Join(b.cfg.profileDir, "toc.cpu.pprof"))
+	}
+	args = append(args, b.cfg.tocArgs...)
+	cmd := exec.Command(exe, args...)
+	cmd.Stderr = b.log
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	b.tocPID = cmd.Process.Pid
+	b.closers = append(b.closers, func() {
+		cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case <-done:
+		case <-time.After(15 * time.Second):
+			cmd.Process.Kill()
+			<-done
+		}
+	})
+	b.url = "http://" + addr
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		if resp, err := http.Get(b.url + "/healthz"); err == nil {
+			resp.Body.Close()
+			return nil
+		}
+		select {
+		case <-done:
+			return fmt.Errorf("toc %s exited at start", args[0])
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			return errors.New("toc did not answer /healthz within 60 s")
+		}
+	}
+}
+
+func freeLoopback() (string, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer ln.Close()
+	return ln.Addr().String(), nil
+}
+
+func (b *bench) saveProfile(ctx context.Context, path, file string) {
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+b.pprof+path, nil)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		fmt.Fprintf(b.log, "profile %s: %v\n", path, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if len(data) > 0 {
+		os.WriteFile(file, data, 0o644)
+	}
+}

@@ -1,0 +1,188 @@
+// Package ratelog keeps a repeating warning from flooding the log: it wraps
+// a [slog.Handler] so that a record at Warn or above passes at most once per
+// interval for the same message and the same value of one key (default
+// "dep", the dependency that failed).
+//
+// # What passes
+//
+//   - Records below Warn (Info, Debug) always pass.
+//   - The first Warn or Error of a message and key value passes. Others
+//     with the same message and key value are dropped until the interval
+//     has passed since the last one that passed; then the next one passes
+//     and carries suppressed=N, the count dropped in between.
+//   - The key's value is read from the record's attributes, else from those
+//     given to WithAttrs; groups are not looked into, and a record without
+//     the key is told apart by its message alone.
+//
+// Every handler derived with WithAttrs or WithGroup shares the counts of
+// the one it came from, so a logger built per request is limited too. The
+// handler is safe for concurrent use; its clock is injectable for tests.
+package ratelog
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+const (
+	// DefaultInterval is how often a repeating warning passes at most.
+	DefaultInterval = 10 * time.Second
+	// DefaultKey is the attribute whose value tells repeats apart, besides
+	// the message.
+	DefaultKey = "dep"
+	// SuppressedKey is the attribute that carries the count of records
+	// dropped since the last one that passed.
+	SuppressedKey = "suppressed"
+	// maxTracked bounds the message and key pairs held at once; past it,
+	// records of new pairs pass unlimited rather than grow memory.
+	maxTracked = 4096
+)
+
+// Config configures a Handler. The zero value is valid.
+type Config struct {
+	// Interval is the least time between two records that pass for the
+	// same message and key value. Default DefaultInterval.
+	Interval time.Duration
+	// Key is the attribute whose value, with the message, identifies a
+	// repeat. Default DefaultKey.
+	Key string
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+}
+
+// Handler is a slog.Handler that rate-limits records at Warn and above and
+// hands what passes to the handler it wraps.
+type Handler struct {
+	next slog.Handler
+	lim  *limiter
+	// keyVal is the key's value given to WithAttrs, if any.
+	keyVal    string
+	hasKeyVal bool
+}
+
+var _ slog.Handler = (*Handler)(nil)
+
+// New wraps next.
+func New(next slog.Handler, cfg Config) *Handler {
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	return &Handler{next: next, lim: &limiter{
+		interval: cmp.Or(cfg.Interval, DefaultInterval),
+		key:      cmp.Or(cfg.Key, DefaultKey),
+		now:      cfg.Now,
+		seen:     map[repeat]*window{},
+	}}
+}
+
+// Enabled reports whether the wrapped handler handles records at level.
+func (h *Handler) Enabled(ctx context.Context, level slog.Level) bool {
+	return h.next.Enabled(ctx, level)
+}
+
+// Handle passes r on unless it repeats a Warn or Error that passed less
+// than the interval ago.
+func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
+	if r.Level < slog.LevelWarn {
+		return h.next.Handle(ctx, r)
+	}
+	rep := repeat{msg: r.Message, keyVal: h.keyVal, hasKeyVal: h.hasKeyVal}
+	r.Attrs(func(a slog.Attr) bool {
+		if a.Key == h.lim.key {
+			rep.keyVal, rep.hasKeyVal = a.Value.Resolve().String(), true
+			return false
+		}
+		return true
+	})
+	pass, suppressed := h.lim.allow(rep)
+	if !pass {
+		return nil
+	}
+	if suppressed > 0 {
+		r = r.Clone()
+		r.AddAttrs(slog.Int(SuppressedKey, suppressed))
+	}
+	return h.next.Handle(ctx, r)
+}
+
+// WithAttrs returns a handler with attrs, sharing h's counts.
+func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	h2 := *h
+	h2.next = h.next.WithAttrs(attrs)
+	for _, a := range attrs {
+		if a.Key == h.lim.key {
+			h2.keyVal, h2.hasKeyVal = a.Value.Resolve().String(), true
+		}
+	}
+	return &h2
+}
+
+// WithGroup returns a handler with group name open, sharing h's counts.
+func (h *Handler) WithGroup(name string) slog.Handler {
+	h2 := *h
+	h2.next = h.next.WithGroup(name)
+	return &h2
+}
+
+// repeat identifies records that are repeats of each other.
+type repeat struct {
+	msg       string
+	keyVal    string
+	hasKeyVal bool
+}
+
+// window is the state of one repeat: when it last passed and how many were
+// dropped since.
+type window struct {
+	passed     time.Time
+	suppressed int
+}
+
+// limiter holds the counts that a Handler and the handlers derived from it
+// share.
+type limiter struct {
+	interval time.Duration
+	key      string
+	now      func() time.Time
+
+	mu   sync.Mutex
+	seen map[repeat]*window
+}
+
+// allow reports whether a record of rep passes now and, if so, how many of
+// its repeats were dropped since the last one passed.
+func (l *limiter) allow(rep repeat) (pass bool, suppressed int) {
+	now := l.now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	w, ok := l.seen[rep]
+	if !ok {
+		if len(l.seen) >= maxTracked {
+			l.forget(now)
+		}
+		if len(l.seen) < maxTracked {
+			l.seen[rep] = &window{passed: now}
+		}
+		return true, 0
+	}
+	if now.Sub(w.passed) < l.interval {
+		w.suppressed++
+		return false, 0
+	}
+	suppressed = w.suppressed
+	w.passed, w.suppressed = now, 0
+	return true, suppressed
+}
+
+// forget drops the repeats whose interval has passed with none dropped:
+// the next one would pass anyway, with nothing to report.
+func (l *limiter) forget(now time.Time) {
+	for rep, w := range l.seen {
+		if w.suppressed == 0 && now.Sub(w.passed) >= l.interval {
+			delete(l.seen, rep)
+		}
+	}
+}
