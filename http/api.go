@@ -19,6 +19,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -317,7 +318,7 @@ func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, err
 	if err != nil {
 		return req, err
 	}
-	return req, CheckCallbackURL(ctx, req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+	return req, webhook.CheckCallbackURL(ctx, req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
 }
 
 type batchRequest struct {
@@ -384,7 +385,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			var seen bool
 			if err, seen = checkedURL[req.CallbackURL]; !seen {
-				err = CheckCallbackURL(r.Context(), req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+				err = webhook.CheckCallbackURL(r.Context(), req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
 				checkedURL[req.CallbackURL] = err
 			}
 		}

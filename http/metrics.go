@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -17,7 +18,7 @@ import (
 // topics seen get their own series, later ones share topic="_other".
 const MaxTopicLabels = 200
 
-// Metrics is a timer.Observer, and a Webhook's BreakerObserver, that
+// Metrics is a timer.Observer, and a webhook.Client's BreakerObserver, that
 // exports Prometheus metrics.
 type Metrics struct {
 	registry  *prometheus.Registry
@@ -42,8 +43,8 @@ type Metrics struct {
 }
 
 var (
-	_ timer.Observer  = (*Metrics)(nil)
-	_ BreakerObserver = (*Metrics)(nil)
+	_ timer.Observer          = (*Metrics)(nil)
+	_ webhook.BreakerObserver = (*Metrics)(nil)
 )
 
 // NewMetrics registers toc's metrics, and the Go and process collectors,

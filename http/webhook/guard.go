@@ -1,4 +1,4 @@
-package http
+package webhook
 
 import (
 	"context"
@@ -30,7 +30,7 @@ var ErrPrivateAddress = errors.New("refusing to connect to a private address")
 // returned wrapped as it is: the URL could not be checked, and the caller
 // may try again.
 //
-// This check gives the caller early notice; the Webhook checks the
+// This check gives the caller early notice; the Client checks the
 // address again when it connects, so DNS that changes in between
 // cannot reach a private address.
 func CheckCallbackURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.Resolver) error {
