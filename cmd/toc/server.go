@@ -22,6 +22,7 @@ import (
 
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
@@ -104,7 +105,7 @@ type service struct {
 // within the grace period, and returns nil.
 func (s *service) run(ctx context.Context) error {
 	f := s.flags
-	metrics := tochttp.NewMetrics()
+	metrics := metrics.New()
 	webhook, err := webhook.NewClient(webhook.Config{
 		Secrets:      f.secrets.values,
 		Timeout:      *f.callbackTimeout,
@@ -284,7 +285,7 @@ func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (tochttp
 }
 
 // dueWaiting counts the due jobs still in Redis of each topic (the first
-// tochttp.MaxTopicLabels), for the metrics.
+// metrics.MaxTopicLabels), for the metrics.
 func (t *topicStats) dueWaiting() map[string]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -295,7 +296,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 	out := make(map[string]int64, len(topics))
 	now := time.Now()
 	for i, topic := range topics {
-		if i == tochttp.MaxTopicLabels {
+		if i == metrics.MaxTopicLabels {
 			break
 		}
 		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {

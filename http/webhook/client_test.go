@@ -16,7 +16,7 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
@@ -666,7 +666,7 @@ func TestWebhookBreaker(t *testing.T) {
 	srv := newServer(t, recv)
 	other := newServer(t, &flaky{})
 	clk := &clock{now: testDue}
-	metrics := tochttp.NewMetrics()
+	metrics := metrics.New()
 	wh := newClient(t, webhook.Config{Now: clk.Now, BreakerThreshold: 3, BreakerCooldown: time.Second, Observer: metrics})
 	fire := func(srv *httptest.Server) error {
 		return wh.Fire(t.Context(), delivery(testJob(srv.URL+"/hook?token=s3cr3t"), 1))
