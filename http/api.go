@@ -116,7 +116,9 @@ type APIConfig struct {
 	// AllowPrivateCallbacks lets callback URLs resolve to loopback and
 	// private addresses (dev mode, or a trusted network).
 	AllowPrivateCallbacks bool
-	Resolver              *net.Resolver
+	// Resolver looks up the hosts of callback URLs (default
+	// net.DefaultResolver).
+	Resolver *net.Resolver
 	// Ready are the readiness checks of /readyz, by name.
 	Ready map[string]func(context.Context) error
 	// Metrics serves /metrics when set.
@@ -138,6 +140,7 @@ type API struct {
 	stats  Stats
 	cfg    APIConfig
 	log    *slog.Logger
+	guard  *webhook.Guard
 	router chi.Router
 }
 
@@ -156,10 +159,8 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) *API {
 	d.Retry.Max = cmp.Or(d.Retry.Max, timer.DefaultRetryMax)
 	d.Lease = cmp.Or(d.Lease, timer.DefaultLease)
 	d.CallbackTimeout = cmp.Or(d.CallbackTimeout, timer.DefaultAttemptTimeout)
-	if cfg.Resolver == nil {
-		cfg.Resolver = net.DefaultResolver
-	}
-	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger}
+	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivateCallbacks, Resolver: cfg.Resolver})
+	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard}
 	a.router = a.routes()
 	return a
 }
@@ -318,7 +319,7 @@ func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, err
 	if err != nil {
 		return req, err
 	}
-	return req, webhook.CheckCallbackURL(ctx, req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+	return req, a.guard.Check(ctx, req.CallbackURL)
 }
 
 type batchRequest struct {
@@ -385,7 +386,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		if err == nil {
 			var seen bool
 			if err, seen = checkedURL[req.CallbackURL]; !seen {
-				err = webhook.CheckCallbackURL(r.Context(), req.CallbackURL, a.cfg.AllowPrivateCallbacks, a.cfg.Resolver)
+				err = a.guard.Check(r.Context(), req.CallbackURL)
 				checkedURL[req.CallbackURL] = err
 			}
 		}

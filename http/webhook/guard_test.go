@@ -144,10 +144,10 @@ func TestCheckCallbackURL(t *testing.T) {
 			if strings.Contains(tt.url, "localhost") {
 				res = nil // the system resolver, which reads /etc/hosts
 			}
-			err := webhook.CheckCallbackURL(t.Context(), tt.url, false, res)
+			err := webhook.NewGuard(webhook.GuardConfig{Resolver: res}).Check(t.Context(), tt.url)
 			checkCallbackError(t, err, tt.want)
 
-			err = webhook.CheckCallbackURL(t.Context(), tt.url, true, res)
+			err = webhook.NewGuard(webhook.GuardConfig{AllowPrivate: true, Resolver: res}).Check(t.Context(), tt.url)
 			if tt.private || tt.want == "does not resolve" {
 				// allowPrivate does not look the host up at all.
 				checkCallbackError(t, err, "")
@@ -185,7 +185,7 @@ func TestCheckCallbackURLLookupFails(t *testing.T) {
 			return nil, errors.New("network is down")
 		},
 	}
-	err := webhook.CheckCallbackURL(t.Context(), "https://public.test/", false, resolver)
+	err := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver}).Check(t.Context(), "https://public.test/")
 	if err == nil {
 		t.Fatal("err = nil")
 	}
