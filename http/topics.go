@@ -11,14 +11,22 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
+// topicName is the {topic} of the path, which must be a topic name.
+func topicName(r *http.Request) (string, error) {
+	name := chi.URLParam(r, "topic")
+	if !timer.ValidTopic(name) {
+		return "", &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
+	}
+	return name, nil
+}
+
 // topicStats: GET /v1/topics/{topic}/stats.
 func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
-	topic := chi.URLParam(r, "topic")
-	if !timer.ValidTopic(topic) {
-		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"})
-		return
+	var st TopicStats
+	topic, err := topicName(r)
+	if err == nil {
+		st, err = a.stats.TopicStats(r.Context(), topic)
 	}
-	st, err := a.stats.TopicStats(r.Context(), topic)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -182,12 +190,11 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 
 // getTopic: GET /v1/topics/{topic}.
 func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
-	name := chi.URLParam(r, "topic")
-	if !timer.ValidTopic(name) {
-		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"})
-		return
+	var t timer.Topic
+	name, err := topicName(r)
+	if err == nil {
+		t, err = a.jobs.Topic(r.Context(), name)
 	}
-	t, err := a.jobs.Topic(r.Context(), name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
