@@ -276,7 +276,7 @@ func TestParseSecret(t *testing.T) {
 	if err != nil || len(key) != 24 {
 		t.Errorf("ParseSecret(NewSecret()) = %d bytes, %v", len(key), err)
 	}
-	if webhook.NewSecret() == webhook.NewSecret() {
+	if a, b := webhook.NewSecret(), webhook.NewSecret(); a == b {
 		t.Error("NewSecret repeats itself")
 	}
 	for _, bad := range []string{
