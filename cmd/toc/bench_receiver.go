@@ -12,7 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/webhook"
 )
 
 // benchReceiver is the webhook endpoint of the bench: it verifies every
@@ -37,7 +37,7 @@ type arrival struct {
 }
 
 func newBenchReceiver(addr, secret string) (*benchReceiver, error) {
-	key, err := tochttp.ParseSecret(secret)
+	key, err := webhook.ParseSecret(secret)
 	if err != nil {
 		return nil, fmt.Errorf("webhook secret: %w", err)
 	}
@@ -110,7 +110,7 @@ func (r *benchReceiver) span(ids []string) (first, last time.Time) {
 
 func (r *benchReceiver) verify(id string, ts int64, body []byte, header string) bool {
 	for _, key := range r.keys {
-		want := tochttp.Sign(key, id, ts, body)
+		want := webhook.Sign(key, id, ts, body)
 		for sig := range strings.FieldsSeq(header) {
 			if sig == want {
 				return true

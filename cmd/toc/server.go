@@ -22,6 +22,8 @@ import (
 
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/metrics"
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
@@ -58,7 +60,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		concurrency:     fs.int("concurrency", timer.DefaultConcurrency, "webhook calls in flight"),
 		batch:           fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
 		lease:           fs.duration("lease", 0, "how long a claimed job stays with a worker before another takes it back (default: max(30s, 2×callback timeout+2s))"),
-		callbackTimeout: fs.duration("callback-timeout", tochttp.DefaultWebhookTimeout, "timeout of one webhook call"),
+		callbackTimeout: fs.duration("callback-timeout", webhook.DefaultTimeout, "timeout of one webhook call"),
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
@@ -103,8 +105,8 @@ type service struct {
 // within the grace period, and returns nil.
 func (s *service) run(ctx context.Context) error {
 	f := s.flags
-	metrics := tochttp.NewMetrics()
-	webhook, err := tochttp.NewWebhook(tochttp.WebhookConfig{
+	metrics := metrics.New()
+	webhook, err := webhook.NewClient(webhook.Config{
 		Secrets:      f.secrets.values,
 		Timeout:      *f.callbackTimeout,
 		AllowPrivate: s.allowPrivate,
@@ -283,7 +285,7 @@ func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (tochttp
 }
 
 // dueWaiting counts the due jobs still in Redis of each topic (the first
-// tochttp.MaxTopicLabels), for the metrics.
+// metrics.MaxTopicLabels), for the metrics.
 func (t *topicStats) dueWaiting() map[string]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -294,7 +296,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 	out := make(map[string]int64, len(topics))
 	now := time.Now()
 	for i, topic := range topics {
-		if i == tochttp.MaxTopicLabels {
+		if i == metrics.MaxTopicLabels {
 			break
 		}
 		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {
@@ -390,7 +392,7 @@ func devSecret(path string) (string, error) {
 	if !errors.Is(err, os.ErrNotExist) {
 		return "", err
 	}
-	secret := tochttp.NewSecret()
+	secret := webhook.NewSecret()
 	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
 		return "", fmt.Errorf("save dev webhook secret: %w", err)
 	}

@@ -1,6 +1,7 @@
-package http
+package webhook
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -19,21 +20,45 @@ const MaxCallbackURLBytes = 2048
 // host resolved, at dispatch, to an address IsPrivate refuses.
 var ErrPrivateAddress = errors.New("refusing to connect to a private address")
 
-// CheckCallbackURL checks a callback URL when a job is scheduled: an http
-// or https URL with a host, no userinfo, at most MaxCallbackURLBytes long.
-// Unless allowPrivate, the host (an IP literal, or every address it
-// resolves to through resolver, net.DefaultResolver when nil) must not be
-// private in the sense of IsPrivate.
+// GuardConfig configures a Guard. The zero value refuses private
+// addresses and looks hosts up through net.DefaultResolver.
+type GuardConfig struct {
+	// AllowPrivate lets callback URLs reach addresses that IsPrivate
+	// refuses: for development, or receivers on the same private network.
+	AllowPrivate bool
+	// Resolver looks up the host of a callback URL (default
+	// net.DefaultResolver).
+	Resolver *net.Resolver
+}
+
+func (c GuardConfig) withDefaults() GuardConfig {
+	c.Resolver = cmp.Or(c.Resolver, net.DefaultResolver)
+	return c
+}
+
+// Guard refuses callback URLs that are malformed or point at a private
+// address, when a job is scheduled.
+type Guard struct {
+	cfg GuardConfig
+}
+
+// NewGuard returns a Guard configured by cfg. Every GuardConfig is valid.
+func NewGuard(cfg GuardConfig) *Guard { return &Guard{cfg: cfg.withDefaults()} }
+
+// Check checks a callback URL when a job is scheduled: an http or https
+// URL with a host, no userinfo, at most MaxCallbackURLBytes long. Unless
+// AllowPrivate, the host (an IP literal, or every address it resolves to
+// through the Resolver) must not be private in the sense of IsPrivate.
 //
 // A bad URL, or a host that does not exist, is a *timer.FieldError on
 // "callback_url". A lookup that fails otherwise (a DNS timeout) is
 // returned wrapped as it is: the URL could not be checked, and the caller
 // may try again.
 //
-// This check gives the caller early notice; the Webhook checks the
+// This check gives the caller early notice; the Client checks the
 // address again when it connects, so DNS that changes in between
 // cannot reach a private address.
-func CheckCallbackURL(ctx context.Context, raw string, allowPrivate bool, resolver *net.Resolver) error {
+func (g *Guard) Check(ctx context.Context, raw string) error {
 	if len(raw) > MaxCallbackURLBytes {
 		return callbackError("longer than %d bytes", MaxCallbackURLBytes)
 	}
@@ -48,7 +73,7 @@ func CheckCallbackURL(ctx context.Context, raw string, allowPrivate bool, resolv
 	case u.Hostname() == "":
 		return callbackError("must have a host")
 	}
-	if allowPrivate {
+	if g.cfg.AllowPrivate {
 		return nil
 	}
 	host := u.Hostname()
@@ -58,10 +83,7 @@ func CheckCallbackURL(ctx context.Context, raw string, allowPrivate bool, resolv
 		}
 		return nil
 	}
-	if resolver == nil {
-		resolver = net.DefaultResolver
-	}
-	ips, err := resolver.LookupNetIP(ctx, "ip", host)
+	ips, err := g.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok && dnsErr.IsNotFound {
 		return callbackError("host %s does not resolve", host)
 	}

@@ -1,4 +1,4 @@
-package http_test
+package webhook_test
 
 import (
 	"context"
@@ -16,7 +16,8 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
-	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/metrics"
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -73,17 +74,17 @@ func newServer(t testing.TB, h http.Handler) *httptest.Server {
 	return srv
 }
 
-// newWebhook returns a Webhook allowed to reach the loopback test servers,
+// newClient returns a Client allowed to reach the loopback test servers,
 // signing with testSecret unless cfg says otherwise.
-func newWebhook(t testing.TB, cfg tochttp.WebhookConfig) *tochttp.Webhook {
+func newClient(t testing.TB, cfg webhook.Config) *webhook.Client {
 	t.Helper()
 	if cfg.Secrets == nil {
 		cfg.Secrets = []string{testSecret}
 	}
 	cfg.AllowPrivate = true
-	wh, err := tochttp.NewWebhook(cfg)
+	wh, err := webhook.NewClient(cfg)
 	if err != nil {
-		t.Fatalf("NewWebhook: %v", err)
+		t.Fatalf("NewClient: %v", err)
 	}
 	t.Cleanup(wh.CloseIdleConnections)
 	return wh
@@ -110,7 +111,7 @@ func TestWebhookRequest(t *testing.T) {
 	rec := &recorder{}
 	srv := newServer(t, rec)
 	now := testDue.Add(1500 * time.Millisecond)
-	wh := newWebhook(t, tochttp.WebhookConfig{UserAgent: "toc/1.2.3", Now: func() time.Time { return now }})
+	wh := newClient(t, webhook.Config{UserAgent: "toc/1.2.3", Now: func() time.Time { return now }})
 
 	j := testJob(srv.URL + "/hook?token=abc")
 	if err := wh.Fire(t.Context(), delivery(j, 3)); err != nil {
@@ -179,7 +180,7 @@ func TestWebhookBody(t *testing.T) {
 	}
 	rec := &recorder{}
 	srv := newServer(t, rec)
-	wh := newWebhook(t, tochttp.WebhookConfig{})
+	wh := newClient(t, webhook.Config{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := tt.job
@@ -199,7 +200,7 @@ func TestWebhookIDStableAcrossAttempts(t *testing.T) {
 	rec := &recorder{}
 	srv := newServer(t, rec)
 	now := testDue
-	wh := newWebhook(t, tochttp.WebhookConfig{Now: func() time.Time { return now }})
+	wh := newClient(t, webhook.Config{Now: func() time.Time { return now }})
 	j := testJob(srv.URL)
 	for attempt := 1; attempt <= 3; attempt++ {
 		now = now.Add(time.Minute)
@@ -229,8 +230,8 @@ func TestWebhookIDStableAcrossAttempts(t *testing.T) {
 func TestWebhookSecretRotation(t *testing.T) {
 	rec := &recorder{}
 	srv := newServer(t, rec)
-	next := tochttp.NewSecret()
-	wh := newWebhook(t, tochttp.WebhookConfig{Secrets: []string{testSecret, next}})
+	next := webhook.NewSecret()
+	wh := newClient(t, webhook.Config{Secrets: []string{testSecret, next}})
 	if err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)); err != nil {
 		t.Fatalf("Fire: %v", err)
 	}
@@ -247,35 +248,35 @@ func TestWebhookSecretRotation(t *testing.T) {
 			t.Errorf("secret %d does not verify: %v", i, err)
 		}
 	}
-	other, _ := standardwebhooks.NewWebhook(tochttp.NewSecret())
+	other, _ := standardwebhooks.NewWebhook(webhook.NewSecret())
 	if err := other.Verify(got.body, got.header); err == nil {
 		t.Error("an unrelated secret verifies")
 	}
 }
 
 func TestSignMatchesLibrary(t *testing.T) {
-	key, err := tochttp.ParseSecret(testSecret)
+	key, err := webhook.ParseSecret(testSecret)
 	if err != nil {
 		t.Fatal(err)
 	}
 	lib, _ := standardwebhooks.NewWebhook(testSecret)
 	body := []byte(`{"test": 2432232314}`)
 	want, _ := lib.Sign("msg_p5jXN8AQM9LWM0D4loKWxJek", time.Unix(1614265330, 0), body)
-	if got := tochttp.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body); got != want {
+	if got := webhook.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body); got != want {
 		t.Errorf("Sign = %s, want %s", got, want)
 	}
 	// The specification's own example.
-	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; want != tochttp.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body) {
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; want != webhook.Sign(key, "msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, body) {
 		t.Errorf("Sign differs from the specification's example %s", want)
 	}
 }
 
 func TestParseSecret(t *testing.T) {
-	key, err := tochttp.ParseSecret(tochttp.NewSecret())
+	key, err := webhook.ParseSecret(webhook.NewSecret())
 	if err != nil || len(key) != 24 {
 		t.Errorf("ParseSecret(NewSecret()) = %d bytes, %v", len(key), err)
 	}
-	if tochttp.NewSecret() == tochttp.NewSecret() {
+	if a, b := webhook.NewSecret(), webhook.NewSecret(); a == b {
 		t.Error("NewSecret repeats itself")
 	}
 	for _, bad := range []string{
@@ -286,7 +287,7 @@ func TestParseSecret(t *testing.T) {
 		"whsec_" + strings.Repeat("QUFB", 22),     // 66 bytes
 		"whsec_ MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", // stray space
 	} {
-		if _, err := tochttp.ParseSecret(bad); err == nil {
+		if _, err := webhook.ParseSecret(bad); err == nil {
 			t.Errorf("ParseSecret(%q) succeeded", bad)
 		} else if len(bad) > 8 && strings.Contains(err.Error(), bad[6:]) {
 			t.Errorf("ParseSecret error quotes the secret: %v", err)
@@ -298,17 +299,17 @@ func TestWebhookConfigValidate(t *testing.T) {
 	const leaked = "whsec_notbase64!!secretvalue"
 	tests := []struct {
 		name  string
-		cfg   tochttp.WebhookConfig
+		cfg   webhook.Config
 		field string
 	}{
-		{"no secrets", tochttp.WebhookConfig{}, "Secrets"},
-		{"bad second secret", tochttp.WebhookConfig{Secrets: []string{testSecret, leaked}}, "Secrets[1]"},
-		{"negative timeout", tochttp.WebhookConfig{Secrets: []string{testSecret}, Timeout: -1}, "Timeout"},
-		{"negative idle conns", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxIdleConnsPerHost: -1}, "MaxIdleConnsPerHost"},
-		{"negative response cap", tochttp.WebhookConfig{Secrets: []string{testSecret}, MaxResponseBytes: -1}, "MaxResponseBytes"},
-		{"negative breaker cooldown", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerCooldown: -1}, "BreakerCooldown"},
-		{"negative breaker max cooldown", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerMaxCooldown: -1}, "BreakerMaxCooldown"},
-		{"breaker cooldown above its max", tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerCooldown: time.Minute, BreakerMaxCooldown: time.Second}, "BreakerCooldown"},
+		{"no secrets", webhook.Config{}, "Secrets"},
+		{"bad second secret", webhook.Config{Secrets: []string{testSecret, leaked}}, "Secrets[1]"},
+		{"negative timeout", webhook.Config{Secrets: []string{testSecret}, Timeout: -1}, "Timeout"},
+		{"negative idle conns", webhook.Config{Secrets: []string{testSecret}, MaxIdleConnsPerHost: -1}, "MaxIdleConnsPerHost"},
+		{"negative response cap", webhook.Config{Secrets: []string{testSecret}, MaxResponseBytes: -1}, "MaxResponseBytes"},
+		{"negative breaker cooldown", webhook.Config{Secrets: []string{testSecret}, BreakerCooldown: -1}, "BreakerCooldown"},
+		{"negative breaker max cooldown", webhook.Config{Secrets: []string{testSecret}, BreakerMaxCooldown: -1}, "BreakerMaxCooldown"},
+		{"breaker cooldown above its max", webhook.Config{Secrets: []string{testSecret}, BreakerCooldown: time.Minute, BreakerMaxCooldown: time.Second}, "BreakerCooldown"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -317,15 +318,15 @@ func TestWebhookConfigValidate(t *testing.T) {
 			if !ok || fe.Field != tt.field {
 				t.Fatalf("Validate = %v, want a FieldError on %s", err, tt.field)
 			}
-			if _, err := tochttp.NewWebhook(tt.cfg); err == nil || strings.Contains(err.Error(), "secretvalue") {
-				t.Errorf("NewWebhook = %v", err)
+			if _, err := webhook.NewClient(tt.cfg); err == nil || strings.Contains(err.Error(), "secretvalue") {
+				t.Errorf("NewClient = %v", err)
 			}
 		})
 	}
-	if err := (tochttp.WebhookConfig{Secrets: []string{testSecret}}).Validate(); err != nil {
+	if err := (webhook.Config{Secrets: []string{testSecret}}).Validate(); err != nil {
 		t.Errorf("a minimal config is refused: %v", err)
 	}
-	for i, cfg := range []tochttp.WebhookConfig{
+	for i, cfg := range []webhook.Config{
 		{Secrets: []string{testSecret}, BreakerThreshold: -1},
 		{Secrets: []string{testSecret}, BreakerCooldown: 5 * time.Minute}, // the max follows it
 	} {
@@ -404,7 +405,7 @@ func TestWebhookOutcomes(t *testing.T) {
 				w.Header().Set("Retry-After", "3155760000")
 				w.WriteHeader(http.StatusTooManyRequests)
 			},
-			check: wantRetryAfter(tochttp.MaxRetryAfter, "429"),
+			check: wantRetryAfter(webhook.MaxRetryAfter, "429"),
 		},
 		{
 			name: "500 names the status and the body, not the query",
@@ -443,7 +444,7 @@ func TestWebhookOutcomes(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := newServer(t, &recorder{reply: tt.reply})
-			wh := newWebhook(t, tochttp.WebhookConfig{Now: func() time.Time { return now }})
+			wh := newClient(t, webhook.Config{Now: func() time.Time { return now }})
 			err := wh.Fire(t.Context(), delivery(testJob(srv.URL+"/hook?token=s3cr3t"), 1))
 			if err != nil && strings.Contains(err.Error(), "s3cr3t") {
 				t.Errorf("err quotes the query: %v", err)
@@ -498,7 +499,7 @@ func TestWebhookNoRedirect(t *testing.T) {
 	srv := newServer(t, &recorder{reply: func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, targetSrv.URL, http.StatusFound)
 	}})
-	wh := newWebhook(t, tochttp.WebhookConfig{})
+	wh := newClient(t, webhook.Config{})
 	err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
 	if msg := wantPlainError(t, err); !strings.Contains(msg, "302 Found") {
 		t.Errorf("err = %q, want it to name 302 Found", msg)
@@ -520,7 +521,7 @@ func TestWebhookNoResponse(t *testing.T) {
 		{"invalid URL", "http://[::1/hook?token=s3cr3t", "not a valid URL"},
 		{"connection refused", closed.URL + "/hook?token=s3cr3t", "POST " + closed.URL + "/hook: dial tcp"},
 	}
-	wh := newWebhook(t, tochttp.WebhookConfig{})
+	wh := newClient(t, webhook.Config{})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			err := wh.Fire(t.Context(), delivery(testJob(tt.url), 1))
@@ -545,7 +546,7 @@ func TestWebhookTimeout(t *testing.T) {
 
 	tests := []struct {
 		name    string
-		timeout time.Duration // WebhookConfig.Timeout
+		timeout time.Duration // Config.Timeout
 		ctx     time.Duration // the caller's deadline
 	}{
 		{"config timeout", 100 * time.Millisecond, time.Minute},
@@ -553,7 +554,7 @@ func TestWebhookTimeout(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			wh := newWebhook(t, tochttp.WebhookConfig{Timeout: tt.timeout})
+			wh := newClient(t, webhook.Config{Timeout: tt.timeout})
 			ctx, cancel := context.WithTimeout(t.Context(), tt.ctx)
 			defer cancel()
 			start := time.Now()
@@ -591,7 +592,7 @@ func TestWebhookReusesConnections(t *testing.T) {
 			srv.Start()
 			t.Cleanup(srv.Close)
 
-			wh := newWebhook(t, tochttp.WebhookConfig{})
+			wh := newClient(t, webhook.Config{})
 			for i := range 20 {
 				err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
 				if (err == nil) != (status == http.StatusOK) {
@@ -651,7 +652,7 @@ func notSent(t testing.TB, err error, srv *httptest.Server) *timer.NotSentError 
 		t.Fatalf("err = %v, want a NotSentError", err)
 	}
 	host := strings.TrimPrefix(srv.URL, "http://")
-	if !errors.Is(err, tochttp.ErrBreakerOpen) || !strings.Contains(err.Error(), host) {
+	if !errors.Is(err, webhook.ErrBreakerOpen) || !strings.Contains(err.Error(), host) {
 		t.Errorf("err = %q, want ErrBreakerOpen naming %s", err, host)
 	}
 	return ns
@@ -665,8 +666,8 @@ func TestWebhookBreaker(t *testing.T) {
 	srv := newServer(t, recv)
 	other := newServer(t, &flaky{})
 	clk := &clock{now: testDue}
-	metrics := tochttp.NewMetrics()
-	wh := newWebhook(t, tochttp.WebhookConfig{Now: clk.Now, BreakerThreshold: 3, BreakerCooldown: time.Second, Observer: metrics})
+	metrics := metrics.New()
+	wh := newClient(t, webhook.Config{Now: clk.Now, BreakerThreshold: 3, BreakerCooldown: time.Second, Observer: metrics})
 	fire := func(srv *httptest.Server) error {
 		return wh.Fire(t.Context(), delivery(testJob(srv.URL+"/hook?token=s3cr3t"), 1))
 	}
@@ -752,7 +753,7 @@ func TestWebhookBreakerOneProbe(t *testing.T) {
 		}
 	}))
 	clk := &clock{now: testDue}
-	wh := newWebhook(t, tochttp.WebhookConfig{Now: clk.Now, BreakerThreshold: 1})
+	wh := newClient(t, webhook.Config{Now: clk.Now, BreakerThreshold: 1})
 	fire := func() error { return wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)) }
 
 	wantPlainError(t, fire())
@@ -804,7 +805,7 @@ func TestWebhookBreakerNotOpened(t *testing.T) {
 				hits.Add(1)
 				w.WriteHeader(tt.status)
 			}))
-			wh := newWebhook(t, tochttp.WebhookConfig{BreakerThreshold: tt.threshold})
+			wh := newClient(t, webhook.Config{BreakerThreshold: tt.threshold})
 			for i := range 10 {
 				err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
 				if _, ok := errors.AsType[*timer.NotSentError](err); ok {
@@ -818,12 +819,12 @@ func TestWebhookBreakerNotOpened(t *testing.T) {
 	}
 	t.Run("private address", func(t *testing.T) {
 		srv := newServer(t, &recorder{})
-		wh, err := tochttp.NewWebhook(tochttp.WebhookConfig{Secrets: []string{testSecret}, BreakerThreshold: 1})
+		wh, err := webhook.NewClient(webhook.Config{Secrets: []string{testSecret}, BreakerThreshold: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for i := range 3 {
-			if err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)); !errors.Is(err, tochttp.ErrPrivateAddress) {
+			if err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1)); !errors.Is(err, webhook.ErrPrivateAddress) {
 				t.Fatalf("call %d: %v, want ErrPrivateAddress", i, err)
 			}
 		}
@@ -831,7 +832,7 @@ func TestWebhookBreakerNotOpened(t *testing.T) {
 }
 
 func BenchmarkSign(b *testing.B) {
-	key, err := tochttp.ParseSecret(testSecret)
+	key, err := webhook.ParseSecret(testSecret)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -839,7 +840,7 @@ func BenchmarkSign(b *testing.B) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		tochttp.Sign(key, "1234567890123", 1767366245, body)
+		webhook.Sign(key, "1234567890123", 1767366245, body)
 	}
 }
 
@@ -848,7 +849,7 @@ func BenchmarkWebhookFire(b *testing.B) {
 		_, _ = io.Copy(io.Discard, r.Body)
 		w.WriteHeader(http.StatusNoContent)
 	}))
-	wh := newWebhook(b, tochttp.WebhookConfig{})
+	wh := newClient(b, webhook.Config{})
 	j := testJob(srv.URL + "/hook")
 	j.Payload = []byte(`{"data":"` + strings.Repeat("x", 1<<10) + `"}`)
 

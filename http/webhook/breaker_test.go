@@ -1,4 +1,4 @@
-package http
+package webhook
 
 import (
 	"context"
@@ -18,7 +18,7 @@ import (
 )
 
 // Tests of the breaker itself, with its clock in hand; webhook_test.go
-// runs it through a Webhook against real servers.
+// runs it through a Client against real servers.
 
 var t0 = time.Date(2026, 1, 2, 15, 4, 5, 0, time.UTC)
 
@@ -35,7 +35,7 @@ func (o *countingObserver) BreakerOpenHosts(d int) { o.openHosts.Add(int64(d)) }
 func testBreaker(t testing.TB, threshold int) (*breaker, *countingObserver) {
 	t.Helper()
 	obs := &countingObserver{}
-	b := newBreaker(WebhookConfig{
+	b := newBreaker(Config{
 		BreakerThreshold:   threshold,
 		BreakerCooldown:    time.Second,
 		BreakerMaxCooldown: 8 * time.Second,
@@ -268,7 +268,7 @@ func TestBreakerIgnoresLateResults(t *testing.T) {
 }
 
 func TestBreakerDisabled(t *testing.T) {
-	b := newBreaker(WebhookConfig{BreakerThreshold: -1}.withDefaults())
+	b := newBreaker(Config{BreakerThreshold: -1}.withDefaults())
 	if b != nil {
 		t.Fatal("a negative threshold does not disable the breaker")
 	}

@@ -1,4 +1,4 @@
-package http
+package metrics
 
 import (
 	"errors"
@@ -10,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -17,9 +18,9 @@ import (
 // topics seen get their own series, later ones share topic="_other".
 const MaxTopicLabels = 200
 
-// Metrics is a timer.Observer, and a Webhook's BreakerObserver, that
+// Observer is a timer.Observer, and a webhook.Client's BreakerObserver, that
 // exports Prometheus metrics.
-type Metrics struct {
+type Observer struct {
 	registry  *prometheus.Registry
 	scheduled *prometheus.CounterVec
 	fired     *prometheus.CounterVec
@@ -42,16 +43,16 @@ type Metrics struct {
 }
 
 var (
-	_ timer.Observer  = (*Metrics)(nil)
-	_ BreakerObserver = (*Metrics)(nil)
+	_ timer.Observer          = (*Observer)(nil)
+	_ webhook.BreakerObserver = (*Observer)(nil)
 )
 
-// NewMetrics registers toc's metrics, and the Go and process collectors,
+// New registers toc's metrics, and the Go and process collectors,
 // in a registry of their own.
-func NewMetrics() *Metrics {
+func New() *Observer {
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
-	m := &Metrics{registry: reg, topics: make(map[string]bool)}
+	m := &Observer{registry: reg, topics: make(map[string]bool)}
 	m.scheduled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_scheduled_total", Help: "Jobs committed to the task store."}, []string{"topic"})
 	m.fired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_fired_total", Help: "Dispatch attempts, by outcome (success or failure)."}, []string{"topic", "outcome"})
 	m.retried = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_retried_total", Help: "Failed attempts put back to retry."}, []string{"topic"})
@@ -87,15 +88,15 @@ func NewMetrics() *Metrics {
 }
 
 // Handler serves the metrics in the Prometheus text format.
-func (m *Metrics) Handler() http.Handler {
+func (m *Observer) Handler() http.Handler {
 	return promhttp.HandlerFor(m.registry, promhttp.HandlerOpts{})
 }
 
 // Registry lets the caller add collectors of its own.
-func (m *Metrics) Registry() *prometheus.Registry { return m.registry }
+func (m *Observer) Registry() *prometheus.Registry { return m.registry }
 
 // topic bounds the label's cardinality.
-func (m *Metrics) topic(t string) string {
+func (m *Observer) topic(t string) string {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.topics[t] {
@@ -108,25 +109,25 @@ func (m *Metrics) topic(t string) string {
 	return t
 }
 
-func (m *Metrics) Scheduled(topic string, n int) {
+func (m *Observer) Scheduled(topic string, n int) {
 	m.scheduled.WithLabelValues(m.topic(topic)).Add(float64(n))
 }
-func (m *Metrics) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
-func (m *Metrics) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Metrics) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Metrics) Repaired(n int)              { m.restored.Add(float64(n)) }
-func (m *Metrics) Assigned(n int) {
+func (m *Observer) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
+func (m *Observer) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Repaired(n int)              { m.restored.Add(float64(n)) }
+func (m *Observer) Assigned(n int) {
 	m.owned.Set(float64(n))
 	m.assigns.Inc()
 }
 
-func (m *Metrics) IndexFailed(op string, _ error) {
+func (m *Observer) IndexFailed(op string, _ error) {
 	m.indexErrs.WithLabelValues(op).Inc()
 }
 
 // Fired counts an attempt. A job that was not sent (a *timer.NotSentError)
 // made none, and is not counted here (Deferred counts it).
-func (m *Metrics) Fired(topic string, _ int, lateness, took time.Duration, err error) {
+func (m *Observer) Fired(topic string, _ int, lateness, took time.Duration, err error) {
 	if _, ok := errors.AsType[*timer.NotSentError](err); ok {
 		return
 	}
@@ -139,16 +140,16 @@ func (m *Metrics) Fired(topic string, _ int, lateness, took time.Duration, err e
 	m.dispatch.Observe(took.Seconds())
 }
 
-func (m *Metrics) BreakerOpened()             { m.opened.Inc() }
-func (m *Metrics) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta)) }
-func (m *Metrics) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Metrics) Throttled(topic string)     { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) BreakerOpened()             { m.opened.Inc() }
+func (m *Observer) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta)) }
+func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Throttled(topic string)     { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
 
 // WatchUsage exports per-topic gauges read at each scrape: usage gives
 // this process's worker's use of each topic, due (optional) the due jobs
 // still in Redis of each. Topics beyond MaxTopicLabels are summed under
 // topic="_other".
-func (m *Metrics) WatchUsage(usage func() map[string]timer.TopicUsage, due func() map[string]int64) {
+func (m *Observer) WatchUsage(usage func() map[string]timer.TopicUsage, due func() map[string]int64) {
 	m.registry.MustRegister(&usageCollector{m: m, usage: usage, due: due})
 }
 
@@ -160,7 +161,7 @@ var (
 )
 
 type usageCollector struct {
-	m     *Metrics
+	m     *Observer
 	usage func() map[string]timer.TopicUsage
 	due   func() map[string]int64
 }

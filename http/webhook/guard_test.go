@@ -1,4 +1,4 @@
-package http_test
+package webhook_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -84,11 +84,11 @@ func TestIsPrivate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		addr := netip.MustParseAddr(tt.addr)
-		if got := tochttp.IsPrivate(addr); got != tt.private {
+		if got := webhook.IsPrivate(addr); got != tt.private {
 			t.Errorf("IsPrivate(%s) = %v, want %v", tt.addr, got, tt.private)
 		}
 	}
-	if !tochttp.IsPrivate(netip.Addr{}) {
+	if !webhook.IsPrivate(netip.Addr{}) {
 		t.Error("the zero Addr is not private")
 	}
 }
@@ -144,10 +144,10 @@ func TestCheckCallbackURL(t *testing.T) {
 			if strings.Contains(tt.url, "localhost") {
 				res = nil // the system resolver, which reads /etc/hosts
 			}
-			err := tochttp.CheckCallbackURL(t.Context(), tt.url, false, res)
+			err := webhook.NewGuard(webhook.GuardConfig{Resolver: res}).Check(t.Context(), tt.url)
 			checkCallbackError(t, err, tt.want)
 
-			err = tochttp.CheckCallbackURL(t.Context(), tt.url, true, res)
+			err = webhook.NewGuard(webhook.GuardConfig{AllowPrivate: true, Resolver: res}).Check(t.Context(), tt.url)
 			if tt.private || tt.want == "does not resolve" {
 				// allowPrivate does not look the host up at all.
 				checkCallbackError(t, err, "")
@@ -185,7 +185,7 @@ func TestCheckCallbackURLLookupFails(t *testing.T) {
 			return nil, errors.New("network is down")
 		},
 	}
-	err := tochttp.CheckCallbackURL(t.Context(), "https://public.test/", false, resolver)
+	err := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver}).Check(t.Context(), "https://public.test/")
 	if err == nil {
 		t.Fatal("err = nil")
 	}
@@ -203,13 +203,13 @@ func TestWebhookDialGuard(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	guarded, err := tochttp.NewWebhook(tochttp.WebhookConfig{Secrets: []string{testSecret}})
+	guarded, err := webhook.NewClient(webhook.Config{Secrets: []string{testSecret}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, callback := range []string{srv.URL, "http://localhost:" + u.Port() + "/hook"} {
 		err := guarded.Fire(t.Context(), delivery(testJob(callback), 1))
-		if !errors.Is(err, tochttp.ErrPrivateAddress) {
+		if !errors.Is(err, webhook.ErrPrivateAddress) {
 			t.Errorf("Fire to %s: err = %v, want ErrPrivateAddress", callback, err)
 		}
 	}
@@ -217,7 +217,7 @@ func TestWebhookDialGuard(t *testing.T) {
 		t.Errorf("the receiver got %d requests", n)
 	}
 
-	allowed := newWebhook(t, tochttp.WebhookConfig{}) // AllowPrivate
+	allowed := newClient(t, webhook.Config{}) // AllowPrivate
 	if err := allowed.Fire(t.Context(), delivery(testJob(srv.URL), 1)); err != nil {
 		t.Errorf("with AllowPrivate: %v", err)
 	}

@@ -1,4 +1,4 @@
-package http
+package webhook
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// Defaults of a Webhook's circuit breaker.
+// Defaults of a Client's circuit breaker.
 const (
 	DefaultBreakerThreshold   = 5
 	DefaultBreakerCooldown    = time.Second
@@ -29,7 +29,7 @@ const maxBreakerHosts = 10_000
 // not sent because its callback host's circuit breaker was open.
 var ErrBreakerOpen = errors.New("circuit breaker open")
 
-// BreakerObserver receives the events of a Webhook's circuit breaker, for
+// BreakerObserver receives the events of a Client's circuit breaker, for
 // metrics. Its methods are called under the breaker's lock and must not
 // block. (The jobs it defers are counted by timer.Observer.Deferred.)
 type BreakerObserver interface {
@@ -46,7 +46,7 @@ type nopBreakerObserver struct{}
 func (nopBreakerObserver) BreakerOpened()       {}
 func (nopBreakerObserver) BreakerOpenHosts(int) {}
 
-// breaker is a Webhook's circuit breaker, one circuit per callback host,
+// breaker is a Client's circuit breaker, one circuit per callback host,
 // so that a host that keeps failing is left alone for a while instead of
 // burning an attempt of every job bound for it. A nil *breaker is a
 // disabled one: it lets every call through.
@@ -107,7 +107,7 @@ type circuit struct {
 
 // newBreaker returns the breaker cfg asks for, or nil when it is
 // disabled. cfg has its defaults.
-func newBreaker(cfg WebhookConfig) *breaker {
+func newBreaker(cfg Config) *breaker {
 	if cfg.BreakerThreshold < 0 {
 		return nil
 	}

@@ -1,4 +1,4 @@
-package http_test
+package metrics_test
 
 import (
 	"io"
@@ -7,19 +7,19 @@ import (
 	"testing"
 	"time"
 
-	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/timer"
 )
 
 func TestMetrics(t *testing.T) {
-	m := tochttp.NewMetrics()
+	m := metrics.New()
 	m.Scheduled("orders", 3)
 	m.Fired("orders", 1, 2*time.Millisecond, time.Millisecond, nil)
 	m.Fired("orders", 2, time.Second, time.Millisecond, io.EOF)
 	m.Assigned(16)
 	m.Assigned(12)
 	m.Claimed(timer.Slot{Topic: "orders"}, 5)
-	for i := range tochttp.MaxTopicLabels + 10 {
+	for i := range metrics.MaxTopicLabels + 10 {
 		m.Retried(strings.Repeat("t", 1+i%60) + string(rune('a'+i/60)))
 	}
 	rec := httptest.NewRecorder()

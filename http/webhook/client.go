@@ -1,13 +1,9 @@
-package http
+package webhook
 
 import (
 	"bytes"
 	"cmp"
 	"context"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,9 +18,9 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// Defaults of a Webhook.
+// Defaults of a Client.
 const (
-	DefaultWebhookTimeout      = 10 * time.Second
+	DefaultTimeout             = 10 * time.Second
 	DefaultMaxIdleConnsPerHost = 64
 	DefaultMaxResponseBytes    = 64 << 10
 	DefaultUserAgent           = "toc"
@@ -41,25 +37,20 @@ const (
 	// errorBodyBytes is how much of a failed response's body goes into
 	// the error.
 	errorBodyBytes = 200
+	// timeLayout is how times are written: RFC 3339, UTC, milliseconds,
+	// as the REST API writes them.
+	timeLayout = "2006-01-02T15:04:05.000Z07:00"
 )
 
-// Secrets in the Standard Webhooks form: whsec_ and the base64 of a key
-// of 24 to 64 bytes.
-const (
-	secretPrefix   = "whsec_"
-	minSecretBytes = 24
-	maxSecretBytes = 64
-)
-
-// WebhookConfig configures a Webhook. Only Secrets is required.
-type WebhookConfig struct {
+// Config configures a Client. Only Secrets is required.
+type Config struct {
 	// Secrets sign every request, each in the Standard Webhooks form
 	// whsec_<base64 key>. A request carries one signature per secret, so
 	// while a secret is rotated both can be given and the receiver may
 	// verify with either.
 	Secrets []string
 	// Timeout bounds one attempt, within the deadline of the ctx given to
-	// Fire (default DefaultWebhookTimeout).
+	// Fire (default DefaultTimeout).
 	Timeout time.Duration
 	// AllowPrivate lets callbacks reach addresses that IsPrivate refuses:
 	// for development, or receivers on the same private network.
@@ -79,7 +70,7 @@ type WebhookConfig struct {
 	Now func() time.Time
 	// BreakerThreshold is how many consecutive failed calls to a callback
 	// host open its circuit breaker (default DefaultBreakerThreshold); a
-	// negative value disables the breaker. See Webhook.
+	// negative value disables the breaker. See Client.
 	BreakerThreshold int
 	// BreakerCooldown is how long a breaker stays open the first time
 	// (default DefaultBreakerCooldown), and how long jobs wait while a
@@ -89,13 +80,13 @@ type WebhookConfig struct {
 	// breaker opens again after a failed probe (default
 	// DefaultBreakerMaxCooldown, or BreakerCooldown if that is longer).
 	BreakerMaxCooldown time.Duration
-	// Observer receives the breaker's events (default: none); *Metrics
+	// Observer receives the breaker's events (default: none); *metrics.Observer
 	// is one. The jobs it defers are counted by timer.Observer.Deferred.
 	Observer BreakerObserver
 }
 
-func (c WebhookConfig) withDefaults() WebhookConfig {
-	c.Timeout = cmp.Or(c.Timeout, DefaultWebhookTimeout)
+func (c Config) withDefaults() Config {
+	c.Timeout = cmp.Or(c.Timeout, DefaultTimeout)
 	c.MaxIdleConnsPerHost = cmp.Or(c.MaxIdleConnsPerHost, DefaultMaxIdleConnsPerHost)
 	c.UserAgent = cmp.Or(c.UserAgent, DefaultUserAgent)
 	c.MaxResponseBytes = cmp.Or(c.MaxResponseBytes, DefaultMaxResponseBytes)
@@ -114,7 +105,7 @@ func (c WebhookConfig) withDefaults() WebhookConfig {
 // Validate reports the first field of c that is out of range, after
 // defaults are applied, as a *timer.FieldError. A bad secret is named by
 // its index, never quoted.
-func (c WebhookConfig) Validate() error {
+func (c Config) Validate() error {
 	c = c.withDefaults()
 	switch {
 	case len(c.Secrets) == 0:
@@ -140,7 +131,7 @@ func (c WebhookConfig) Validate() error {
 	return nil
 }
 
-// Webhook is the timer.Handler that POSTs each job to its callback URL,
+// Client is the timer.Handler that POSTs each job to its callback URL,
 // signed as the Standard Webhooks specification says
 // (https://www.standardwebhooks.com).
 //
@@ -168,17 +159,17 @@ func (c WebhookConfig) Validate() error {
 // twice as long, up to BreakerMaxCooldown. Any other answer, 4xx
 // included, shows the host is up. The breaker's doc comment has the
 // details.
-type Webhook struct {
-	cfg     WebhookConfig
+type Client struct {
+	cfg     Config
 	keys    [][]byte
 	client  *http.Client
 	breaker *breaker // nil when disabled
 }
 
-var _ timer.Handler = (*Webhook)(nil)
+var _ timer.Handler = (*Client)(nil)
 
-// NewWebhook returns a Webhook configured by cfg.
-func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
+// NewClient returns a Client configured by cfg.
+func NewClient(cfg Config) (*Client, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("webhook config: %w", err)
 	}
@@ -211,11 +202,11 @@ func NewWebhook(cfg WebhookConfig) (*Webhook, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Webhook{cfg: cfg, keys: keys, client: client, breaker: newBreaker(cfg)}, nil
+	return &Client{cfg: cfg, keys: keys, client: client, breaker: newBreaker(cfg)}, nil
 }
 
-// webhookBody is the JSON body of a webhook.
-type webhookBody struct {
+// requestBody is the JSON body of a webhook.
+type requestBody struct {
 	ID      string          `json:"id"`
 	Topic   string          `json:"topic"`
 	Key     string          `json:"key,omitempty"`
@@ -229,59 +220,59 @@ type webhookBody struct {
 // Fire POSTs d to its job's callback URL and returns the outcome: a
 // *timer.NotSentError, without a call, while the host's circuit breaker
 // is open.
-func (w *Webhook) Fire(ctx context.Context, d timer.Delivery) error {
+func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	j := d.Job
 	if j.CallbackURL == "" {
 		return errors.New("no callback_url")
 	}
-	body, err := encodeWebhook(d)
+	body, err := encodeBody(d)
 	if err != nil {
 		return fmt.Errorf("encode webhook: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, w.cfg.Timeout)
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		return errors.New("callback_url is not a valid URL")
 	}
-	now := w.cfg.Now()
+	now := c.cfg.Now()
 	id := j.ID.String()
 	h := req.Header
 	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", w.cfg.UserAgent)
+	h.Set("User-Agent", c.cfg.UserAgent)
 	// The job id is also the idempotency key. It lets net/http resend
 	// the request when a kept-alive connection turns out to have been
 	// closed by the receiver, instead of failing the attempt.
 	h.Set("Idempotency-Key", id)
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	h.Set("webhook-signature", w.signatures(id, now.Unix(), body))
+	h.Set("webhook-signature", c.signatures(id, now.Unix(), body))
 	h.Set("toc-attempt", strconv.Itoa(d.Attempt))
 	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
 	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
 
-	t, err := w.breaker.allow(breakerHost(req.URL), now)
+	t, err := c.breaker.allow(breakerHost(req.URL), now)
 	if err != nil {
 		return err
 	}
-	resp, err := w.client.Do(req)
-	w.breaker.done(t, callOutcome(resp, err), w.cfg.Now())
+	resp, err := c.client.Do(req)
+	c.breaker.done(t, callOutcome(resp, err), c.cfg.Now())
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its message repeats the whole URL, query included
 		}
 		return fmt.Errorf("POST %s: %w", endpoint(req.URL), err)
 	}
-	defer drainClose(resp.Body, w.cfg.MaxResponseBytes)
-	return w.outcome(resp, endpoint(req.URL))
+	defer drainClose(resp.Body, c.cfg.MaxResponseBytes)
+	return c.outcome(resp, endpoint(req.URL))
 }
 
 // CloseIdleConnections closes the kept-alive connections not in use.
-func (w *Webhook) CloseIdleConnections() { w.client.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() { c.client.CloseIdleConnections() }
 
-func encodeWebhook(d timer.Delivery) ([]byte, error) {
+func encodeBody(d timer.Delivery) ([]byte, error) {
 	j := d.Job
-	v := webhookBody{
+	v := requestBody{
 		ID:      j.ID.String(),
 		Topic:   j.Topic,
 		Key:     j.Key,
@@ -303,7 +294,7 @@ func encodeWebhook(d timer.Delivery) ([]byte, error) {
 }
 
 // outcome turns a response into Fire's result.
-func (w *Webhook) outcome(resp *http.Response, target string) error {
+func (c *Client) outcome(resp *http.Response, target string) error {
 	code := resp.StatusCode
 	status := strconv.Itoa(code)
 	if text := http.StatusText(code); text != "" {
@@ -318,7 +309,7 @@ func (w *Webhook) outcome(resp *http.Response, target string) error {
 		return fmt.Errorf("POST %s: %s: %w", target, status, timer.ErrDiscard)
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		return &timer.RetryAfterError{
-			After: retryAfter(resp.Header.Get("Retry-After"), w.cfg.Now()),
+			After: retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()),
 			Err:   fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body)),
 		}
 	}
@@ -369,57 +360,10 @@ func drainClose(body io.ReadCloser, limit int64) {
 }
 
 // signatures is the webhook-signature header: one entry per secret.
-func (w *Webhook) signatures(msgID string, ts int64, body []byte) string {
-	sigs := make([]string, len(w.keys))
-	for i, key := range w.keys {
+func (c *Client) signatures(msgID string, ts int64, body []byte) string {
+	sigs := make([]string, len(c.keys))
+	for i, key := range c.keys {
 		sigs[i] = Sign(key, msgID, ts, body)
 	}
 	return strings.Join(sigs, " ")
-}
-
-// Sign returns one Standard Webhooks signature entry, "v1," and the
-// base64 of HMAC-SHA256(secret, msgID + "." + ts + "." + body), where ts
-// is the webhook-timestamp in Unix seconds.
-func Sign(secret []byte, msgID string, ts int64, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	var num [20]byte
-	mac.Write([]byte(msgID))
-	mac.Write([]byte{'.'})
-	mac.Write(strconv.AppendInt(num[:0], ts, 10))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
-}
-
-// ParseSecret decodes a secret in the Standard Webhooks form, whsec_ and
-// the base64 of a key of 24 to 64 bytes, into the key. Its errors never
-// quote the secret.
-func ParseSecret(s string) ([]byte, error) {
-	key, err := parseSecret(s)
-	if err != nil {
-		return nil, fmt.Errorf("webhook secret: %w", err)
-	}
-	return key, nil
-}
-
-func parseSecret(s string) ([]byte, error) {
-	enc, ok := strings.CutPrefix(s, secretPrefix)
-	if !ok {
-		return nil, errors.New("must start with " + secretPrefix)
-	}
-	key, err := base64.StdEncoding.DecodeString(enc)
-	if err != nil {
-		return nil, errors.New("not valid base64 after " + secretPrefix)
-	}
-	if len(key) < minSecretBytes || len(key) > maxSecretBytes {
-		return nil, fmt.Errorf("key is %d bytes, want %d to %d", len(key), minSecretBytes, maxSecretBytes)
-	}
-	return key, nil
-}
-
-// NewSecret returns a new random secret of 24 bytes in the whsec_ form.
-func NewSecret() string {
-	key := make([]byte, minSecretBytes)
-	rand.Read(key) // never fails, as of Go 1.24
-	return secretPrefix + base64.StdEncoding.EncodeToString(key)
 }

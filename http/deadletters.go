@@ -1,0 +1,56 @@
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"strconv"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// replayDead: POST /v1/deadletters/{id}/replay; the body is optional.
+func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
+	a.withWhen(w, r, true, a.jobs.Replay)
+}
+
+// listDead: GET /v1/deadletters?topic=T&limit=N&after=CURSOR.
+func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	topic := q.Get("topic")
+	if !timer.ValidTopic(topic) {
+		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
+		return
+	}
+	limit := DefaultDeadPage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxDeadPage {
+			a.writeError(w, r, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxDeadPage)})
+			return
+		}
+		limit = n
+	}
+	jobs, next, err := a.dead.ListDead(r.Context(), topic, q.Get("after"), limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	items := make([]jobView, len(jobs))
+	for i, j := range jobs {
+		items[i] = viewOf(j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next": next})
+}
+
+// purgeDead: DELETE /v1/deadletters/{id}.
+func (a *API) purgeDead(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err == nil {
+		err = a.dead.PurgeDead(r.Context(), id)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"id": id.String(), "purged": true})
+}

@@ -1,0 +1,206 @@
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// createJob: POST /v1/jobs.
+func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
+	var body jobRequest
+	if err := decode(r.Body, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req, err := a.checked(r.Context(), &body)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	res, err := a.jobs.Schedule(r.Context(), req)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	status := http.StatusCreated
+	if !res.Created {
+		status = http.StatusOK
+	}
+	writeJSON(w, status, viewOf(res.Job))
+}
+
+// checked turns a body into a request and checks its callback URL.
+func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, error) {
+	req, err := body.request()
+	if err != nil {
+		return req, err
+	}
+	return req, a.guard.Check(ctx, req.CallbackURL)
+}
+
+type batchRequest struct {
+	Jobs []json.RawMessage `json:"jobs"`
+}
+
+type batchItem struct {
+	ID      string       `json:"id,omitempty"`
+	Status  string       `json:"status,omitempty"`
+	Created *bool        `json:"created,omitempty"`
+	Error   *errorDetail `json:"error,omitempty"`
+}
+
+// createBatch: POST /v1/jobs/batch. Items are answered in request order;
+// the valid ones are committed in one transaction.
+func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		a.writeError(w, r, decodeError(err))
+		return
+	}
+	// The common case, every item well-formed, is decoded in one pass;
+	// otherwise each item is decoded alone so that its error names it.
+	var fast struct {
+		Jobs []jobRequest `json:"jobs"`
+	}
+	var bodies []*jobRequest
+	var errs []error
+	if decode(bytes.NewReader(raw), &fast) == nil {
+		bodies = make([]*jobRequest, len(fast.Jobs))
+		for i := range fast.Jobs {
+			bodies[i] = &fast.Jobs[i]
+		}
+		errs = make([]error, len(bodies))
+	} else {
+		var body batchRequest
+		if err := decode(bytes.NewReader(raw), &body); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		bodies = make([]*jobRequest, len(body.Jobs))
+		errs = make([]error, len(body.Jobs))
+		for i, item := range body.Jobs {
+			bodies[i] = new(jobRequest)
+			errs[i] = decode(bytes.NewReader(item), bodies[i])
+		}
+	}
+	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
+		a.writeError(w, r, &timer.FieldError{Field: "jobs", Message: fmt.Sprintf("must hold 1..%d jobs", MaxBatchJobs)})
+		return
+	}
+	items := make([]batchItem, len(bodies))
+	checkedURL := map[string]error{} // most batches share one callback
+	var (
+		reqs []timer.Request
+		at   []int
+	)
+	for i, jb := range bodies {
+		var req timer.Request
+		err := errs[i]
+		if err == nil {
+			req, err = jb.request()
+		}
+		if err == nil {
+			var seen bool
+			if err, seen = checkedURL[req.CallbackURL]; !seen {
+				err = a.guard.Check(r.Context(), req.CallbackURL)
+				checkedURL[req.CallbackURL] = err
+			}
+		}
+		if err != nil {
+			_, d := toDetail(err)
+			items[i].Error = &d
+			continue
+		}
+		reqs = append(reqs, req)
+		at = append(at, i)
+	}
+	if len(reqs) > 0 {
+		res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		for n, res := range res {
+			i := at[n]
+			if res.Err != nil {
+				_, d := toDetail(res.Err)
+				items[i].Error = &d
+				continue
+			}
+			created := res.Created
+			items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: &created}
+		}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": items})
+}
+
+func jobID(r *http.Request) (timer.JobID, error) {
+	id, err := timer.ParseJobID(chi.URLParam(r, "id"))
+	if err != nil {
+		return 0, &timer.FieldError{Field: "id", Message: "must be a job id: a positive decimal integer below 2^63"}
+	}
+	return id, nil
+}
+
+// getJob: GET /v1/jobs/{id}.
+func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
+	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) { return a.jobs.Get(ctx, id) })
+}
+
+// cancelJob: DELETE /v1/jobs/{id}.
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
+	a.withJob(w, r, a.jobs.Cancel)
+}
+
+// rescheduleJob: PATCH /v1/jobs/{id}.
+func (a *API) rescheduleJob(w http.ResponseWriter, r *http.Request) {
+	a.withWhen(w, r, false, a.jobs.Reschedule)
+}
+
+func (a *API) withWhen(w http.ResponseWriter, r *http.Request, optional bool, do func(context.Context, timer.JobID, time.Time, time.Duration) (*timer.Job, error)) {
+	var body whenRequest
+	if r.ContentLength != 0 || !optional {
+		if err := decode(r.Body, &body); err != nil && !(optional && isEmptyBody(err)) {
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	fireAt, delay, err := body.when(optional)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) {
+		return do(ctx, id, fireAt, delay)
+	})
+}
+
+func isEmptyBody(err error) bool {
+	fe, ok := errors.AsType[*timer.FieldError](err)
+	return ok && fe.Field == "" && strings.HasPrefix(fe.Message, "the body is empty")
+}
+
+func (a *API) withJob(w http.ResponseWriter, r *http.Request, do func(context.Context, timer.JobID) (*timer.Job, error)) {
+	id, err := jobID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	j, err := do(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, viewOf(j))
+}
