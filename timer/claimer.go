@@ -318,21 +318,37 @@ func takeSlots(ranges []slotRange, n int) ([]Slot, []slotRange) {
 // peek reads the heads of slots and places them; without a HeadReader it
 // marks them due now, so that the next pass claims from each.
 func (c *claimer) peek(ctx context.Context, batch []Slot) error {
-	now := c.cfg.now()
 	if c.cfg.reader == nil {
-		for _, s := range batch {
-			if c.own.has(s) {
-				st := c.state(s)
-				st.due = now
-				c.place(st, c.horizon(now))
-			}
-		}
+		c.markDue(batch)
 		return nil
 	}
 	heads, err := c.cfg.reader.Heads(ctx, batch)
 	if err != nil {
 		return err
 	}
+	c.applyHeads(batch, heads)
+	return nil
+}
+
+// markDue makes the owned slots of batch due now, so that the next pass
+// claims from each and learns its state from the reply.
+func (c *claimer) markDue(batch []Slot) {
+	now := c.cfg.now()
+	for _, s := range batch {
+		if c.own.has(s) {
+			st := c.state(s)
+			st.due = now
+			c.place(st, c.horizon(now))
+		}
+	}
+}
+
+// applyHeads places the owned slots of batch by the heads read of them.
+// A read only ever brings times earlier: what the claimer learnt from its
+// own claims since is at least as fresh, and a time that is too early
+// costs one claim that finds nothing.
+func (c *claimer) applyHeads(batch []Slot, heads []SlotHeads) {
+	now := c.cfg.now()
 	for i, s := range batch {
 		if !c.own.has(s) {
 			continue
@@ -345,8 +361,6 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 			}
 			st = c.state(s)
 		}
-		// A peek only ever brings times earlier: what the claimer learnt
-		// from its own claims is at least as fresh.
 		if !h.NextDue.IsZero() && (st.due.IsZero() || h.NextDue.Before(st.due)) {
 			st.due = h.NextDue
 		}
@@ -355,7 +369,6 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 		}
 		c.place(st, c.horizon(now))
 	}
-	return nil
 }
 
 // next is when the claimer next has work: the earliest waiting slot or

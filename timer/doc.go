@@ -3,27 +3,41 @@
 // makes a committed job fire even when Redis loses it.
 //
 // It imports only the standard library and declares the small interfaces it
-// needs of its adapters: a Store (package taskdb), an Index and a Leaser
-// (package prepare, over the Lua scripts of package lua), and a Handler that
-// fires a job (package http's webhook sender, or a function of a library
-// user).
+// needs of its adapters: a Store (package taskdb), an Index, a Leaser and a
+// HeadReader (package prepare, over the Lua scripts of package lua), and a
+// Handler that fires a job (package webhook's Client, or a function of a
+// library user).
 //
 // # How a job flows
 //
 // Scheduler.Schedule commits the row as pending in the task store (the
 // source of truth), then, when the job is due within the horizon, adds its
-// timer to its slot's Store set in Redis. A Worker owning the slot sleeps
-// until shortly before the slot's next due time (WorkerConfig.ClaimAhead),
-// claims the jobs due within the look-ahead from every owned slot into each
-// slot's Prepare set (a lease), loads their rows in one query, skips those
-// no longer pending, and calls the Handler at each job's due time, with
-// bounded concurrency. On success it marks the
-// row done and then acks the lease; on failure it records the attempt and
-// the script puts the job back with a backoff, or into the Dead set once
-// its attempts are exhausted. A lease that is never acked (its worker
-// died) expires and is swept back. The Backstop rescans the task store and
-// restores pending jobs that Redis lost, and loads far-future jobs as they
-// come within the horizon.
+// timer to its slot's due set in Redis and wakes the worker that owns the
+// slot. The Worker is a pipeline of small parts, each in its own file with
+// a step function its tests drive:
+//
+//   - the claimer (claimer.go) keeps the owned slots that hold something,
+//     ordered by when each next needs serving, and sleeps until shortly
+//     before the earliest (WorkerConfig.ClaimAhead); it then claims the
+//     jobs due within the look-ahead into each slot's Prepare set (a
+//     lease) and sweeps expired leases back;
+//   - the limiter (limiter.go) decides which topic it serves next (least
+//     virtual time for its weight) and how many jobs it may claim (token
+//     bucket, in-flight cap); only topics with due work are in its queues;
+//   - the loader (loader.go) reads the claimed rows in one query per pass
+//     and routes each lease: to the executor at the job's due time, or
+//     straight to the completer when the row says not to fire;
+//   - the executor (executor.go) calls the Handler with bounded
+//     concurrency and the topic's callback timeout;
+//   - the completer (completer.go) records each outcome in the row first
+//     and then in Redis: done and acked, retried with backoff, buried in
+//     the Dead set once the attempts are exhausted, or put back without
+//     an attempt when it was not sent.
+//
+// A lease that is never acked (its worker died) expires and is swept
+// back. The Backstop rescans the task store and restores pending jobs that
+// Redis lost, and loads far-future jobs as they come within the horizon.
+// The Catalog is the process's one copy of the topic list.
 //
 // # Guarantees
 //

@@ -26,9 +26,11 @@ func StepsOf(ctx context.Context, w *Worker) *Steps {
 func (s *Steps) Claim(ctx context.Context) int {
 	w := s.w
 	w.applyWakes()
-	for range 1000 {
-		if !w.peekSome(ctx) {
-			break
+	for len(w.unknown) > 0 {
+		var batch []Slot
+		batch, w.unknown = takeSlots(w.unknown, peekChunk)
+		if err := w.claim.peek(ctx, batch); err != nil {
+			panic(err)
 		}
 	}
 	leases, buried, _ := w.claim.runOnce(ctx)

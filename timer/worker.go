@@ -150,6 +150,11 @@ type Worker struct {
 	rescan, unknown []slotRange
 	rescanAt        time.Time
 	rescanStep      time.Duration
+	// headsAsk and heads carry chunks of slots to the peeker and back;
+	// asked says a chunk is out.
+	headsAsk chan headsAnswer
+	heads    chan headsAnswer
+	asked    bool
 }
 
 // NewWorker returns a worker that fires the slots owner gives it through
@@ -179,6 +184,8 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		finishCh:   make(chan outcome, held),
 		wakes:      make(map[Slot]time.Time),
 		woken:      make(chan struct{}, 1),
+		headsAsk:   make(chan headsAnswer, 1),
+		heads:      make(chan headsAnswer, 1),
 	}
 	record := func(ctx context.Context, o outcome) { w.complete.record(ctx, []outcome{o}) }
 	def := timing{timeout: cfg.AttemptTimeout, lease: cfg.Lease, retry: cfg.Retry}

@@ -29,9 +29,14 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ownCatalog {
 		catalog.Go(func() { _ = w.catalog.Run(ctx) })
 	}
+	var peeker sync.WaitGroup
+	if w.claim.cfg.reader != nil {
+		peeker.Go(func() { w.peeker(ctx) })
+	}
 
 	err := w.loop(ctx)
 	catalog.Wait()
+	peeker.Wait()
 
 	grace := time.AfterFunc(w.cfg.Grace, cancelHandlers)
 	defer grace.Stop()
@@ -63,7 +68,7 @@ func (w *Worker) loop(ctx context.Context) error {
 			return nil
 		}
 		w.applyWakes()
-		busy := w.peekSome(ctx)
+		busy := w.askHeads()
 		leases, buried, blocked := w.claim.runOnce(ctx)
 		if len(leases) > 0 {
 			w.loadCh <- leases // never blocks: its buffer holds as many passes as there are lease tokens
@@ -104,6 +109,8 @@ func (w *Worker) loop(ctx context.Context) error {
 			w.applyCatalog(ctx)
 		case <-rescan.C:
 			w.startRescan()
+		case res := <-w.heads:
+			w.gotHeads(res)
 		case <-sample.C:
 			now := w.cfg.Now()
 			w.lim.sampleRates(now.Sub(sampled))
@@ -138,30 +145,87 @@ func (w *Worker) applyWakes() {
 	}
 }
 
-// peekSome reads the heads of one chunk of slots to learn, or of the
-// rescan when its time has come, and reports whether more slots wait to
-// be learnt.
-func (w *Worker) peekSome(ctx context.Context) bool {
-	src := &w.unknown
-	if len(w.unknown) == 0 {
-		if len(w.rescan) == 0 || w.cfg.Now().Before(w.rescanAt) {
-			return false
+// headsAsk is a chunk of slots whose heads the peeker is to read, and
+// headsAnswer what it read.
+type headsAnswer struct {
+	slots  []Slot
+	heads  []SlotHeads
+	err    error
+	rescan bool
+}
+
+// peeker reads the heads of the chunks the loop asks for, off the loop, so
+// that a rescan of thousands of slots never holds up a claim.
+func (w *Worker) peeker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ask := <-w.headsAsk:
+			ask.heads, ask.err = w.claim.cfg.reader.Heads(ctx, ask.slots)
+			select {
+			case w.heads <- ask:
+			case <-ctx.Done():
+				return
+			}
 		}
-		src = &w.rescan
 	}
-	batch, rest := takeSlots(*src, peekChunk)
-	if err := w.claim.peek(ctx, batch); err != nil {
-		if ctx.Err() == nil {
-			w.log.Warn("read slot heads failed; trying again shortly", "slots", len(batch), "err", err)
+}
+
+// askHeads hands the peeker the next chunk of slots to learn, or of the
+// rescan when its time has come, unless a chunk is being read. Without a
+// HeadReader it marks the slots to learn due at once. It reports whether
+// more slots wait to be learnt.
+func (w *Worker) askHeads() bool {
+	if w.claim.cfg.reader == nil {
+		batch, rest := takeSlots(w.unknown, peekChunk)
+		w.unknown = rest
+		w.claim.markDue(batch)
+		if len(w.rescan) > 0 && !w.cfg.Now().Before(w.rescanAt) {
+			batch, w.rescan = takeSlots(w.rescan, peekChunk)
+			w.claim.markDue(batch)
+			w.rescanAt = w.rescanAt.Add(w.rescanStep)
 		}
-		w.rescanAt = w.cfg.Now().Add(errorBackoff)
+		return len(w.unknown) > 0
+	}
+	if w.asked {
 		return false
 	}
-	*src = rest
-	if src == &w.rescan {
+	ask := headsAnswer{}
+	switch {
+	case len(w.unknown) > 0:
+		ask.slots, w.unknown = takeSlots(w.unknown, peekChunk)
+	case len(w.rescan) > 0 && !w.cfg.Now().Before(w.rescanAt):
+		ask.slots, w.rescan = takeSlots(w.rescan, peekChunk)
+		ask.rescan = true
 		w.rescanAt = w.rescanAt.Add(w.rescanStep)
+	default:
+		return false
 	}
-	return len(w.unknown) > 0
+	w.asked = true
+	w.headsAsk <- ask // never blocks: the peeker holds at most this one
+	return false
+}
+
+// gotHeads places the slots of a chunk the peeker read; a chunk it could
+// not read goes back to be read again shortly.
+func (w *Worker) gotHeads(a headsAnswer) {
+	w.asked = false
+	if a.err != nil {
+		w.log.Warn("read slot heads failed; trying again shortly", "slots", len(a.slots), "err", a.err)
+		back := []slotRange{}
+		for _, s := range a.slots {
+			back = append(back, slotRange{topic: s.Topic, from: s.Index, to: s.Index + 1})
+		}
+		if a.rescan {
+			w.rescan = append(back, w.rescan...)
+		} else {
+			w.unknown = append(back, w.unknown...)
+		}
+		w.rescanAt = w.cfg.Now().Add(errorBackoff)
+		return
+	}
+	w.claim.applyHeads(a.slots, a.heads)
 }
 
 // startRescan queues every owned slot to be read again, in chunks spread
