@@ -16,10 +16,6 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// DefaultPrefix is the key prefix when New is given "", as in package
-// prepare.
-const DefaultPrefix = "toc:"
-
 // MaxLimit bounds the page size of List.
 const MaxLimit = 1000
 
@@ -46,13 +42,13 @@ type Box struct {
 	prefix string
 }
 
-// New returns the Box of the keys under prefix (DefaultPrefix when "").
+// New returns the Box of the keys under prefix (slots.DefaultPrefix when "").
 // It panics if prefix holds '{' or '}' (see slots.ValidPrefix).
 func New(client redis.UniversalClient, prefix string) *Box {
 	if !slots.ValidPrefix(prefix) {
 		panic(fmt.Sprintf("deadletter: prefix %q holds '{' or '}'", prefix))
 	}
-	return &Box{client: client, prefix: cmp.Or(prefix, DefaultPrefix)}
+	return &Box{client: client, prefix: cmp.Or(prefix, slots.DefaultPrefix)}
 }
 
 func (b *Box) key(topic string, slot int) string { return slots.Keys(b.prefix, topic, slot).Dead }

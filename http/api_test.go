@@ -23,6 +23,7 @@ import (
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
@@ -87,7 +88,7 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	}
 	cfg.AllowPrivateCallbacks = true
 	stats := &fakeStats{eng: eng}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(rdb, prepare.DefaultPrefix), store), stats, cfg)
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(rdb, slots.DefaultPrefix), store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats}

@@ -18,7 +18,6 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultPrefix = "toc:"
 	// DefaultWakeSuffix follows the prefix in the default wake channel.
 	DefaultWakeSuffix = "wake"
 )
@@ -38,7 +37,7 @@ const SweepAttemptCap = timer.MaxAttemptsLimit
 
 // Config configures a Queue.
 type Config struct {
-	// Prefix starts every key; DefaultPrefix when empty. It must not hold
+	// Prefix starts every key; slots.DefaultPrefix when empty. It must not hold
 	// '{' or '}', which would take the hash tag away from the slot's.
 	Prefix string
 	// WakeChannel is the pub/sub channel of wake-ups; Prefix+"wake" when
@@ -66,7 +65,7 @@ func (c Config) Validate() error {
 }
 
 func (c Config) withDefaults() Config {
-	c.Prefix = cmp.Or(c.Prefix, DefaultPrefix)
+	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
 	c.WakeChannel = cmp.Or(c.WakeChannel, c.Prefix+DefaultWakeSuffix)
 	if c.Logger == nil {
 		c.Logger = slog.Default()

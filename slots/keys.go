@@ -5,6 +5,9 @@ import (
 	"strings"
 )
 
+// DefaultPrefix starts every key when no other prefix is configured.
+const DefaultPrefix = "toc:"
+
 // KeySet holds the Redis keys of one slot. All of them share the hash tag
 // "{<topic>:<slot>}".
 type KeySet struct {

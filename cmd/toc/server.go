@@ -62,7 +62,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
-		redisPrefix:     fs.string("redis-prefix", prepare.DefaultPrefix, "prefix of every Redis key toc writes"),
+		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
 		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
 		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
 		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
