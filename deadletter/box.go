@@ -32,7 +32,7 @@ type Entry struct {
 	// Attempts counts the dispatches it was given.
 	Attempts int
 	// Priority is the one its member in the Dead set names (see package
-	// lua); a revived job goes back to the Store set of that priority.
+	// lua); a revived job goes back to the due set of that priority.
 	Priority timer.Priority
 }
 

@@ -13,7 +13,7 @@ const (
 	PriorityHigh   = 1
 )
 
-// Member suffixes: the last byte of a member names the Store set it
+// Member suffixes: the last byte of a member names the due set it
 // belongs in. A normal member has none; the digits never use these bytes.
 const (
 	suffixHigh = 'h'

@@ -36,8 +36,8 @@ var (
 	reviveSrc string
 	//go:embed defer.lua
 	deferSrc string
-	// memberSrc defines level(member), the Store set a member's suffix
-	// names, and earliest(stores), the lowest score of a slot's Store
+	// memberSrc defines level(member), the due set a member's suffix
+	// names, and earliest(sets), the lowest score of a slot's due
 	// sets; it opens every script, as Redis scripts cannot share code.
 	//go:embed member.lua
 	memberSrc string

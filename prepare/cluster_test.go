@@ -55,7 +55,7 @@ func TestCluster(t *testing.T) {
 	var timers []timer.Timer
 	for id := timer.JobID(1); id <= 64; id++ {
 		tt := tm(id, "orders", 16, at(int64(id)))
-		tt.Priority = timer.Priority(int(id%3) - 1) // all three Store sets
+		tt.Priority = timer.Priority(int(id%3) - 1) // all three due sets
 		timers = append(timers, tt)
 	}
 	wakes, err := q.Add(ctx, timers)

@@ -175,7 +175,7 @@ func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 	return added, wakes, nil
 }
 
-// Remove implements timer.Index. It removes each timer from the Store set
+// Remove implements timer.Index. It removes each timer from the due set
 // of its priority.
 func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	var g grouping[timer.Timer]
@@ -197,12 +197,12 @@ func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	var rs []removal
 	pipe := q.client.Pipeline()
 	for _, b := range batches {
-		var members [3][]any // by priority, as KeySet.Stores orders them
+		var members [3][]any // by priority, as KeySet.Dues orders them
 		for _, t := range b.items {
-			i := storeIndex(t.Priority)
+			i := dueIndex(t.Priority)
 			members[i] = append(members[i], member(t.ID, t.Priority))
 		}
-		for i, key := range q.Keys(b.slot).Stores() {
+		for i, key := range q.Keys(b.slot).Dues() {
 			if len(members[i]) > 0 {
 				rs = append(rs, removal{b.slot, pipe.ZRem(ctx, key, members[i]...)})
 			}
@@ -275,7 +275,7 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	}
 	c := timer.Claim{
 		Leases:     make([]timer.Lease, 0, len(r.Leased)),
-		NextDue:    timeOf(r.StoreHead),
+		NextDue:    timeOf(r.DueHead),
 		NextExpiry: timeOf(r.PrepareHead),
 	}
 	var bad error
@@ -290,7 +290,7 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 		c.Leases = append(c.Leases, timer.Lease{ID: id, Slot: slot, Attempt: l.Attempt, Priority: p, Token: l.Token})
 	}
 	if bad != nil {
-		return c, fmt.Errorf("claim slot %s: bad members in Store: %w", slot, bad)
+		return c, fmt.Errorf("claim slot %s: bad members in the due sets: %w", slot, bad)
 	}
 	return c, nil
 }
@@ -349,7 +349,7 @@ func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttem
 	}
 }
 
-// Defer implements timer.Leaser: the job goes back to the Store set of
+// Defer implements timer.Leaser: the job goes back to the due set of
 // its priority due at at, with the attempt count of the lease.
 func (q *Queue) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, error) {
 	if err := checkLease(l); err != nil {
@@ -402,7 +402,7 @@ func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	return s, nil
 }
 
-// Peek returns the earliest due time in slot's Store sets, zero when they
+// Peek returns the earliest due time in slot's due sets, zero when they
 // are empty.
 func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	if err := checkSlot(slot); err != nil {
@@ -410,7 +410,7 @@ func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	}
 	pipe := q.client.Pipeline()
 	var cmds [3]*redis.ZSliceCmd
-	for i, key := range q.Keys(slot).Stores() {
+	for i, key := range q.Keys(slot).Dues() {
 		cmds[i] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
@@ -423,7 +423,7 @@ func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	return timeOf(h), nil
 }
 
-// earliest decodes the heads of a slot's Store sets, as ZRANGE key 0 0
+// earliest decodes the heads of a slot's due sets, as ZRANGE key 0 0
 // WITHSCORES returned them, and returns the lowest.
 func earliest(cmds [3]*redis.ZSliceCmd) (lua.Head, error) {
 	var hs [3]lua.Head
@@ -440,11 +440,11 @@ func earliest(cmds [3]*redis.ZSliceCmd) (lua.Head, error) {
 // statsChunk bounds the slots whose counts go in one pipeline.
 const statsChunk = 1024
 
-// Stats counts the timers of topic (with n slots) stored (in the Store
+// Stats counts the timers of topic (with n slots) waiting (in the due
 // sets of all priorities), leased and dead, and returns the earliest due
-// time in any Store set (zero when all are empty). It reads every slot, in pipelines of statsChunk slots; the
-// counts are not one snapshot.
-func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased, dead int64, nextDue time.Time, err error) {
+// time in any due set (zero when all are empty). It reads every slot, in
+// pipelines of statsChunk slots; the counts are not one snapshot.
+func (q *Queue) Stats(ctx context.Context, topic string, n int) (waiting, leased, dead int64, nextDue time.Time, err error) {
 	if !slots.ValidTopic(topic) {
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats: topic %q: %w", topic, timer.ErrInvalid)
 	}
@@ -452,7 +452,7 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: slot count %d: %w", topic, n, timer.ErrInvalid)
 	}
 	type counts struct {
-		store         [3]*redis.IntCmd
+		due           [3]*redis.IntCmd
 		prepare, dead *redis.IntCmd
 		head          [3]*redis.ZSliceCmd
 	}
@@ -463,8 +463,8 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 		for i := from; i < min(from+statsChunk, n); i++ {
 			k := slots.Keys(q.cfg.Prefix, topic, i)
 			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
-			for j, key := range k.Stores() {
-				c.store[j] = pipe.ZCard(ctx, key)
+			for j, key := range k.Dues() {
+				c.due[j] = pipe.ZCard(ctx, key)
 				c.head[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 			}
 			cs = append(cs, c)
@@ -473,8 +473,8 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 		}
 		for _, c := range cs {
-			for _, n := range c.store {
-				stored += n.Val()
+			for _, n := range c.due {
+				waiting += n.Val()
 			}
 			leased += c.prepare.Val()
 			dead += c.dead.Val()
@@ -485,7 +485,7 @@ func (q *Queue) Stats(ctx context.Context, topic string, n int) (stored, leased,
 			next = lua.Earliest(next, h)
 		}
 	}
-	return stored, leased, dead, timeOf(next), nil
+	return waiting, leased, dead, timeOf(next), nil
 }
 
 // slotOf validates t and returns its slot.
@@ -538,9 +538,9 @@ func parseMember(m string) (timer.JobID, timer.Priority, error) {
 // held returns the lease l as the scripts take it.
 func held(l timer.Lease) lua.Held { return lua.Held{Member: member(l.ID, l.Priority), Token: l.Token} }
 
-// storeIndex returns the index of the Store set of priority p in
-// slots.KeySet.Stores, highest first.
-func storeIndex(p timer.Priority) int { return int(timer.PriorityHigh - p) }
+// dueIndex returns the index of the due set of priority p in
+// slots.KeySet.Dues, highest first.
+func dueIndex(p timer.Priority) int { return int(timer.PriorityHigh - p) }
 
 // invalid marks a lua.ErrRange error (input that does not fit a score) as
 // timer.ErrInvalid too.

@@ -40,11 +40,11 @@ func tm(id timer.JobID, topic string, n int, due time.Time) timer.Timer {
 	return timer.Timer{ID: id, Topic: topic, Slots: n, Basis: uint64(id), DueAt: due}
 }
 
-// storeOf returns the members of slot's Store in order, as "id@ms/attempt"
+// dueOf returns the members of slot's normal due set in order, as "id@ms/attempt"
 // with ms relative to t0.
-func storeOf(t *testing.T, b *luatest.Backend, q *Queue, s timer.Slot) []string {
+func dueOf(t *testing.T, b *luatest.Backend, q *Queue, s timer.Slot) []string {
 	t.Helper()
-	return setOf(t, b, q.Keys(s).Store)
+	return setOf(t, b, q.Keys(s).Due)
 }
 
 func setOf(t *testing.T, b *luatest.Backend, key string) []string {
@@ -146,7 +146,7 @@ func TestAddGroupsBySlot(t *testing.T) {
 		}
 		for s, members := range want {
 			slices.Reverse(members) // due times fall as ids rise
-			if got := storeOf(t, b, q, s); !slices.Equal(got, members) {
+			if got := dueOf(t, b, q, s); !slices.Equal(got, members) {
 				t.Errorf("store %v = %v, want %v", s, got, members)
 			}
 		}
@@ -180,7 +180,7 @@ func TestAddBasis(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := timer.Slot{Topic: "orders", Index: slots.Of(777, 1024)}
-	if got := storeOf(t, b, q, s); len(got) != 20 {
+	if got := dueOf(t, b, q, s); len(got) != 20 {
 		t.Errorf("slot %v holds %v, want all 20", s, got)
 	}
 }
@@ -268,7 +268,7 @@ func TestRestore(t *testing.T) {
 		if err != nil || n != 1 || !slices.Equal(wakes, []timer.Wake{{Slot: s, DueAt: at(20)}}) {
 			t.Errorf("Restore = %d, %v, %v; want 1 and a wake at +20", n, wakes, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@20/0", "3@50/0"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@20/0", "3@50/0"}) {
 			t.Errorf("store = %v", got)
 		}
 	})
@@ -351,7 +351,7 @@ func TestLeaseCycle(t *testing.T) {
 		if o, err := q.Retry(ctx, c.Leases[2], at(500), 3, at(7)); err != nil || o != timer.Buried {
 			t.Errorf("Retry at max = %v, %v; want Buried", o, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1"}) {
 			t.Errorf("store = %v", got)
 		}
 		if got := setOf(t, b, q.Keys(s).Dead); !slices.Equal(got, []string{"3@7/3"}) {
@@ -364,7 +364,7 @@ func TestLeaseCycle(t *testing.T) {
 		if ok, _, err = q.Revive(ctx, tm(3, "orders", 1, at(900))); err != nil || ok {
 			t.Errorf("second Revive = %v, %v", ok, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1", "3@900/0"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1", "3@900/0"}) {
 			t.Errorf("store after Revive = %v", got)
 		}
 		if next, err := q.Peek(ctx, s); err != nil || next != at(10) {
@@ -402,7 +402,7 @@ func TestSweep(t *testing.T) {
 		if err != nil || sw.Returned != 1 || !slices.Equal(sw.Dead, wantDead) || sw.NextExpiry != at(1001) {
 			t.Errorf("Sweep = %+v, %v; want 1 returned, job 2 dead at attempt %d", sw, err, timer.MaxAttemptsLimit)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"1@100/1"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"1@100/1"}) {
 			t.Errorf("store = %v", got)
 		}
 		// The swept lease's holder lost it.

@@ -79,7 +79,7 @@ func (q *Queue) Usage(ctx context.Context, topic string, now time.Time) (Usage, 
 }
 
 // DueWaiting counts the jobs of a topic of n slots that are due at now
-// and still in Store: not yet claimed, because their topic is throttled
+// and still in their due sets: not yet claimed, because their topic is throttled
 // or the workers are behind.
 func (q *Queue) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
 	if !slots.ValidTopic(topic) || !slots.Valid(n) {
@@ -92,7 +92,7 @@ func (q *Queue) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 		var cmds []*redis.IntCmd
 		for i := from; i < min(from+statsChunk, n); i++ {
 			k := slots.Keys(q.cfg.Prefix, topic, i)
-			for _, key := range []string{k.StoreHigh, k.Store, k.StoreLow} {
+			for _, key := range []string{k.DueHigh, k.Due, k.DueLow} {
 				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
 			}
 		}

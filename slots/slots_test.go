@@ -91,17 +91,17 @@ func TestValidPrefix(t *testing.T) {
 func TestKeys(t *testing.T) {
 	k := Keys("toc:", "orders", 7)
 	want := KeySet{
-		StoreHigh: "toc:{orders:7}:store:high",
-		Store:     "toc:{orders:7}:store",
-		StoreLow:  "toc:{orders:7}:store:low",
-		Prepare:   "toc:{orders:7}:prepare",
-		Dead:      "toc:{orders:7}:dead",
+		DueHigh: "toc:{orders:7}:store:high",
+		Due:     "toc:{orders:7}:store",
+		DueLow:  "toc:{orders:7}:store:low",
+		Prepare: "toc:{orders:7}:prepare",
+		Dead:    "toc:{orders:7}:dead",
 	}
 	if k != want {
 		t.Fatalf("Keys = %+v, want %+v", k, want)
 	}
-	if s := k.Stores(); s != [3]string{want.StoreHigh, want.Store, want.StoreLow} {
-		t.Errorf("Stores = %v", s)
+	if s := k.Dues(); s != [3]string{want.DueHigh, want.Due, want.DueLow} {
+		t.Errorf("Dues = %v", s)
 	}
 }
 
@@ -146,7 +146,7 @@ func FuzzKeys(f *testing.F) {
 		if want != int(crc16(topic+":"+strconv.Itoa(slot))%ClusterSlots) {
 			t.Fatalf("tag %q hashes to %d, not to its contents", Tag(topic, slot), want)
 		}
-		all := []string{k.StoreHigh, k.Store, k.StoreLow, k.Prepare, k.Dead}
+		all := []string{k.DueHigh, k.Due, k.DueLow, k.Prepare, k.Dead}
 		seen := map[string]bool{}
 		for _, key := range all {
 			if got := ClusterSlot(key); got != want {

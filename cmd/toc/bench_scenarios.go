@@ -318,7 +318,7 @@ func (b *bench) memory(ctx context.Context) ([]result, error) {
 		return nil, err
 	}
 	keys := slots.Keys(slots.DefaultPrefix, topicNear, 0)
-	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Store).Result()
+	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Due).Result()
 	perJob := float64(afterNear-base) / float64(near)
 	far := time.Now().Add(25 * time.Hour)
 	if _, err := b.load(ctx, b.topic("memfar"), total-near, func(i int) time.Time { return far.Add(time.Duration(i) * time.Millisecond) }, 4); err != nil {
@@ -375,7 +375,7 @@ func (b *bench) recover(ctx context.Context) ([]result, error) {
 		pipe := b.rdb.Pipeline()
 		cmds := make([]interface{ Val() int64 }, timer.DefaultSlots)
 		for s := range timer.DefaultSlots {
-			cmds[s] = pipe.ZCard(ctx, slots.Keys(slots.DefaultPrefix, topic, s).Store)
+			cmds[s] = pipe.ZCard(ctx, slots.Keys(slots.DefaultPrefix, topic, s).Due)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, err
