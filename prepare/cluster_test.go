@@ -15,7 +15,7 @@ import (
 
 func testenvNewRedis(t *testing.T) *testenv.RedisServer { return testenv.NewRedis(t) }
 
-// TestCluster runs the Queue through a ClusterClient against a one-node
+// TestCluster runs the Index through a ClusterClient against a one-node
 // Redis Cluster that serves all 16384 slots. A real cluster refuses a
 // script whose keys span slots (CROSSSLOT), and go-redis routes every
 // command and pipeline by key.

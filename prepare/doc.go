@@ -2,7 +2,7 @@
 // timer in its slot's due set and consumes timers in two phases, claim
 // then ack, so that no timer is lost when a worker dies mid-fire.
 //
-// [Queue] implements [timer.Index] (add, restore, remove, revive),
+// [Index] implements [timer.Index] (add, restore, remove, revive),
 // [timer.Leaser] (claim, ack, retry, defer, sweep) and [timer.Waker]
 // (wake-ups over Redis pub/sub), each state change being one script of
 // package lua.

@@ -54,7 +54,7 @@ func tmp(id timer.JobID, due time.Time, p timer.Priority) timer.Timer {
 func TestPriorityCycle(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		k := q.Keys(s)
 		high, normal, low := timer.PriorityHigh, timer.PriorityNormal, timer.PriorityLow
@@ -154,7 +154,7 @@ func TestPriorityCycle(t *testing.T) {
 func TestDefer(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		tt := tmp(1, at(0), timer.PriorityLow)
 		tt.Attempt = 4
@@ -195,7 +195,7 @@ func TestDefer(t *testing.T) {
 
 func TestPriorityInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	ctx := t.Context()
 	s := timer.Slot{Topic: "orders"}
 	bad := tmp(1, t0, 2)

@@ -35,7 +35,7 @@ var aging = lua.Aging{
 // documents. A job's own max attempts is enforced by Retry.
 const SweepAttemptCap = timer.MaxAttemptsLimit
 
-// Config configures a Queue.
+// Config configures an Index.
 type Config struct {
 	// Prefix starts every key; slots.DefaultPrefix when empty. It must not hold
 	// '{' or '}', which would take the hash tag away from the slot's.
@@ -73,9 +73,9 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Queue is the Redis timer index over one Redis deployment (a single node,
+// Index is the Redis timer index over one Redis deployment (a single node,
 // Sentinel or Cluster).
-type Queue struct {
+type Index struct {
 	client redis.UniversalClient
 	cfg    Config
 
@@ -85,26 +85,26 @@ type Queue struct {
 }
 
 var (
-	_ timer.Index  = (*Queue)(nil)
-	_ timer.Leaser = (*Queue)(nil)
-	_ timer.Waker  = (*Queue)(nil)
+	_ timer.Index  = (*Index)(nil)
+	_ timer.Leaser = (*Index)(nil)
+	_ timer.Waker  = (*Index)(nil)
 )
 
-// New returns a Queue over client, or cfg's *ConfigError.
-func New(client redis.UniversalClient, cfg Config) (*Queue, error) {
+// New returns an Index over client, or cfg's *ConfigError.
+func New(client redis.UniversalClient, cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Queue{client: client, cfg: cfg.withDefaults()}, nil
+	return &Index{client: client, cfg: cfg.withDefaults()}, nil
 }
 
 // Keys returns the keys of slot.
-func (q *Queue) Keys(slot timer.Slot) slots.KeySet {
+func (q *Index) Keys(slot timer.Slot) slots.KeySet {
 	return slots.Keys(q.cfg.Prefix, slot.Topic, slot.Index)
 }
 
 // Add implements timer.Index.
-func (q *Queue) Add(ctx context.Context, timers []timer.Timer) ([]timer.Wake, error) {
+func (q *Index) Add(ctx context.Context, timers []timer.Timer) ([]timer.Wake, error) {
 	_, wakes, err := q.add(ctx, lua.ModeSet, timers)
 	if err != nil {
 		return nil, fmt.Errorf("add timers: %w", err)
@@ -113,7 +113,7 @@ func (q *Queue) Add(ctx context.Context, timers []timer.Timer) ([]timer.Wake, er
 }
 
 // Restore implements timer.Index.
-func (q *Queue) Restore(ctx context.Context, timers []timer.Timer) (int, []timer.Wake, error) {
+func (q *Index) Restore(ctx context.Context, timers []timer.Timer) (int, []timer.Wake, error) {
 	n, wakes, err := q.add(ctx, lua.ModeRestore, timers)
 	if err != nil {
 		return 0, nil, fmt.Errorf("restore timers: %w", err)
@@ -121,7 +121,7 @@ func (q *Queue) Restore(ctx context.Context, timers []timer.Timer) (int, []timer
 	return n, wakes, nil
 }
 
-func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer) (int, []timer.Wake, error) {
+func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer) (int, []timer.Wake, error) {
 	var g grouping[lua.Entry]
 	for _, t := range timers {
 		slot, err := slotOf(t)
@@ -177,7 +177,7 @@ func (q *Queue) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 
 // Remove implements timer.Index. It removes each timer from the due set
 // of its priority.
-func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
+func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	var g grouping[timer.Timer]
 	for _, t := range timers {
 		slot, err := slotOf(t)
@@ -222,7 +222,7 @@ func (q *Queue) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 // Revive implements timer.Index. When the revived job moves its slot's
 // earliest due time earlier, it returns the Wake, and the script also
 // publishes it on the wake channel for the other processes' Wakers.
-func (q *Queue) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, error) {
+func (q *Index) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, error) {
 	slot, err := slotOf(t)
 	if err != nil {
 		return false, nil, fmt.Errorf("revive: %w", err)
@@ -254,7 +254,7 @@ func (q *Queue) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, 
 // Redis for long (the claim then returns fewer than limit leases with
 // NextDue not after now). lease must be at least a millisecond and is
 // truncated to milliseconds.
-func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
+func (q *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
 	if err := checkSlot(slot); err != nil {
 		return timer.Claim{}, fmt.Errorf("claim: %w", err)
 	}
@@ -296,7 +296,7 @@ func (q *Queue) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 }
 
 // Ack implements timer.Leaser.
-func (q *Queue) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
+func (q *Index) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
 	var g grouping[lua.Held]
 	for _, l := range leases {
 		if err := checkLease(l); err != nil {
@@ -320,7 +320,7 @@ func (q *Queue) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
 }
 
 // Retry implements timer.Leaser. maxAttempts must be in 1..lua.MaxAttempt.
-func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttempts int, now time.Time) (timer.RetryOutcome, error) {
+func (q *Index) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttempts int, now time.Time) (timer.RetryOutcome, error) {
 	if err := checkLease(l); err != nil {
 		return 0, fmt.Errorf("retry job %d: %w", l.ID, err)
 	}
@@ -351,7 +351,7 @@ func (q *Queue) Retry(ctx context.Context, l timer.Lease, at time.Time, maxAttem
 
 // Defer implements timer.Leaser: the job goes back to the due set of
 // its priority due at at, with the attempt count of the lease.
-func (q *Queue) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, error) {
+func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, error) {
 	if err := checkLease(l); err != nil {
 		return false, fmt.Errorf("defer job %d: %w", l.ID, err)
 	}
@@ -370,7 +370,7 @@ func (q *Queue) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 // lua.MaxBatch it is lowered to that (NextExpiry then says whether more
 // leases have expired). The Dead leases it returns carry the attempt count
 // recorded in Dead and no token.
-func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
+func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
 	if err := checkSlot(slot); err != nil {
 		return timer.Sweep{}, fmt.Errorf("sweep: %w", err)
 	}
@@ -404,7 +404,7 @@ func (q *Queue) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 
 // Peek returns the earliest due time in slot's due sets, zero when they
 // are empty.
-func (q *Queue) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
+func (q *Index) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	if err := checkSlot(slot); err != nil {
 		return time.Time{}, fmt.Errorf("peek: %w", err)
 	}
@@ -444,7 +444,7 @@ const statsChunk = 1024
 // sets of all priorities), leased and dead, and returns the earliest due
 // time in any due set (zero when all are empty). It reads every slot, in
 // pipelines of statsChunk slots; the counts are not one snapshot.
-func (q *Queue) Stats(ctx context.Context, topic string, n int) (waiting, leased, dead int64, nextDue time.Time, err error) {
+func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased, dead int64, nextDue time.Time, err error) {
 	if !slots.ValidTopic(topic) {
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats: topic %q: %w", topic, timer.ErrInvalid)
 	}
@@ -604,15 +604,15 @@ func (g *grouping[T]) batches() []batch[T] {
 	return out
 }
 
-var _ timer.LossDetector = (*Queue)(nil)
+var _ timer.LossDetector = (*Index)(nil)
 
 // markKey is the key whose absence says Redis lost its data. On Redis
 // Cluster it lives on one node: the loss of another node alone is found
 // by the backstop's periodic full scan instead.
-func (q *Queue) markKey() string { return q.cfg.Prefix + "mark" }
+func (q *Index) markKey() string { return q.cfg.Prefix + "mark" }
 
 // Mark implements timer.LossDetector.
-func (q *Queue) Mark(ctx context.Context) error {
+func (q *Index) Mark(ctx context.Context) error {
 	if err := q.client.Set(ctx, q.markKey(), "1", 0).Err(); err != nil {
 		return fmt.Errorf("set %s: %w", q.markKey(), err)
 	}
@@ -620,7 +620,7 @@ func (q *Queue) Mark(ctx context.Context) error {
 }
 
 // Lost implements timer.LossDetector.
-func (q *Queue) Lost(ctx context.Context) (bool, error) {
+func (q *Index) Lost(ctx context.Context) (bool, error) {
 	n, err := q.client.Exists(ctx, q.markKey()).Result()
 	if err != nil {
 		return false, fmt.Errorf("exists %s: %w", q.markKey(), err)

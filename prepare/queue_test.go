@@ -22,9 +22,9 @@ var t0 = timer.TimeOf(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
 
 func at(ms int64) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
-// newQueue returns a Queue over b with the scripts loaded, so that the
+// newIndex returns an Index over b with the scripts loaded, so that the
 // first calls need no NOSCRIPT fallback.
-func newQueue(t *testing.T, b *luatest.Backend) *Queue {
+func newIndex(t *testing.T, b *luatest.Backend) *Index {
 	t.Helper()
 	if err := lua.Load(t.Context(), b.Client); err != nil {
 		t.Fatal(err)
@@ -42,7 +42,7 @@ func tm(id timer.JobID, topic string, n int, due time.Time) timer.Timer {
 
 // dueOf returns the members of slot's normal due set in order, as "id@ms/attempt"
 // with ms relative to t0.
-func dueOf(t *testing.T, b *luatest.Backend, q *Queue, s timer.Slot) []string {
+func dueOf(t *testing.T, b *luatest.Backend, q *Index, s timer.Slot) []string {
 	t.Helper()
 	return setOf(t, b, q.Keys(s).Due)
 }
@@ -110,7 +110,7 @@ func TestLimitsAgree(t *testing.T) {
 func TestAddGroupsBySlot(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		want := map[timer.Slot][]string{}
 		earliest := map[timer.Slot]int64{}
@@ -168,7 +168,7 @@ func TestAddGroupsBySlot(t *testing.T) {
 
 func TestAddBasis(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	// Jobs of one business object share a slot, whatever their ids.
 	var timers []timer.Timer
 	for id := timer.JobID(1); id <= 20; id++ {
@@ -187,7 +187,7 @@ func TestAddBasis(t *testing.T) {
 
 func TestAddBigBatch(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		n := 2*lua.MaxBatch + 500
 		for i := range n {
@@ -214,7 +214,7 @@ func TestAddBigBatch(t *testing.T) {
 
 func TestAddInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	good := tm(1, "orders", 16, t0)
 	tests := map[string]func(*timer.Timer){
 		"zero id":        func(t *timer.Timer) { t.ID = 0 },
@@ -249,7 +249,7 @@ func TestAddInvalid(t *testing.T) {
 func TestRestore(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		if _, err := q.Add(ctx, []timer.Timer{tm(1, "orders", 1, at(0)), tm(2, "orders", 1, at(0)), tm(3, "orders", 1, at(50))}); err != nil {
 			t.Fatal(err)
@@ -277,7 +277,7 @@ func TestRestore(t *testing.T) {
 func TestRemove(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		for id := timer.JobID(1); id <= 10; id++ {
 			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
@@ -308,7 +308,7 @@ func TestRemove(t *testing.T) {
 func TestLeaseCycle(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		retried := tm(3, "orders", 1, at(0))
 		retried.Attempt = 2
@@ -379,7 +379,7 @@ func TestLeaseCycle(t *testing.T) {
 func TestSweep(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		last := tm(2, "orders", 1, at(0))
 		last.Attempt = timer.MaxAttemptsLimit - 1
@@ -414,7 +414,7 @@ func TestSweep(t *testing.T) {
 
 func TestLeaserInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	ctx := t.Context()
 	s := timer.Slot{Topic: "orders"}
 	for name, err := range map[string]error{
@@ -454,7 +454,7 @@ func errOf(_, _, _ int64, _ time.Time, err error) error { return err }
 func TestStats(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		if stored, leased, dead, next, err := q.Stats(ctx, "orders", 16); err != nil || stored+leased+dead != 0 || !next.IsZero() {
 			t.Errorf("Stats(empty) = %d %d %d %v %v", stored, leased, dead, next, err)
 		}
@@ -492,7 +492,7 @@ func TestStats(t *testing.T) {
 // works in one round of EVALSHA, then one of EVAL.
 func TestNoScriptPipelined(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		b.FlushScripts(t)
 		before := b.Calls.NoScript()
 		var timers []timer.Timer
@@ -520,7 +520,7 @@ var _ redis.UniversalClient = (*redis.Client)(nil)
 func TestLimitsClamp(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		var timers []timer.Timer
 		for id := timer.JobID(1); id <= lua.MaxBatch+500; id++ {

@@ -36,7 +36,7 @@ const (
 // warning and subscribes again after a backoff. Messages published while
 // it is not subscribed are lost: wake-ups are hints, and workers still
 // read each slot's next due time when they claim.
-func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
+func (q *Index) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 	backoff := wakeMinBackoff
 	for {
 		heard, err := q.listen(ctx, fn)
@@ -61,7 +61,7 @@ func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 
 // listen runs one subscription until it fails or ctx is done. heard
 // reports whether the subscription was confirmed.
-func (q *Queue) listen(ctx context.Context, fn func(timer.Wake)) (heard bool, err error) {
+func (q *Index) listen(ctx context.Context, fn func(timer.Wake)) (heard bool, err error) {
 	ps := q.client.Subscribe(ctx)
 	defer ps.Close()
 	// Receive does not watch ctx: closing the subscription interrupts it.

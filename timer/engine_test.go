@@ -106,7 +106,7 @@ func (r *recorder) deliveries(id timer.JobID) []delivery {
 type stack struct {
 	store  *taskdb.Store
 	rdb    *redis.Client
-	queue  *prepare.Queue
+	queue  *prepare.Index
 	dead   *deadletter.Box
 	redis  *testenv.RedisServer
 	prefix string

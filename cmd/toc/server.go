@@ -249,7 +249,7 @@ func (s *service) run(ctx context.Context) error {
 
 // publishUsage writes this member's use of each topic to Redis every
 // second, for GET /v1/topics/{topic} on any member to sum.
-func publishUsage(ctx context.Context, queue *prepare.Queue, member string, w *timer.Worker, log *slog.Logger) {
+func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *timer.Worker, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	failing := false
@@ -307,7 +307,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 // topicStats joins the task store's counts with Redis's.
 type topicStats struct {
 	store *taskdb.Store
-	queue *prepare.Queue
+	queue *prepare.Index
 }
 
 func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
