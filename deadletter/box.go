@@ -113,7 +113,7 @@ func (b *Box) List(ctx context.Context, topic string, n int, after string, limit
 // not after pos; such groups are as large as one sweep at most.
 func (b *Box) seek(ctx context.Context, topic string, pos position, want int) ([]position, error) {
 	key := b.key(topic, pos.slot)
-	score := strconv.FormatInt(pos.score, 10)
+	score := pos.score
 	var out []position
 	for off := 0; ; {
 		zs, err := b.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
@@ -127,7 +127,7 @@ func (b *Box) seek(ctx context.Context, topic string, pos position, want int) ([
 			if err != nil {
 				return nil, err
 			}
-			if p.member > pos.member {
+			if p.Member > pos.Member {
 				out = append(out, p)
 			}
 		}
@@ -244,12 +244,13 @@ func check(topic string, n int) error {
 	return nil
 }
 
-// position is an entry of a Dead set as it sorts: slot, score, member
-// (with its priority suffix).
+// position is an entry of a Dead set as it sorts: slot, score (time of
+// death, then attempts), member (with its priority suffix).
 type position struct {
-	slot   int
-	score  int64
-	member string
+	slot int
+	// score is the entry's score as lua.FormatScore writes it.
+	score string
+	lua.Entry
 }
 
 func positionOf(slot int, z redis.Z) (position, error) {
@@ -257,30 +258,25 @@ func positionOf(slot int, z redis.Z) (position, error) {
 	if err != nil {
 		return position{}, fmt.Errorf("slot %d: %w", slot, err)
 	}
-	return position{slot: slot, score: e.Ms<<lua.AttemptBits | int64(e.Attempt), member: e.Member}, nil
+	score, err := lua.FormatScore(e.Ms, e.Attempt)
+	if err != nil {
+		return position{}, fmt.Errorf("slot %d: %w", slot, err)
+	}
+	return position{slot: slot, score: score, Entry: e}, nil
 }
 
 func (p position) entry() (Entry, error) {
-	id, priority, err := parseMember(p.member)
-	if err != nil {
-		return Entry{}, fmt.Errorf("slot %d: %w", p.slot, err)
+	id, priority, ok := lua.ParseMember(p.Member)
+	if !ok {
+		return Entry{}, fmt.Errorf("slot %d: member %q: not a job id: %w", p.slot, p.Member, timer.ErrInvalid)
 	}
 	return Entry{
-		ID:       id,
+		ID:       timer.JobID(id),
 		Slot:     p.slot,
-		DiedAt:   timer.TimeOf(p.score >> lua.AttemptBits),
-		Attempts: int(p.score & lua.MaxAttempt),
-		Priority: priority,
+		DiedAt:   timer.TimeOf(p.Ms),
+		Attempts: p.Attempt,
+		Priority: timer.Priority(priority),
 	}, nil
-}
-
-// parseMember returns the job id and priority of a member.
-func parseMember(m string) (timer.JobID, timer.Priority, error) {
-	id, p, ok := lua.SplitMember(m)
-	if !ok || id == 0 || id >= 1<<63 {
-		return 0, 0, fmt.Errorf("member %q: not a job id: %w", m, timer.ErrInvalid)
-	}
-	return timer.JobID(id), timer.Priority(p), nil
 }
 
 // cursorVersion starts every cursor, so the format can change.
@@ -288,7 +284,7 @@ const cursorVersion = "1"
 
 // cursor encodes p as an opaque, URL-safe string.
 func (p position) cursor() string {
-	raw := cursorVersion + ":" + strconv.Itoa(p.slot) + ":" + strconv.FormatInt(p.score, 10) + ":" + p.member
+	raw := cursorVersion + ":" + strconv.Itoa(p.slot) + ":" + p.score + ":" + p.Member
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
@@ -312,16 +308,13 @@ func decodeCursor(s string) (position, error) {
 	if err != nil || slot < 0 || slot >= slots.Max || strconv.Itoa(slot) != parts[1] {
 		return position{}, fmt.Errorf("cursor %q: bad slot", s)
 	}
-	score, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || strconv.FormatInt(score, 10) != parts[2] {
+	ms, attempt, err := lua.ParseScore(parts[2])
+	if err != nil {
 		return position{}, fmt.Errorf("cursor %q: bad score", s)
 	}
-	if _, _, err := lua.SplitScore(float64(score)); err != nil || score >= 1<<53 {
-		return position{}, fmt.Errorf("cursor %q: bad score", s)
-	}
-	id, p, err := parseMember(parts[3])
-	if err != nil || lua.Member(uint64(id), int(p)) != parts[3] {
+	id, p, ok := lua.ParseMember(parts[3])
+	if !ok || lua.Member(id, p) != parts[3] {
 		return position{}, fmt.Errorf("cursor %q: bad member", s)
 	}
-	return position{slot: slot, score: score, member: parts[3]}, nil
+	return position{slot: slot, score: parts[2], Entry: lua.Entry{Member: parts[3], Ms: ms, Attempt: attempt}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -220,7 +221,7 @@ func TestInvalid(t *testing.T) {
 	b := luatest.Mini(t)
 	box := New(b.Client, b.Prefix)
 	ctx := t.Context()
-	good := position{slot: 3, score: t0 * 128, member: "5"}.cursor()
+	good := cursorOf("1:3:" + strconv.FormatInt(t0*128, 10) + ":5")
 	for name, err := range map[string]error{
 		"topic":         second3(box.List(ctx, "Bad", 16, "", 10)),
 		"slots":         second3(box.List(ctx, "orders", 6, "", 10)),
@@ -268,7 +269,7 @@ func FuzzCursor(f *testing.F) {
 	f.Add(1, int64(1), uint64(1), int8(1), "MT\no0OjA6NA")         // a newline
 	f.Fuzz(func(t *testing.T, slot int, score int64, id uint64, priority int8, s string) {
 		if p, err := decodeCursor(s); err == nil {
-			if p.slot < 0 || p.slot >= slots.Max || p.score < 0 || p.score >= 1<<53 {
+			if p.slot < 0 || p.slot >= slots.Max || p.Ms < 0 || p.Ms > lua.MaxMillis || p.Attempt < 0 || p.Attempt > lua.MaxAttempt {
 				t.Fatalf("decodeCursor(%q) accepted %+v", s, p)
 			}
 			if p.cursor() != s {
@@ -279,7 +280,12 @@ func FuzzCursor(f *testing.F) {
 			!timer.Priority(priority).Valid() {
 			return
 		}
-		p := position{slot: slot, score: score, member: lua.Member(uint64(id), int(priority))}
+		ms, attempt, err := lua.SplitScore(float64(score))
+		if err != nil {
+			t.Fatalf("SplitScore(%d): %v", score, err)
+		}
+		p := position{slot: slot, score: strconv.FormatInt(score, 10),
+			Entry: lua.Entry{Member: lua.Member(id, int(priority)), Ms: ms, Attempt: attempt}}
 		back, err := decodeCursor(p.cursor())
 		if err != nil || back != p {
 			t.Fatalf("decodeCursor(cursor(%+v)) = %+v, %v", p, back, err)

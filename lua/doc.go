@@ -28,7 +28,7 @@
 // whose keys keep their older names ":store", ":store:high" and
 // ":store:low"); its Prepare and Dead sets are shared. A member is the job
 // id in base 60 (digits, A-Z, a-z without h and l) with a suffix naming its
-// priority ([Member], [SplitMember]); for job 123 (2×60 + 3):
+// priority ([Member], [ParseMember]); for job 123 (2×60 + 3):
 //
 //	"23"   normal, in Due
 //	"23h"  high, in DueHigh
@@ -76,7 +76,12 @@
 // Scores are float64 in Redis, exact for integers below 2^53, so ms must
 // be below 2^46 ([MaxMillis], in the year 4199) and not negative. [Score]
 // rejects anything outside 0 <= ms <= MaxMillis and 0 <= attempt <=
-// [MaxAttempt] instead of wrapping it. In a lease, the Prepare score is
+// [MaxAttempt] instead of wrapping it. Outside the scripts a score is
+// written and read only here: [FormatScore] and [ParseScore] for its
+// decimal form (ZRANGEBYSCORE bounds, [ScoreBound], and the dead-letter
+// cursors), [SplitScore] and [DecodeEntry] for replies; [ParseMember]
+// likewise is the one decoder of members, and checks the job id
+// (timer.JobID.Valid). In a lease, the Prepare score is
 // also the lease token: ack, retry and defer act only while it is
 // unchanged. Scripts that add one to an attempt saturate it at 127; defer
 // keeps it.

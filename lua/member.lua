@@ -3,7 +3,7 @@
 -- level returns the index in a script's dues table {dueHigh, due,
 -- dueLow} of the due set a member belongs in: its last byte names
 -- its priority, "h" high, "l" low, anything else normal (package lua's
--- Member and SplitMember are the Go side of this encoding).
+-- Member and ParseMember are the Go side of this encoding).
 local function level(m)
   local last = string.sub(m, -1)
   if last == 'h' then

@@ -40,8 +40,8 @@ func TestMember(t *testing.T) {
 		if got := Member(tt.id, tt.priority); got != tt.member {
 			t.Errorf("Member(%d, %d) = %q, want %q", tt.id, tt.priority, got, tt.member)
 		}
-		if id, p, ok := SplitMember(tt.member); !ok || id != tt.id || p != tt.priority {
-			t.Errorf("SplitMember(%q) = %d, %d, %v; want %d, %d", tt.member, id, p, ok, tt.id, tt.priority)
+		if id, p, ok := splitMember(tt.member); !ok || id != tt.id || p != tt.priority {
+			t.Errorf("splitMember(%q) = %d, %d, %v; want %d, %d", tt.member, id, p, ok, tt.id, tt.priority)
 		}
 	}
 	// No digit is a suffix, so a member's last byte names its priority
@@ -54,15 +54,29 @@ func TestMember(t *testing.T) {
 	for id := uint64(1); id < 1<<40; id = id*7 + 3 {
 		for _, p := range []int{PriorityHigh, PriorityNormal, PriorityLow} {
 			m := Member(id, p)
-			if got, gp, ok := SplitMember(m); !ok || got != id || gp != p {
-				t.Fatalf("SplitMember(Member(%d, %d) = %q) = %d, %d, %v", id, p, m, got, gp, ok)
+			if got, gp, ok := splitMember(m); !ok || got != id || gp != p {
+				t.Fatalf("splitMember(Member(%d, %d) = %q) = %d, %d, %v", id, p, m, got, gp, ok)
 			}
 		}
 	}
 	bad := []string{"", "h", "l", "x h", "01", "00h", "12-", "é", "123456789012", "zzzzzzzzzzz"}
 	for _, m := range bad {
-		if id, p, ok := SplitMember(m); ok {
-			t.Errorf("SplitMember(%q) = %d, %d, true; want not ok", m, id, p)
+		if id, p, ok := splitMember(m); ok {
+			t.Errorf("splitMember(%q) = %d, %d, true; want not ok", m, id, p)
+		}
+	}
+	// ParseMember also wants a job id: 1 to 2^63-1.
+	if id, p, ok := ParseMember("FFDYWVvKFU7h"); !ok || id != 1<<63-1 || p != PriorityHigh {
+		t.Errorf("ParseMember of the largest job id = %d, %d, %v", id, p, ok)
+	}
+	for _, id := range []uint64{0, 1 << 63, math.MaxUint64} {
+		if _, _, ok := ParseMember(Member(id, PriorityLow)); ok {
+			t.Errorf("ParseMember(Member(%d)) ok; want not a job id", id)
+		}
+	}
+	for _, m := range bad {
+		if _, _, ok := ParseMember(m); ok {
+			t.Errorf("ParseMember(%q) ok", m)
 		}
 	}
 	defer func() {
@@ -74,7 +88,7 @@ func TestMember(t *testing.T) {
 }
 
 // TestMemberRouting checks that the scripts route a member to the due
-// set its last byte names, as SplitMember reads it; members Member would
+// set its last byte names, as splitMember reads it; members Member would
 // not make follow the same rule.
 func TestMemberRouting(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
@@ -88,8 +102,8 @@ func TestMemberRouting(t *testing.T) {
 			case suffixLow:
 				p = PriorityLow
 			}
-			if _, sp, ok := SplitMember(m); ok && sp != p {
-				t.Errorf("SplitMember(%q) priority %d, want %d", m, sp, p)
+			if _, sp, ok := splitMember(m); ok && sp != p {
+				t.Errorf("splitMember(%q) priority %d, want %d", m, sp, p)
 			}
 			for _, key := range k.Dues() {
 				n, err := b.Client.ZScore(t.Context(), key, m).Result()

@@ -437,13 +437,3 @@ func HeadOf(zs []redis.Z) (Head, error) {
 	}
 	return Head{Ms: e.Ms, Attempt: e.Attempt, OK: true}, nil
 }
-
-// ScoreBound returns the score bound "due at or before ms", for
-// ZRANGEBYSCORE outside scripts: ms*128 + 127 as a decimal string.
-func ScoreBound(ms int64) (string, error) {
-	n, err := scoreInt(ms, MaxAttempt)
-	if err != nil {
-		return "", err
-	}
-	return formatScore(n), nil
-}

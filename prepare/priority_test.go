@@ -21,9 +21,9 @@ func TestPrioritiesAgree(t *testing.T) {
 		if int(c.p) != c.lua {
 			t.Errorf("timer priority %v = %d, lua's = %d", c.p, c.p, c.lua)
 		}
-		id, p, err := parseMember(member(42, c.p))
-		if err != nil || id != 42 || p != c.p {
-			t.Errorf("parseMember(member(42, %v)) = %d, %v, %v", c.p, id, p, err)
+		l, err := leaseOf(timer.Slot{}, member(42, c.p), 0, 0)
+		if err != nil || l.ID != 42 || l.Priority != c.p {
+			t.Errorf("leaseOf(member(42, %v)) = %+v, %v", c.p, l, err)
 		}
 	}
 	want := lua.Aging{High: 0, Normal: 10_000, Low: 60_000}
@@ -39,8 +39,8 @@ func TestPrioritiesAgree(t *testing.T) {
 		t.Error("dueIndex does not follow KeySet.Dues")
 	}
 	for _, m := range []string{"", "h", "12!", "12hh", "-1", "0l", "01", "zzzzzzzzzzz"} {
-		if _, _, err := parseMember(m); !errors.Is(err, timer.ErrInvalid) {
-			t.Errorf("parseMember(%q) = %v, want ErrInvalid", m, err)
+		if _, err := leaseOf(timer.Slot{}, m, 0, 0); !errors.Is(err, timer.ErrInvalid) {
+			t.Errorf("leaseOf(%q) = %v, want ErrInvalid", m, err)
 		}
 	}
 }

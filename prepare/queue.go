@@ -280,14 +280,14 @@ func (q *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	}
 	var bad error
 	for _, l := range r.Leased {
-		id, p, err := parseMember(l.Member)
+		lease, err := leaseOf(slot, l.Member, l.Attempt, l.Token)
 		if err != nil {
 			// Not one of ours. Leave it leased: it is swept back, and the
 			// error is reported, but the other leases are still returned.
 			bad = errors.Join(bad, err)
 			continue
 		}
-		c.Leases = append(c.Leases, timer.Lease{ID: id, Slot: slot, Attempt: l.Attempt, Priority: p, Token: l.Token})
+		c.Leases = append(c.Leases, lease)
 	}
 	if bad != nil {
 		return c, fmt.Errorf("claim slot %s: bad members in the due sets: %w", slot, bad)
@@ -389,12 +389,12 @@ func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	s := timer.Sweep{Returned: r.Returned, NextExpiry: timeOf(r.PrepareHead)}
 	var bad error
 	for _, e := range r.Dead {
-		id, p, err := parseMember(e.Member)
+		lease, err := leaseOf(slot, e.Member, e.Attempt, 0)
 		if err != nil {
 			bad = errors.Join(bad, err)
 			continue
 		}
-		s.Dead = append(s.Dead, timer.Lease{ID: id, Slot: slot, Attempt: e.Attempt, Priority: p})
+		s.Dead = append(s.Dead, lease)
 	}
 	if bad != nil {
 		return s, fmt.Errorf("sweep slot %s: bad members in Prepare: %w", slot, bad)
@@ -490,7 +490,7 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 
 // slotOf validates t and returns its slot.
 func slotOf(t timer.Timer) (timer.Slot, error) {
-	if t.ID == 0 || t.ID >= 1<<63 {
+	if !t.ID.Valid() {
 		return timer.Slot{}, fmt.Errorf("timer id %d: %w", t.ID, timer.ErrInvalid)
 	}
 	if !slots.ValidTopic(t.Topic) {
@@ -526,13 +526,14 @@ func checkLease(l timer.Lease) error {
 // caller has validated (see lua.Member).
 func member(id timer.JobID, p timer.Priority) string { return lua.Member(uint64(id), int(p)) }
 
-// parseMember returns the job id and priority of a member.
-func parseMember(m string) (timer.JobID, timer.Priority, error) {
-	id, p, ok := lua.SplitMember(m)
-	if !ok || id == 0 || id >= 1<<63 {
-		return 0, 0, fmt.Errorf("member %q: not a job id: %w", m, timer.ErrInvalid)
+// leaseOf returns the lease of member in slot, or an error wrapping
+// timer.ErrInvalid when member is not a job's (see lua.ParseMember).
+func leaseOf(slot timer.Slot, member string, attempt int, token float64) (timer.Lease, error) {
+	id, p, ok := lua.ParseMember(member)
+	if !ok {
+		return timer.Lease{}, fmt.Errorf("member %q: not a job id: %w", member, timer.ErrInvalid)
 	}
-	return timer.JobID(id), timer.Priority(p), nil
+	return timer.Lease{ID: timer.JobID(id), Slot: slot, Attempt: attempt, Priority: timer.Priority(p), Token: token}, nil
 }
 
 // held returns the lease l as the scripts take it.

@@ -66,11 +66,11 @@ func setOf(t *testing.T, b *luatest.Backend, key string) []string {
 
 // readable returns member m with its id in decimal: "1038", "4h", "3l".
 func readable(m string) string {
-	id, p, err := parseMember(m)
-	if err != nil {
+	id, p, ok := lua.ParseMember(m)
+	if !ok {
 		return m
 	}
-	return id.String() + strings.TrimPrefix(lua.Member(0, int(p)), "0")
+	return timer.JobID(id).String() + strings.TrimPrefix(lua.Member(0, p), "0")
 }
 
 func TestConfig(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toc-project/toc/lua"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
@@ -79,20 +80,23 @@ func (q *Index) Usage(ctx context.Context, topic string, now time.Time) (Usage, 
 }
 
 // DueWaiting counts the jobs of a topic of n slots that are due at now
-// and still in their due sets: not yet claimed, because their topic is throttled
-// or the workers are behind.
+// and still in their due sets: not yet claimed, because their topic is
+// throttled or the workers are behind. A now before 1970 or after the
+// year 4199 (see lua.MaxMillis) is an error wrapping timer.ErrInvalid.
 func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
 	if !slots.ValidTopic(topic) || !slots.Valid(n) {
 		return 0, fmt.Errorf("due waiting of %s (%d slots): %w", topic, n, timer.ErrInvalid)
 	}
-	upTo := strconv.FormatInt(now.UnixMilli()*128+127, 10)
+	upTo, err := lua.ScoreBound(timer.MillisOf(now))
+	if err != nil {
+		return 0, fmt.Errorf("due waiting of %s: %w", topic, invalid(err))
+	}
 	var due int64
 	for from := 0; from < n; from += statsChunk {
 		pipe := q.client.Pipeline()
 		var cmds []*redis.IntCmd
 		for i := from; i < min(from+statsChunk, n); i++ {
-			k := slots.Keys(q.cfg.Prefix, topic, i)
-			for _, key := range []string{k.DueHigh, k.Due, k.DueLow} {
+			for _, key := range slots.Keys(q.cfg.Prefix, topic, i).Dues() {
 				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
 			}
 		}

@@ -174,7 +174,7 @@ func checkJob(j *timer.Job) error {
 	switch {
 	case j == nil:
 		return fmt.Errorf("nil job: %w", timer.ErrInvalid)
-	case j.ID == 0 || j.ID >= 1<<63:
+	case !j.ID.Valid():
 		return fmt.Errorf("job id %d out of range: %w", j.ID, timer.ErrInvalid)
 	}
 	if err := checkTopicName(j.Topic); err != nil {
