@@ -502,7 +502,7 @@ func slotOf(t timer.Timer) (timer.Slot, error) {
 	if !t.Priority.Valid() {
 		return timer.Slot{}, fmt.Errorf("timer %d: priority %d: %w", t.ID, t.Priority, timer.ErrInvalid)
 	}
-	return timer.Slot{Topic: t.Topic, Index: slots.Of(t.Basis, t.Slots)}, nil
+	return slots.JobSlot(t.Topic, t.Basis, t.Slots), nil
 }
 
 func checkSlot(s timer.Slot) error {

@@ -25,6 +25,13 @@ func Of(basis uint64, n int) int {
 	return int(checksum(strconv.AppendUint(buf[:0], basis, 10)) % uint32(n))
 }
 
+// JobSlot returns the slot of a job of topic, which has n slots, whose
+// slot basis is basis (timer.Job.SlotBasis, timer.Timer.Basis): the one
+// place a job is given its slot. It panics as Of does.
+func JobSlot(topic string, basis uint64, n int) timer.Slot {
+	return timer.Slot{Topic: topic, Index: Of(basis, n)}
+}
+
 // checksum is crc32.ChecksumIEEE(b) without its indirect call, which
 // makes b escape to the heap; job ids are too short for the vectorised
 // path to pay off.

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toc-project/toc/timer"
 )
 
 func TestOf(t *testing.T) {
@@ -29,6 +31,9 @@ func TestOf(t *testing.T) {
 	for _, tt := range tests {
 		if got := Of(tt.basis, tt.n); got != tt.want {
 			t.Errorf("Of(%d, %d) = %d, want %d", tt.basis, tt.n, got, tt.want)
+		}
+		if got := JobSlot("orders", tt.basis, tt.n); got != (timer.Slot{Topic: "orders", Index: tt.want}) {
+			t.Errorf("JobSlot(orders, %d, %d) = %v, want index %d", tt.basis, tt.n, got, tt.want)
 		}
 	}
 }
