@@ -36,19 +36,40 @@ type Entry struct {
 	Priority timer.Priority
 }
 
+// Config configures a Box.
+type Config struct {
+	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
+	// hold '{' or '}' (see slots.ValidPrefix), and should be the prefix
+	// the timer index writes under (prepare.Config.Prefix).
+	Prefix string
+}
+
+// Validate returns a *timer.FieldError naming the first invalid field.
+func (c Config) Validate() error {
+	if !slots.ValidPrefix(c.Prefix) {
+		return &timer.FieldError{Field: "Prefix", Message: fmt.Sprintf("%q holds '{' or '}'", c.Prefix)}
+	}
+	return nil
+}
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
+	return c
+}
+
 // Box is the dead letters of a Redis deployment.
 type Box struct {
 	client redis.UniversalClient
 	prefix string
 }
 
-// New returns the Box of the keys under prefix (slots.DefaultPrefix when "").
-// It panics if prefix holds '{' or '}' (see slots.ValidPrefix).
-func New(client redis.UniversalClient, prefix string) *Box {
-	if !slots.ValidPrefix(prefix) {
-		panic(fmt.Sprintf("deadletter: prefix %q holds '{' or '}'", prefix))
+// New returns the Box of the keys under cfg.Prefix, or an error wrapping
+// cfg's *timer.FieldError.
+func New(client redis.UniversalClient, cfg Config) (*Box, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("deadletter config: %w", err)
 	}
-	return &Box{client: client, prefix: cmp.Or(prefix, slots.DefaultPrefix)}
+	return &Box{client: client, prefix: cfg.withDefaults().Prefix}, nil
 }
 
 func (b *Box) key(topic string, slot int) string { return slots.Keys(b.prefix, topic, slot).Dead }

@@ -102,7 +102,7 @@ func fixture() []Entry {
 
 func TestListPages(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		box := New(b.Client, b.Prefix)
+		box := newBox(t, b)
 		es := fixture()
 		bury(t, b, "orders", es...)
 		bury(t, b, "other", Entry{ID: 1, Slot: 1, DiedAt: timer.TimeOf(t0), Attempts: 1})
@@ -129,7 +129,7 @@ func TestListPurgeBetweenPages(t *testing.T) {
 		ctx := t.Context()
 		for _, limit := range []int{1, 2, 3, 5} {
 			topic := fmt.Sprintf("purge%d", limit)
-			box := New(b.Client, b.Prefix)
+			box := newBox(t, b)
 			es := fixture()
 			bury(t, b, topic, es...)
 			sortEntries(es)
@@ -196,7 +196,7 @@ func TestListAfterScriptDeath(t *testing.T) {
 		if s, err := lua.Sweep(ctx, b.Client, k, t0+100, 10, timer.MaxAttemptsLimit); err != nil || len(s.Dead) != 1 {
 			t.Fatal(s, err)
 		}
-		box := New(b.Client, b.Prefix)
+		box := newBox(t, b)
 		got, next, err := box.List(ctx, "orders", 4, "", 10)
 		want := []Entry{
 			{ID: 11, Slot: 2, DiedAt: timer.TimeOf(t0 + 5), Attempts: 3, Priority: timer.PriorityHigh},
@@ -219,7 +219,7 @@ func TestListAfterScriptDeath(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	box := New(b.Client, b.Prefix)
+	box := newBox(t, b)
 	ctx := t.Context()
 	good := cursorOf("1:3:" + strconv.FormatInt(t0*128, 10) + ":5")
 	for name, err := range map[string]error{
@@ -244,12 +244,20 @@ func TestInvalid(t *testing.T) {
 	if _, _, err := box.List(ctx, "orders", 16, good, 10); err != nil {
 		t.Errorf("List with a good cursor: %v", err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("New with a braced prefix did not panic")
-		}
-	}()
-	New(b.Client, "x{")
+	var fe *timer.FieldError
+	if box, err := New(b.Client, Config{Prefix: "x{"}); !errors.As(err, &fe) || fe.Field != "Prefix" || box != nil {
+		t.Errorf("New with a braced prefix = %v, %v; want a FieldError naming Prefix", box, err)
+	}
+}
+
+// newBox returns the Box of b's keys.
+func newBox(t testing.TB, b *luatest.Backend) *Box {
+	t.Helper()
+	box, err := New(b.Client, Config{Prefix: b.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
 
 func second[T any](_ T, err error) error { return err }

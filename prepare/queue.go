@@ -37,29 +37,21 @@ const SweepAttemptCap = timer.MaxAttemptsLimit
 
 // Config configures an Index.
 type Config struct {
-	// Prefix starts every key; slots.DefaultPrefix when empty. It must not hold
-	// '{' or '}', which would take the hash tag away from the slot's.
+	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
+	// hold '{' or '}', which would take the hash tag away from the slot's.
 	Prefix string
-	// WakeChannel is the pub/sub channel of wake-ups; Prefix+"wake" when
-	// empty.
+	// WakeChannel is the pub/sub channel of wake-ups; Prefix followed by
+	// DefaultWakeSuffix when empty.
 	WakeChannel string
 	// Logger receives the Waker's reconnect warnings; slog.Default() when
 	// nil.
 	Logger *slog.Logger
 }
 
-// ConfigError names the Config field that is invalid.
-type ConfigError struct {
-	Field  string
-	Reason string
-}
-
-func (e *ConfigError) Error() string { return "prepare config: " + e.Field + ": " + e.Reason }
-
-// Validate reports the first invalid field as a *ConfigError.
+// Validate returns a *timer.FieldError naming the first invalid field.
 func (c Config) Validate() error {
 	if !slots.ValidPrefix(c.Prefix) {
-		return &ConfigError{Field: "Prefix", Reason: fmt.Sprintf("%q holds '{' or '}'", c.Prefix)}
+		return &timer.FieldError{Field: "Prefix", Message: fmt.Sprintf("%q holds '{' or '}'", c.Prefix)}
 	}
 	return nil
 }
@@ -67,9 +59,7 @@ func (c Config) Validate() error {
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
 	c.WakeChannel = cmp.Or(c.WakeChannel, c.Prefix+DefaultWakeSuffix)
-	if c.Logger == nil {
-		c.Logger = slog.Default()
-	}
+	c.Logger = cmp.Or(c.Logger, slog.Default())
 	return c
 }
 
@@ -90,10 +80,11 @@ var (
 	_ timer.Waker  = (*Index)(nil)
 )
 
-// New returns an Index over client, or cfg's *ConfigError.
+// New returns an Index over client, or an error wrapping cfg's
+// *timer.FieldError.
 func New(client redis.UniversalClient, cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("prepare config: %w", err)
 	}
 	return &Index{client: client, cfg: cfg.withDefaults()}, nil
 }

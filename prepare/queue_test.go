@@ -74,9 +74,9 @@ func readable(m string) string {
 }
 
 func TestConfig(t *testing.T) {
-	var ce *ConfigError
-	if err := (Config{Prefix: "toc{x}:"}).Validate(); !errors.As(err, &ce) || ce.Field != "Prefix" {
-		t.Errorf("Validate with braces in Prefix = %v, want a ConfigError naming Prefix", err)
+	var fe *timer.FieldError
+	if err := (Config{Prefix: "toc{x}:"}).Validate(); !errors.As(err, &fe) || fe.Field != "Prefix" {
+		t.Errorf("Validate with braces in Prefix = %v, want a FieldError naming Prefix", err)
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("Validate(zero) = %v", err)
@@ -88,7 +88,8 @@ func TestConfig(t *testing.T) {
 	if c := (Config{Prefix: "x:"}).withDefaults(); c.WakeChannel != "x:wake" {
 		t.Errorf("wake channel for prefix x: = %q", c.WakeChannel)
 	}
-	if q, err := New(nil, Config{Prefix: "{"}); !errors.As(err, &ce) || q != nil {
+	if q, err := New(nil, Config{Prefix: "{"}); !errors.As(err, &fe) || !errors.Is(err, timer.ErrInvalid) ||
+		!strings.HasPrefix(err.Error(), "prepare config: Prefix: ") || q != nil {
 		t.Errorf("New with an invalid Config = %v, %v", q, err)
 	}
 }

@@ -57,41 +57,42 @@ const (
 	DefaultConnMaxLifetime = 3 * time.Minute
 )
 
-// Option tunes a Store as it is opened.
-type Option func(*options)
-
-type options struct {
-	maxOpenConns    int
-	connMaxLifetime time.Duration
-	now             func() time.Time
+// Config configures a Store as it is opened. The zero Config is the
+// defaults.
+type Config struct {
+	// MaxOpenConns caps the open connections: to MySQL
+	// (DefaultMaxOpenConns when 0), or the read-only connections of SQLite
+	// (GOMAXPROCS, at least 4, when 0). SQLite always has exactly one
+	// writer.
+	MaxOpenConns int
+	// ConnMaxLifetime bounds how long a connection is reused;
+	// DefaultConnMaxLifetime when 0.
+	ConnMaxLifetime time.Duration
+	// Clock is read where a call carries no time: a job inserted with a
+	// zero CreatedAt, a topic ensured with a zero CreatedAt, and a
+	// migration's applied_at; time.Now when nil.
+	Clock func() time.Time
 }
 
-// WithMaxOpenConns caps the open connections: to MySQL (default
-// DefaultMaxOpenConns), or the read-only connections of SQLite (default
-// GOMAXPROCS, at least 4). SQLite always has exactly one writer.
-func WithMaxOpenConns(n int) Option { return func(o *options) { o.maxOpenConns = n } }
-
-// WithConnMaxLifetime bounds how long a connection is reused (default
-// DefaultConnMaxLifetime).
-func WithConnMaxLifetime(d time.Duration) Option {
-	return func(o *options) { o.connMaxLifetime = d }
+// Validate returns a *timer.FieldError naming the first invalid field.
+func (c Config) Validate() error {
+	switch {
+	case c.MaxOpenConns < 0:
+		return &timer.FieldError{Field: "MaxOpenConns", Message: fmt.Sprintf("%d is negative", c.MaxOpenConns)}
+	case c.ConnMaxLifetime < 0:
+		return &timer.FieldError{Field: "ConnMaxLifetime", Message: fmt.Sprintf("%v is negative", c.ConnMaxLifetime)}
+	}
+	return nil
 }
 
-// WithClock sets the clock read where a call carries no time: a job
-// inserted with a zero CreatedAt, a topic ensured with a zero CreatedAt,
-// and a migration's applied_at. The default is time.Now.
-func WithClock(now func() time.Time) Option { return func(o *options) { o.now = now } }
-
-func newOptions(opts []Option) options {
-	var o options
-	for _, opt := range opts {
-		opt(&o)
+// withDefaults fills the fields that have a default whatever the backend;
+// MaxOpenConns has one per backend, filled where the pool is opened.
+func (c Config) withDefaults() Config {
+	c.ConnMaxLifetime = cmp.Or(c.ConnMaxLifetime, DefaultConnMaxLifetime)
+	if c.Clock == nil {
+		c.Clock = time.Now
 	}
-	o.connMaxLifetime = cmp.Or(o.connMaxLifetime, DefaultConnMaxLifetime)
-	if o.now == nil {
-		o.now = time.Now
-	}
-	return o
+	return c
 }
 
 // Close closes the connection pools.

@@ -158,7 +158,11 @@ func (s *service) run(ctx context.Context) error {
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
 	}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(s.rdb, *f.redisPrefix), s.store),
+	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix})
+	if err != nil {
+		return err
+	}
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(dead, s.store),
 		stats,
 		tochttp.APIConfig{
 			TopicDefaults: timer.Limits{
@@ -347,7 +351,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	store, err := taskdb.OpenSQLite(ctx, *data)
+	store, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
 	if err != nil {
 		return err
 	}
@@ -430,7 +434,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, err := taskdb.OpenMySQL(ctx, *dsn)
+	store, err := taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
 	if err != nil {
 		return err
 	}
@@ -482,9 +486,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	switch {
 	case *dsn != "" && *file == "":
-		store, err = taskdb.OpenMySQL(ctx, *dsn)
+		store, err = taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
 	case *file != "" && *dsn == "":
-		store, err = taskdb.OpenSQLite(ctx, *file)
+		store, err = taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
 	default:
 		return errors.New("give exactly one of --mysql-dsn or --sqlite")
 	}
