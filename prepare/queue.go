@@ -49,12 +49,7 @@ type Config struct {
 }
 
 // Validate returns a *timer.FieldError naming the first invalid field.
-func (c Config) Validate() error {
-	if !slots.ValidPrefix(c.Prefix) {
-		return &timer.FieldError{Field: "Prefix", Message: fmt.Sprintf("%q holds '{' or '}'", c.Prefix)}
-	}
-	return nil
-}
+func (c Config) Validate() error { return slots.CheckPrefix(c.Prefix) }
 
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)

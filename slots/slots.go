@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"fmt"
 	"hash/crc32"
 	"strconv"
 
@@ -47,6 +48,16 @@ func checksum(b []byte) uint32 {
 // timer.ValidTopic). Keys rely on it: a topic holding '{' or '}' would
 // break the slot's hash tag.
 func ValidTopic(name string) bool { return timer.ValidTopic(name) }
+
+// CheckPrefix returns nil when ValidPrefix(prefix), else a
+// *timer.FieldError naming the field Prefix, as the adapters' Config
+// Validate methods report it.
+func CheckPrefix(prefix string) error {
+	if !ValidPrefix(prefix) {
+		return &timer.FieldError{Field: "Prefix", Message: fmt.Sprintf("%q holds '{' or '}'", prefix)}
+	}
+	return nil
+}
 
 // ValidPrefix reports whether prefix can start every key: it must not hold
 // '{' or '}', which would take the hash tag away from the slot's.

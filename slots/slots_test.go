@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"errors"
 	"hash/crc32"
 	"strconv"
 	"strings"
@@ -90,6 +91,16 @@ func TestValidPrefix(t *testing.T) {
 		if ValidPrefix(p) {
 			t.Errorf("ValidPrefix(%q) = true", p)
 		}
+	}
+}
+
+func TestCheckPrefix(t *testing.T) {
+	if err := CheckPrefix("toc:"); err != nil {
+		t.Errorf("CheckPrefix(toc:) = %v", err)
+	}
+	var fe *timer.FieldError
+	if err := CheckPrefix("a{b"); !errors.As(err, &fe) || fe.Field != "Prefix" {
+		t.Errorf("CheckPrefix(a{b) = %v, want a FieldError naming Prefix", err)
 	}
 }
 
