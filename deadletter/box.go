@@ -132,17 +132,13 @@ func (b *Box) seek(ctx context.Context, topic string, pos position, want int) ([
 	score := pos.score
 	var out []position
 	for off := 0; ; {
-		zs, err := b.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		ps, err := b.rangeByScore(ctx, key, pos.slot, &redis.ZRangeBy{
 			Min: score, Max: score, Offset: int64(off), Count: int64(want),
-		}).Result()
+		})
 		if err != nil {
-			return nil, fmt.Errorf("slot %d: %w", pos.slot, err)
+			return nil, err
 		}
-		for _, z := range zs {
-			p, err := positionOf(pos.slot, z)
-			if err != nil {
-				return nil, err
-			}
+		for _, p := range ps {
 			if p.Member > pos.Member {
 				out = append(out, p)
 			}
@@ -150,25 +146,27 @@ func (b *Box) seek(ctx context.Context, topic string, pos position, want int) ([
 		if len(out) >= want {
 			return out[:want], nil
 		}
-		if len(zs) < want {
+		if len(ps) < want {
 			break
 		}
-		off += len(zs)
+		off += len(ps)
 	}
-	zs, err := b.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+	ps, err := b.rangeByScore(ctx, key, pos.slot, &redis.ZRangeBy{
 		Min: "(" + score, Max: "+inf", Count: int64(want - len(out)),
-	}).Result()
+	})
 	if err != nil {
-		return nil, fmt.Errorf("slot %d: %w", pos.slot, err)
+		return nil, err
 	}
-	for _, z := range zs {
-		p, err := positionOf(pos.slot, z)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+	return append(out, ps...), nil
+}
+
+// rangeByScore reads the entries of slot's Dead set key in by.
+func (b *Box) rangeByScore(ctx context.Context, key string, slot int, by *redis.ZRangeBy) ([]position, error) {
+	zs, err := b.client.ZRangeByScoreWithScores(ctx, key, by).Result()
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", slot, err)
 	}
-	return out, nil
+	return positionsOf(slot, zs)
 }
 
 // scan returns up to want entries of slots [from, to), in order: one
@@ -203,13 +201,11 @@ func (b *Box) scan(ctx context.Context, topic string, from, to, want int) ([]pos
 	}
 	var out []position
 	for _, r := range reads {
-		for _, z := range r.cmd.Val() {
-			p, err := positionOf(r.slot, z)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
+		ps, err := positionsOf(r.slot, r.cmd.Val())
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, ps...)
 	}
 	return out, nil
 }
@@ -269,16 +265,22 @@ type position struct {
 	lua.Entry
 }
 
-func positionOf(slot int, z redis.Z) (position, error) {
-	e, err := lua.DecodeEntry(z)
-	if err != nil {
-		return position{}, fmt.Errorf("slot %d: %w", slot, err)
+// positionsOf decodes the entries of slot's Dead set that a ZRANGE
+// WITHSCORES returned.
+func positionsOf(slot int, zs []redis.Z) ([]position, error) {
+	out := make([]position, len(zs))
+	for i, z := range zs {
+		e, err := lua.DecodeEntry(z)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", slot, err)
+		}
+		score, err := lua.FormatScore(e.Ms, e.Attempt)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", slot, err)
+		}
+		out[i] = position{slot: slot, score: score, Entry: e}
 	}
-	score, err := lua.FormatScore(e.Ms, e.Attempt)
-	if err != nil {
-		return position{}, fmt.Errorf("slot %d: %w", slot, err)
-	}
-	return position{slot: slot, score: score, Entry: e}, nil
+	return out, nil
 }
 
 func (p position) entry() (Entry, error) {

@@ -173,6 +173,23 @@ func replyStrings(v any) ([]string, error) {
 	return out, nil
 }
 
+// replyPairs decodes a reply's array of members and the array of numbers
+// (what: tokens, attempts) that goes with it, one for each member.
+func replyPairs(members, numbers any, what string) ([]string, []int64, error) {
+	ms, err := replyStrings(members)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := replyInts(numbers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ns) != len(ms) {
+		return nil, nil, fmt.Errorf("%w: %d members, %d %s", errReply, len(ms), len(ns), what)
+	}
+	return ms, ns, nil
+}
+
 func replyInts(v any) ([]int64, error) {
 	a, ok := v.([]any)
 	if !ok {

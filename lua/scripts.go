@@ -152,16 +152,9 @@ func decodeClaim(v any) (ClaimResult, error) {
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	members, err := replyStrings(a[0])
+	members, tokens, err := replyPairs(a[0], a[1], "tokens")
 	if err != nil {
 		return ClaimResult{}, err
-	}
-	tokens, err := replyInts(a[1])
-	if err != nil {
-		return ClaimResult{}, err
-	}
-	if len(tokens) != len(members) {
-		return ClaimResult{}, fmt.Errorf("%w: %d members, %d tokens", errReply, len(members), len(tokens))
 	}
 	var r ClaimResult
 	if r.DueHead, err = headOf(a[2]); err != nil {
@@ -339,16 +332,9 @@ func decodeSweep(v any, nowMs int64) (SweepResult, error) {
 	if err != nil {
 		return SweepResult{}, err
 	}
-	members, err := replyStrings(a[1])
+	members, attempts, err := replyPairs(a[1], a[2], "attempts")
 	if err != nil {
 		return SweepResult{}, err
-	}
-	attempts, err := replyInts(a[2])
-	if err != nil {
-		return SweepResult{}, err
-	}
-	if len(attempts) != len(members) {
-		return SweepResult{}, fmt.Errorf("%w: %d members, %d attempts", errReply, len(members), len(attempts))
 	}
 	head, err := headOf(a[3])
 	if err != nil {

@@ -241,17 +241,10 @@ func (q *Index) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, 
 // NextDue not after now). lease must be at least a millisecond and is
 // truncated to milliseconds.
 func (q *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
-	if err := checkSlot(slot); err != nil {
-		return timer.Claim{}, fmt.Errorf("claim: %w", err)
-	}
-	nowMs, err := millis("now", now)
+	nowMs, limit, err := checkPass("claim", slot, now, limit)
 	if err != nil {
-		return timer.Claim{}, fmt.Errorf("claim slot %s: %w", slot, err)
+		return timer.Claim{}, err
 	}
-	if limit < 1 {
-		return timer.Claim{}, fmt.Errorf("claim slot %s: limit %d: %w", slot, limit, timer.ErrInvalid)
-	}
-	limit = min(limit, lua.MaxBatch)
 	if lease < time.Millisecond {
 		return timer.Claim{}, fmt.Errorf("claim slot %s: lease %v: %w (at least 1ms)", slot, lease, timer.ErrInvalid)
 	}
@@ -357,17 +350,10 @@ func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 // leases have expired). The Dead leases it returns carry the attempt count
 // recorded in Dead and no token.
 func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
-	if err := checkSlot(slot); err != nil {
-		return timer.Sweep{}, fmt.Errorf("sweep: %w", err)
-	}
-	nowMs, err := millis("now", now)
+	nowMs, limit, err := checkPass("sweep", slot, now, limit)
 	if err != nil {
-		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
+		return timer.Sweep{}, err
 	}
-	if limit < 1 {
-		return timer.Sweep{}, fmt.Errorf("sweep slot %s: limit %d: %w", slot, limit, timer.ErrInvalid)
-	}
-	limit = min(limit, lua.MaxBatch)
 	r, err := lua.Sweep(ctx, q.client, q.Keys(slot), nowMs, limit, SweepAttemptCap)
 	if err != nil {
 		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
@@ -489,6 +475,21 @@ func slotOf(t timer.Timer) (timer.Slot, error) {
 		return timer.Slot{}, fmt.Errorf("timer %d: priority %d: %w", t.ID, t.Priority, timer.ErrInvalid)
 	}
 	return slots.JobSlot(t.Topic, t.Basis, t.Slots), nil
+}
+
+// checkPass checks the arguments of one pass over slot (op is "claim" or
+// "sweep"), and returns now in ms and limit lowered to lua.MaxBatch.
+func checkPass(op string, slot timer.Slot, now time.Time, limit int) (nowMs int64, _ int, err error) {
+	if err := checkSlot(slot); err != nil {
+		return 0, 0, fmt.Errorf("%s: %w", op, err)
+	}
+	if nowMs, err = millis("now", now); err != nil {
+		return 0, 0, fmt.Errorf("%s slot %s: %w", op, slot, err)
+	}
+	if limit < 1 {
+		return 0, 0, fmt.Errorf("%s slot %s: limit %d: %w", op, slot, limit, timer.ErrInvalid)
+	}
+	return nowMs, min(limit, lua.MaxBatch), nil
 }
 
 func checkSlot(s timer.Slot) error {
