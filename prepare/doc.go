@@ -32,6 +32,14 @@
 // higher job over a lower one that came due more than the difference in
 // aging earlier. Peek and Stats read all three sets.
 //
+// # Files
+//
+// index.go holds Index, its Config and the helpers its sides share;
+// timers.go the timer.Index side (Add, Restore, Remove, Revive);
+// leases.go the timer.Leaser side (Claim, Ack, Retry, Defer, Sweep);
+// wake.go the timer.Waker side; stats.go Peek, Stats and the loss mark;
+// usage.go the usage members publish to each other.
+//
 // # Batching
 //
 // Add, Restore, Remove and Ack group their input by slot and send one
