@@ -16,10 +16,6 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// DefaultPrefix is the key prefix when New is given "", as in package
-// prepare.
-const DefaultPrefix = "toc:"
-
 // MaxLimit bounds the page size of List.
 const MaxLimit = 1000
 
@@ -36,8 +32,24 @@ type Entry struct {
 	// Attempts counts the dispatches it was given.
 	Attempts int
 	// Priority is the one its member in the Dead set names (see package
-	// lua); a revived job goes back to the Store set of that priority.
+	// lua); a revived job goes back to the due set of that priority.
 	Priority timer.Priority
+}
+
+// Config configures a Box.
+type Config struct {
+	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
+	// hold '{' or '}' (see slots.ValidPrefix), and should be the prefix
+	// the timer index writes under (prepare.Config.Prefix).
+	Prefix string
+}
+
+// Validate returns a *timer.FieldError naming the first invalid field.
+func (c Config) Validate() error { return slots.CheckPrefix(c.Prefix) }
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
+	return c
 }
 
 // Box is the dead letters of a Redis deployment.
@@ -46,13 +58,13 @@ type Box struct {
 	prefix string
 }
 
-// New returns the Box of the keys under prefix (DefaultPrefix when "").
-// It panics if prefix holds '{' or '}' (see slots.ValidPrefix).
-func New(client redis.UniversalClient, prefix string) *Box {
-	if !slots.ValidPrefix(prefix) {
-		panic(fmt.Sprintf("deadletter: prefix %q holds '{' or '}'", prefix))
+// New returns the Box of the keys under cfg.Prefix, or an error wrapping
+// cfg's *timer.FieldError.
+func New(client redis.UniversalClient, cfg Config) (*Box, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("deadletter config: %w", err)
 	}
-	return &Box{client: client, prefix: cmp.Or(prefix, DefaultPrefix)}
+	return &Box{client: client, prefix: cfg.withDefaults().Prefix}, nil
 }
 
 func (b *Box) key(topic string, slot int) string { return slots.Keys(b.prefix, topic, slot).Dead }
@@ -117,46 +129,44 @@ func (b *Box) List(ctx context.Context, topic string, n int, after string, limit
 // not after pos; such groups are as large as one sweep at most.
 func (b *Box) seek(ctx context.Context, topic string, pos position, want int) ([]position, error) {
 	key := b.key(topic, pos.slot)
-	score := strconv.FormatInt(pos.score, 10)
+	score := pos.score
 	var out []position
 	for off := 0; ; {
-		zs, err := b.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+		ps, err := b.rangeByScore(ctx, key, pos.slot, &redis.ZRangeBy{
 			Min: score, Max: score, Offset: int64(off), Count: int64(want),
-		}).Result()
+		})
 		if err != nil {
-			return nil, fmt.Errorf("slot %d: %w", pos.slot, err)
+			return nil, err
 		}
-		for _, z := range zs {
-			p, err := positionOf(pos.slot, z)
-			if err != nil {
-				return nil, err
-			}
-			if p.member > pos.member {
+		for _, p := range ps {
+			if p.Member > pos.Member {
 				out = append(out, p)
 			}
 		}
 		if len(out) >= want {
 			return out[:want], nil
 		}
-		if len(zs) < want {
+		if len(ps) < want {
 			break
 		}
-		off += len(zs)
+		off += len(ps)
 	}
-	zs, err := b.client.ZRangeByScoreWithScores(ctx, key, &redis.ZRangeBy{
+	ps, err := b.rangeByScore(ctx, key, pos.slot, &redis.ZRangeBy{
 		Min: "(" + score, Max: "+inf", Count: int64(want - len(out)),
-	}).Result()
+	})
 	if err != nil {
-		return nil, fmt.Errorf("slot %d: %w", pos.slot, err)
+		return nil, err
 	}
-	for _, z := range zs {
-		p, err := positionOf(pos.slot, z)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+	return append(out, ps...), nil
+}
+
+// rangeByScore reads the entries of slot's Dead set key in by.
+func (b *Box) rangeByScore(ctx context.Context, key string, slot int, by *redis.ZRangeBy) ([]position, error) {
+	zs, err := b.client.ZRangeByScoreWithScores(ctx, key, by).Result()
+	if err != nil {
+		return nil, fmt.Errorf("slot %d: %w", slot, err)
 	}
-	return out, nil
+	return positionsOf(slot, zs)
 }
 
 // scan returns up to want entries of slots [from, to), in order: one
@@ -191,13 +201,11 @@ func (b *Box) scan(ctx context.Context, topic string, from, to, want int) ([]pos
 	}
 	var out []position
 	for _, r := range reads {
-		for _, z := range r.cmd.Val() {
-			p, err := positionOf(r.slot, z)
-			if err != nil {
-				return nil, err
-			}
-			out = append(out, p)
+		ps, err := positionsOf(r.slot, r.cmd.Val())
+		if err != nil {
+			return nil, err
 		}
+		out = append(out, ps...)
 	}
 	return out, nil
 }
@@ -248,43 +256,45 @@ func check(topic string, n int) error {
 	return nil
 }
 
-// position is an entry of a Dead set as it sorts: slot, score, member
-// (with its priority suffix).
+// position is an entry of a Dead set as it sorts: slot, score (time of
+// death, then attempts), member (with its priority suffix).
 type position struct {
-	slot   int
-	score  int64
-	member string
+	slot int
+	// score is the entry's score as lua.FormatScore writes it.
+	score string
+	lua.Entry
 }
 
-func positionOf(slot int, z redis.Z) (position, error) {
-	e, err := lua.DecodeEntry(z)
-	if err != nil {
-		return position{}, fmt.Errorf("slot %d: %w", slot, err)
+// positionsOf decodes the entries of slot's Dead set that a ZRANGE
+// WITHSCORES returned.
+func positionsOf(slot int, zs []redis.Z) ([]position, error) {
+	out := make([]position, len(zs))
+	for i, z := range zs {
+		e, err := lua.DecodeEntry(z)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", slot, err)
+		}
+		score, err := lua.FormatScore(e.Ms, e.Attempt)
+		if err != nil {
+			return nil, fmt.Errorf("slot %d: %w", slot, err)
+		}
+		out[i] = position{slot: slot, score: score, Entry: e}
 	}
-	return position{slot: slot, score: e.Ms<<lua.AttemptBits | int64(e.Attempt), member: e.Member}, nil
+	return out, nil
 }
 
 func (p position) entry() (Entry, error) {
-	id, priority, err := parseMember(p.member)
-	if err != nil {
-		return Entry{}, fmt.Errorf("slot %d: %w", p.slot, err)
+	id, priority, ok := lua.ParseMember(p.Member)
+	if !ok {
+		return Entry{}, fmt.Errorf("slot %d: member %q: not a job id: %w", p.slot, p.Member, timer.ErrInvalid)
 	}
 	return Entry{
-		ID:       id,
+		ID:       timer.JobID(id),
 		Slot:     p.slot,
-		DiedAt:   timer.TimeOf(p.score >> lua.AttemptBits),
-		Attempts: int(p.score & lua.MaxAttempt),
-		Priority: priority,
+		DiedAt:   timer.TimeOf(p.Ms),
+		Attempts: p.Attempt,
+		Priority: timer.Priority(priority),
 	}, nil
-}
-
-// parseMember returns the job id and priority of a member.
-func parseMember(m string) (timer.JobID, timer.Priority, error) {
-	id, p, ok := lua.SplitMember(m)
-	if !ok || id == 0 || id >= 1<<63 {
-		return 0, 0, fmt.Errorf("member %q: not a job id: %w", m, timer.ErrInvalid)
-	}
-	return timer.JobID(id), timer.Priority(p), nil
 }
 
 // cursorVersion starts every cursor, so the format can change.
@@ -292,7 +302,7 @@ const cursorVersion = "1"
 
 // cursor encodes p as an opaque, URL-safe string.
 func (p position) cursor() string {
-	raw := cursorVersion + ":" + strconv.Itoa(p.slot) + ":" + strconv.FormatInt(p.score, 10) + ":" + p.member
+	raw := cursorVersion + ":" + strconv.Itoa(p.slot) + ":" + p.score + ":" + p.Member
 	return base64.RawURLEncoding.EncodeToString([]byte(raw))
 }
 
@@ -316,16 +326,13 @@ func decodeCursor(s string) (position, error) {
 	if err != nil || slot < 0 || slot >= slots.Max || strconv.Itoa(slot) != parts[1] {
 		return position{}, fmt.Errorf("cursor %q: bad slot", s)
 	}
-	score, err := strconv.ParseInt(parts[2], 10, 64)
-	if err != nil || strconv.FormatInt(score, 10) != parts[2] {
+	ms, attempt, err := lua.ParseScore(parts[2])
+	if err != nil {
 		return position{}, fmt.Errorf("cursor %q: bad score", s)
 	}
-	if _, _, err := lua.SplitScore(float64(score)); err != nil || score >= 1<<53 {
-		return position{}, fmt.Errorf("cursor %q: bad score", s)
-	}
-	id, p, err := parseMember(parts[3])
-	if err != nil || lua.Member(uint64(id), int(p)) != parts[3] {
+	id, p, ok := lua.ParseMember(parts[3])
+	if !ok || lua.Member(id, p) != parts[3] {
 		return position{}, fmt.Errorf("cursor %q: bad member", s)
 	}
-	return position{slot: slot, score: score, member: parts[3]}, nil
+	return position{slot: slot, score: parts[2], Entry: lua.Entry{Member: parts[3], Ms: ms, Attempt: attempt}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -101,7 +102,7 @@ func fixture() []Entry {
 
 func TestListPages(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		box := New(b.Client, b.Prefix)
+		box := newBox(t, b)
 		es := fixture()
 		bury(t, b, "orders", es...)
 		bury(t, b, "other", Entry{ID: 1, Slot: 1, DiedAt: timer.TimeOf(t0), Attempts: 1})
@@ -128,7 +129,7 @@ func TestListPurgeBetweenPages(t *testing.T) {
 		ctx := t.Context()
 		for _, limit := range []int{1, 2, 3, 5} {
 			topic := fmt.Sprintf("purge%d", limit)
-			box := New(b.Client, b.Prefix)
+			box := newBox(t, b)
 			es := fixture()
 			bury(t, b, topic, es...)
 			sortEntries(es)
@@ -195,7 +196,7 @@ func TestListAfterScriptDeath(t *testing.T) {
 		if s, err := lua.Sweep(ctx, b.Client, k, t0+100, 10, timer.MaxAttemptsLimit); err != nil || len(s.Dead) != 1 {
 			t.Fatal(s, err)
 		}
-		box := New(b.Client, b.Prefix)
+		box := newBox(t, b)
 		got, next, err := box.List(ctx, "orders", 4, "", 10)
 		want := []Entry{
 			{ID: 11, Slot: 2, DiedAt: timer.TimeOf(t0 + 5), Attempts: 3, Priority: timer.PriorityHigh},
@@ -218,9 +219,9 @@ func TestListAfterScriptDeath(t *testing.T) {
 
 func TestInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	box := New(b.Client, b.Prefix)
+	box := newBox(t, b)
 	ctx := t.Context()
-	good := position{slot: 3, score: t0 * 128, member: "5"}.cursor()
+	good := cursorOf("1:3:" + strconv.FormatInt(t0*128, 10) + ":5")
 	for name, err := range map[string]error{
 		"topic":         second3(box.List(ctx, "Bad", 16, "", 10)),
 		"slots":         second3(box.List(ctx, "orders", 6, "", 10)),
@@ -243,12 +244,20 @@ func TestInvalid(t *testing.T) {
 	if _, _, err := box.List(ctx, "orders", 16, good, 10); err != nil {
 		t.Errorf("List with a good cursor: %v", err)
 	}
-	defer func() {
-		if recover() == nil {
-			t.Error("New with a braced prefix did not panic")
-		}
-	}()
-	New(b.Client, "x{")
+	var fe *timer.FieldError
+	if box, err := New(b.Client, Config{Prefix: "x{"}); !errors.As(err, &fe) || fe.Field != "Prefix" || box != nil {
+		t.Errorf("New with a braced prefix = %v, %v; want a FieldError naming Prefix", box, err)
+	}
+}
+
+// newBox returns the Box of b's keys.
+func newBox(t testing.TB, b *luatest.Backend) *Box {
+	t.Helper()
+	box, err := New(b.Client, Config{Prefix: b.Prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return box
 }
 
 func second[T any](_ T, err error) error { return err }
@@ -268,7 +277,7 @@ func FuzzCursor(f *testing.F) {
 	f.Add(1, int64(1), uint64(1), int8(1), "MT\no0OjA6NA")         // a newline
 	f.Fuzz(func(t *testing.T, slot int, score int64, id uint64, priority int8, s string) {
 		if p, err := decodeCursor(s); err == nil {
-			if p.slot < 0 || p.slot >= slots.Max || p.score < 0 || p.score >= 1<<53 {
+			if p.slot < 0 || p.slot >= slots.Max || p.Ms < 0 || p.Ms > lua.MaxMillis || p.Attempt < 0 || p.Attempt > lua.MaxAttempt {
 				t.Fatalf("decodeCursor(%q) accepted %+v", s, p)
 			}
 			if p.cursor() != s {
@@ -279,7 +288,12 @@ func FuzzCursor(f *testing.F) {
 			!timer.Priority(priority).Valid() {
 			return
 		}
-		p := position{slot: slot, score: score, member: lua.Member(uint64(id), int(priority))}
+		ms, attempt, err := lua.SplitScore(float64(score))
+		if err != nil {
+			t.Fatalf("SplitScore(%d): %v", score, err)
+		}
+		p := position{slot: slot, score: strconv.FormatInt(score, 10),
+			Entry: lua.Entry{Member: lua.Member(id, int(priority)), Ms: ms, Attempt: attempt}}
 		back, err := decodeCursor(p.cursor())
 		if err != nil || back != p {
 			t.Fatalf("decodeCursor(cursor(%+v)) = %+v, %v", p, back, err)

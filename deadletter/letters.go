@@ -88,7 +88,7 @@ func (l *Letters) PurgeDead(ctx context.Context, id timer.JobID) error {
 	if !slots.Valid(t.Slots) {
 		return fmt.Errorf("purge dead letter %d: topic %s has slot count %d", id, t.Name, t.Slots)
 	}
-	slot := timer.Slot{Topic: j.Topic, Index: slots.Of(j.SlotBasis(), t.Slots)}
+	slot := slots.JobSlot(j.Topic, j.SlotBasis(), t.Slots)
 	ok, err := l.box.Purge(ctx, slot, id)
 	if err != nil {
 		return err

@@ -59,7 +59,7 @@ func TestLetters(t *testing.T) {
 		jobs.rows[99] = &timer.Job{ID: 99, Topic: "d", Status: timer.StatusPending}
 		bury(t, b, "d", es...)
 		sortEntries(es)
-		l := NewLetters(New(b.Client, b.Prefix), jobs)
+		l := NewLetters(newBox(t, b), jobs)
 
 		var got []timer.JobID
 		for after := ""; ; {
@@ -111,7 +111,7 @@ func TestLetters(t *testing.T) {
 		if err := l.PurgeDead(ctx, 12345); !errors.Is(err, timer.ErrNotFound) {
 			t.Errorf("PurgeDead(unknown) = %v, want ErrNotFound", err)
 		}
-		if n, err := New(b.Client, b.Prefix).Count(ctx, "d", 8); err != nil || n != 11 {
+		if n, err := newBox(t, b).Count(ctx, "d", 8); err != nil || n != 11 {
 			t.Errorf("Count after purge = %d, %v; want 11", n, err)
 		}
 	})

@@ -23,6 +23,7 @@ import (
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
@@ -63,7 +64,7 @@ func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicSt
 func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiEnv {
 	t.Helper()
 	ctx := t.Context()
-	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"))
+	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"), taskdb.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +88,11 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	}
 	cfg.AllowPrivateCallbacks = true
 	stats := &fakeStats{eng: eng}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(rdb, prepare.DefaultPrefix), store), stats, cfg)
+	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: slots.DefaultPrefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(dead, store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats}
@@ -696,7 +701,7 @@ func TestJobPriority(t *testing.T) {
 // the field, and written nowhere.
 func TestNoAutoCreateTopics(t *testing.T) {
 	ctx := t.Context()
-	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"))
+	store, err := taskdb.OpenSQLite(ctx, filepath.Join(t.TempDir(), "toc.db"), taskdb.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -47,7 +47,7 @@ func BenchmarkClaim(b *testing.B) {
 			benchClaim(b, n, PriorityNormal)
 		})
 	}
-	// Due members in all three Store sets: the script reads up to n of
+	// Due members in all three due sets: the script reads up to n of
 	// each and merges them.
 	for _, n := range []int{10, 100} {
 		b.Run(fmt.Sprintf("%d_three_priorities", n), func(b *testing.B) {
@@ -57,7 +57,7 @@ func BenchmarkClaim(b *testing.B) {
 }
 
 // benchClaim claims n at a time from a stock of members due at t0, spread
-// evenly over the Store sets of priorities.
+// evenly over the due sets of priorities.
 func benchClaim(b *testing.B, n int, priorities ...int) {
 	be := luatest.Redis(b)
 	k := keysOf(be, 0)
@@ -67,9 +67,9 @@ func benchClaim(b *testing.B, n int, priorities ...int) {
 	for b.Loop() {
 		if left < n {
 			b.StopTimer()
-			del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Prepare)
+			del(b, be, k.DueHigh, k.Due, k.DueLow, k.Prepare)
 			for _, p := range priorities {
-				fill(b, be, storeKey(k, p), Member(0, p)[1:], per, float64(t0*128))
+				fill(b, be, dueKey(k, p), Member(0, p)[1:], per, float64(t0*128))
 			}
 			left = per * len(priorities)
 			b.StartTimer()
@@ -128,7 +128,7 @@ func BenchmarkAdd(b *testing.B) {
 func leases(b *testing.B, be *luatest.Backend, stock int) {
 	b.Helper()
 	k := keysOf(be, 0)
-	del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Prepare, k.Dead)
+	del(b, be, k.DueHigh, k.Due, k.DueLow, k.Prepare, k.Dead)
 	fill(b, be, k.Prepare, "", stock, float64(t0*128))
 }
 
@@ -212,7 +212,7 @@ func BenchmarkRevive(b *testing.B) {
 	for b.Loop() {
 		if next >= stock {
 			b.StopTimer()
-			del(b, be, k.StoreHigh, k.Store, k.StoreLow, k.Dead)
+			del(b, be, k.DueHigh, k.Due, k.DueLow, k.Dead)
 			fill(b, be, k.Dead, "", stock, float64(t0*128+16))
 			next = 0
 			b.StartTimer()

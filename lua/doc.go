@@ -9,8 +9,8 @@
 // opening with a header that lists its KEYS, ARGV and reply. Every script
 // touches only the keys passed in KEYS, which all belong to one slot and
 // share its hash tag (see package slots), so it runs on one Redis Cluster
-// node. Scripts that take Store sets take all three, highest priority
-// first, before the slot's other keys: KEYS = storeHigh, store, storeLow,
+// node. Scripts that take due sets take all three, highest priority
+// first, before the slot's other keys: KEYS = dueHigh, due, dueLow,
 // then prepare and dead as the script needs them. Every script is bounded:
 // by a LIMIT, or by the number of arguments, which the wrappers cap at
 // [MaxBatch]. Scripts never read the clock: the caller passes now in ARGV
@@ -23,25 +23,27 @@
 //
 // # Priorities and members
 //
-// A slot has three Store sets, one per priority: StoreHigh, Store (normal)
-// and StoreLow; its Prepare and Dead sets are shared. A member is the job
+// A slot has three due sets, one per priority, where timers wait for
+// their due time: DueHigh, Due (normal) and DueLow (see slots.KeySet,
+// whose keys keep their older names ":store", ":store:high" and
+// ":store:low"); its Prepare and Dead sets are shared. A member is the job
 // id in base 60 (digits, A-Z, a-z without h and l) with a suffix naming its
-// priority ([Member], [SplitMember]); for job 123 (2×60 + 3):
+// priority ([Member], [ParseMember]); for job 123 (2×60 + 3):
 //
-//	"23"   normal, in Store
-//	"23h"  high, in StoreHigh
-//	"23l"  low, in StoreLow
+//	"23"   normal, in Due
+//	"23h"  high, in DueHigh
+//	"23l"  low, in DueLow
 //
 // Base 60 keeps the member of any job id within 12 bytes, which Redis
 // stores in 16 (its decimal form took 32): 16 bytes less per pending job.
 // The member keeps its suffix in Prepare and Dead, so the scripts that
-// move a member back (retry, defer, sweep, revive) put it in the Store
+// move a member back (retry, defer, sweep, revive) put it in the due
 // set its last byte names without being told, and normal members read as
 // they did before priorities. An empty set costs Redis nothing.
 //
 // # Claim order and aging
 //
-// claim reads up to limit due members from each Store set and merges them
+// claim reads up to limit due members from each due set and merges them
 // by rank = due ms + the aging offset of the member's priority ([Aging],
 // passed in ARGV; package prepare takes it from timer.PriorityAging: high
 // 0, normal 10 s, low 60 s). Equal ranks go high, normal, low; members of
@@ -54,19 +56,19 @@
 // # Wake-ups
 //
 // add and revive compare the slot's earliest due millisecond over its
-// three Store sets before and after; when it moved earlier they report the
+// three due sets before and after; when it moved earlier they report the
 // new earliest score and, given a channel, PUBLISH "<topic> <slot> <due
 // ms>" to it from inside the script, so every worker hears of a slot due
 // sooner.
 //
 // # Scores
 //
-// A member of the Store, Prepare and Dead sets has a score that packs a
+// A member of the due, Prepare and Dead sets has a score that packs a
 // time in Unix milliseconds and an attempt count:
 //
 //	score = ms*128 + attempt    (0 <= attempt <= 127)
 //
-// The time is the due time in Store, the lease deadline in Prepare and the
+// The time is the due time in a due set, the lease deadline in Prepare and the
 // time of death in Dead. Sets order by ms first; the attempt breaks ties
 // (a fresh job before a retried one due the same millisecond), then the
 // member, byte by byte. "Due at or before now" is score <= now*128+127.
@@ -74,7 +76,12 @@
 // Scores are float64 in Redis, exact for integers below 2^53, so ms must
 // be below 2^46 ([MaxMillis], in the year 4199) and not negative. [Score]
 // rejects anything outside 0 <= ms <= MaxMillis and 0 <= attempt <=
-// [MaxAttempt] instead of wrapping it. In a lease, the Prepare score is
+// [MaxAttempt] instead of wrapping it. Outside the scripts a score is
+// written and read only here: [FormatScore] and [ParseScore] for its
+// decimal form (ZRANGEBYSCORE bounds, [ScoreBound], and the dead-letter
+// cursors), [SplitScore] and [DecodeEntry] for replies; [ParseMember]
+// likewise is the one decoder of members, and checks the job id
+// (timer.JobID.Valid). In a lease, the Prepare score is
 // also the lease token: ack, retry and defer act only while it is
 // unchanged. Scripts that add one to an attempt saturate it at 127; defer
 // keeps it.

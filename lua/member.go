@@ -3,17 +3,19 @@ package lua
 import (
 	"fmt"
 	"math"
+
+	"github.com/toc-project/toc/timer"
 )
 
 // Priorities as members encode them. The values are those of
-// timer.Priority, which this package does not import.
+// timer.Priority; callers convert with int(p) and timer.Priority(p).
 const (
 	PriorityLow    = -1
 	PriorityNormal = 0
 	PriorityHigh   = 1
 )
 
-// Member suffixes: the last byte of a member names the Store set it
+// Member suffixes: the last byte of a member names the due set it
 // belongs in. A normal member has none; the digits never use these bytes.
 const (
 	suffixHigh = 'h'
@@ -72,10 +74,21 @@ func Member(id uint64, priority int) string {
 	return string(b[i:])
 }
 
-// SplitMember returns the job id and priority of member m; ok is false
-// when Member did not make m (an empty or overlong id, a leading zero, a
-// byte that is not a digit).
-func SplitMember(m string) (id uint64, priority int, ok bool) {
+// ParseMember returns the job id and priority of member m; ok is false
+// when m is not the member of a job: Member did not make it (an empty or
+// overlong id, a leading zero, a byte that is not a digit), or its id is
+// not a job id (timer.JobID.Valid). It is the one decoder of members
+// outside the scripts.
+func ParseMember(m string) (id uint64, priority int, ok bool) {
+	id, priority, ok = splitMember(m)
+	if !ok || !timer.JobID(id).Valid() {
+		return 0, 0, false
+	}
+	return id, priority, true
+}
+
+// splitMember decodes any member Member makes, of any uint64 id.
+func splitMember(m string) (id uint64, priority int, ok bool) {
 	priority = PriorityNormal
 	if m != "" {
 		switch m[len(m)-1] {

@@ -1,9 +1,9 @@
 -- member: the prelude of every script (see run.go), not a script itself.
 --
--- level returns the index in a script's stores table {storeHigh, store,
--- storeLow} of the Store set a member belongs in: its last byte names
+-- level returns the index in a script's dues table {dueHigh, due,
+-- dueLow} of the due set a member belongs in: its last byte names
 -- its priority, "h" high, "l" low, anything else normal (package lua's
--- Member and SplitMember are the Go side of this encoding).
+-- Member and ParseMember are the Go side of this encoding).
 local function level(m)
   local last = string.sub(m, -1)
   if last == 'h' then
@@ -14,13 +14,13 @@ local function level(m)
   return 2
 end
 
--- earliest returns the lowest score in the sorted sets of stores (a slot's
--- Store sets, or {prepare} for its next lease deadline), or nil when they
+-- earliest returns the lowest score in the sorted sets of sets (a slot's
+-- due sets, or {prepare} for its next lease deadline), or nil when they
 -- are all empty.
-local function earliest(stores)
+local function earliest(sets)
   local low = nil
-  for s = 1, #stores do
-    local r = redis.call('ZRANGE', stores[s], 0, 0, 'WITHSCORES')
+  for s = 1, #sets do
+    local r = redis.call('ZRANGE', sets[s], 0, 0, 'WITHSCORES')
     if r[2] and (low == nil or tonumber(r[2]) < low) then
       low = tonumber(r[2])
     end

@@ -11,15 +11,15 @@ import (
 	"github.com/toc-project/toc/slots"
 )
 
-// storeKey returns the Store set of priority p.
-func storeKey(k slots.KeySet, p int) string {
+// dueKey returns the due set of priority p.
+func dueKey(k slots.KeySet, p int) string {
 	switch p {
 	case PriorityHigh:
-		return k.StoreHigh
+		return k.DueHigh
 	case PriorityLow:
-		return k.StoreLow
+		return k.DueLow
 	}
-	return k.Store
+	return k.Due
 }
 
 func TestMember(t *testing.T) {
@@ -40,8 +40,8 @@ func TestMember(t *testing.T) {
 		if got := Member(tt.id, tt.priority); got != tt.member {
 			t.Errorf("Member(%d, %d) = %q, want %q", tt.id, tt.priority, got, tt.member)
 		}
-		if id, p, ok := SplitMember(tt.member); !ok || id != tt.id || p != tt.priority {
-			t.Errorf("SplitMember(%q) = %d, %d, %v; want %d, %d", tt.member, id, p, ok, tt.id, tt.priority)
+		if id, p, ok := splitMember(tt.member); !ok || id != tt.id || p != tt.priority {
+			t.Errorf("splitMember(%q) = %d, %d, %v; want %d, %d", tt.member, id, p, ok, tt.id, tt.priority)
 		}
 	}
 	// No digit is a suffix, so a member's last byte names its priority
@@ -54,15 +54,29 @@ func TestMember(t *testing.T) {
 	for id := uint64(1); id < 1<<40; id = id*7 + 3 {
 		for _, p := range []int{PriorityHigh, PriorityNormal, PriorityLow} {
 			m := Member(id, p)
-			if got, gp, ok := SplitMember(m); !ok || got != id || gp != p {
-				t.Fatalf("SplitMember(Member(%d, %d) = %q) = %d, %d, %v", id, p, m, got, gp, ok)
+			if got, gp, ok := splitMember(m); !ok || got != id || gp != p {
+				t.Fatalf("splitMember(Member(%d, %d) = %q) = %d, %d, %v", id, p, m, got, gp, ok)
 			}
 		}
 	}
 	bad := []string{"", "h", "l", "x h", "01", "00h", "12-", "é", "123456789012", "zzzzzzzzzzz"}
 	for _, m := range bad {
-		if id, p, ok := SplitMember(m); ok {
-			t.Errorf("SplitMember(%q) = %d, %d, true; want not ok", m, id, p)
+		if id, p, ok := splitMember(m); ok {
+			t.Errorf("splitMember(%q) = %d, %d, true; want not ok", m, id, p)
+		}
+	}
+	// ParseMember also wants a job id: 1 to 2^63-1.
+	if id, p, ok := ParseMember("FFDYWVvKFU7h"); !ok || id != 1<<63-1 || p != PriorityHigh {
+		t.Errorf("ParseMember of the largest job id = %d, %d, %v", id, p, ok)
+	}
+	for _, id := range []uint64{0, 1 << 63, math.MaxUint64} {
+		if _, _, ok := ParseMember(Member(id, PriorityLow)); ok {
+			t.Errorf("ParseMember(Member(%d)) ok; want not a job id", id)
+		}
+	}
+	for _, m := range bad {
+		if _, _, ok := ParseMember(m); ok {
+			t.Errorf("ParseMember(%q) ok", m)
 		}
 	}
 	defer func() {
@@ -73,8 +87,8 @@ func TestMember(t *testing.T) {
 	Member(1, 2)
 }
 
-// TestMemberRouting checks that the scripts route a member to the Store
-// set its last byte names, as SplitMember reads it; members Member would
+// TestMemberRouting checks that the scripts route a member to the due
+// set its last byte names, as splitMember reads it; members Member would
 // not make follow the same rule.
 func TestMemberRouting(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
@@ -88,13 +102,13 @@ func TestMemberRouting(t *testing.T) {
 			case suffixLow:
 				p = PriorityLow
 			}
-			if _, sp, ok := SplitMember(m); ok && sp != p {
-				t.Errorf("SplitMember(%q) priority %d, want %d", m, sp, p)
+			if _, sp, ok := splitMember(m); ok && sp != p {
+				t.Errorf("splitMember(%q) priority %d, want %d", m, sp, p)
 			}
-			for _, key := range k.Stores() {
+			for _, key := range k.Dues() {
 				n, err := b.Client.ZScore(t.Context(), key, m).Result()
 				in := err == nil && n == float64(t0*128)
-				if want := key == storeKey(k, p); in != want {
+				if want := key == dueKey(k, p); in != want {
 					t.Errorf("%q in %s: %v, want %v", m, key, in, want)
 				}
 			}
@@ -126,8 +140,8 @@ func TestClaimPriorityOrder(t *testing.T) {
 			t.Fatalf("claimed %v, want %v", got, want)
 		}
 		// The head is the lowest score over the three sets: here a low job.
-		if r.StoreHead != (Head{t0 - 40_000, 0, true}) {
-			t.Errorf("store head %+v, want 80l's at t0-40000", r.StoreHead)
+		if r.DueHead != (Head{t0 - 40_000, 0, true}) {
+			t.Errorf("due head %+v, want 80l's at t0-40000", r.DueHead)
 		}
 		r = claim(t, b, k, now, 10, 1000)
 		if got, want := memberNames(r.Leased), []string{"20", "60h", "70", "90", "80l", "110l"}; !slices.Equal(got, want) {
@@ -140,24 +154,24 @@ func TestClaimPriorityOrder(t *testing.T) {
 				t.Errorf("%s: attempt %d, token %v; want attempt %d kept", l.Member, l.Attempt, l.Token, want)
 			}
 		}
-		if r.StoreHead != (Head{now + 1, 0, true}) || r.PrepareHead != (Head{now + 1000, 0, true}) {
-			t.Errorf("heads %+v %+v", r.StoreHead, r.PrepareHead)
+		if r.DueHead != (Head{now + 1, 0, true}) || r.PrepareHead != (Head{now + 1000, 0, true}) {
+			t.Errorf("heads %+v %+v", r.DueHead, r.PrepareHead)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"100h", t0 + 200_000, 0})
-		wantSet(t, b, k.Store, Entry{"120", now + 1, 0})
-		wantSet(t, b, k.StoreLow, Entry{"130l", now + 60_000, 0})
+		wantSet(t, b, k.DueHigh, Entry{"100h", t0 + 200_000, 0})
+		wantSet(t, b, k.Due, Entry{"120", now + 1, 0})
+		wantSet(t, b, k.DueLow, Entry{"130l", now + 60_000, 0})
 		if n, _ := b.Client.ZCard(t.Context(), k.Prepare).Result(); n != 10 {
 			t.Errorf("prepare holds %d, want all 10 leases", n)
 		}
 
 		// Nothing due: nothing claimed, the head still the lowest.
-		if r = claim(t, b, k, now, 10, 1000); len(r.Leased) != 0 || r.StoreHead != (Head{now + 1, 0, true}) {
+		if r = claim(t, b, k, now, 10, 1000); len(r.Leased) != 0 || r.DueHead != (Head{now + 1, 0, true}) {
 			t.Errorf("claim with nothing due = %+v", r)
 		}
-		// Only high left: the head is found in StoreHigh.
-		b.Client.Del(t.Context(), k.Store, k.StoreLow)
-		if r = claim(t, b, k, now, 10, 1000); r.StoreHead != (Head{t0 + 200_000, 0, true}) {
-			t.Errorf("store head %+v, want 100h's", r.StoreHead)
+		// Only high left: the head is found in DueHigh.
+		b.Client.Del(t.Context(), k.Due, k.DueLow)
+		if r = claim(t, b, k, now, 10, 1000); r.DueHead != (Head{t0 + 200_000, 0, true}) {
+			t.Errorf("due head %+v, want 100h's", r.DueHead)
 		}
 	})
 }
@@ -178,7 +192,7 @@ func TestClaimLimitAcrossSets(t *testing.T) {
 		if got, want := memberNames(r.Leased), []string{"0h", "1h", "2h", "3h", "4h", "0", "1"}; !slices.Equal(got, want) {
 			t.Errorf("claimed %v, want %v", got, want)
 		}
-		for key, n := range map[string]int64{k.StoreHigh: 0, k.Store: 3, k.StoreLow: 5, k.Prepare: 7} {
+		for key, n := range map[string]int64{k.DueHigh: 0, k.Due: 3, k.DueLow: 5, k.Prepare: 7} {
 			if got, _ := b.Client.ZCard(t.Context(), key).Result(); got != n {
 				t.Errorf("%s holds %d, want %d", key, got, n)
 			}
@@ -190,8 +204,8 @@ func TestClaimLimitAcrossSets(t *testing.T) {
 			t.Errorf("claimed %v, want %v", got, want)
 		}
 		r = claim(t, b, k, t0, 1, 100)
-		if got := memberNames(r.Leased); !slices.Equal(got, []string{"1l"}) || r.StoreHead != (Head{t0, 0, true}) {
-			t.Errorf("claimed %v, head %+v", got, r.StoreHead)
+		if got := memberNames(r.Leased); !slices.Equal(got, []string{"1l"}) || r.DueHead != (Head{t0, 0, true}) {
+			t.Errorf("claimed %v, head %+v", got, r.DueHead)
 		}
 		// Aging out of range.
 		for _, a := range []Aging{{-1, 0, 0}, {0, -1, 0}, {0, 0, MaxAgingMillis + 1}} {
@@ -229,7 +243,7 @@ func TestAddWakePriorities(t *testing.T) {
 		}{
 			{"high into empty slot", Entry{"1h", t0 + 100, 0}, Head{t0 + 100, 0, true}},
 			{"low, earlier", Entry{"2l", t0 + 50, 0}, Head{t0 + 50, 0, true}},
-			// Store was empty, but the slot was not: the worker already
+			// The due sets were empty, but the slot was not: the worker already
 			// claims at +50.
 			{"normal, later", Entry{"3", t0 + 200, 0}, Head{}},
 			{"high, later than low", Entry{"4h", t0 + 60, 0}, Head{}},
@@ -244,9 +258,9 @@ func TestAddWakePriorities(t *testing.T) {
 		if r.Added != 2 || r.Earliest != (Head{t0 + 1, 0, true}) {
 			t.Errorf("batch Add = %+v, want 2 added (2l replaced), earliest +1", r)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"6h", t0 + 1, 0}, Entry{"4h", t0 + 60, 0}, Entry{"1h", t0 + 100, 0})
-		wantSet(t, b, k.Store, Entry{"5", t0 + 10, 0}, Entry{"3", t0 + 200, 0})
-		wantSet(t, b, k.StoreLow, Entry{"7l", t0 + 2, 0}, Entry{"2l", t0 + 3, 0})
+		wantSet(t, b, k.DueHigh, Entry{"6h", t0 + 1, 0}, Entry{"4h", t0 + 60, 0}, Entry{"1h", t0 + 100, 0})
+		wantSet(t, b, k.Due, Entry{"5", t0 + 10, 0}, Entry{"3", t0 + 200, 0})
+		wantSet(t, b, k.DueLow, Entry{"7l", t0 + 2, 0}, Entry{"2l", t0 + 3, 0})
 	})
 }
 
@@ -266,13 +280,13 @@ func TestAddRestorePriorities(t *testing.T) {
 		if r.Added != 2 || r.Earliest != (Head{t0 + 40, 2, true}) {
 			t.Errorf("restore = %+v, want 2 added, earliest at t0+40", r)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"6h", t0 + 40, 2}, Entry{"3h", t0 + 50, 1})
-		wantSet(t, b, k.Store, Entry{"4", t0 + 60, 0})
-		wantSet(t, b, k.StoreLow, Entry{"5l", t0 + 70, 0})
+		wantSet(t, b, k.DueHigh, Entry{"6h", t0 + 40, 2}, Entry{"3h", t0 + 50, 1})
+		wantSet(t, b, k.Due, Entry{"4", t0 + 60, 0})
+		wantSet(t, b, k.DueLow, Entry{"5l", t0 + 70, 0})
 		wantSet(t, b, k.Prepare, Entry{"2l", t0 + 1000, 0})
 		wantSet(t, b, k.Dead, Entry{"1h", t0 + 5, 1})
-		// Presence is checked in the member's own Store set: restoring 7l,
-		// in StoreLow, finds it there.
+		// Presence is checked in the member's own due set: restoring 7l,
+		// in DueLow, finds it there.
 		addSet(t, b, k, Entry{"7l", t0 + 80, 0})
 		if r = addOne(t, b, AddCall{Keys: k, Mode: ModeRestore, Entries: []Entry{{"7l", t0 - 100, 0}}}); r.Added != 0 || r.Earliest.OK {
 			t.Errorf("restore of 7l = %+v, want nothing", r)
@@ -296,9 +310,9 @@ func TestSweepRouting(t *testing.T) {
 		if s.Returned != 4 || !slices.Equal(s.Dead, []Entry{{"4h", t0 + 100, 5}, {"5l", t0 + 100, 5}}) || s.PrepareHead.OK {
 			t.Errorf("Sweep = %+v", s)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"1h", t0 + 100, 1}, Entry{"6h", t0 + 9999, 0})
-		wantSet(t, b, k.Store, Entry{"2", t0 + 100, 2})
-		wantSet(t, b, k.StoreLow, Entry{"3l", t0 + 100, 3}) // 5l left StoreLow for Dead
+		wantSet(t, b, k.DueHigh, Entry{"1h", t0 + 100, 1}, Entry{"6h", t0 + 9999, 0})
+		wantSet(t, b, k.Due, Entry{"2", t0 + 100, 2})
+		wantSet(t, b, k.DueLow, Entry{"3l", t0 + 100, 3}) // 5l left DueLow for Dead
 		wantSet(t, b, k.Dead, Entry{"4h", t0 + 100, 5}, Entry{"5l", t0 + 100, 5})
 	})
 }
@@ -321,11 +335,11 @@ func TestRetryRouting(t *testing.T) {
 				t.Errorf("Retry(%s) = %v, %v; want %v", c.member, o, err, c.want)
 			}
 		}
-		// Buried, 3l and 4h also left the Store set they were added to
+		// Buried, 3l and 4h also left the due set they were added to
 		// again while leased.
-		wantSet(t, b, k.StoreHigh, Entry{"1h", t0 + 500, 1})
-		wantSet(t, b, k.Store)
-		wantSet(t, b, k.StoreLow, Entry{"2l", t0 + 500, 1})
+		wantSet(t, b, k.DueHigh, Entry{"1h", t0 + 500, 1})
+		wantSet(t, b, k.Due)
+		wantSet(t, b, k.DueLow, Entry{"2l", t0 + 500, 1})
 		wantSet(t, b, k.Dead, Entry{"3l", t0 + 10, 2}, Entry{"4h", t0 + 10, 3})
 		wantSet(t, b, k.Prepare)
 	})
@@ -348,9 +362,9 @@ func TestDefer(t *testing.T) {
 		}
 		// The attempt is kept, saturated or not; the entry added while
 		// leased is replaced, as Retry does.
-		wantSet(t, b, k.StoreHigh, Entry{"1h", t0 + 30_000, 3})
-		wantSet(t, b, k.Store, Entry{"2", t0 + 30_000, 0}, Entry{"4", t0 + 30_000, 5})
-		wantSet(t, b, k.StoreLow, Entry{"3l", t0 + 30_000, MaxAttempt})
+		wantSet(t, b, k.DueHigh, Entry{"1h", t0 + 30_000, 3})
+		wantSet(t, b, k.Due, Entry{"2", t0 + 30_000, 0}, Entry{"4", t0 + 30_000, 5})
+		wantSet(t, b, k.DueLow, Entry{"3l", t0 + 30_000, MaxAttempt})
 		wantSet(t, b, k.Prepare)
 
 		// A stale token, or a lease gone: nothing changes.
@@ -373,7 +387,7 @@ func TestDefer(t *testing.T) {
 		if ok, err := Defer(ctx, b.Client, k, held(l), t0+40_000); err != nil || !ok {
 			t.Errorf("Defer = %v, %v", ok, err)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"1h", t0 + 40_000, 3})
+		wantSet(t, b, k.DueHigh, Entry{"1h", t0 + 40_000, 3})
 
 		for _, c := range []struct {
 			h  Held
@@ -404,7 +418,7 @@ func TestReviveRouting(t *testing.T) {
 			}
 			return r
 		}
-		// StoreHigh is empty, but 3 is due sooner: no wake.
+		// DueHigh is empty, but 3 is due sooner: no wake.
 		if r := revive("1h", t0+200); !r.Revived || r.Earliest.OK {
 			t.Errorf("Revive(1h) = %+v, want revived, no wake", r)
 		}
@@ -418,9 +432,9 @@ func TestReviveRouting(t *testing.T) {
 		if want := fmt.Sprintf("orders 49 %d", t0+50); msg.Payload != want {
 			t.Errorf("message %q, want %q (and none for 1h)", msg.Payload, want)
 		}
-		wantSet(t, b, k.StoreHigh, Entry{"1h", t0 + 200, 0})
-		wantSet(t, b, k.Store, Entry{"3", t0 + 100, 0})
-		wantSet(t, b, k.StoreLow, Entry{"2l", t0 + 50, 0})
+		wantSet(t, b, k.DueHigh, Entry{"1h", t0 + 200, 0})
+		wantSet(t, b, k.Due, Entry{"3", t0 + 100, 0})
+		wantSet(t, b, k.DueLow, Entry{"2l", t0 + 50, 0})
 		wantSet(t, b, k.Dead)
 		// The member names the set: "1" is not "1h".
 		if r := revive("1", t0); r.Revived {

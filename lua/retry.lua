@@ -1,11 +1,11 @@
 -- retry: end a held lease after a failed attempt.
 --
--- KEYS[1]  storeHigh  the slot's Store set of high priority
--- KEYS[2]  store      the slot's Store set of normal priority
--- KEYS[3]  storeLow   the slot's Store set of low priority
--- KEYS[4]  prepare    the slot's Prepare set
--- KEYS[5]  dead       the slot's Dead set
--- ARGV[1]  member       its last byte names its Store set: "h" high, "l"
+-- KEYS[1]  dueHigh  the slot's due set of high priority
+-- KEYS[2]  due      the slot's due set of normal priority
+-- KEYS[3]  dueLow   the slot's due set of low priority
+-- KEYS[4]  prepare  the slot's Prepare set
+-- KEYS[5]  dead     the slot's Dead set
+-- ARGV[1]  member       its last byte names its due set: "h" high, "l"
 --                       low, anything else normal
 -- ARGV[2]  token        the lease's Prepare score
 -- ARGV[3]  retryAt      integer Unix ms the next attempt is due
@@ -17,16 +17,16 @@
 -- decided here, never read and written back by the caller); the member
 -- leaves Prepare and
 --   - when attempt >= maxAttempts, goes to Dead with score
---     now*128 + attempt (attempt saturates at 127) and leaves its Store
+--     now*128 + attempt (attempt saturates at 127) and leaves its due
 --     set;
---   - else goes to its Store set with score retryAt*128 + attempt.
+--   - else goes to its due set with score retryAt*128 + attempt.
 --
 -- Reply: 0 retried, 1 buried (moved to Dead), 2 lost.
 
-local storeHigh, store, storeLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local dueHigh, due, dueLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local member, token = ARGV[1], tonumber(ARGV[2])
 local retryAt, maxAttempts, now = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[5])
-local stores = {storeHigh, store, storeLow}
+local dues = {dueHigh, due, dueLow}
 
 
 local score = redis.call('ZSCORE', prepare, member)
@@ -40,8 +40,8 @@ if attempt >= maxAttempts or attempt > 127 then
     attempt = 127
   end
   redis.call('ZADD', dead, now * 128 + attempt, member)
-  redis.call('ZREM', stores[level(member)], member)
+  redis.call('ZREM', dues[level(member)], member)
   return 1
 end
-redis.call('ZADD', stores[level(member)], retryAt * 128 + attempt, member)
+redis.call('ZADD', dues[level(member)], retryAt * 128 + attempt, member)
 return 0

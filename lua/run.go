@@ -36,8 +36,8 @@ var (
 	reviveSrc string
 	//go:embed defer.lua
 	deferSrc string
-	// memberSrc defines level(member), the Store set a member's suffix
-	// names, and earliest(stores), the lowest score of a slot's Store
+	// memberSrc defines level(member), the due set a member's suffix
+	// names, and earliest(sets), the lowest score of a slot's due
 	// sets; it opens every script, as Redis scripts cannot share code.
 	//go:embed member.lua
 	memberSrc string
@@ -171,6 +171,23 @@ func replyStrings(v any) ([]string, error) {
 		out[i] = s
 	}
 	return out, nil
+}
+
+// replyPairs decodes a reply's array of members and the array of numbers
+// (what: tokens, attempts) that goes with it, one for each member.
+func replyPairs(members, numbers any, what string) ([]string, []int64, error) {
+	ms, err := replyStrings(members)
+	if err != nil {
+		return nil, nil, err
+	}
+	ns, err := replyInts(numbers)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ns) != len(ms) {
+		return nil, nil, fmt.Errorf("%w: %d members, %d %s", errReply, len(ms), len(ns), what)
+	}
+	return ms, ns, nil
 }
 
 func replyInts(v any) ([]int64, error) {

@@ -65,6 +65,33 @@ func checkMillis(what string, ms int64) error {
 // formatScore writes a score as the decimal integer Redis reads exactly.
 func formatScore(n int64) string { return strconv.FormatInt(n, 10) }
 
+// FormatScore returns the score of ms and attempt (see Score) as the
+// decimal integer Redis reads exactly, for ZRANGEBYSCORE bounds and
+// cursors outside the scripts. It fails as Score does.
+func FormatScore(ms int64, attempt int) (string, error) {
+	n, err := scoreInt(ms, attempt)
+	if err != nil {
+		return "", err
+	}
+	return formatScore(n), nil
+}
+
+// ParseScore decodes a score in the one form FormatScore writes it: a
+// decimal integer without sign or leading zeros. It returns an error
+// wrapping ErrRange for anything else.
+func ParseScore(s string) (ms int64, attempt int, err error) {
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || formatScore(n) != s || n < 0 || n > MaxMillis<<AttemptBits|MaxAttempt {
+		return 0, 0, fmt.Errorf("score %q: %w", s, ErrRange)
+	}
+	ms, attempt = splitInt(n)
+	return ms, attempt, nil
+}
+
+// ScoreBound returns the score bound "due at or before ms", for
+// ZRANGEBYSCORE outside scripts: ms*128 + 127 as a decimal string.
+func ScoreBound(ms int64) (string, error) { return FormatScore(ms, MaxAttempt) }
+
 // Head is the lowest entry of a sorted set, decoded; OK is false when the
 // set is empty.
 type Head struct {

@@ -106,3 +106,27 @@ func FuzzScore(f *testing.F) {
 		}
 	})
 }
+
+func TestFormatParseScore(t *testing.T) {
+	for _, c := range []struct {
+		ms      int64
+		attempt int
+		text    string
+	}{{0, 0, "0"}, {1, 3, "131"}, {MaxMillis, MaxAttempt, "9007199254740991"}} {
+		got, err := FormatScore(c.ms, c.attempt)
+		if err != nil || got != c.text {
+			t.Errorf("FormatScore(%d, %d) = %q, %v; want %q", c.ms, c.attempt, got, err, c.text)
+		}
+		if ms, a, err := ParseScore(c.text); err != nil || ms != c.ms || a != c.attempt {
+			t.Errorf("ParseScore(%q) = %d, %d, %v", c.text, ms, a, err)
+		}
+	}
+	if _, err := FormatScore(-1, 0); !errors.Is(err, ErrRange) {
+		t.Errorf("FormatScore(-1, 0) = %v, want ErrRange", err)
+	}
+	for _, s := range []string{"", "-1", "+1", "01", "1.0", "1e3", " 1", "9007199254740992", "99999999999999999999"} {
+		if _, _, err := ParseScore(s); !errors.Is(err, ErrRange) {
+			t.Errorf("ParseScore(%q) = %v, want ErrRange", s, err)
+		}
+	}
+}

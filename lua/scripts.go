@@ -15,10 +15,10 @@ type AddMode string
 
 // Modes of Add.
 const (
-	// ModeSet adds each member to its Store set or replaces its score
+	// ModeSet adds each member to its due set or replaces its score
 	// there.
 	ModeSet AddMode = "set"
-	// ModeRestore adds only members in none of their Store set, Prepare
+	// ModeRestore adds only members in none of their due set, Prepare
 	// and Dead.
 	ModeRestore AddMode = "restore"
 )
@@ -36,7 +36,7 @@ type AddCall struct {
 	Keys slots.KeySet
 	Mode AddMode
 	// WakeChannel is the channel the script publishes to when the slot's
-	// earliest due time (over its three Store sets) moves earlier; ""
+	// earliest due time (over its three due sets) moves earlier; ""
 	// publishes nothing.
 	WakeChannel string
 	// WakeMessage starts the published message, "<topic> <slot>"; the
@@ -48,9 +48,9 @@ type AddCall struct {
 
 // AddResult is the reply of one AddCall.
 type AddResult struct {
-	// Added counts the members new to their Store set.
+	// Added counts the members new to their due set.
 	Added int
-	// Earliest is the lowest entry of the slot's Store sets when their
+	// Earliest is the lowest entry of the slot's due sets when their
 	// earliest due ms moved earlier (OK false otherwise).
 	Earliest Head
 }
@@ -74,7 +74,7 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 			}
 			args = append(args, e.Member, formatScore(n))
 		}
-		runs[i] = call{addScript, []string{ac.Keys.StoreHigh, ac.Keys.Store, ac.Keys.StoreLow, ac.Keys.Prepare, ac.Keys.Dead}, args}
+		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead}, args}
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
@@ -104,7 +104,7 @@ type Leased struct {
 	Member string
 	// Token is the member's Prepare score, which Ack and Retry present.
 	Token float64
-	// Attempt is the attempt count carried over from Store.
+	// Attempt is the attempt count carried over from the due set.
 	Attempt int
 }
 
@@ -112,13 +112,13 @@ type Leased struct {
 type ClaimResult struct {
 	// Leased are in claim order: by due ms plus aging offset.
 	Leased []Leased
-	// StoreHead is the lowest entry left in the three Store sets.
-	StoreHead Head
+	// DueHead is the lowest entry left in the three due sets.
+	DueHead Head
 	// PrepareHead is the lowest entry in Prepare: the next lease deadline.
 	PrepareHead Head
 }
 
-// Claim leases up to limit (1..MaxBatch) members of the slot's Store sets
+// Claim leases up to limit (1..MaxBatch) members of the slot's due sets
 // due at or before nowMs, each until nowMs+leaseMs, taking them in the
 // order of due ms plus their priority's offset in aging (ties: high,
 // normal, low).
@@ -135,7 +135,7 @@ func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit 
 	if err := aging.check(); err != nil {
 		return ClaimResult{}, fmt.Errorf("claim: %w", err)
 	}
-	replies, err := run(ctx, c, []call{{claimScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare},
+	replies, err := run(ctx, c, []call{{claimScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare},
 		[]any{nowMs, limit, leaseMs, aging.High, aging.Normal, aging.Low}}})
 	if err != nil {
 		return ClaimResult{}, fmt.Errorf("claim: %w", err)
@@ -152,19 +152,12 @@ func decodeClaim(v any) (ClaimResult, error) {
 	if err != nil {
 		return ClaimResult{}, err
 	}
-	members, err := replyStrings(a[0])
+	members, tokens, err := replyPairs(a[0], a[1], "tokens")
 	if err != nil {
 		return ClaimResult{}, err
-	}
-	tokens, err := replyInts(a[1])
-	if err != nil {
-		return ClaimResult{}, err
-	}
-	if len(tokens) != len(members) {
-		return ClaimResult{}, fmt.Errorf("%w: %d members, %d tokens", errReply, len(members), len(tokens))
 	}
 	var r ClaimResult
-	if r.StoreHead, err = headOf(a[2]); err != nil {
+	if r.DueHead, err = headOf(a[2]); err != nil {
 		return ClaimResult{}, err
 	}
 	if r.PrepareHead, err = headOf(a[3]); err != nil {
@@ -242,7 +235,7 @@ const (
 )
 
 // Retry ends the lease l after a failed attempt: the member goes back to
-// its Store set due at retryAtMs with one more attempt, or to Dead (died at nowMs)
+// its due set due at retryAtMs with one more attempt, or to Dead (died at nowMs)
 // when that makes maxAttempts (1..MaxAttempt) attempts. Nothing changes
 // when the lease is no longer held.
 func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs int64, maxAttempts int, nowMs int64) (RetryResult, error) {
@@ -259,7 +252,7 @@ func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs i
 	if maxAttempts < 1 || maxAttempts > MaxAttempt {
 		return 0, fmt.Errorf("retry %s: max attempts %d: %w (1..%d)", l.Member, maxAttempts, ErrRange, MaxAttempt)
 	}
-	replies, err := run(ctx, c, []call{{retryScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare, keys.Dead},
+	replies, err := run(ctx, c, []call{{retryScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare, keys.Dead},
 		[]any{l.Member, tok, retryAtMs, maxAttempts, nowMs}}})
 	if err != nil {
 		return 0, fmt.Errorf("retry %s: %w", l.Member, err)
@@ -272,7 +265,7 @@ func Retry(ctx context.Context, c Client, keys slots.KeySet, l Held, retryAtMs i
 }
 
 // Defer ends the lease l of a member that was not fired: it goes back to
-// its Store set due at atMs with its attempt count unchanged. It reports
+// its due set due at atMs with its attempt count unchanged. It reports
 // false, changing nothing, when the lease is no longer held.
 func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64) (bool, error) {
 	tok, err := formatToken(l.Token)
@@ -282,7 +275,7 @@ func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64)
 	if err := checkMillis("defer to", atMs); err != nil {
 		return false, fmt.Errorf("defer %s: %w", l.Member, err)
 	}
-	replies, err := run(ctx, c, []call{{deferScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare},
+	replies, err := run(ctx, c, []call{{deferScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare},
 		[]any{l.Member, tok, atMs}}})
 	if err != nil {
 		return false, fmt.Errorf("defer %s: %w", l.Member, err)
@@ -296,7 +289,7 @@ func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64)
 
 // SweepResult is the reply of Sweep.
 type SweepResult struct {
-	// Returned counts the members put back in their Store sets (or left
+	// Returned counts the members put back in their due sets (or left
 	// there).
 	Returned int
 	// Dead lists the members moved to Dead, with their attempt counts.
@@ -306,7 +299,7 @@ type SweepResult struct {
 }
 
 // Sweep takes up to limit (1..MaxBatch) leases that ended at or before
-// nowMs out of Prepare: back to their Store sets due at once with one more attempt,
+// nowMs out of Prepare: back to their due sets due at once with one more attempt,
 // or to Dead when that makes attemptCap (1..MaxAttempt) attempts.
 func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
 	if err := checkMillis("now", nowMs); err != nil {
@@ -318,7 +311,7 @@ func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit,
 	if attemptCap < 1 || attemptCap > MaxAttempt {
 		return SweepResult{}, fmt.Errorf("sweep: attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
 	}
-	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.StoreHigh, keys.Store, keys.StoreLow, keys.Prepare, keys.Dead},
+	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare, keys.Dead},
 		[]any{nowMs, limit, attemptCap}}})
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: %w", err)
@@ -339,16 +332,9 @@ func decodeSweep(v any, nowMs int64) (SweepResult, error) {
 	if err != nil {
 		return SweepResult{}, err
 	}
-	members, err := replyStrings(a[1])
+	members, attempts, err := replyPairs(a[1], a[2], "attempts")
 	if err != nil {
 		return SweepResult{}, err
-	}
-	attempts, err := replyInts(a[2])
-	if err != nil {
-		return SweepResult{}, err
-	}
-	if len(attempts) != len(members) {
-		return SweepResult{}, fmt.Errorf("%w: %d members, %d attempts", errReply, len(members), len(attempts))
 	}
 	head, err := headOf(a[3])
 	if err != nil {
@@ -378,22 +364,22 @@ type ReviveCall struct {
 // ReviveResult is the reply of Revive.
 type ReviveResult struct {
 	// Revived says whether the member was in Dead (and is now in its
-	// Store set).
+	// due set).
 	Revived bool
-	// Earliest is the lowest entry of the slot's Store sets when the
+	// Earliest is the lowest entry of the slot's due sets when the
 	// revival moved their earliest due ms earlier (OK false otherwise);
 	// the script then published a wake-up.
 	Earliest Head
 }
 
-// Revive moves a member from Dead to its Store set, due at rc.Ms with
+// Revive moves a member from Dead to its due set, due at rc.Ms with
 // attempt 0.
 func Revive(ctx context.Context, c Client, rc ReviveCall) (ReviveResult, error) {
 	n, err := scoreInt(rc.Ms, 0)
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
 	}
-	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.StoreHigh, rc.Keys.Store, rc.Keys.StoreLow, rc.Keys.Dead},
+	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.DueHigh, rc.Keys.Due, rc.Keys.DueLow, rc.Keys.Dead},
 		[]any{rc.Member, formatScore(n), rc.WakeChannel, rc.WakeMessage}}})
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
@@ -436,14 +422,4 @@ func HeadOf(zs []redis.Z) (Head, error) {
 		return Head{}, err
 	}
 	return Head{Ms: e.Ms, Attempt: e.Attempt, OK: true}, nil
-}
-
-// ScoreBound returns the score bound "due at or before ms", for
-// ZRANGEBYSCORE outside scripts: ms*128 + 127 as a decimal string.
-func ScoreBound(ms int64) (string, error) {
-	n, err := scoreInt(ms, MaxAttempt)
-	if err != nil {
-		return "", err
-	}
-	return formatScore(n), nil
 }

@@ -115,7 +115,7 @@ func TestAddWake(t *testing.T) {
 				t.Errorf("%s: Add = %+v, want added %d, earliest %+v", s.name, r, s.added, s.wake)
 			}
 		}
-		wantSet(t, b, k.Store,
+		wantSet(t, b, k.Due,
 			Entry{"6", t0 + 5, 0}, Entry{"7", t0 + 6, 0}, Entry{"2", t0 + 10, 1}, Entry{"1", t0 + 100, 0},
 			Entry{"3", t0 + 300, 2}, Entry{"4", t0 + 400, 0}, Entry{"5", t0 + 500, 0})
 	})
@@ -172,7 +172,7 @@ func TestAddRestore(t *testing.T) {
 		if r.Added != 1 || r.Earliest != (Head{t0 + 20, 1, true}) {
 			t.Errorf("restore = %+v, want 1 added, earliest at t0+20", r)
 		}
-		wantSet(t, b, k.Store, Entry{"new", t0 + 20, 1}, Entry{"stored", t0 + 50, 3})
+		wantSet(t, b, k.Due, Entry{"new", t0 + 20, 1}, Entry{"stored", t0 + 50, 3})
 		wantSet(t, b, k.Prepare, Entry{"leased", t0 + 1000, 0})
 		wantSet(t, b, k.Dead, Entry{"dead", t0, 4})
 		// Restore again: nothing new, no wake.
@@ -196,7 +196,7 @@ func TestScoreEdgesRoundTrip(t *testing.T) {
 			{"max127", MaxMillis, MaxAttempt},
 		}
 		addSet(t, b, k, es...)
-		wantSet(t, b, k.Store, es...)
+		wantSet(t, b, k.Due, es...)
 
 		bad := []Entry{{"neg", -1, 0}, {"big", MaxMillis + 1, 0}, {"att", t0, 128}, {"natt", t0, -1}}
 		for _, e := range bad {
@@ -205,7 +205,7 @@ func TestScoreEdgesRoundTrip(t *testing.T) {
 				t.Errorf("Add(%+v) error = %v, want ErrRange", e, err)
 			}
 		}
-		wantSet(t, b, k.Store, es...)
+		wantSet(t, b, k.Due, es...)
 	})
 }
 
@@ -226,12 +226,12 @@ func TestClaimOrder(t *testing.T) {
 			}
 		}
 		if a := []int{r.Leased[0].Attempt, r.Leased[1].Attempt, r.Leased[3].Attempt}; !slices.Equal(a, []int{5, 0, 1}) {
-			t.Errorf("attempts %v, want [5 0 1] (kept from Store)", a)
+			t.Errorf("attempts %v, want [5 0 1] (kept from the due set)", a)
 		}
-		if r.StoreHead != (Head{t0 + 1, 0, true}) || r.PrepareHead != (Head{t0 + 30_000, 0, true}) {
-			t.Errorf("heads %+v %+v", r.StoreHead, r.PrepareHead)
+		if r.DueHead != (Head{t0 + 1, 0, true}) || r.PrepareHead != (Head{t0 + 30_000, 0, true}) {
+			t.Errorf("heads %+v %+v", r.DueHead, r.PrepareHead)
 		}
-		wantSet(t, b, k.Store, Entry{"9", t0 + 1, 0}, Entry{"far", y2400, 0})
+		wantSet(t, b, k.Due, Entry{"9", t0 + 1, 0}, Entry{"far", y2400, 0})
 		wantSet(t, b, k.Prepare,
 			Entry{"10", t0 + 30_000, 0}, Entry{"2", t0 + 30_000, 0}, Entry{"3", t0 + 30_000, 1}, Entry{"1", t0 + 30_000, 5})
 
@@ -244,10 +244,10 @@ func TestClaimOrder(t *testing.T) {
 			t.Errorf("prepare head %+v, want the new lease at t0+101", r.PrepareHead)
 		}
 		// Years ahead: not due until then.
-		if r = claim(t, b, k, y2400-1, 10, 100); len(r.Leased) != 0 || r.StoreHead != (Head{y2400, 0, true}) {
+		if r = claim(t, b, k, y2400-1, 10, 100); len(r.Leased) != 0 || r.DueHead != (Head{y2400, 0, true}) {
 			t.Errorf("claim before 2400 = %+v", r)
 		}
-		if r = claim(t, b, k, y2400, 10, 100); !slices.Equal(memberNames(r.Leased), []string{"far"}) || r.StoreHead.OK {
+		if r = claim(t, b, k, y2400, 10, 100); !slices.Equal(memberNames(r.Leased), []string{"far"}) || r.DueHead.OK {
 			t.Errorf("claim at 2400 = %+v", r)
 		}
 	})
@@ -270,8 +270,8 @@ func TestClaimLimit(t *testing.T) {
 			if want > 0 && r.Leased[0].Member != es[i*10].Member {
 				t.Errorf("claim %d starts at %s, want %s (oldest first)", i, r.Leased[0].Member, es[i*10].Member)
 			}
-			if wantHead := i < 2; r.StoreHead.OK != wantHead {
-				t.Errorf("claim %d: store head %+v", i, r.StoreHead)
+			if wantHead := i < 2; r.DueHead.OK != wantHead {
+				t.Errorf("claim %d: due head %+v", i, r.DueHead)
 			}
 		}
 		if n, _ := b.Client.ZCard(t.Context(), k.Prepare).Result(); n != 25 {
@@ -304,7 +304,7 @@ func TestClaimEdges(t *testing.T) {
 				t.Errorf("Claim(now %d, limit %d, lease %d) succeeded", c.now, c.limit, c.lease)
 			}
 		}
-		if r := claim(t, b, k, t0, 1, 1); len(r.Leased) != 0 || r.StoreHead.OK || r.PrepareHead.OK {
+		if r := claim(t, b, k, t0, 1, 1); len(r.Leased) != 0 || r.DueHead.OK || r.PrepareHead.OK {
 			t.Errorf("claim of empty slot = %+v", r)
 		}
 	})
@@ -372,23 +372,23 @@ func TestRetry(t *testing.T) {
 			attempt     int
 			maxAttempts int
 			tamper      func(Held) Held
-			readd       bool // the job is added to Store again while leased
+			readd       bool // the job is added to its due set again while leased
 			want        RetryResult
-			store, dead []Entry
+			due, dead   []Entry
 			prepare     bool // lease left in Prepare
 		}{
 			{name: "retried", attempt: 0, maxAttempts: 3, want: Retried,
-				store: []Entry{{"j", t0 + 5000, 1}}},
+				due: []Entry{{"j", t0 + 5000, 1}}},
 			{name: "retried below max", attempt: 1, maxAttempts: 3, want: Retried,
-				store: []Entry{{"j", t0 + 5000, 2}}},
+				due: []Entry{{"j", t0 + 5000, 2}}},
 			{name: "buried at max", attempt: 2, maxAttempts: 3, want: Buried,
 				dead: []Entry{{"j", t0 + 100, 3}}},
 			{name: "max 1 buries the first failure", attempt: 0, maxAttempts: 1, want: Buried,
 				dead: []Entry{{"j", t0 + 100, 1}}},
-			{name: "buried leaves Store", attempt: 4, maxAttempts: 5, readd: true, want: Buried,
+			{name: "buried leaves the due set", attempt: 4, maxAttempts: 5, readd: true, want: Buried,
 				dead: []Entry{{"j", t0 + 100, 5}}},
-			{name: "retried replaces Store", attempt: 0, maxAttempts: 5, readd: true, want: Retried,
-				store: []Entry{{"j", t0 + 5000, 1}}},
+			{name: "retried replaces the due entry", attempt: 0, maxAttempts: 5, readd: true, want: Retried,
+				due: []Entry{{"j", t0 + 5000, 1}}},
 			{name: "126 to 127", attempt: 126, maxAttempts: MaxAttempt, want: Buried,
 				dead: []Entry{{"j", t0 + 100, 127}}},
 			{name: "127 saturates", attempt: 127, maxAttempts: MaxAttempt, want: Buried,
@@ -413,7 +413,7 @@ func TestRetry(t *testing.T) {
 			if err != nil || got != tt.want {
 				t.Errorf("%s: Retry = %v, %v; want %v", tt.name, got, err, tt.want)
 			}
-			wantSet(t, b, k.Store, tt.store...)
+			wantSet(t, b, k.Due, tt.due...)
 			wantSet(t, b, k.Dead, tt.dead...)
 			if tt.prepare {
 				wantSet(t, b, k.Prepare, Entry{"j", t0 + 1000, tt.attempt})
@@ -445,7 +445,7 @@ func TestSweep(t *testing.T) {
 		k := keysOf(b, 11)
 		addSet(t, b, k, Entry{"short", t0, 0}, Entry{"long", t0, 0}, Entry{"tired", t0, 4}, Entry{"readded", t0, 2},
 			Entry{"tired2", t0, 4})
-		// Claim one by one, in Store order (attempt, then member), so each
+		// Claim one by one, in due-set order (attempt, then member), so each
 		// gets its own lease length.
 		for _, c := range []struct {
 			member string
@@ -472,7 +472,7 @@ func TestSweep(t *testing.T) {
 			s.PrepareHead != (Head{t0 + 500, 0, true}) {
 			t.Errorf("Sweep = %+v", s)
 		}
-		wantSet(t, b, k.Store, Entry{"short", t0 + 100, 1}, Entry{"readded", t0 + 9999, 0})
+		wantSet(t, b, k.Due, Entry{"short", t0 + 100, 1}, Entry{"readded", t0 + 9999, 0})
 		wantSet(t, b, k.Prepare, Entry{"long", t0 + 500, 0})
 		wantSet(t, b, k.Dead, Entry{"tired", t0 + 100, 5}, Entry{"tired2", t0 + 100, 5})
 
@@ -538,7 +538,7 @@ func TestRevive(t *testing.T) {
 		}
 		wantSet(t, b, k.Dead, Entry{"d", t0 + 5, 1}, Entry{"e", t0 + 5, 2})
 
-		// Later than Store's head: no wake.
+		// Later than the due set's head: no wake.
 		if r := revive("d", y2400); !r.Revived || r.Earliest.OK {
 			t.Errorf("Revive(d) = %+v, want revived, no wake", r)
 		}
@@ -553,14 +553,14 @@ func TestRevive(t *testing.T) {
 		if want := fmt.Sprintf("orders 14 %d", t0+1); msg.Payload != want {
 			t.Errorf("message %q, want %q (and none for d)", msg.Payload, want)
 		}
-		wantSet(t, b, k.Store, Entry{"e", t0 + 1, 0}, Entry{"s", t0 + 10, 0}, Entry{"d", y2400, 0})
+		wantSet(t, b, k.Due, Entry{"e", t0 + 1, 0}, Entry{"s", t0 + 10, 0}, Entry{"d", y2400, 0})
 		wantSet(t, b, k.Dead)
 		for _, m := range []string{"d", "s", "absent"} {
 			if r := revive(m, t0-100); r.Revived || r.Earliest.OK {
 				t.Errorf("Revive(%s) = %+v; want nothing", m, r)
 			}
 		}
-		wantSet(t, b, k.Store, Entry{"e", t0 + 1, 0}, Entry{"s", t0 + 10, 0}, Entry{"d", y2400, 0})
+		wantSet(t, b, k.Due, Entry{"e", t0 + 1, 0}, Entry{"s", t0 + 10, 0}, Entry{"d", y2400, 0})
 		if _, err := Revive(ctx, b.Client, ReviveCall{Keys: k, Member: "d", Ms: MaxMillis + 1}); !errors.Is(err, ErrRange) {
 			t.Errorf("Revive out of range: %v", err)
 		}
@@ -585,7 +585,7 @@ func TestNoScriptFallback(t *testing.T) {
 		if b.Calls.NoScript() < before+3 {
 			t.Errorf("NOSCRIPT replies %d, want at least 3: the fallback was not exercised", b.Calls.NoScript()-before)
 		}
-		wantSet(t, b, k3.Store, Entry{"3", t0, 0})
+		wantSet(t, b, k3.Due, Entry{"3", t0, 0})
 
 		// Single call.
 		b.FlushScripts(t)
@@ -656,11 +656,11 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 
 func TestCheckScriptKeys(t *testing.T) {
 	k := slots.Keys("toc:", "orders", 1)
-	if err := luatest.CheckScriptKeys([]any{"evalsha", "x", 3, k.Store, k.Prepare, k.Dead, "arg"}); err != nil {
+	if err := luatest.CheckScriptKeys([]any{"evalsha", "x", 3, k.Due, k.Prepare, k.Dead, "arg"}); err != nil {
 		t.Errorf("keys of one slot: %v", err)
 	}
 	other := slots.Keys("toc:", "orders", 2)
-	if err := luatest.CheckScriptKeys([]any{"evalsha", "x", 2, k.Store, other.Prepare}); err == nil {
+	if err := luatest.CheckScriptKeys([]any{"evalsha", "x", 2, k.Due, other.Prepare}); err == nil {
 		t.Error("keys of two slots passed")
 	}
 	if err := luatest.CheckScriptKeys([]any{"eval", "x", 2, "toc:orders:1:store", "toc:orders:1:prepare"}); err == nil {
@@ -754,8 +754,8 @@ func TestMaxBatch(t *testing.T) {
 			t.Fatalf("restore Add = %+v", r)
 		}
 		c := claim(t, b, k, t0+10, MaxBatch, 100)
-		if len(c.Leased) != MaxBatch || c.StoreHead.OK {
-			t.Fatalf("Claim leased %d, store head %+v", len(c.Leased), c.StoreHead)
+		if len(c.Leased) != MaxBatch || c.DueHead.OK {
+			t.Fatalf("Claim leased %d, due head %+v", len(c.Leased), c.DueHead)
 		}
 		hs := make([]Held, 0, MaxBatch)
 		for _, l := range c.Leased[:MaxBatch/2] {

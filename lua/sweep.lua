@@ -1,33 +1,33 @@
 -- sweep: return expired leases of one slot.
 --
--- KEYS[1]  storeHigh  the slot's Store set of high priority
--- KEYS[2]  store      the slot's Store set of normal priority
--- KEYS[3]  storeLow   the slot's Store set of low priority
--- KEYS[4]  prepare    the slot's Prepare set
--- KEYS[5]  dead       the slot's Dead set
+-- KEYS[1]  dueHigh  the slot's due set of high priority
+-- KEYS[2]  due      the slot's due set of normal priority
+-- KEYS[3]  dueLow   the slot's due set of low priority
+-- KEYS[4]  prepare  the slot's Prepare set
+-- KEYS[5]  dead     the slot's Dead set
 -- ARGV[1]  now         integer Unix ms
 -- ARGV[2]  limit       how many leases to sweep at most (1..1000, for unpack)
 -- ARGV[3]  attemptCap  1..127
 --
 -- Takes up to limit members of Prepare whose lease ended at or before now
 -- (score <= now*128+127), oldest first, out of Prepare. A member's last
--- byte names its Store set: "h" high, "l" low, anything else normal. With
+-- byte names its due set: "h" high, "l" low, anything else normal. With
 -- attempt = score % 128 + 1 each one
 --   - goes to Dead with score now*128 + attempt when attempt >= attemptCap
---     (attempt saturates at 127), and leaves its Store set if it was there;
---   - else goes back to its Store set, due now: score now*128 + attempt,
+--     (attempt saturates at 127), and leaves its due set if it was there;
+--   - else goes back to its due set, due now: score now*128 + attempt,
 --     unless it is already there (it was added again while leased: that
 --     newer entry wins, and the member counts as returned all the same).
 --
 -- Reply: {returned, deadMembers, deadAttempts, prepareHead}
---   returned      how many members went back to (or stayed in) Store
+--   returned      how many members went back to (or stayed in) due sets
 --   deadMembers   the members moved to Dead
 --   deadAttempts  their attempt counts, in the same order
 --   prepareHead   the lowest score left in Prepare, or nil when it is empty
 
-local storeHigh, store, storeLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local dueHigh, due, dueLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now, limit, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local stores = {storeHigh, store, storeLow}
+local dues = {dueHigh, due, dueLow}
 
 
 local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', now * 128 + 127,
@@ -60,11 +60,11 @@ if #expired > 0 then
 end
 for s = 1, 3 do
   if #back[s] > 0 then
-    -- NX: a member already in its Store set keeps its entry.
-    redis.call('ZADD', stores[s], 'NX', unpack(back[s]))
+    -- NX: a member already in its due set keeps its entry.
+    redis.call('ZADD', dues[s], 'NX', unpack(back[s]))
   end
   if #gone[s] > 0 then
-    redis.call('ZREM', stores[s], unpack(gone[s]))
+    redis.call('ZREM', dues[s], unpack(gone[s]))
   end
 end
 if #buried > 0 then

@@ -9,7 +9,7 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// Benchmarks of the whole Queue path (validation, grouping, pipelining,
+// Benchmarks of the whole Index path (validation, grouping, pipelining,
 // decoding) against the real redis-server of internal/testenv; the
 // per-script figures are in package lua.
 //

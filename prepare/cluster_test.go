@@ -15,7 +15,7 @@ import (
 
 func testenvNewRedis(t *testing.T) *testenv.RedisServer { return testenv.NewRedis(t) }
 
-// TestCluster runs the Queue through a ClusterClient against a one-node
+// TestCluster runs the Index through a ClusterClient against a one-node
 // Redis Cluster that serves all 16384 slots. A real cluster refuses a
 // script whose keys span slots (CROSSSLOT), and go-redis routes every
 // command and pipeline by key.
@@ -55,7 +55,7 @@ func TestCluster(t *testing.T) {
 	var timers []timer.Timer
 	for id := timer.JobID(1); id <= 64; id++ {
 		tt := tm(id, "orders", 16, at(int64(id)))
-		tt.Priority = timer.Priority(int(id%3) - 1) // all three Store sets
+		tt.Priority = timer.Priority(int(id%3) - 1) // all three due sets
 		timers = append(timers, tt)
 	}
 	wakes, err := q.Add(ctx, timers)

@@ -10,12 +10,12 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-var _ timer.HeadReader = (*Queue)(nil)
+var _ timer.HeadReader = (*Index)(nil)
 
 // Heads implements timer.HeadReader: it reads the first member of each
 // slot's due sets and Prepare set, all slots in one pipeline (split by
 // node on a Redis Cluster), without changing anything.
-func (q *Queue) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
+func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
 	pipe := q.client.Pipeline()
 	type slotCmds struct {
 		due     [3]*redis.ZSliceCmd
@@ -27,7 +27,7 @@ func (q *Queue) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHead
 			return nil, fmt.Errorf("heads: %w", err)
 		}
 		keys := q.Keys(s)
-		for j, key := range keys.Stores() {
+		for j, key := range keys.Dues() {
 			cmds[i].due[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 		}
 		cmds[i].prepare = pipe.ZRangeWithScores(ctx, keys.Prepare, 0, 0)

@@ -21,9 +21,9 @@ func TestPrioritiesAgree(t *testing.T) {
 		if int(c.p) != c.lua {
 			t.Errorf("timer priority %v = %d, lua's = %d", c.p, c.p, c.lua)
 		}
-		id, p, err := parseMember(member(42, c.p))
-		if err != nil || id != 42 || p != c.p {
-			t.Errorf("parseMember(member(42, %v)) = %d, %v, %v", c.p, id, p, err)
+		l, err := leaseOf(timer.Slot{}, member(42, c.p), 0, 0)
+		if err != nil || l.ID != 42 || l.Priority != c.p {
+			t.Errorf("leaseOf(member(42, %v)) = %+v, %v", c.p, l, err)
 		}
 	}
 	want := lua.Aging{High: 0, Normal: 10_000, Low: 60_000}
@@ -31,16 +31,16 @@ func TestPrioritiesAgree(t *testing.T) {
 		t.Errorf("aging = %+v, want %+v (timer.PriorityAging)", aging, want)
 	}
 	for _, p := range []timer.Priority{timer.PriorityHigh, timer.PriorityNormal, timer.PriorityLow} {
-		if got := storeIndex(p); got < 0 || got > 2 {
-			t.Errorf("storeIndex(%v) = %d", p, got)
+		if got := dueIndex(p); got < 0 || got > 2 {
+			t.Errorf("dueIndex(%v) = %d", p, got)
 		}
 	}
-	if storeIndex(timer.PriorityHigh) != 0 || storeIndex(timer.PriorityLow) != 2 {
-		t.Error("storeIndex does not follow KeySet.Stores")
+	if dueIndex(timer.PriorityHigh) != 0 || dueIndex(timer.PriorityLow) != 2 {
+		t.Error("dueIndex does not follow KeySet.Dues")
 	}
 	for _, m := range []string{"", "h", "12!", "12hh", "-1", "0l", "01", "zzzzzzzzzzz"} {
-		if _, _, err := parseMember(m); !errors.Is(err, timer.ErrInvalid) {
-			t.Errorf("parseMember(%q) = %v, want ErrInvalid", m, err)
+		if _, err := leaseOf(timer.Slot{}, m, 0, 0); !errors.Is(err, timer.ErrInvalid) {
+			t.Errorf("leaseOf(%q) = %v, want ErrInvalid", m, err)
 		}
 	}
 }
@@ -54,7 +54,7 @@ func tmp(id timer.JobID, due time.Time, p timer.Priority) timer.Timer {
 func TestPriorityCycle(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		k := q.Keys(s)
 		high, normal, low := timer.PriorityHigh, timer.PriorityNormal, timer.PriorityLow
@@ -69,11 +69,11 @@ func TestPriorityCycle(t *testing.T) {
 		if err != nil || !slices.Equal(wakes, []timer.Wake{{Slot: s, DueAt: at(-61_000)}}) {
 			t.Fatalf("Add = %v, %v", wakes, err)
 		}
-		if got := setOf(t, b, k.StoreHigh); !slices.Equal(got, []string{"4h@0/0", "1h@5000/0", "6h@80000/0"}) {
-			t.Errorf("StoreHigh = %v", got)
+		if got := setOf(t, b, k.DueHigh); !slices.Equal(got, []string{"4h@0/0", "1h@5000/0", "6h@80000/0"}) {
+			t.Errorf("DueHigh = %v", got)
 		}
-		if got := setOf(t, b, k.StoreLow); !slices.Equal(got, []string{"3l@-61000/0", "5l@9000/0"}) {
-			t.Errorf("StoreLow = %v", got)
+		if got := setOf(t, b, k.DueLow); !slices.Equal(got, []string{"3l@-61000/0", "5l@9000/0"}) {
+			t.Errorf("DueLow = %v", got)
 		}
 		if next, err := q.Peek(ctx, s); err != nil || next != at(-61_000) {
 			t.Errorf("Peek = %v, %v; want the low job's due time", next, err)
@@ -113,11 +113,11 @@ func TestPriorityCycle(t *testing.T) {
 		if ok, err := q.Defer(ctx, lease[2], at(75_000)); err != nil || !ok {
 			t.Errorf("Defer = %v, %v", ok, err)
 		}
-		if got := setOf(t, b, k.StoreHigh); !slices.Equal(got, []string{"1h@71000/1", "6h@80000/0"}) {
-			t.Errorf("StoreHigh = %v", got)
+		if got := setOf(t, b, k.DueHigh); !slices.Equal(got, []string{"1h@71000/1", "6h@80000/0"}) {
+			t.Errorf("DueHigh = %v", got)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"2@75000/0"}) {
-			t.Errorf("Store = %v", got)
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"2@75000/0"}) {
+			t.Errorf("due = %v", got)
 		}
 		if got := setOf(t, b, k.Dead); !slices.Equal(got, []string{"5l@70001/1"}) {
 			t.Errorf("Dead = %v", got)
@@ -134,8 +134,8 @@ func TestPriorityCycle(t *testing.T) {
 		if err != nil || !ok || !slices.Equal(wakes, []timer.Wake{{Slot: s, DueAt: at(60_000)}}) {
 			t.Errorf("Revive = %v, %v, %v", ok, wakes, err)
 		}
-		if got := setOf(t, b, k.StoreLow); !slices.Equal(got, []string{"5l@60000/0"}) {
-			t.Errorf("StoreLow = %v", got)
+		if got := setOf(t, b, k.DueLow); !slices.Equal(got, []string{"5l@60000/0"}) {
+			t.Errorf("DueLow = %v", got)
 		}
 		stored, leased, dead, next, err := q.Stats(ctx, "orders", 1)
 		if err != nil || stored != 4 || leased != 0 || dead != 0 || next != at(60_000) {
@@ -145,8 +145,8 @@ func TestPriorityCycle(t *testing.T) {
 		if err != nil || n != 3 {
 			t.Errorf("Remove = %d, %v; want 3 (6 is high, not low)", n, err)
 		}
-		if got := setOf(t, b, k.StoreHigh); !slices.Equal(got, []string{"6h@80000/0"}) {
-			t.Errorf("StoreHigh after Remove = %v", got)
+		if got := setOf(t, b, k.DueHigh); !slices.Equal(got, []string{"6h@80000/0"}) {
+			t.Errorf("DueHigh after Remove = %v", got)
 		}
 	})
 }
@@ -154,7 +154,7 @@ func TestPriorityCycle(t *testing.T) {
 func TestDefer(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		tt := tmp(1, at(0), timer.PriorityLow)
 		tt.Attempt = 4
@@ -170,8 +170,8 @@ func TestDefer(t *testing.T) {
 			t.Errorf("Defer = %v, %v", ok, err)
 		}
 		// The attempt count is kept: the job was not sent.
-		if got := setOf(t, b, q.Keys(s).StoreLow); !slices.Equal(got, []string{"1l@30000/4"}) {
-			t.Errorf("StoreLow = %v", got)
+		if got := setOf(t, b, q.Keys(s).DueLow); !slices.Equal(got, []string{"1l@30000/4"}) {
+			t.Errorf("DueLow = %v", got)
 		}
 		if ok, err := q.Defer(ctx, l, at(1)); err != nil || ok {
 			t.Errorf("second Defer = %v, %v; want false", ok, err)
@@ -187,15 +187,15 @@ func TestDefer(t *testing.T) {
 		if ok, err := q.Defer(ctx, c.Leases[0], at(1)); err != nil || ok {
 			t.Errorf("Defer of a swept lease = %v, %v; want false", ok, err)
 		}
-		if got := setOf(t, b, q.Keys(s).StoreLow); !slices.Equal(got, []string{"1l@31000/5"}) {
-			t.Errorf("StoreLow = %v", got)
+		if got := setOf(t, b, q.Keys(s).DueLow); !slices.Equal(got, []string{"1l@31000/5"}) {
+			t.Errorf("DueLow = %v", got)
 		}
 	})
 }
 
 func TestPriorityInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	ctx := t.Context()
 	s := timer.Slot{Topic: "orders"}
 	bad := tmp(1, t0, 2)

@@ -22,9 +22,9 @@ var t0 = timer.TimeOf(time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli())
 
 func at(ms int64) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
 
-// newQueue returns a Queue over b with the scripts loaded, so that the
+// newIndex returns an Index over b with the scripts loaded, so that the
 // first calls need no NOSCRIPT fallback.
-func newQueue(t *testing.T, b *luatest.Backend) *Queue {
+func newIndex(t *testing.T, b *luatest.Backend) *Index {
 	t.Helper()
 	if err := lua.Load(t.Context(), b.Client); err != nil {
 		t.Fatal(err)
@@ -40,11 +40,11 @@ func tm(id timer.JobID, topic string, n int, due time.Time) timer.Timer {
 	return timer.Timer{ID: id, Topic: topic, Slots: n, Basis: uint64(id), DueAt: due}
 }
 
-// storeOf returns the members of slot's Store in order, as "id@ms/attempt"
+// dueOf returns the members of slot's normal due set in order, as "id@ms/attempt"
 // with ms relative to t0.
-func storeOf(t *testing.T, b *luatest.Backend, q *Queue, s timer.Slot) []string {
+func dueOf(t *testing.T, b *luatest.Backend, q *Index, s timer.Slot) []string {
 	t.Helper()
-	return setOf(t, b, q.Keys(s).Store)
+	return setOf(t, b, q.Keys(s).Due)
 }
 
 func setOf(t *testing.T, b *luatest.Backend, key string) []string {
@@ -66,17 +66,17 @@ func setOf(t *testing.T, b *luatest.Backend, key string) []string {
 
 // readable returns member m with its id in decimal: "1038", "4h", "3l".
 func readable(m string) string {
-	id, p, err := parseMember(m)
-	if err != nil {
+	id, p, ok := lua.ParseMember(m)
+	if !ok {
 		return m
 	}
-	return id.String() + strings.TrimPrefix(lua.Member(0, int(p)), "0")
+	return timer.JobID(id).String() + strings.TrimPrefix(lua.Member(0, p), "0")
 }
 
 func TestConfig(t *testing.T) {
-	var ce *ConfigError
-	if err := (Config{Prefix: "toc{x}:"}).Validate(); !errors.As(err, &ce) || ce.Field != "Prefix" {
-		t.Errorf("Validate with braces in Prefix = %v, want a ConfigError naming Prefix", err)
+	var fe *timer.FieldError
+	if err := (Config{Prefix: "toc{x}:"}).Validate(); !errors.As(err, &fe) || fe.Field != "Prefix" {
+		t.Errorf("Validate with braces in Prefix = %v, want a FieldError naming Prefix", err)
 	}
 	if err := (Config{}).Validate(); err != nil {
 		t.Errorf("Validate(zero) = %v", err)
@@ -88,7 +88,8 @@ func TestConfig(t *testing.T) {
 	if c := (Config{Prefix: "x:"}).withDefaults(); c.WakeChannel != "x:wake" {
 		t.Errorf("wake channel for prefix x: = %q", c.WakeChannel)
 	}
-	if q, err := New(nil, Config{Prefix: "{"}); !errors.As(err, &ce) || q != nil {
+	if q, err := New(nil, Config{Prefix: "{"}); !errors.As(err, &fe) || !errors.Is(err, timer.ErrInvalid) ||
+		!strings.HasPrefix(err.Error(), "prepare config: Prefix: ") || q != nil {
 		t.Errorf("New with an invalid Config = %v, %v", q, err)
 	}
 }
@@ -110,7 +111,7 @@ func TestLimitsAgree(t *testing.T) {
 func TestAddGroupsBySlot(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		want := map[timer.Slot][]string{}
 		earliest := map[timer.Slot]int64{}
@@ -146,7 +147,7 @@ func TestAddGroupsBySlot(t *testing.T) {
 		}
 		for s, members := range want {
 			slices.Reverse(members) // due times fall as ids rise
-			if got := storeOf(t, b, q, s); !slices.Equal(got, members) {
+			if got := dueOf(t, b, q, s); !slices.Equal(got, members) {
 				t.Errorf("store %v = %v, want %v", s, got, members)
 			}
 		}
@@ -168,7 +169,7 @@ func TestAddGroupsBySlot(t *testing.T) {
 
 func TestAddBasis(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	// Jobs of one business object share a slot, whatever their ids.
 	var timers []timer.Timer
 	for id := timer.JobID(1); id <= 20; id++ {
@@ -180,14 +181,14 @@ func TestAddBasis(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := timer.Slot{Topic: "orders", Index: slots.Of(777, 1024)}
-	if got := storeOf(t, b, q, s); len(got) != 20 {
+	if got := dueOf(t, b, q, s); len(got) != 20 {
 		t.Errorf("slot %v holds %v, want all 20", s, got)
 	}
 }
 
 func TestAddBigBatch(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		n := 2*lua.MaxBatch + 500
 		for i := range n {
@@ -214,7 +215,7 @@ func TestAddBigBatch(t *testing.T) {
 
 func TestAddInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	good := tm(1, "orders", 16, t0)
 	tests := map[string]func(*timer.Timer){
 		"zero id":        func(t *timer.Timer) { t.ID = 0 },
@@ -249,7 +250,7 @@ func TestAddInvalid(t *testing.T) {
 func TestRestore(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		if _, err := q.Add(ctx, []timer.Timer{tm(1, "orders", 1, at(0)), tm(2, "orders", 1, at(0)), tm(3, "orders", 1, at(50))}); err != nil {
 			t.Fatal(err)
@@ -268,7 +269,7 @@ func TestRestore(t *testing.T) {
 		if err != nil || n != 1 || !slices.Equal(wakes, []timer.Wake{{Slot: s, DueAt: at(20)}}) {
 			t.Errorf("Restore = %d, %v, %v; want 1 and a wake at +20", n, wakes, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@20/0", "3@50/0"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@20/0", "3@50/0"}) {
 			t.Errorf("store = %v", got)
 		}
 	})
@@ -277,7 +278,7 @@ func TestRestore(t *testing.T) {
 func TestRemove(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		var timers []timer.Timer
 		for id := timer.JobID(1); id <= 10; id++ {
 			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
@@ -308,7 +309,7 @@ func TestRemove(t *testing.T) {
 func TestLeaseCycle(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		retried := tm(3, "orders", 1, at(0))
 		retried.Attempt = 2
@@ -351,7 +352,7 @@ func TestLeaseCycle(t *testing.T) {
 		if o, err := q.Retry(ctx, c.Leases[2], at(500), 3, at(7)); err != nil || o != timer.Buried {
 			t.Errorf("Retry at max = %v, %v; want Buried", o, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1"}) {
 			t.Errorf("store = %v", got)
 		}
 		if got := setOf(t, b, q.Keys(s).Dead); !slices.Equal(got, []string{"3@7/3"}) {
@@ -364,7 +365,7 @@ func TestLeaseCycle(t *testing.T) {
 		if ok, _, err = q.Revive(ctx, tm(3, "orders", 1, at(900))); err != nil || ok {
 			t.Errorf("second Revive = %v, %v", ok, err)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1", "3@900/0"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"4@10/0", "2@500/1", "3@900/0"}) {
 			t.Errorf("store after Revive = %v", got)
 		}
 		if next, err := q.Peek(ctx, s); err != nil || next != at(10) {
@@ -379,7 +380,7 @@ func TestLeaseCycle(t *testing.T) {
 func TestSweep(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		last := tm(2, "orders", 1, at(0))
 		last.Attempt = timer.MaxAttemptsLimit - 1
@@ -402,7 +403,7 @@ func TestSweep(t *testing.T) {
 		if err != nil || sw.Returned != 1 || !slices.Equal(sw.Dead, wantDead) || sw.NextExpiry != at(1001) {
 			t.Errorf("Sweep = %+v, %v; want 1 returned, job 2 dead at attempt %d", sw, err, timer.MaxAttemptsLimit)
 		}
-		if got := storeOf(t, b, q, s); !slices.Equal(got, []string{"1@100/1"}) {
+		if got := dueOf(t, b, q, s); !slices.Equal(got, []string{"1@100/1"}) {
 			t.Errorf("store = %v", got)
 		}
 		// The swept lease's holder lost it.
@@ -414,7 +415,7 @@ func TestSweep(t *testing.T) {
 
 func TestLeaserInvalid(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	ctx := t.Context()
 	s := timer.Slot{Topic: "orders"}
 	for name, err := range map[string]error{
@@ -454,7 +455,7 @@ func errOf(_, _, _ int64, _ time.Time, err error) error { return err }
 func TestStats(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		if stored, leased, dead, next, err := q.Stats(ctx, "orders", 16); err != nil || stored+leased+dead != 0 || !next.IsZero() {
 			t.Errorf("Stats(empty) = %d %d %d %v %v", stored, leased, dead, next, err)
 		}
@@ -492,7 +493,7 @@ func TestStats(t *testing.T) {
 // works in one round of EVALSHA, then one of EVAL.
 func TestNoScriptPipelined(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		b.FlushScripts(t)
 		before := b.Calls.NoScript()
 		var timers []timer.Timer
@@ -520,7 +521,7 @@ var _ redis.UniversalClient = (*redis.Client)(nil)
 func TestLimitsClamp(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		var timers []timer.Timer
 		for id := timer.JobID(1); id <= lua.MaxBatch+500; id++ {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
+	"github.com/toc-project/toc/lua"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
@@ -27,12 +28,12 @@ const usageTTL = 5 * time.Second
 
 // usageKey is the hash of a topic's usage, one field per member. It has
 // no hash tag: each topic's hash lives wherever it hashes to.
-func (q *Queue) usageKey(topic string) string { return q.cfg.Prefix + "usage:" + topic }
+func (q *Index) usageKey(topic string) string { return q.cfg.Prefix + "usage:" + topic }
 
 // PublishUsage records member's use of each topic, for any member to sum
 // with Usage. Call it about once a second; a record older than 5 s is
 // ignored, and the hash expires when no member writes it for a minute.
-func (q *Queue) PublishUsage(ctx context.Context, member string, usage map[string]timer.TopicUsage, now time.Time) error {
+func (q *Index) PublishUsage(ctx context.Context, member string, usage map[string]timer.TopicUsage, now time.Time) error {
 	if len(usage) == 0 {
 		return nil
 	}
@@ -52,7 +53,7 @@ func (q *Queue) PublishUsage(ctx context.Context, member string, usage map[strin
 
 // Usage sums the usage of topic that members published within the last
 // 5 s before now.
-func (q *Queue) Usage(ctx context.Context, topic string, now time.Time) (Usage, error) {
+func (q *Index) Usage(ctx context.Context, topic string, now time.Time) (Usage, error) {
 	fields, err := q.client.HGetAll(ctx, q.usageKey(topic)).Result()
 	if err != nil {
 		return Usage{}, fmt.Errorf("usage of %s: %w", topic, err)
@@ -79,20 +80,23 @@ func (q *Queue) Usage(ctx context.Context, topic string, now time.Time) (Usage, 
 }
 
 // DueWaiting counts the jobs of a topic of n slots that are due at now
-// and still in Store: not yet claimed, because their topic is throttled
-// or the workers are behind.
-func (q *Queue) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
+// and still in their due sets: not yet claimed, because their topic is
+// throttled or the workers are behind. A now before 1970 or after the
+// year 4199 (see lua.MaxMillis) is an error wrapping timer.ErrInvalid.
+func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
 	if !slots.ValidTopic(topic) || !slots.Valid(n) {
 		return 0, fmt.Errorf("due waiting of %s (%d slots): %w", topic, n, timer.ErrInvalid)
 	}
-	upTo := strconv.FormatInt(now.UnixMilli()*128+127, 10)
+	upTo, err := lua.ScoreBound(timer.MillisOf(now))
+	if err != nil {
+		return 0, fmt.Errorf("due waiting of %s: %w", topic, invalid(err))
+	}
 	var due int64
 	for from := 0; from < n; from += statsChunk {
 		pipe := q.client.Pipeline()
 		var cmds []*redis.IntCmd
 		for i := from; i < min(from+statsChunk, n); i++ {
-			k := slots.Keys(q.cfg.Prefix, topic, i)
-			for _, key := range []string{k.StoreHigh, k.Store, k.StoreLow} {
+			for _, key := range slots.Keys(q.cfg.Prefix, topic, i).Dues() {
 				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
 			}
 		}

@@ -37,7 +37,7 @@ const (
 // it is not subscribed are lost: wake-ups are hints. After a
 // subscription was lost, Wakes calls fn with a zero Wake once subscribed
 // again, and the worker rescans its slots.
-func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
+func (q *Index) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 	backoff := wakeMinBackoff
 	resubscribed := false
 	for {
@@ -68,7 +68,7 @@ func (q *Queue) Wakes(ctx context.Context, fn func(timer.Wake)) error {
 // When resync is set (an earlier subscription was lost), it calls fn with
 // a zero Wake once subscribed: wake-ups published meanwhile were lost, and
 // the worker rescans its slots.
-func (q *Queue) listen(ctx context.Context, fn func(timer.Wake), resync bool) (heard bool, err error) {
+func (q *Index) listen(ctx context.Context, fn func(timer.Wake), resync bool) (heard bool, err error) {
 	ps := q.client.Subscribe(ctx)
 	defer ps.Close()
 	// Receive does not watch ctx: closing the subscription interrupts it.

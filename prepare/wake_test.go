@@ -47,7 +47,7 @@ type waker struct {
 	stop       func() error
 }
 
-func startWakes(t *testing.T, q *Queue) *waker {
+func startWakes(t *testing.T, q *Index) *waker {
 	t.Helper()
 	w := &waker{
 		wakes:      make(chan timer.Wake, 100),
@@ -103,7 +103,7 @@ func (w *waker) next(t *testing.T) timer.Wake {
 func TestWakes(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		w := startWakes(t, q)
 		w.waitSubscribed(t)
 		for _, junk := range []string{"", "garbage", "orders x 5", "orders 1 -5", "Orders 1 5", "orders 70000 5", "orders 1 5 6", "orders 01 5"} {
@@ -161,7 +161,7 @@ func TestWakesReconnect(t *testing.T) {
 }
 
 func reconnect(t *testing.T, b *luatest.Backend, bounce func()) {
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	w := startWakes(t, q)
 	w.waitSubscribed(t)
 	bounce()
@@ -183,7 +183,7 @@ func reconnect(t *testing.T, b *luatest.Backend, bounce func()) {
 
 func TestWakesCancelledWhileDown(t *testing.T) {
 	b := luatest.Mini(t)
-	q := newQueue(t, b)
+	q := newIndex(t, b)
 	w := startWakes(t, q)
 	w.waitSubscribed(t)
 	b.Mini.Close() // stays down: Wakes is in its backoff or dialing
@@ -233,7 +233,7 @@ func FuzzParseWake(f *testing.F) {
 func TestReviveWakes(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		q := newQueue(t, b)
+		q := newIndex(t, b)
 		s := timer.Slot{Topic: "orders"}
 		if _, err := q.Add(ctx, []timer.Timer{tm(1, "orders", 1, at(0)), tm(2, "orders", 1, at(50))}); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@
 //
 // # Keys
 //
-// Each slot has five sorted sets, a Store set per priority (high, normal,
+// Each slot has five sorted sets, a due set per priority (high, normal,
 // low), Prepare and Dead, whose names share one hash tag,
 // "{<topic>:<slot>}", so a script that touches them all stays inside one
 // Redis Cluster slot:
@@ -20,7 +20,8 @@
 //	<prefix>{<topic>:<slot>}:dead
 //
 // An empty set costs Redis nothing, so a topic without priorities keeps
-// one Store set a slot.
+// one due set a slot. The due sets keep the key names ":store…" of their
+// older name, Store sets (see [KeySet]).
 //
 // [ClusterSlot] computes the cluster slot of a key as Redis does, so tests
 // can check that invariant, which a single-node Redis does not enforce.

@@ -5,14 +5,21 @@ import (
 	"strings"
 )
 
+// DefaultPrefix starts every key when no other prefix is configured.
+const DefaultPrefix = "toc:"
+
 // KeySet holds the Redis keys of one slot. All of them share the hash tag
 // "{<topic>:<slot>}".
+//
+// The due sets keep the key names ":store", ":store:high" and ":store:low"
+// that they had when they were called Store sets: renaming a key would
+// orphan every timer already in Redis.
 type KeySet struct {
-	// StoreHigh, Store and StoreLow hold the slot's timers of high, normal
-	// and low priority, scored by due time.
-	StoreHigh string
-	Store     string
-	StoreLow  string
+	// DueHigh, Due and DueLow hold the slot's timers of high, normal and
+	// low priority waiting for their due time, scored by due time.
+	DueHigh string
+	Due     string
+	DueLow  string
 	// Prepare holds the slot's leases, scored by lease deadline.
 	Prepare string
 	// Dead holds the slot's exhausted jobs, scored by time of death.
@@ -25,16 +32,16 @@ type KeySet struct {
 func Keys(prefix, topic string, slot int) KeySet {
 	base := prefix + Tag(topic, slot)
 	return KeySet{
-		StoreHigh: base + ":store:high",
-		Store:     base + ":store",
-		StoreLow:  base + ":store:low",
-		Prepare:   base + ":prepare",
-		Dead:      base + ":dead",
+		DueHigh: base + ":store:high",
+		Due:     base + ":store",
+		DueLow:  base + ":store:low",
+		Prepare: base + ":prepare",
+		Dead:    base + ":dead",
 	}
 }
 
-// Stores returns the three Store keys, highest priority first.
-func (k KeySet) Stores() [3]string { return [3]string{k.StoreHigh, k.Store, k.StoreLow} }
+// Dues returns the three due keys, highest priority first.
+func (k KeySet) Dues() [3]string { return [3]string{k.DueHigh, k.Due, k.DueLow} }
 
 // Tag returns the hash tag of slot of topic, braces included.
 func Tag(topic string, slot int) string {

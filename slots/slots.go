@@ -1,6 +1,7 @@
 package slots
 
 import (
+	"fmt"
 	"hash/crc32"
 	"strconv"
 
@@ -25,6 +26,13 @@ func Of(basis uint64, n int) int {
 	return int(checksum(strconv.AppendUint(buf[:0], basis, 10)) % uint32(n))
 }
 
+// JobSlot returns the slot of a job of topic, which has n slots, whose
+// slot basis is basis (timer.Job.SlotBasis, timer.Timer.Basis): the one
+// place a job is given its slot. It panics as Of does.
+func JobSlot(topic string, basis uint64, n int) timer.Slot {
+	return timer.Slot{Topic: topic, Index: Of(basis, n)}
+}
+
 // checksum is crc32.ChecksumIEEE(b) without its indirect call, which
 // makes b escape to the heap; job ids are too short for the vectorised
 // path to pay off.
@@ -40,6 +48,16 @@ func checksum(b []byte) uint32 {
 // timer.ValidTopic). Keys rely on it: a topic holding '{' or '}' would
 // break the slot's hash tag.
 func ValidTopic(name string) bool { return timer.ValidTopic(name) }
+
+// CheckPrefix returns nil when ValidPrefix(prefix), else a
+// *timer.FieldError naming the field Prefix, as the adapters' Config
+// Validate methods report it.
+func CheckPrefix(prefix string) error {
+	if !ValidPrefix(prefix) {
+		return &timer.FieldError{Field: "Prefix", Message: fmt.Sprintf("%q holds '{' or '}'", prefix)}
+	}
+	return nil
+}
 
 // ValidPrefix reports whether prefix can start every key: it must not hold
 // '{' or '}', which would take the hash tag away from the slot's.

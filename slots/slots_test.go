@@ -1,10 +1,13 @@
 package slots
 
 import (
+	"errors"
 	"hash/crc32"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/toc-project/toc/timer"
 )
 
 func TestOf(t *testing.T) {
@@ -29,6 +32,9 @@ func TestOf(t *testing.T) {
 	for _, tt := range tests {
 		if got := Of(tt.basis, tt.n); got != tt.want {
 			t.Errorf("Of(%d, %d) = %d, want %d", tt.basis, tt.n, got, tt.want)
+		}
+		if got := JobSlot("orders", tt.basis, tt.n); got != (timer.Slot{Topic: "orders", Index: tt.want}) {
+			t.Errorf("JobSlot(orders, %d, %d) = %v, want index %d", tt.basis, tt.n, got, tt.want)
 		}
 	}
 }
@@ -88,20 +94,30 @@ func TestValidPrefix(t *testing.T) {
 	}
 }
 
+func TestCheckPrefix(t *testing.T) {
+	if err := CheckPrefix("toc:"); err != nil {
+		t.Errorf("CheckPrefix(toc:) = %v", err)
+	}
+	var fe *timer.FieldError
+	if err := CheckPrefix("a{b"); !errors.As(err, &fe) || fe.Field != "Prefix" {
+		t.Errorf("CheckPrefix(a{b) = %v, want a FieldError naming Prefix", err)
+	}
+}
+
 func TestKeys(t *testing.T) {
 	k := Keys("toc:", "orders", 7)
 	want := KeySet{
-		StoreHigh: "toc:{orders:7}:store:high",
-		Store:     "toc:{orders:7}:store",
-		StoreLow:  "toc:{orders:7}:store:low",
-		Prepare:   "toc:{orders:7}:prepare",
-		Dead:      "toc:{orders:7}:dead",
+		DueHigh: "toc:{orders:7}:store:high",
+		Due:     "toc:{orders:7}:store",
+		DueLow:  "toc:{orders:7}:store:low",
+		Prepare: "toc:{orders:7}:prepare",
+		Dead:    "toc:{orders:7}:dead",
 	}
 	if k != want {
 		t.Fatalf("Keys = %+v, want %+v", k, want)
 	}
-	if s := k.Stores(); s != [3]string{want.StoreHigh, want.Store, want.StoreLow} {
-		t.Errorf("Stores = %v", s)
+	if s := k.Dues(); s != [3]string{want.DueHigh, want.Due, want.DueLow} {
+		t.Errorf("Dues = %v", s)
 	}
 }
 
@@ -146,7 +162,7 @@ func FuzzKeys(f *testing.F) {
 		if want != int(crc16(topic+":"+strconv.Itoa(slot))%ClusterSlots) {
 			t.Fatalf("tag %q hashes to %d, not to its contents", Tag(topic, slot), want)
 		}
-		all := []string{k.StoreHigh, k.Store, k.StoreLow, k.Prepare, k.Dead}
+		all := []string{k.DueHigh, k.Due, k.DueLow, k.Prepare, k.Dead}
 		seen := map[string]bool{}
 		for _, key := range all {
 			if got := ClusterSlot(key); got != want {

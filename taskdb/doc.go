@@ -65,6 +65,14 @@
 // placeholder limit, the topic upsert, the duplicate-key error codes, the
 // migration lock). One conformance suite runs against both.
 //
+// # Files
+//
+// store.go holds Store, its Config and the helpers every query uses;
+// jobs.go the job rows (insert, transitions, Complete, Get, GetMany,
+// GetByKey); topics.go the topic rows; scans.go ScanPending and
+// CountByStatus; mysql.go and sqlite.go open each backend and hold its
+// dialect; migrate.go applies the migrations.
+//
 // # Migrations
 //
 // Migrations are numbered SQL files per dialect, embedded in the binary

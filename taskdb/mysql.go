@@ -33,30 +33,34 @@ var mysqlDialect = dialect{
 // matched rather than those it changed, and interpolateParams, so that a
 // statement is one round trip instead of prepare, execute and close; it
 // clears multiStatements, which nothing here needs (Migrate splits its
-// files) and which would let an injected ";" run a second statement.
-func OpenMySQL(ctx context.Context, dsn string, opts ...Option) (*Store, error) {
-	o := newOptions(opts)
-	cfg, err := mysql.ParseDSN(dsn)
+// files) and which would let an injected ";" run a second statement. An
+// invalid cfg is an error wrapping its *timer.FieldError.
+func OpenMySQL(ctx context.Context, dsn string, cfg Config) (*Store, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("taskdb config: %w", err)
+	}
+	cfg = cfg.withDefaults()
+	mc, err := mysql.ParseDSN(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open mysql: %w", err)
 	}
-	cfg.ClientFoundRows = true
-	cfg.InterpolateParams = true
-	cfg.MultiStatements = false
-	connector, err := mysql.NewConnector(cfg)
+	mc.ClientFoundRows = true
+	mc.InterpolateParams = true
+	mc.MultiStatements = false
+	connector, err := mysql.NewConnector(mc)
 	if err != nil {
-		return nil, fmt.Errorf("open mysql %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("open mysql %s: %w", mc.Addr, err)
 	}
 	db := sql.OpenDB(connector)
-	n := cmp.Or(o.maxOpenConns, DefaultMaxOpenConns)
+	n := cmp.Or(cfg.MaxOpenConns, DefaultMaxOpenConns)
 	db.SetMaxOpenConns(n)
 	db.SetMaxIdleConns(n)
-	db.SetConnMaxLifetime(o.connMaxLifetime)
+	db.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 	if err := db.PingContext(ctx); err != nil {
 		db.Close()
-		return nil, fmt.Errorf("open mysql %s: %w", cfg.Addr, err)
+		return nil, fmt.Errorf("open mysql %s: %w", mc.Addr, err)
 	}
-	return &Store{db: db, rdb: db, d: mysqlDialect, now: o.now}, nil
+	return &Store{db: db, rdb: db, d: mysqlDialect, now: cfg.Clock}, nil
 }
 
 // migrationLock names the advisory lock of Migrate. GET_LOCK names are

@@ -18,7 +18,7 @@ func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 func openMariaDB(tb testing.TB) *Store {
 	tb.Helper()
 	dsn := testenv.MariaDB(tb).NewDatabase(tb)
-	s, err := OpenMySQL(tb.Context(), dsn, WithMaxOpenConns(8))
+	s, err := OpenMySQL(tb.Context(), dsn, Config{MaxOpenConns: 8})
 	if err != nil {
 		tb.Fatalf("OpenMySQL: %v", err)
 	}
@@ -39,7 +39,7 @@ func TestMariaDBConcurrentMigrate(t *testing.T) {
 	errs := make(chan error, 4)
 	for range 4 {
 		go func() {
-			s, err := OpenMySQL(t.Context(), dsn)
+			s, err := OpenMySQL(t.Context(), dsn, Config{})
 			if err != nil {
 				errs <- err
 				return
@@ -59,7 +59,7 @@ func TestMariaDBConcurrentMigrate(t *testing.T) {
 // the DSN says: an update that changes nothing still reports its match.
 func TestMariaDBFoundRows(t *testing.T) {
 	dsn := testenv.MariaDB(t).NewDatabase(t)
-	s, err := OpenMySQL(t.Context(), dsn+"&clientFoundRows=false")
+	s, err := OpenMySQL(t.Context(), dsn+"&clientFoundRows=false", Config{})
 	if err != nil {
 		t.Fatal(err)
 	}

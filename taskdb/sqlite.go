@@ -46,14 +46,18 @@ const (
 // OpenSQLite opens a Store on the SQLite database file at path, creating
 // the file if needed. It uses WAL and two pools: one writer connection,
 // so concurrent writers queue in Go rather than collide on SQLite's lock,
-// and read-only connections (see WithMaxOpenConns), which WAL lets read
-// beside the writer. The database must be a file: ":memory:" would give
-// each connection its own database.
-func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error) {
+// and read-only connections (see Config.MaxOpenConns), which WAL lets
+// read beside the writer. The database must be a file: ":memory:" would
+// give each connection its own database. An invalid cfg is an error
+// wrapping its *timer.FieldError.
+func OpenSQLite(ctx context.Context, path string, cfg Config) (*Store, error) {
 	if path == "" || strings.ContainsRune(path, '?') || strings.Contains(path, ":memory:") {
 		return nil, fmt.Errorf("open sqlite %q: want a file path without '?': %w", path, timer.ErrInvalid)
 	}
-	o := newOptions(opts)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("taskdb config: %w", err)
+	}
+	cfg = cfg.withDefaults()
 	w, err := sql.Open("sqlite", path+sqliteWriter)
 	if err != nil {
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
@@ -71,14 +75,14 @@ func OpenSQLite(ctx context.Context, path string, opts ...Option) (*Store, error
 		w.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	n := cmp.Or(o.maxOpenConns, max(4, runtime.GOMAXPROCS(0)))
+	n := cmp.Or(cfg.MaxOpenConns, max(4, runtime.GOMAXPROCS(0)))
 	r.SetMaxOpenConns(n)
 	r.SetMaxIdleConns(n)
-	r.SetConnMaxLifetime(o.connMaxLifetime)
+	r.SetConnMaxLifetime(cfg.ConnMaxLifetime)
 	if err := r.PingContext(ctx); err != nil {
 		w.Close()
 		r.Close()
 		return nil, fmt.Errorf("open sqlite %s: %w", path, err)
 	}
-	return &Store{db: w, rdb: r, d: sqliteDialect, now: o.now}, nil
+	return &Store{db: w, rdb: r, d: sqliteDialect, now: cfg.Clock}, nil
 }

@@ -1,6 +1,7 @@
 package taskdb
 
 import (
+	"errors"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -12,7 +13,7 @@ import (
 // openSQLite returns a migrated store on a new SQLite file.
 func openSQLite(tb testing.TB) *Store {
 	tb.Helper()
-	s, err := OpenSQLite(tb.Context(), filepath.Join(tb.TempDir(), "toc.db"))
+	s, err := OpenSQLite(tb.Context(), filepath.Join(tb.TempDir(), "toc.db"), Config{})
 	if err != nil {
 		tb.Fatalf("OpenSQLite: %v", err)
 	}
@@ -29,10 +30,35 @@ func TestSQLite(t *testing.T) {
 
 func TestSQLiteRejectsMemory(t *testing.T) {
 	for _, path := range []string{"", ":memory:", "file::memory:", "a.db?mode=ro"} {
-		if s, err := OpenSQLite(t.Context(), path); err == nil {
+		if s, err := OpenSQLite(t.Context(), path, Config{}); err == nil {
 			s.Close()
 			t.Errorf("OpenSQLite(%q) succeeded", path)
 		}
+	}
+}
+
+func TestConfig(t *testing.T) {
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("Validate(zero) = %v", err)
+	}
+	for field, c := range map[string]Config{
+		"MaxOpenConns":    {MaxOpenConns: -1},
+		"ConnMaxLifetime": {ConnMaxLifetime: -time.Second},
+	} {
+		var fe *timer.FieldError
+		if err := c.Validate(); !errors.As(err, &fe) || fe.Field != field {
+			t.Errorf("Validate(%+v) = %v, want a FieldError naming %s", c, err, field)
+		}
+		s, err := OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "toc.db"), c)
+		if !errors.As(err, &fe) || !strings.HasPrefix(err.Error(), "taskdb config: "+field+": ") {
+			t.Errorf("OpenSQLite with %+v = %v", c, err)
+		}
+		if s != nil {
+			s.Close()
+		}
+	}
+	if c := (Config{}).withDefaults(); c.ConnMaxLifetime != DefaultConnMaxLifetime || c.Clock == nil {
+		t.Errorf("defaults = %+v", c)
 	}
 }
 

@@ -106,7 +106,7 @@ func (r *recorder) deliveries(id timer.JobID) []delivery {
 type stack struct {
 	store  *taskdb.Store
 	rdb    *redis.Client
-	queue  *prepare.Queue
+	queue  *prepare.Index
 	dead   *deadletter.Box
 	redis  *testenv.RedisServer
 	prefix string
@@ -115,7 +115,7 @@ type stack struct {
 func newStack(t *testing.T, ownRedis bool) *stack {
 	t.Helper()
 	ctx := t.Context()
-	store, err := taskdb.OpenMySQL(ctx, testenv.MariaDB(t).NewDatabase(t))
+	store, err := taskdb.OpenMySQL(ctx, testenv.MariaDB(t).NewDatabase(t), taskdb.Config{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,11 @@ func newStack(t *testing.T, ownRedis bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &stack{store: store, rdb: rdb, queue: q, dead: deadletter.New(rdb, prefix), redis: srv, prefix: prefix}
+	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: prefix})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &stack{store: store, rdb: rdb, queue: q, dead: dead, redis: srv, prefix: prefix}
 }
 
 // start runs an engine over s until the test ends (or stop is called).

@@ -9,7 +9,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
@@ -316,8 +315,8 @@ func (b *bench) memory(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	keys := slots.Keys(prepare.DefaultPrefix, topicNear, 0)
-	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Store).Result()
+	keys := slots.Keys(slots.DefaultPrefix, topicNear, 0)
+	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Due).Result()
 	perJob := float64(afterNear-base) / float64(near)
 	far := time.Now().Add(25 * time.Hour)
 	if _, err := b.load(ctx, b.topic("memfar"), total-near, func(i int) time.Time { return far.Add(time.Duration(i) * time.Millisecond) }, 4); err != nil {
@@ -354,7 +353,7 @@ func (b *bench) recover(ctx context.Context) ([]result, error) {
 		pipe := b.rdb.Pipeline()
 		cmds := make([]interface{ Val() int64 }, timer.DefaultSlots)
 		for s := range timer.DefaultSlots {
-			cmds[s] = pipe.ZCard(ctx, slots.Keys(prepare.DefaultPrefix, topic, s).Store)
+			cmds[s] = pipe.ZCard(ctx, slots.Keys(slots.DefaultPrefix, topic, s).Due)
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, err

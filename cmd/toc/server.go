@@ -64,7 +64,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
-		redisPrefix:     fs.string("redis-prefix", prepare.DefaultPrefix, "prefix of every Redis key toc writes"),
+		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
 		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
 		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
 		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
@@ -160,7 +160,11 @@ func (s *service) run(ctx context.Context) error {
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
 	}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(deadletter.New(s.rdb, *f.redisPrefix), s.store),
+	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix})
+	if err != nil {
+		return err
+	}
+	api := tochttp.NewAPI(eng, deadletter.NewLetters(dead, s.store),
 		stats,
 		tochttp.APIConfig{
 			TopicDefaults: timer.Limits{
@@ -251,7 +255,7 @@ func (s *service) run(ctx context.Context) error {
 
 // publishUsage writes this member's use of each topic to Redis every
 // second, for GET /v1/topics/{topic} on any member to sum.
-func publishUsage(ctx context.Context, queue *prepare.Queue, member string, w *timer.Worker, log *slog.Logger) {
+func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *timer.Worker, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	failing := false
@@ -309,7 +313,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 // topicStats joins the task store's counts with Redis's.
 type topicStats struct {
 	store *taskdb.Store
-	queue *prepare.Queue
+	queue *prepare.Index
 }
 
 func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
@@ -349,7 +353,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
-	store, err := taskdb.OpenSQLite(ctx, *data)
+	store, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
 	if err != nil {
 		return err
 	}
@@ -432,7 +436,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, err := taskdb.OpenMySQL(ctx, *dsn)
+	store, err := taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
 	if err != nil {
 		return err
 	}
@@ -484,9 +488,9 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	)
 	switch {
 	case *dsn != "" && *file == "":
-		store, err = taskdb.OpenMySQL(ctx, *dsn)
+		store, err = taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
 	case *file != "" && *dsn == "":
-		store, err = taskdb.OpenSQLite(ctx, *file)
+		store, err = taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
 	default:
 		return errors.New("give exactly one of --mysql-dsn or --sqlite")
 	}

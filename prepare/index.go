@@ -1,0 +1,157 @@
+// Index, its Config, and what its sides share: checks of slots and
+// times, members and heads converted to and from package lua's forms,
+// and grouping by slot. The sides are timers.go (timer.Index), leases.go
+// (timer.Leaser), wake.go (timer.Waker), stats.go and usage.go.
+
+package prepare
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/timer"
+)
+
+// Defaults of Config.
+const (
+	// DefaultWakeSuffix follows the prefix in the default wake channel.
+	DefaultWakeSuffix = "wake"
+)
+
+// Config configures an Index.
+type Config struct {
+	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
+	// hold '{' or '}', which would take the hash tag away from the slot's.
+	Prefix string
+	// WakeChannel is the pub/sub channel of wake-ups; Prefix followed by
+	// DefaultWakeSuffix when empty.
+	WakeChannel string
+	// Logger receives the Waker's reconnect warnings; slog.Default() when
+	// nil.
+	Logger *slog.Logger
+}
+
+// Validate returns a *timer.FieldError naming the first invalid field.
+func (c Config) Validate() error { return slots.CheckPrefix(c.Prefix) }
+
+func (c Config) withDefaults() Config {
+	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
+	c.WakeChannel = cmp.Or(c.WakeChannel, c.Prefix+DefaultWakeSuffix)
+	c.Logger = cmp.Or(c.Logger, slog.Default())
+	return c
+}
+
+// Index is the Redis timer index over one Redis deployment (a single node,
+// Sentinel or Cluster).
+type Index struct {
+	client redis.UniversalClient
+	cfg    Config
+
+	// subscribed, when set (by tests), is called each time Wakes has
+	// subscribed.
+	subscribed func()
+}
+
+var (
+	_ timer.Index  = (*Index)(nil)
+	_ timer.Leaser = (*Index)(nil)
+	_ timer.Waker  = (*Index)(nil)
+)
+
+// New returns an Index over client, or an error wrapping cfg's
+// *timer.FieldError.
+func New(client redis.UniversalClient, cfg Config) (*Index, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("prepare config: %w", err)
+	}
+	return &Index{client: client, cfg: cfg.withDefaults()}, nil
+}
+
+// Keys returns the keys of slot.
+func (q *Index) Keys(slot timer.Slot) slots.KeySet {
+	return slots.Keys(q.cfg.Prefix, slot.Topic, slot.Index)
+}
+
+func checkSlot(s timer.Slot) error {
+	if !slots.ValidTopic(s.Topic) || s.Index < 0 || s.Index >= slots.Max {
+		return fmt.Errorf("slot %q/%d: %w", s.Topic, s.Index, timer.ErrInvalid)
+	}
+	return nil
+}
+
+// member returns the sorted-set member of job id at priority p, which the
+// caller has validated (see lua.Member).
+func member(id timer.JobID, p timer.Priority) string { return lua.Member(uint64(id), int(p)) }
+
+// dueIndex returns the index of the due set of priority p in
+// slots.KeySet.Dues, highest first.
+func dueIndex(p timer.Priority) int { return int(timer.PriorityHigh - p) }
+
+// invalid marks a lua.ErrRange error (input that does not fit a score) as
+// timer.ErrInvalid too.
+func invalid(err error) error {
+	if errors.Is(err, lua.ErrRange) {
+		return fmt.Errorf("%w: %w", timer.ErrInvalid, err)
+	}
+	return err
+}
+
+// millis converts t to Unix ms, failing with timer.ErrInvalid when it does
+// not fit a score.
+func millis(what string, t time.Time) (int64, error) {
+	ms := timer.MillisOf(t)
+	if ms < 0 || ms > lua.MaxMillis {
+		return 0, fmt.Errorf("%s %v: %w (from 1970 to year 4199)", what, t, timer.ErrInvalid)
+	}
+	return ms, nil
+}
+
+// timeOf converts a set's head to a time, zero for an empty set.
+func timeOf(h lua.Head) time.Time {
+	if !h.OK {
+		return time.Time{}
+	}
+	return timer.TimeOf(h.Ms)
+}
+
+// grouping collects items by slot, in the order slots first appear, and
+// cuts them into batches of at most lua.MaxBatch.
+type grouping[T any] struct {
+	order []timer.Slot
+	items map[timer.Slot][]T
+}
+
+type batch[T any] struct {
+	slot  timer.Slot
+	items []T
+}
+
+func (g *grouping[T]) add(s timer.Slot, item T) {
+	if g.items == nil {
+		g.items = map[timer.Slot][]T{}
+	}
+	if _, ok := g.items[s]; !ok {
+		g.order = append(g.order, s)
+	}
+	g.items[s] = append(g.items[s], item)
+}
+
+func (g *grouping[T]) batches() []batch[T] {
+	var out []batch[T]
+	for _, s := range g.order {
+		items := g.items[s]
+		for len(items) > 0 {
+			n := min(len(items), lua.MaxBatch)
+			out = append(out, batch[T]{slot: s, items: items[:n]})
+			items = items[n:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,127 @@
+// What Index reports about its sets: the next due time of a slot, the
+// counts of a topic, and the mark that tells whether Redis lost its data
+// (timer.LossDetector).
+
+package prepare
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/timer"
+)
+
+// Peek returns the earliest due time in slot's due sets, zero when they
+// are empty.
+func (q *Index) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
+	if err := checkSlot(slot); err != nil {
+		return time.Time{}, fmt.Errorf("peek: %w", err)
+	}
+	pipe := q.client.Pipeline()
+	var cmds [3]*redis.ZSliceCmd
+	for i, key := range q.Keys(slot).Dues() {
+		cmds[i] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
+	}
+	h, err := earliest(cmds)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
+	}
+	return timeOf(h), nil
+}
+
+// earliest decodes the heads of a slot's due sets, as ZRANGE key 0 0
+// WITHSCORES returned them, and returns the lowest.
+func earliest(cmds [3]*redis.ZSliceCmd) (lua.Head, error) {
+	var hs [3]lua.Head
+	for i, c := range cmds {
+		h, err := lua.HeadOf(c.Val())
+		if err != nil {
+			return lua.Head{}, err
+		}
+		hs[i] = h
+	}
+	return lua.Earliest(hs[:]...), nil
+}
+
+// statsChunk bounds the slots whose counts go in one pipeline.
+const statsChunk = 1024
+
+// Stats counts the timers of topic (with n slots) waiting (in the due
+// sets of all priorities), leased and dead, and returns the earliest due
+// time in any due set (zero when all are empty). It reads every slot, in
+// pipelines of statsChunk slots; the counts are not one snapshot.
+func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased, dead int64, nextDue time.Time, err error) {
+	if !slots.ValidTopic(topic) {
+		return 0, 0, 0, time.Time{}, fmt.Errorf("stats: topic %q: %w", topic, timer.ErrInvalid)
+	}
+	if !slots.Valid(n) {
+		return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: slot count %d: %w", topic, n, timer.ErrInvalid)
+	}
+	type counts struct {
+		due           [3]*redis.IntCmd
+		prepare, dead *redis.IntCmd
+		head          [3]*redis.ZSliceCmd
+	}
+	var next lua.Head
+	for from := 0; from < n; from += statsChunk {
+		pipe := q.client.Pipeline()
+		cs := make([]counts, 0, statsChunk)
+		for i := from; i < min(from+statsChunk, n); i++ {
+			k := slots.Keys(q.cfg.Prefix, topic, i)
+			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
+			for j, key := range k.Dues() {
+				c.due[j] = pipe.ZCard(ctx, key)
+				c.head[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+			}
+			cs = append(cs, c)
+		}
+		if _, err := pipe.Exec(ctx); err != nil {
+			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
+		}
+		for _, c := range cs {
+			for _, n := range c.due {
+				waiting += n.Val()
+			}
+			leased += c.prepare.Val()
+			dead += c.dead.Val()
+			h, err := earliest(c.head)
+			if err != nil {
+				return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
+			}
+			next = lua.Earliest(next, h)
+		}
+	}
+	return waiting, leased, dead, timeOf(next), nil
+}
+
+var _ timer.LossDetector = (*Index)(nil)
+
+// markKey is the key whose absence says Redis lost its data. On Redis
+// Cluster it lives on one node: the loss of another node alone is found
+// by the backstop's periodic full scan instead.
+func (q *Index) markKey() string { return q.cfg.Prefix + "mark" }
+
+// Mark implements timer.LossDetector.
+func (q *Index) Mark(ctx context.Context) error {
+	if err := q.client.Set(ctx, q.markKey(), "1", 0).Err(); err != nil {
+		return fmt.Errorf("set %s: %w", q.markKey(), err)
+	}
+	return nil
+}
+
+// Lost implements timer.LossDetector.
+func (q *Index) Lost(ctx context.Context) (bool, error) {
+	n, err := q.client.Exists(ctx, q.markKey()).Result()
+	if err != nil {
+		return false, fmt.Errorf("exists %s: %w", q.markKey(), err)
+	}
+	return n == 0, nil
+}

@@ -1,0 +1,139 @@
+// The rows of topics: creating them, replacing their defaults and
+// limits, and reading them.
+
+package taskdb
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/toc-project/toc/timer"
+)
+
+func checkTopicName(name string) error {
+	if name == "" || len(name) > maxTopicBytes || !utf8.ValidString(name) {
+		return fmt.Errorf("topic %q: empty, longer than %d bytes or not UTF-8: %w", name, maxTopicBytes, timer.ErrInvalid)
+	}
+	return nil
+}
+
+// EnsureTopic creates t unless a topic of that name exists, and returns
+// the stored topic, whose slot count wins over t's. A zero t.Slots means
+// timer.DefaultSlots; any other count must be a power of two up to
+// timer.MaxSlots. A zero t.CreatedAt is stored as the store's clock.
+func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, error) {
+	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
+	if err := checkTopicName(t.Name); err != nil {
+		return timer.Topic{}, fmt.Errorf("ensure topic: %w", err)
+	}
+	if t.Slots < 1 || t.Slots > timer.MaxSlots || t.Slots&(t.Slots-1) != 0 {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: %d slots, want a power of two up to %d: %w",
+			t.Name, t.Slots, timer.MaxSlots, timer.ErrInvalid)
+	}
+	created := t.CreatedAt
+	if created.IsZero() {
+		created = s.now()
+	}
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
+		return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+	}
+	return s.Topic(ctx, t.Name)
+}
+
+// PutTopic creates t or replaces the defaults and limits of the topic of
+// that name; a different slot count for an existing topic is an error
+// wrapping timer.ErrConflict, and nothing changes then. Of two calls
+// racing to create one topic, both may report that they created it.
+func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
+	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	}
+	if err := t.Limits.Validate(); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	existing, err := s.Topic(ctx, t.Name)
+	created := errors.Is(err, timer.ErrNotFound)
+	switch {
+	case created:
+		if existing, err = s.EnsureTopic(ctx, t); err != nil {
+			return timer.Topic{}, false, err
+		}
+	case err != nil:
+		return timer.Topic{}, false, err
+	}
+	if t.Slots != 0 && t.Slots != existing.Slots {
+		return existing, false, fmt.Errorf("topic %q has %d slots, fixed at its creation: %w", t.Name, existing.Slots, timer.ErrConflict)
+	}
+	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits {
+		return existing, created, nil
+	}
+	l := t.Limits
+	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
+		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?
+		WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
+		t.Name); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	got, err := s.Topic(ctx, t.Name)
+	return got, created, err
+}
+
+const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms FROM toc_topics `
+
+func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
+	var (
+		t                                  timer.Topic
+		slots, maxAttempts, created        int64
+		burst, inFlight, weight            int64
+		retryBase, retryMax, lease, cbTime int64
+	)
+	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
+		&retryBase, &retryMax, &lease, &cbTime); err != nil {
+		return timer.Topic{}, err
+	}
+	t.Slots, t.MaxAttempts, t.CreatedAt = int(slots), int(maxAttempts), timer.TimeOf(created)
+	t.Burst, t.MaxInFlight, t.Weight = int(burst), int(inFlight), int(weight)
+	t.Retry = timer.RetryPolicy{Base: time.Duration(retryBase) * time.Millisecond, Max: time.Duration(retryMax) * time.Millisecond}
+	t.Lease = time.Duration(lease) * time.Millisecond
+	t.CallbackTimeout = time.Duration(cbTime) * time.Millisecond
+	return t, nil
+}
+
+// Topic returns one topic, or an error wrapping timer.ErrNotFound.
+func (s *Store) Topic(ctx context.Context, name string) (timer.Topic, error) {
+	t, err := scanTopic(s.rdb.QueryRowContext(ctx, selectTopic+"WHERE name = ?", name))
+	if err != nil {
+		return timer.Topic{}, fmt.Errorf("get topic %q: %w", name, s.translate(err))
+	}
+	return t, nil
+}
+
+// Topics returns every topic, ordered by name (bytewise).
+func (s *Store) Topics(ctx context.Context) ([]timer.Topic, error) {
+	rows, err := s.rdb.QueryContext(ctx, selectTopic+"ORDER BY name")
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	defer rows.Close()
+	var topics []timer.Topic
+	for rows.Next() {
+		t, err := scanTopic(rows)
+		if err != nil {
+			return nil, fmt.Errorf("list topics: %w", err)
+		}
+		topics = append(topics, t)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	return topics, nil
+}
