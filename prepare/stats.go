@@ -19,22 +19,11 @@ import (
 // Peek returns the earliest due time in slot's due sets, zero when they
 // are empty.
 func (q *Index) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
-	if err := checkSlot(slot); err != nil {
+	heads, err := q.Heads(ctx, []timer.Slot{slot})
+	if err != nil {
 		return time.Time{}, fmt.Errorf("peek: %w", err)
 	}
-	pipe := q.client.Pipeline()
-	var cmds [3]*redis.ZSliceCmd
-	for i, key := range q.Keys(slot).Dues() {
-		cmds[i] = pipe.ZRangeWithScores(ctx, key, 0, 0)
-	}
-	if _, err := pipe.Exec(ctx); err != nil {
-		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
-	}
-	h, err := earliest(cmds)
-	if err != nil {
-		return time.Time{}, fmt.Errorf("peek slot %s: %w", slot, err)
-	}
-	return timeOf(h), nil
+	return heads[0].NextDue, nil
 }
 
 // earliest decodes the heads of a slot's due sets, as ZRANGE key 0 0

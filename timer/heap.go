@@ -21,9 +21,6 @@ func (q *queue[T]) peek() (T, bool) {
 	return q.items[0], true
 }
 
-// has reports whether x is in q.
-func (q *queue[T]) has(x T) bool { return *x.heapIndex() >= 0 }
-
 // push adds x, which must not be in q.
 func (q *queue[T]) push(x T) {
 	*x.heapIndex() = len(q.items)
