@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -36,7 +34,7 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		return nil
 	}
 	for _, j := range jobs {
-		if err := checkJob(j); err != nil {
+		if err := timer.CheckJob(j); err != nil {
 			return fmt.Errorf("insert %d jobs: %w", len(jobs), err)
 		}
 	}
@@ -55,47 +53,6 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		return fmt.Errorf("insert %d jobs: %w", len(jobs), s.translate(err))
 	}
 	return nil
-}
-
-// checkJob rejects, with timer.ErrInvalid, a job its row cannot hold.
-func checkJob(j *timer.Job) error {
-	switch {
-	case j == nil:
-		return fmt.Errorf("nil job: %w", timer.ErrInvalid)
-	case !j.ID.Valid():
-		return fmt.Errorf("job id %d out of range: %w", j.ID, timer.ErrInvalid)
-	}
-	if err := checkTopicName(j.Topic); err != nil {
-		return fmt.Errorf("job %d: %w", j.ID, err)
-	}
-	var bad string
-	switch {
-	case len(j.Key) > timer.MaxKeyBytes:
-		bad = "key of " + strconv.Itoa(len(j.Key)) + " bytes"
-	case !knownStatus(j.Status):
-		bad = "status " + j.Status.String()
-	case j.Attempts < 0 || j.Attempts > math.MaxInt32:
-		bad = "attempts " + strconv.Itoa(j.Attempts)
-	case j.MaxAttempts < 0 || j.MaxAttempts > math.MaxInt32:
-		bad = "max attempts " + strconv.Itoa(j.MaxAttempts)
-	case !j.Priority.Valid():
-		bad = "priority " + j.Priority.String()
-	case len(j.CallbackURL) > maxCallbackBytes || !utf8.ValidString(j.CallbackURL):
-		bad = "callback URL of " + strconv.Itoa(len(j.CallbackURL)) + " bytes or not UTF-8"
-	case len(j.Payload) > timer.MaxPayloadBytes:
-		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
-	default:
-		return nil
-	}
-	return fmt.Errorf("job %d: %s: %w", j.ID, bad, timer.ErrInvalid)
-}
-
-func knownStatus(st timer.Status) bool {
-	switch st {
-	case timer.StatusPending, timer.StatusDone, timer.StatusCancelled, timer.StatusDead:
-		return true
-	}
-	return false
 }
 
 // chunkJobs splits jobs into runs of at most maxRows rows and about
@@ -134,7 +91,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
 			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), int64(j.Status),
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			truncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority))
+			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority))
 	}
 	return b.String(), args
 }
@@ -149,27 +106,10 @@ func keyArg(key string) any {
 	return []byte(key)
 }
 
-// truncateError makes lastErr valid UTF-8 and cuts it to at most
-// maxLastErrorBytes bytes at a rune boundary, so it fits last_error in
-// either backend.
-func truncateError(lastErr string) string {
-	if !utf8.ValidString(lastErr) {
-		lastErr = strings.ToValidUTF8(lastErr, "\uFFFD")
-	}
-	if len(lastErr) <= maxLastErrorBytes {
-		return lastErr
-	}
-	i := maxLastErrorBytes
-	for i > 0 && !utf8.RuneStart(lastErr[i]) {
-		i--
-	}
-	return lastErr[:i]
-}
-
 // Transition moves a job from status from to status to, reporting whether
 // it was in status from. One UPDATE by primary key.
 func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.Status, now time.Time) (bool, error) {
-	if !knownStatus(from) || !knownStatus(to) {
+	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
 	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET status = ?, gmt_modified = ? WHERE job_id = ? AND status = ?",
@@ -193,7 +133,7 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, attempts int, lastErr 
 	}
 	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, attempts = ?, last_error = ?, gmt_modified = ?
 		WHERE job_id = ? AND status = ?`,
-		int64(to), int64(attempts), truncateError(lastErr), now.UnixMilli(), int64(id), int64(timer.StatusPending))
+		int64(to), int64(attempts), timer.TruncateError(lastErr), now.UnixMilli(), int64(id), int64(timer.StatusPending))
 	if err != nil {
 		return false, fmt.Errorf("fail job %d: %w", id, err)
 	}

@@ -118,12 +118,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Bounds of the columns, checked before a write so both backends reject
-// the same values (SQLite would store anything).
+// Bounds of one statement. The bounds of the columns are timer's (see
+// timer.CheckJob), checked before a write so both backends reject the
+// same values (SQLite would store anything).
 const (
-	maxTopicBytes     = 64
-	maxCallbackBytes  = 2048
-	maxLastErrorBytes = 1024
 	// maxChunkBytes bounds the SQL text of one multi-row statement, well
 	// under MariaDB's default max_allowed_packet of 16 MiB.
 	maxChunkBytes = 4 << 20

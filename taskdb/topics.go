@@ -9,17 +9,9 @@ import (
 	"errors"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toc-project/toc/timer"
 )
-
-func checkTopicName(name string) error {
-	if name == "" || len(name) > maxTopicBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("topic %q: empty, longer than %d bytes or not UTF-8: %w", name, maxTopicBytes, timer.ErrInvalid)
-	}
-	return nil
-}
 
 // EnsureTopic creates t unless a topic of that name exists, and returns
 // the stored topic, whose slot count wins over t's. A zero t.Slots means
@@ -27,19 +19,12 @@ func checkTopicName(name string) error {
 // timer.MaxSlots. A zero t.CreatedAt is stored as the store's clock.
 func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, error) {
 	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
-	if err := checkTopicName(t.Name); err != nil {
-		return timer.Topic{}, fmt.Errorf("ensure topic: %w", err)
-	}
-	if t.Slots < 1 || t.Slots > timer.MaxSlots || t.Slots&(t.Slots-1) != 0 {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: %d slots, want a power of two up to %d: %w",
-			t.Name, t.Slots, timer.MaxSlots, timer.ErrInvalid)
+	if err := timer.CheckTopic("ensure topic", t); err != nil {
+		return timer.Topic{}, err
 	}
 	created := t.CreatedAt
 	if created.IsZero() {
 		created = s.now()
-	}
-	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
 	}
 	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
 		return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)

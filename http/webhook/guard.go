@@ -14,7 +14,7 @@ import (
 )
 
 // MaxCallbackURLBytes bounds the length of a callback URL.
-const MaxCallbackURLBytes = 2048
+const MaxCallbackURLBytes = timer.MaxCallbackURLBytes
 
 // ErrPrivateAddress is wrapped by the error of a webhook whose callback
 // host resolved, at dispatch, to an address IsPrivate refuses.

@@ -7,11 +7,9 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -71,13 +69,6 @@ func (s *Store) Len() int {
 	return len(s.jobs)
 }
 
-// Bounds of the columns, as taskdb checks them.
-const (
-	maxTopicBytes     = 64
-	maxCallbackBytes  = 2048
-	maxLastErrorBytes = 1024
-)
-
 // Insert implements timer.JobWriter.
 func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	if err := s.f.call("Insert"); err != nil {
@@ -87,7 +78,7 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		return nil
 	}
 	for _, j := range jobs {
-		if err := checkJob(j); err != nil {
+		if err := timer.CheckJob(j); err != nil {
 			return fmt.Errorf("insert %d jobs: %w", len(jobs), err)
 		}
 	}
@@ -117,7 +108,7 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		if !j.UpdatedAt.IsZero() {
 			r.modified = j.UpdatedAt.UnixMilli()
 		}
-		r.job.LastError = truncateError(j.LastError)
+		r.job.LastError = timer.TruncateError(j.LastError)
 		r.job.Payload = bytes.Clone(j.Payload)
 		s.jobs[j.ID] = r
 		if j.Key != "" {
@@ -125,72 +116,6 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		}
 	}
 	return nil
-}
-
-// checkJob rejects, with timer.ErrInvalid, a job a taskdb row cannot hold.
-func checkJob(j *timer.Job) error {
-	switch {
-	case j == nil:
-		return fmt.Errorf("nil job: %w", timer.ErrInvalid)
-	case !j.ID.Valid():
-		return fmt.Errorf("job id %d out of range: %w", j.ID, timer.ErrInvalid)
-	}
-	if err := checkTopicName(j.Topic); err != nil {
-		return fmt.Errorf("job %d: %w", j.ID, err)
-	}
-	var bad string
-	switch {
-	case len(j.Key) > timer.MaxKeyBytes:
-		bad = "key of " + strconv.Itoa(len(j.Key)) + " bytes"
-	case !knownStatus(j.Status):
-		bad = "status " + j.Status.String()
-	case j.Attempts < 0 || j.Attempts > math.MaxInt32:
-		bad = "attempts " + strconv.Itoa(j.Attempts)
-	case j.MaxAttempts < 0 || j.MaxAttempts > math.MaxInt32:
-		bad = "max attempts " + strconv.Itoa(j.MaxAttempts)
-	case !j.Priority.Valid():
-		bad = "priority " + j.Priority.String()
-	case len(j.CallbackURL) > maxCallbackBytes || !utf8.ValidString(j.CallbackURL):
-		bad = "callback URL of " + strconv.Itoa(len(j.CallbackURL)) + " bytes or not UTF-8"
-	case len(j.Payload) > timer.MaxPayloadBytes:
-		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
-	default:
-		return nil
-	}
-	return fmt.Errorf("job %d: %s: %w", j.ID, bad, timer.ErrInvalid)
-}
-
-// checkTopicName accepts what taskdb's topic column holds: 1 to 64 bytes
-// of UTF-8. (The API is stricter: see timer.ValidTopic.)
-func checkTopicName(name string) error {
-	if name == "" || len(name) > maxTopicBytes || !utf8.ValidString(name) {
-		return fmt.Errorf("topic %q: empty, longer than %d bytes or not UTF-8: %w", name, maxTopicBytes, timer.ErrInvalid)
-	}
-	return nil
-}
-
-func knownStatus(st timer.Status) bool {
-	switch st {
-	case timer.StatusPending, timer.StatusDone, timer.StatusCancelled, timer.StatusDead:
-		return true
-	}
-	return false
-}
-
-// truncateError makes lastErr valid UTF-8 and cuts it to at most 1,024
-// bytes at a rune boundary, as taskdb stores it.
-func truncateError(lastErr string) string {
-	if !utf8.ValidString(lastErr) {
-		lastErr = strings.ToValidUTF8(lastErr, "\uFFFD")
-	}
-	if len(lastErr) <= maxLastErrorBytes {
-		return lastErr
-	}
-	i := maxLastErrorBytes
-	for i > 0 && !utf8.RuneStart(lastErr[i]) {
-		i--
-	}
-	return lastErr[:i]
 }
 
 // update runs fn on job id when it is in status from, and reports whether
@@ -212,7 +137,7 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	if err := s.f.call("Transition"); err != nil {
 		return false, err
 	}
-	if !knownStatus(from) || !knownStatus(to) {
+	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
 	return s.update(id, from, now, func(r *row) { r.job.Status = to }), nil
@@ -252,7 +177,7 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, attempts int, lastErr 
 		if dead {
 			r.job.Status = timer.StatusDead
 		}
-		r.job.Attempts, r.job.LastError = attempts, truncateError(lastErr)
+		r.job.Attempts, r.job.LastError = attempts, timer.TruncateError(lastErr)
 	}), nil
 }
 
@@ -382,15 +307,8 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 
 func (s *Store) ensureTopic(t timer.Topic) (timer.Topic, error) {
 	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
-	if err := checkTopicName(t.Name); err != nil {
-		return timer.Topic{}, fmt.Errorf("ensure topic: %w", err)
-	}
-	if t.Slots < 1 || t.Slots > timer.MaxSlots || t.Slots&(t.Slots-1) != 0 {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: %d slots, want a power of two up to %d: %w",
-			t.Name, t.Slots, timer.MaxSlots, timer.ErrInvalid)
-	}
-	if t.MaxAttempts < 0 || t.MaxAttempts > timer.MaxAttemptsLimit {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: max attempts %d: %w", t.Name, t.MaxAttempts, timer.ErrInvalid)
+	if err := timer.CheckTopic("ensure topic", t); err != nil {
+		return timer.Topic{}, err
 	}
 	created := t.CreatedAt
 	if created.IsZero() {
