@@ -166,6 +166,9 @@ func reconnect(t *testing.T, b *luatest.Backend, bounce func()) {
 	w.waitSubscribed(t)
 	bounce()
 	w.waitSubscribed(t)
+	if got := w.next(t); got != (timer.Wake{}) {
+		t.Errorf("first wake after the subscription came back %+v, want the zero Wake that asks for a rescan", got)
+	}
 	if err := lua.Load(t.Context(), b.Client); err != nil { // a restarted redis-server forgot them
 		t.Fatal(err)
 	}
