@@ -56,22 +56,9 @@ type Stats interface {
 	// TopicStats returns the counts of topic, or an error wrapping
 	// timer.ErrNotFound for an unknown topic.
 	TopicStats(ctx context.Context, topic string) (TopicStats, error)
-	// TopicUsage returns the live use of topic over the cluster.
-	TopicUsage(ctx context.Context, topic timer.Topic) (TopicUsage, error)
-}
-
-// TopicUsage is the live use of a topic that GET /v1/topics/{topic} shows.
-type TopicUsage struct {
-	// DueWaiting counts the jobs due but not yet claimed: throttled, or
-	// waiting for a worker.
-	DueWaiting int64
-	// InFlight counts the handler calls running, Rate the dispatches per
-	// second, Throttled the claims held back by the topic's limits since
-	// each member started, summed over the Members that reported.
-	InFlight  int64
-	Rate      float64
-	Throttled int64
-	Members   int
+	// TopicUsage returns the live use of topic over the cluster, which
+	// GET /v1/topics/{topic} shows.
+	TopicUsage(ctx context.Context, topic timer.Topic) (timer.Usage, error)
 }
 
 // TopicStats is what GET /v1/topics/{topic}/stats shows.

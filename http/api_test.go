@@ -43,12 +43,12 @@ type fakeStats struct {
 }
 
 // TopicUsage reports the in-process worker's usage, as one member.
-func (f *fakeStats) TopicUsage(_ context.Context, t timer.Topic) (tochttp.TopicUsage, error) {
+func (f *fakeStats) TopicUsage(_ context.Context, t timer.Topic) (timer.Usage, error) {
 	if f.err != nil {
-		return tochttp.TopicUsage{}, f.err
+		return timer.Usage{}, f.err
 	}
 	u := f.eng.Worker.Usage()[t.Name]
-	return tochttp.TopicUsage{InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: 1}, nil
+	return timer.Usage{InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: 1}, nil
 }
 
 func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicStats, error) {
@@ -553,7 +553,7 @@ func TestPanicIsNot500(t *testing.T) {
 type panicStats struct{}
 
 func (panicStats) TopicStats(context.Context, string) (tochttp.TopicStats, error) { panic("boom") }
-func (panicStats) TopicUsage(context.Context, timer.Topic) (tochttp.TopicUsage, error) {
+func (panicStats) TopicUsage(context.Context, timer.Topic) (timer.Usage, error) {
 	panic("boom")
 }
 

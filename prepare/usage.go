@@ -14,14 +14,6 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// Usage is a topic's live use summed over the members that published it.
-type Usage struct {
-	InFlight  int64
-	Rate      float64
-	Throttled int64
-	Members   int
-}
-
 // usageTTL is how long a member's published usage counts: a member that
 // stopped publishing (it died) drops out of the sums after it.
 const usageTTL = 5 * time.Second
@@ -51,14 +43,19 @@ func (q *Index) PublishUsage(ctx context.Context, member string, usage map[strin
 	return nil
 }
 
-// Usage sums the usage of topic that members published within the last
-// 5 s before now.
-func (q *Index) Usage(ctx context.Context, topic string, now time.Time) (Usage, error) {
-	fields, err := q.client.HGetAll(ctx, q.usageKey(topic)).Result()
+// Usage returns topic's live use over the cluster: the usage that members
+// published within the last 5 s before now, summed, and its jobs due at
+// now still waiting in Redis.
+func (q *Index) Usage(ctx context.Context, topic timer.Topic, now time.Time) (timer.Usage, error) {
+	due, err := q.DueWaiting(ctx, topic.Name, topic.Slots, now)
 	if err != nil {
-		return Usage{}, fmt.Errorf("usage of %s: %w", topic, err)
+		return timer.Usage{}, err
 	}
-	var u Usage
+	fields, err := q.client.HGetAll(ctx, q.usageKey(topic.Name)).Result()
+	if err != nil {
+		return timer.Usage{}, fmt.Errorf("usage of %s: %w", topic.Name, err)
+	}
+	u := timer.Usage{DueWaiting: due}
 	for _, v := range fields {
 		parts := strings.Fields(v)
 		if len(parts) != 4 {

@@ -377,23 +377,6 @@ func (l *limiter) sampleRates(elapsed time.Duration) {
 	})
 }
 
-// TopicUsage is a worker's live use of one topic.
-type TopicUsage struct {
-	// InFlight counts the handler calls running; Held the leases this
-	// worker holds (running, or waiting for a dispatcher).
-	InFlight, Held int64
-	// Rate is the dispatches per second over the last second.
-	Rate float64
-	// Dispatched and Throttled count handler calls started and claims held
-	// back by the topic's rate or in-flight limit, since the worker
-	// started.
-	Dispatched, Throttled int64
-	// RateShare and InFlightShare are this worker's shares of the topic's
-	// limits (0: unlimited).
-	RateShare     float64
-	InFlightShare int64
-}
-
 // usage returns the live use of each topic the limiter has seen.
 func (l *limiter) usage() map[string]TopicUsage {
 	out := make(map[string]TopicUsage)

@@ -120,10 +120,7 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	lease := *f.lease
-	if lease == 0 {
-		lease = max(timer.DefaultLease, 2**f.callbackTimeout+timer.LeaseMargin)
-	}
+	lease := timer.LeaseFor(*f.lease, *f.callbackTimeout)
 	var (
 		assignment timer.Assignment // nil: this process owns every slot
 		onTopic    func(timer.Topic)
@@ -275,17 +272,8 @@ func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *t
 
 // TopicUsage sums the members' published usage of topic and counts its
 // due jobs still in Redis.
-func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (tochttp.TopicUsage, error) {
-	now := time.Now()
-	due, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now)
-	if err != nil {
-		return tochttp.TopicUsage{}, err
-	}
-	u, err := t.queue.Usage(ctx, topic.Name, now)
-	if err != nil {
-		return tochttp.TopicUsage{}, err
-	}
-	return tochttp.TopicUsage{DueWaiting: due, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: u.Members}, nil
+func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (timer.Usage, error) {
+	return t.queue.Usage(ctx, topic, time.Now())
 }
 
 // dueWaiting counts the due jobs still in Redis of each topic (the first

@@ -1,0 +1,35 @@
+package timer
+
+// TopicUsage is a worker's live use of one topic (see Usage for the sum
+// over a cluster).
+type TopicUsage struct {
+	// InFlight counts the handler calls running; Held the leases this
+	// worker holds (running, or waiting for a dispatcher).
+	InFlight, Held int64
+	// Rate is the dispatches per second over the last second.
+	Rate float64
+	// Dispatched and Throttled count handler calls started and claims held
+	// back by the topic's rate or in-flight limit, since the worker
+	// started.
+	Dispatched, Throttled int64
+	// RateShare and InFlightShare are this worker's shares of the topic's
+	// limits (0: unlimited).
+	RateShare     float64
+	InFlightShare int64
+}
+
+// Usage is a topic's live use over a cluster: what its members'
+// workers reported (each a TopicUsage, published about once a second),
+// summed, and its due jobs still waiting in Redis.
+type Usage struct {
+	// DueWaiting counts the jobs due but not yet claimed: throttled, or
+	// waiting for a worker.
+	DueWaiting int64
+	// InFlight counts the handler calls running, Rate the dispatches per
+	// second, Throttled the claims held back by the topic's limits since
+	// each member started, summed over the Members that reported.
+	InFlight  int64
+	Rate      float64
+	Throttled int64
+	Members   int
+}
