@@ -11,6 +11,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/toc-project/toc/internal/ratelog"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -103,7 +104,7 @@ type Cluster struct {
 	log     *slog.Logger
 	kick    chan struct{}
 	running atomic.Bool
-	limit   logLimiter
+	limit   *ratelog.Limiter
 
 	mu      sync.Mutex
 	sess    *session   // nil between sessions
@@ -132,7 +133,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 		cfg:     cfg,
 		log:     cfg.Logger.With("member", cfg.ID),
 		kick:    make(chan struct{}, 1),
-		limit:   logLimiter{every: logEvery},
+		limit:   ratelog.NewLimiter(logEvery, nil),
 		changed: make(chan struct{}),
 	}, nil
 }

@@ -29,7 +29,7 @@ func (c *Cluster) elect(ctx context.Context, s *session) {
 		switch {
 		case i < 0:
 			// Only if someone deleted it: start over with a new session.
-			c.limit.log(c.log.Warn, "election-lost", "this member's election znode is gone; starting a new session", "node", s.candidate)
+			c.limit.Log(c.log.Warn, "election-lost", "this member's election znode is gone; starting a new session", "node", s.candidate)
 			s.cancel()
 			return
 		case i == 0:

@@ -50,17 +50,17 @@ func (c *Cluster) onEvent(s *session, ev zk.Event) {
 	switch {
 	case ev.State == zk.StateExpired:
 		s.cancel()
-		c.limit.log(c.log.Warn, "expired", "zookeeper session expired; owning no slots until registered again")
+		c.limit.Log(c.log.Warn, "expired", "zookeeper session expired; owning no slots until registered again")
 	case online:
 		select {
 		case s.up <- struct{}{}:
 		default:
 		}
 		if !was {
-			c.limit.log(c.log.Info, "connected", "zookeeper connected", "server", ev.Server)
+			c.limit.Log(c.log.Info, "connected", "zookeeper connected", "server", ev.Server)
 		}
 	case was:
-		c.limit.log(c.log.Warn, "disconnected", "zookeeper disconnected; owning no slots until reconnected", "server", ev.Server)
+		c.limit.Log(c.log.Warn, "disconnected", "zookeeper disconnected; owning no slots until reconnected", "server", ev.Server)
 	}
 }
 

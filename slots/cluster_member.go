@@ -77,7 +77,7 @@ func (c *Cluster) runSession(ctx context.Context) (registered bool, err error) {
 	defer c.endSession(s)
 
 	conn, _, err := zk.Connect(c.cfg.Servers, c.cfg.SessionTimeout,
-		zk.WithLogger(zkLogger{log: c.log, limit: &c.limit}),
+		zk.WithLogger(zkLogger{log: c.log, limit: c.limit}),
 		zk.WithLogInfo(false),
 		zk.WithEventCallback(func(ev zk.Event) { c.onEvent(s, ev) }))
 	if err != nil {

@@ -57,7 +57,8 @@ type Config struct {
 // hands what passes to the handler it wraps.
 type Handler struct {
 	next slog.Handler
-	lim  *limiter
+	key  string
+	lim  *Limiter
 	// keyVal is the key's value given to WithAttrs, if any.
 	keyVal    string
 	hasKeyVal bool
@@ -70,12 +71,7 @@ func New(next slog.Handler, cfg Config) *Handler {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &Handler{next: next, lim: &limiter{
-		interval: cmp.Or(cfg.Interval, DefaultInterval),
-		key:      cmp.Or(cfg.Key, DefaultKey),
-		now:      cfg.Now,
-		seen:     map[repeat]*window{},
-	}}
+	return &Handler{next: next, key: cmp.Or(cfg.Key, DefaultKey), lim: NewLimiter(cfg.Interval, cfg.Now)}
 }
 
 // Enabled reports whether the wrapped handler handles records at level.
@@ -91,13 +87,13 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	}
 	rep := repeat{msg: r.Message, keyVal: h.keyVal, hasKeyVal: h.hasKeyVal}
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == h.lim.key {
+		if a.Key == h.key {
 			rep.keyVal, rep.hasKeyVal = a.Value.Resolve().String(), true
 			return false
 		}
 		return true
 	})
-	pass, suppressed := h.lim.allow(rep)
+	pass, suppressed := h.lim.Allow(rep.String())
 	if !pass {
 		return nil
 	}
@@ -113,7 +109,7 @@ func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	h2 := *h
 	h2.next = h.next.WithAttrs(attrs)
 	for _, a := range attrs {
-		if a.Key == h.lim.key {
+		if a.Key == h.key {
 			h2.keyVal, h2.hasKeyVal = a.Value.Resolve().String(), true
 		}
 	}
@@ -134,37 +130,56 @@ type repeat struct {
 	hasKeyVal bool
 }
 
-// window is the state of one repeat: when it last passed and how many were
+// String is the repeat as a Limiter key.
+func (r repeat) String() string {
+	if !r.hasKeyVal {
+		return r.msg
+	}
+	return r.msg + "\x00" + r.keyVal
+}
+
+// window is the state of one key: when it last passed and how many were
 // dropped since.
 type window struct {
 	passed     time.Time
 	suppressed int
 }
 
-// limiter holds the counts that a Handler and the handlers derived from it
-// share.
-type limiter struct {
+// Limiter lets something through per key at most once per interval and
+// counts what it holds back: the one rate limit behind Handler, and behind
+// loops that limit their own lines (the ZooKeeper client's, at debug
+// level). A key names one failing dependency or condition. It is safe for
+// concurrent use.
+type Limiter struct {
 	interval time.Duration
-	key      string
 	now      func() time.Time
 
 	mu   sync.Mutex
-	seen map[repeat]*window
+	seen map[string]*window
 }
 
-// allow reports whether a record of rep passes now and, if so, how many of
-// its repeats were dropped since the last one passed.
-func (l *limiter) allow(rep repeat) (pass bool, suppressed int) {
+// NewLimiter returns a limiter of interval (default DefaultInterval) on
+// the clock now (default time.Now).
+func NewLimiter(interval time.Duration, now func() time.Time) *Limiter {
+	if now == nil {
+		now = time.Now
+	}
+	return &Limiter{interval: cmp.Or(interval, DefaultInterval), now: now, seen: map[string]*window{}}
+}
+
+// Allow reports whether something under key passes now and, if so, how
+// many under key were held back since the last one passed.
+func (l *Limiter) Allow(key string) (pass bool, suppressed int) {
 	now := l.now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	w, ok := l.seen[rep]
+	w, ok := l.seen[key]
 	if !ok {
 		if len(l.seen) >= maxTracked {
 			l.forget(now)
 		}
 		if len(l.seen) < maxTracked {
-			l.seen[rep] = &window{passed: now}
+			l.seen[key] = &window{passed: now}
 		}
 		return true, 0
 	}
@@ -177,12 +192,26 @@ func (l *limiter) allow(rep repeat) (pass bool, suppressed int) {
 	return true, suppressed
 }
 
-// forget drops the repeats whose interval has passed with none dropped:
-// the next one would pass anyway, with nothing to report.
-func (l *limiter) forget(now time.Time) {
-	for rep, w := range l.seen {
+// Log passes msg and args to emit (a logger's Warn, Info or Debug) if
+// Allow lets key through, adding SuppressedKey with the count held back
+// since the last one when there were any.
+func (l *Limiter) Log(emit func(msg string, args ...any), key, msg string, args ...any) {
+	pass, n := l.Allow(key)
+	if !pass {
+		return
+	}
+	if n > 0 {
+		args = append(args, SuppressedKey, n)
+	}
+	emit(msg, args...)
+}
+
+// forget drops the keys whose interval has passed with none dropped: the
+// next one would pass anyway, with nothing to report.
+func (l *Limiter) forget(now time.Time) {
+	for key, w := range l.seen {
 		if w.suppressed == 0 && now.Sub(w.passed) >= l.interval {
-			delete(l.seen, rep)
+			delete(l.seen, key)
 		}
 	}
 }

@@ -227,3 +227,49 @@ func TestBounded(t *testing.T) {
 		t.Errorf("%d lines, from 5000 on %q; want 5002, m4999 then new", len(got), got[min(5000, len(got)):])
 	}
 }
+
+func TestLimiterPerKey(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := ratelog.NewLimiter(10*time.Second, func() time.Time { return now })
+	steps := []struct {
+		after      time.Duration
+		key        string
+		pass       bool
+		suppressed int
+	}{
+		{0, "zk", true, 0},
+		{time.Second, "zk", false, 0},
+		{0, "topics", true, 0}, // another dependency has its own interval
+		{time.Second, "zk", false, 0},
+		{8 * time.Second, "zk", true, 2}, // 10 s after the first: reports the two held back
+		{0, "zk", false, 0},
+		{10 * time.Second, "zk", true, 1},
+		{10 * time.Second, "zk", true, 0},
+		{0, "topics", true, 0},
+	}
+	for i, st := range steps {
+		now = now.Add(st.after)
+		if pass, n := l.Allow(st.key); pass != st.pass || n != st.suppressed {
+			t.Errorf("step %d: Allow(%q) = %v, %d; want %v, %d", i, st.key, pass, n, st.pass, st.suppressed)
+		}
+	}
+}
+
+func TestLimiterLogReportsSuppressed(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := ratelog.NewLimiter(time.Minute, func() time.Time { return now })
+	var lines []string
+	emit := func(msg string, args ...any) { lines = append(lines, fmt.Sprint(append([]any{msg}, args...)...)) }
+	for range 4 {
+		l.Log(emit, "publish", "publish failed", "err", "boom")
+	}
+	now = now.Add(time.Minute)
+	l.Log(emit, "publish", "publish failed", "err", "boom")
+	want := []string{
+		fmt.Sprint("publish failed", "err", "boom"),
+		fmt.Sprint("publish failed", "err", "boom", ratelog.SuppressedKey, 3),
+	}
+	if fmt.Sprint(lines) != fmt.Sprint(want) {
+		t.Fatalf("logged %q, want %q", lines, want)
+	}
+}
