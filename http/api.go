@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -114,6 +115,22 @@ type APIConfig struct {
 	Now           func() time.Time
 }
 
+// Validate reports the first field of c that is out of range.
+func (c APIConfig) Validate() error {
+	switch {
+	case c.MaxBodyBytes < 0:
+		return &timer.FieldError{Field: "MaxBodyBytes", Message: "must not be negative"}
+	case c.MaxBatchBodyBytes < 0:
+		return &timer.FieldError{Field: "MaxBatchBodyBytes", Message: "must not be negative"}
+	case slices.Contains(c.Tokens, ""):
+		return &timer.FieldError{Field: "Tokens", Message: "must not hold an empty token"}
+	}
+	if err := c.TopicDefaults.Validate(); err != nil {
+		return &timer.FieldError{Field: "TopicDefaults", Message: err.Error()}
+	}
+	return nil
+}
+
 // API is toc's REST API.
 type API struct {
 	jobs   Jobs
@@ -126,7 +143,10 @@ type API struct {
 }
 
 // NewAPI returns the API over jobs, dead and stats.
-func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) *API {
+func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) (*API, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("api config: %w", err)
+	}
 	cfg.MaxBodyBytes = cmp.Or(cfg.MaxBodyBytes, DefaultMaxBodyBytes)
 	cfg.MaxBatchBodyBytes = cmp.Or(cfg.MaxBatchBodyBytes, DefaultMaxBatchBodyBytes)
 	if cfg.Logger == nil {
@@ -143,7 +163,7 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) *API {
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivateCallbacks, Resolver: cfg.Resolver})
 	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard}
 	a.router = a.routes()
-	return a
+	return a, nil
 }
 
 // ServeHTTP serves the API.

@@ -92,7 +92,7 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(dead, store), stats, cfg)
+	api := mustAPI(t, eng, deadletter.NewLetters(dead, store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats}
@@ -248,7 +248,7 @@ func TestCreateJobRejectsBadInput(t *testing.T) {
 func TestCreateJobRefusesPrivateCallbacks(t *testing.T) {
 	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
 	// newAPIEnv allows private callbacks; build one that does not.
-	api := tochttp.NewAPI(e.eng, nil, nil, tochttp.APIConfig{})
+	api := mustAPI(t, e.eng, nil, nil, tochttp.APIConfig{})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	strict := &apiEnv{srv: srv}
@@ -491,7 +491,7 @@ func TestReadyAndStats(t *testing.T) {
 	if c := e.call(t, "GET", "/v1/cluster", ""); c.status != http.StatusOK || c.body["mode"] != "standalone" {
 		t.Errorf("cluster: %d %s", c.status, c.raw)
 	}
-	clustered := tochttp.NewAPI(e.eng, nil, nil, tochttp.APIConfig{Cluster: func() any { return map[string]int{"version": 7} }})
+	clustered := mustAPI(t, e.eng, nil, nil, tochttp.APIConfig{Cluster: func() any { return map[string]int{"version": 7} }})
 	rec := httptest.NewRecorder()
 	clustered.ServeHTTP(rec, httptest.NewRequest("GET", "/v1/cluster", nil))
 	if !strings.Contains(rec.Body.String(), `"mode":"cluster","status":{"version":7}`) {
@@ -544,7 +544,7 @@ func TestOpenAPIMatchesRouter(t *testing.T) {
 func TestPanicIsNot500(t *testing.T) {
 	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
 	e.stats.err = nil
-	api := tochttp.NewAPI(e.eng, nil, panicStats{}, tochttp.APIConfig{})
+	api := mustAPI(t, e.eng, nil, panicStats{}, tochttp.APIConfig{})
 	srv := httptest.NewServer(api)
 	defer srv.Close()
 	(&apiEnv{srv: srv}).call(t, "GET", "/v1/topics/x/stats", "").wantError(t, 503, tochttp.CodeUnavailable, "")
@@ -721,7 +721,7 @@ func TestNoAutoCreateTopics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(tochttp.NewAPI(eng, nil, nil, tochttp.APIConfig{AllowPrivateCallbacks: true}))
+	srv := httptest.NewServer(mustAPI(t, eng, nil, nil, tochttp.APIConfig{AllowPrivateCallbacks: true}))
 	defer srv.Close()
 	e := &apiEnv{srv: srv}
 	e.call(t, "POST", "/v1/jobs", `{"topic": "ghost", "delay_ms": 1, `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "topic")
@@ -733,5 +733,35 @@ func TestNoAutoCreateTopics(t *testing.T) {
 	}
 	if a := e.call(t, "POST", "/v1/jobs", `{"topic": "ghost", "delay_ms": 1, `+cb+`}`); a.status != http.StatusCreated {
 		t.Fatalf("after PUT: %d %s", a.status, a.raw)
+	}
+}
+
+func mustAPI(t testing.TB, jobs tochttp.Jobs, dead tochttp.DeadLetters, stats tochttp.Stats, cfg tochttp.APIConfig) *tochttp.API {
+	t.Helper()
+	api, err := tochttp.NewAPI(jobs, dead, stats, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return api
+}
+
+func TestAPIConfigValidate(t *testing.T) {
+	for _, tt := range []struct {
+		cfg   tochttp.APIConfig
+		field string
+	}{
+		{tochttp.APIConfig{MaxBodyBytes: -1}, "MaxBodyBytes"},
+		{tochttp.APIConfig{MaxBatchBodyBytes: -1}, "MaxBatchBodyBytes"},
+		{tochttp.APIConfig{Tokens: []string{"t0k3n", ""}}, "Tokens"},
+		{tochttp.APIConfig{TopicDefaults: timer.Limits{Weight: -1}}, "TopicDefaults"},
+	} {
+		_, err := tochttp.NewAPI(nil, nil, nil, tt.cfg)
+		var fe *timer.FieldError
+		if !errors.As(err, &fe) || fe.Field != tt.field {
+			t.Errorf("NewAPI(%+v) = %v, want a field error naming %s", tt.cfg, err, tt.field)
+		}
+	}
+	if _, err := tochttp.NewAPI(nil, nil, nil, tochttp.APIConfig{}); err != nil {
+		t.Errorf("the zero APIConfig: %v", err)
 	}
 }

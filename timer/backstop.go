@@ -44,6 +44,23 @@ type BackstopConfig struct {
 	Observer  Observer
 }
 
+// Validate reports the first field of c that is out of range.
+func (c BackstopConfig) Validate() error {
+	switch {
+	case c.Horizon < 0:
+		return invalid("Horizon", "must not be negative")
+	case c.Interval < 0:
+		return invalid("Interval", "must not be negative")
+	case c.FullInterval < 0:
+		return invalid("FullInterval", "must not be negative")
+	case c.Page < 0:
+		return invalid("Page", "must not be negative")
+	case c.LossCheck < 0:
+		return invalid("LossCheck", "must not be negative")
+	}
+	return nil
+}
+
 func (c BackstopConfig) withDefaults() BackstopConfig {
 	c.Horizon = cmp.Or(c.Horizon, DefaultHorizon)
 	c.Interval = cmp.Or(c.Interval, DefaultBackstopInterval)

@@ -56,6 +56,9 @@ func (c Config) Validate() error {
 	if err := c.Worker.Validate(); err != nil {
 		return fmt.Errorf("worker config: %w", err)
 	}
+	if err := c.Backstop.Validate(); err != nil {
+		return fmt.Errorf("backstop config: %w", err)
+	}
 	return nil
 }
 

@@ -296,3 +296,25 @@ func TestDueTimeRoundsUp(t *testing.T) {
 		}
 	}
 }
+
+// Every part's config names the field it refuses, behind the part's name.
+func TestConfigValidateNamesTheField(t *testing.T) {
+	for _, tt := range []struct {
+		cfg  Config
+		want string
+	}{
+		{Config{Horizon: -1}, "Horizon"},
+		{Config{Scheduler: SchedulerConfig{Node: -1}}, "scheduler config: Node"},
+		{Config{Worker: WorkerConfig{Concurrency: -1}}, "worker config: Concurrency"},
+		{Config{Worker: WorkerConfig{AttemptTimeout: time.Minute, Lease: time.Minute}}, "worker config: Lease"},
+		{Config{Backstop: BackstopConfig{Page: -1}}, "backstop config: Page"},
+	} {
+		err := tt.cfg.Validate()
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) || !errors.Is(err, ErrInvalid) {
+			t.Errorf("Validate(%+v) = %v, want an ErrInvalid starting %q", tt.cfg, err, tt.want)
+		}
+	}
+	if err := (Config{}).Validate(); err != nil {
+		t.Errorf("the zero Config: %v", err)
+	}
+}

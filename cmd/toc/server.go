@@ -161,7 +161,7 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	api := tochttp.NewAPI(eng, deadletter.NewLetters(dead, s.store),
+	api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, s.store),
 		stats,
 		tochttp.APIConfig{
 			TopicDefaults: timer.Limits{
@@ -179,6 +179,9 @@ func (s *service) run(ctx context.Context) error {
 				"redis":      func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
 			},
 		})
+	if err != nil {
+		return err
+	}
 
 	ln, err := net.Listen("tcp", *f.addr)
 	if err != nil {
