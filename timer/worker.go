@@ -14,7 +14,7 @@ const (
 	DefaultBatchSize   = 100
 	DefaultConcurrency = 64
 	DefaultGrace       = 10 * time.Second
-	DefaultRescan      = 30 * time.Second
+	DefaultRescan      = 5 * time.Minute
 	DefaultClaimAhead  = 2 * time.Millisecond
 )
 
@@ -42,9 +42,11 @@ type WorkerConfig struct {
 	// left to the backstop.
 	Horizon time.Duration
 	// Rescan is the period over which every owned slot's heads are read
-	// again: the bound on the delay of a job whose wake-up was lost (a
-	// pub/sub message published while this worker was reconnecting). The
-	// reads are spread over the period, in pipelines.
+	// again, spread over the period in pipelines: a safety net. A wake-up
+	// is lost only when the subscription drops (a message published while
+	// this worker was reconnecting), and then the worker reads every
+	// owned slot's heads at once when it is back; the rescan bounds the
+	// delay of a job whose wake-up was lost in any other way.
 	Rescan time.Duration
 	// TopicRefresh is how often the topic list is re-read when the worker
 	// makes its own catalog (see Catalog).

@@ -229,14 +229,14 @@ func (w *Worker) gotHeads(a headsAnswer) {
 }
 
 // startRescan queues every owned slot to be read again, in chunks spread
-// over half the rescan period, unless the last rescan is still running.
+// over the rescan period, unless the last rescan is still running.
 func (w *Worker) startRescan() {
 	if len(w.rescan) > 0 {
 		return
 	}
 	w.rescan = w.own.ranges()
 	chunks := max(1, (w.own.size()+peekChunk-1)/peekChunk)
-	w.rescanStep = w.cfg.Rescan / 2 / time.Duration(chunks)
+	w.rescanStep = w.cfg.Rescan / time.Duration(chunks)
 	w.rescanAt = w.cfg.Now()
 }
 

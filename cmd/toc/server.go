@@ -253,19 +253,29 @@ func (s *service) run(ctx context.Context) error {
 	return errors.Join(serveErr, engineErr, clusterErr)
 }
 
-// publishUsage writes this member's use of each topic to Redis every
-// second, for GET /v1/topics/{topic} on any member to sum.
+// publishUsage writes this member's use of each busy topic to Redis every
+// second, for GET /v1/topics/{topic} on any member to sum. A topic this
+// member is not firing or throttling is left out, so idle topics cost
+// nothing: its last record lapses after 5 s, and it sums to nothing.
 func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *timer.Worker, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	failing := false
+	throttled := map[string]int64{} // at the last publish
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
-		err := queue.PublishUsage(ctx, member, w.Usage(), time.Now())
+		busy := map[string]timer.TopicUsage{}
+		for topic, u := range w.Usage() {
+			if u.InFlight > 0 || u.Held > 0 || u.Rate > 0 || u.Throttled != throttled[topic] {
+				busy[topic] = u
+				throttled[topic] = u.Throttled
+			}
+		}
+		err := queue.PublishUsage(ctx, member, busy, time.Now())
 		if err != nil && !failing && ctx.Err() == nil {
 			log.Warn("publish topic usage failed", "err", err)
 		}
