@@ -25,8 +25,8 @@ steady rate, draining a burst, Redis and process memory, and recovery
 after Redis loses its data. A job counts as fired only when the built-in
 receiver verified its Standard Webhooks signature.
 
-Not in the default list: topics, toc at rest with --topics idle topics
-(CPU as % of one core, RSS), then --topics-rate jobs/s spread over them:
+topics measures toc at rest with --topics idle topics (CPU as % of one
+core, RSS), then --topics-rate jobs/s spread over them:
   toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
   toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
 
@@ -76,7 +76,7 @@ type benchConfig struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchUsage)
 	fs.SetOutput(stderr)
-	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness", "comma-separated scenarios to run")
+	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness,topics", "comma-separated scenarios to run")
 	stack := fs.string("stack", "real", "real, embedded or external")
 	server := fs.string("server", "", "external: toc's URL")
 	token := fs.string("token", "", "external: bearer token")
