@@ -91,7 +91,7 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 }
 
 func sameTopic(a, b Topic) bool {
-	return a.Slots == b.Slots && a.MaxAttempts == b.MaxAttempts && a.Limits == b.Limits
+	return a.Slots == b.Slots && a.MaxAttempts == b.MaxAttempts && a.Limits == b.Limits && a.Paused == b.Paused
 }
 
 // notify wakes those waiting on Changed; c.mu is held.

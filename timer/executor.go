@@ -42,7 +42,7 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 		tp.dispatched.Add(-1)
 		return outcome{kind: outNotSent, lease: t.lease, job: t.job, until: ns.Until, token: true}
 	}
-	e.cfg.obs.Fired(topic, attempt, start.Sub(t.job.DueAt), e.cfg.now().Sub(start), err)
+	e.cfg.obs.Fired(topic, attempt, start.Sub(latenessBase(t.job, attempt)), e.cfg.now().Sub(start), err)
 	switch {
 	case err == nil:
 		e.lim.release(topic, 1)
@@ -56,6 +56,16 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 		return outcome{kind: outDiscard, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
 	}
 	return outcome{kind: outFailed, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
+}
+
+// latenessBase is when an attempt was meant to start: the due time, or,
+// for a first attempt of a job scheduled already past due, the time it
+// was scheduled (it could not have fired earlier).
+func latenessBase(j *Job, attempt int) time.Time {
+	if attempt == 1 && j.CreatedAt.After(j.DueAt) {
+		return j.CreatedAt
+	}
+	return j.DueAt
 }
 
 func (e *executor) fire(ctx context.Context, j *Job, attempt int, at time.Time, timeout time.Duration) (err error) {

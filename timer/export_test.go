@@ -25,6 +25,7 @@ func StepsOf(ctx context.Context, w *Worker) *Steps {
 // many leases it claimed.
 func (s *Steps) Claim(ctx context.Context) int {
 	w := s.w
+	w.applyCatalog(ctx)
 	w.applyWakes()
 	for len(w.unknown) > 0 {
 		var batch []Slot

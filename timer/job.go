@@ -136,6 +136,9 @@ type Topic struct {
 	// DefaultMaxAttempts.
 	MaxAttempts int
 	Limits
+	// Paused topics accept jobs and fire none; their due jobs wait in
+	// Redis and fire when the topic is resumed.
+	Paused    bool
 	CreatedAt time.Time
 }
 

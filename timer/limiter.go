@@ -19,7 +19,8 @@ import (
 // memory or in a lease that could expire. A rate-limited topic whose
 // bucket ran dry rests until it holds a claim's worth of tokens
 // (claimTick of its rate, at least one job); one at its in-flight cap is
-// parked until one of its leases is released.
+// parked until one of its leases is released. A paused topic is parked
+// until it is resumed.
 //
 // Among the topics with a due slot, the limiter picks the one with the
 // least virtual time (then the earliest due, then the one that was
@@ -92,6 +93,7 @@ func (tp *topicState) head() time.Time {
 // topicConf is what follows from a topic's limits and this worker's share
 // of its slots.
 type topicConf struct {
+	paused  bool    // claims nothing: parked until reconfigured
 	rate    float64 // jobs per second for this worker; 0 unlimited
 	burst   float64
 	want    float64 // tokens a rate-limited claim waits for
@@ -177,7 +179,7 @@ func (l *limiter) each(fn func(*topicState)) {
 // or in-flight limit.
 func (l *limiter) configure(tp *topicState, share float64) {
 	lim := tp.topic.Limits
-	c := &topicConf{weight: float64(cmp.Or(lim.Weight, 1)), timing: timingOf(lim, l.cfg.timing)}
+	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), timing: timingOf(lim, l.cfg.timing)}
 	if lim.RateLimit > 0 && share > 0 {
 		c.rate = lim.RateLimit * share
 		burst := float64(lim.Burst)
@@ -286,6 +288,11 @@ func (l *limiter) room() int { return max(0, l.cfg.capacity-int(l.held.Load())) 
 // or is parked until one of its leases is released.
 func (l *limiter) allowance(tp *topicState, now time.Time, limit int) int {
 	c := tp.conf.Load()
+	if c.paused {
+		tp.place = parked // until configure resumes it
+		l.parked[tp] = struct{}{}
+		return 0
+	}
 	if c.maxHeld > 0 {
 		room := c.maxHeld - tp.held.Load()
 		if room <= 0 {
@@ -351,7 +358,7 @@ func (l *limiter) refund(topic string) { l.topic(topic).refunds.Add(1) }
 // unpark lets the parked topics below their in-flight cap claim again.
 func (l *limiter) unpark() {
 	for tp := range l.parked {
-		if c := tp.conf.Load(); c.maxHeld == 0 || tp.held.Load() < c.maxHeld {
+		if c := tp.conf.Load(); !c.paused && (c.maxHeld == 0 || tp.held.Load() < c.maxHeld) {
 			l.leave(tp)
 			l.requeue(tp)
 		}

@@ -177,3 +177,20 @@ func TestIdleTopicsAreNotVisited(t *testing.T) {
 		t.Fatalf("after a release: capped topic is %v, want ready", capped.place)
 	}
 }
+
+// A job scheduled already past due is late from when it was scheduled,
+// not from its due time; a retry is late from its due time.
+func TestLatenessBase(t *testing.T) {
+	due := time.Unix(1000, 0)
+	j := &Job{DueAt: due, CreatedAt: due.Add(time.Hour)}
+	if got := latenessBase(j, 1); !got.Equal(j.CreatedAt) {
+		t.Errorf("first attempt of a job scheduled past due: base %v, want its schedule time", got)
+	}
+	if got := latenessBase(j, 2); !got.Equal(due) {
+		t.Errorf("retry: base %v, want the due time", got)
+	}
+	j.CreatedAt = due.Add(-time.Hour)
+	if got := latenessBase(j, 1); !got.Equal(due) {
+		t.Errorf("a job scheduled ahead: base %v, want the due time", got)
+	}
+}

@@ -12,8 +12,9 @@ type Observer interface {
 	Scheduled(topic string, n int)
 	// Claimed: a claim of slot returned n leases.
 	Claimed(slot Slot, n int)
-	// Fired: one attempt at a job ended, after took, lateness after its
-	// due time; err is nil on success.
+	// Fired: one attempt at a job ended, after took; it started lateness
+	// after its due time (for the first attempt of a job scheduled already
+	// past due, after the time it was scheduled); err is nil on success.
 	Fired(topic string, attempt int, lateness, took time.Duration, err error)
 	// Retried: a failed job was put back to try again.
 	Retried(topic string)

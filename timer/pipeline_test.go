@@ -433,3 +433,40 @@ func TestWorkerShutdownGrace(t *testing.T) {
 		}
 	})
 }
+
+// A paused topic claims nothing, however many of its jobs are due, and
+// other topics are not held up; resumed, its due jobs fire.
+func TestStepsPausedTopic(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	paused := r.schedule(t, "paused", 0, 5)
+	other := r.schedule(t, "other", 0, 5)
+	topic, err := r.sched.Topic(ctx, "paused")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topic.Paused = true
+	r.worker.SetTopic(topic)
+	for range 3 {
+		r.steps.Step(ctx)
+		r.clock.Advance(time.Second)
+	}
+	for _, id := range paused {
+		if n := len(r.handler.deliveries(id)); n != 0 {
+			t.Fatalf("job %v of the paused topic fired %d times", id, n)
+		}
+	}
+	for _, id := range other {
+		if n := len(r.handler.deliveries(id)); n != 1 {
+			t.Fatalf("job %v of the other topic fired %d times, want 1", id, n)
+		}
+	}
+	topic.Paused = false
+	r.worker.SetTopic(topic)
+	r.steps.Step(ctx)
+	for _, id := range paused {
+		if n := len(r.handler.deliveries(id)); n != 1 {
+			t.Fatalf("job %v fired %d times after the topic resumed, want 1", id, n)
+		}
+	}
+}
