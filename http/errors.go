@@ -15,6 +15,8 @@ const (
 	CodeInvalid         = "invalid_argument"
 	CodeNotFound        = "not_found"
 	CodeConflict        = "conflict"
+	CodeInFlight        = "in_flight"
+	CodeAlreadyFired    = "already_fired"
 	CodeUnauthenticated = "unauthenticated"
 	CodeTooLarge        = "payload_too_large"
 	CodeUnavailable     = "unavailable"
@@ -50,6 +52,10 @@ func toDetail(err error) (int, errorDetail) {
 		return http.StatusRequestEntityTooLarge, errorDetail{Code: CodeTooLarge, Message: "request body larger than " + itoa(mbe.Limit) + " bytes"}
 	case errors.Is(err, timer.ErrNotFound):
 		return http.StatusNotFound, errorDetail{Code: CodeNotFound, Message: err.Error()}
+	case errors.Is(err, timer.ErrInFlight):
+		return http.StatusConflict, errorDetail{Code: CodeInFlight, Message: err.Error()}
+	case errors.Is(err, timer.ErrAlreadyFired):
+		return http.StatusConflict, errorDetail{Code: CodeAlreadyFired, Message: err.Error()}
 	case errors.Is(err, timer.ErrConflict):
 		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, errUnauthenticated):

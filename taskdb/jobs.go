@@ -120,20 +120,24 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	return ok, nil
 }
 
-// Fail records a failed attempt of a pending job, and makes it dead when
-// dead is set, reporting whether it was pending. lastErr is cut to 1,024
-// bytes at a UTF-8 boundary.
-func (s *Store) Fail(ctx context.Context, id timer.JobID, attempts int, lastErr string, dead bool, now time.Time) (bool, error) {
-	if attempts < 0 || attempts > math.MaxInt32 {
-		return false, fmt.Errorf("fail job %d: attempts %d: %w", id, attempts, timer.ErrInvalid)
+// Fail records a failed attempt of a pending or firing job: pending again,
+// or dead when f.Dead is set, reporting whether it was pending or firing.
+// The error is cut to 1,024 bytes at a UTF-8 boundary.
+func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now time.Time) (bool, error) {
+	if f.Attempts < 0 || f.Attempts > math.MaxInt32 {
+		return false, fmt.Errorf("fail job %d: attempts %d: %w", id, f.Attempts, timer.ErrInvalid)
+	}
+	if f.Status < 0 || f.Status > 999 {
+		return false, fmt.Errorf("fail job %d: status %d: %w", id, f.Status, timer.ErrInvalid)
 	}
 	to := timer.StatusPending
-	if dead {
+	if f.Dead {
 		to = timer.StatusDead
 	}
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, attempts = ?, last_error = ?, gmt_modified = ?
-		WHERE job_id = ? AND status = ?`,
-		int64(to), int64(attempts), timer.TruncateError(lastErr), now.UnixMilli(), int64(id), int64(timer.StatusPending))
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?
+		WHERE job_id = ? AND status IN (?, ?)`,
+		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(),
+		int64(id), int64(timer.StatusPending), int64(timer.StatusFiring))
 	if err != nil {
 		return false, fmt.Errorf("fail job %d: %w", id, err)
 	}
@@ -163,17 +167,43 @@ func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time
 	return ok, nil
 }
 
+// Fire moves the jobs of ids that are pending or firing and due at or
+// before until to firing, one UPDATE by primary key per 5,000 ids, and
+// returns how many rows it changed.
+func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
+	var total int64
+	for chunk := range slices.Chunk(ids, maxInList) {
+		args := make([]any, 0, 5+len(chunk))
+		args = append(args, int64(timer.StatusFiring), now.UnixMilli(), int64(timer.StatusPending), int64(timer.StatusFiring), timer.MillisOf(until))
+		for _, id := range chunk {
+			args = append(args, int64(id))
+		}
+		// "+status" as in Complete: look the ids up by primary key.
+		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET status = ?, gmt_modified = ?
+			WHERE +status IN (?, ?) AND action_time <= ? AND job_id IN (`+placeholders(len(chunk))+")", args...)
+		if err != nil {
+			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
+		}
+		total += n
+	}
+	return int(total), nil
+}
+
 // completeChunk is how many completions one UPDATE takes: three
 // placeholders each.
 const completeChunk = 1000
 
-// Complete moves pending jobs to done with their attempt counts, one
-// UPDATE per 1,000 jobs:
+// Complete moves pending or firing jobs to done with their attempt
+// counts, one UPDATE per 1,000 jobs:
 //
 //	UPDATE toc_jobs SET status = 2, attempts = CASE job_id WHEN ? THEN ? ... END,
-//	gmt_modified = ? WHERE +status = 0 AND job_id IN (...)
+//	gmt_modified = ? WHERE +status IN (0, 1) AND job_id IN (...)
 //
-// and returns how many were pending.
+// and returns how many it moved.
 func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
 	if len(done) == 0 {
 		return 0, nil
@@ -217,10 +247,10 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 	// "+status" keeps SQLite's planner, when it has no statistics, from
 	// walking every pending job in toc_jobs_status_due instead of looking
 	// the ids up by primary key. MySQL ignores the plus.
-	b.WriteString(" END, gmt_modified = ? WHERE +status = ? AND job_id IN (")
+	b.WriteString(" END, gmt_modified = ? WHERE +status IN (?, ?) AND job_id IN (")
 	b.WriteString(placeholders(len(done)))
 	b.WriteString(")")
-	args = append(args, now.UnixMilli(), int64(timer.StatusPending))
+	args = append(args, now.UnixMilli(), int64(timer.StatusPending), int64(timer.StatusFiring))
 	for _, c := range done {
 		args = append(args, int64(c.ID))
 	}
@@ -231,7 +261,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -241,18 +271,18 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		status, due           int64
 		created, modified     int64
 		attempts, maxAttempts int64
-		priority              int64
+		priority, lastStatus  int64
 		noPayload             bool
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus)
 	if err != nil {
 		return nil, err
 	}
 	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(id), string(key), uint64(bizID), uint64(bizType)
 	j.Status, j.DueAt = timer.Status(status), timer.TimeOf(due)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
-	j.Priority = timer.Priority(priority)
+	j.Priority, j.LastStatus = timer.Priority(priority), int(lastStatus)
 	j.Payload = payload
 	if j.Payload == nil && !noPayload {
 		j.Payload = []byte{}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/toc-project/toc/timer"
@@ -31,17 +32,27 @@ const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attemp
 //	j     range  toc_jobs_status_due 17      Using where; Using index
 //	t     eq_ref PRIMARY             258
 func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	return s.scan(ctx, timer.StatusPending, after, before, limit)
+}
+
+// ScanFiring is ScanPending for the jobs in status firing, over the same
+// index.
+func (s *Store) ScanFiring(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	return s.scan(ctx, timer.StatusFiring, after, before, limit)
+}
+
+func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
 	if limit <= 0 {
-		return nil, fmt.Errorf("scan pending jobs: limit %d: %w", limit, timer.ErrInvalid)
+		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
 	}
 	afterMs := int64(math.MinInt64)
 	if after != (timer.Cursor{}) {
 		afterMs = timer.MillisOf(after.DueAt)
 	}
-	rows, err := s.rdb.QueryContext(ctx, scanPending, int64(timer.StatusPending), timer.MillisOf(before),
+	rows, err := s.rdb.QueryContext(ctx, scanPending, int64(status), timer.MillisOf(before),
 		afterMs, afterMs, int64(after.ID), limit)
 	if err != nil {
-		return nil, fmt.Errorf("scan pending jobs: %w", err)
+		return nil, fmt.Errorf("scan %s jobs: %w", status, err)
 	}
 	defer rows.Close()
 	timers := make([]timer.Timer, 0, min(limit, 1024))
@@ -52,17 +63,61 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 			t                               timer.Timer
 		)
 		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &priority, &nSlots); err != nil {
-			return nil, fmt.Errorf("scan pending jobs: %w", err)
+			return nil, fmt.Errorf("scan %s jobs: %w", status, err)
 		}
 		t.ID, t.Slots, t.DueAt, t.Attempt = timer.JobID(id), int(nSlots), timer.TimeOf(due), int(attempts)
 		t.Basis, t.Priority = timer.SlotBasis(t.ID, uint64(bizID)), timer.Priority(priority)
 		timers = append(timers, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("scan pending jobs: %w", err)
+		return nil, fmt.Errorf("scan %s jobs: %w", status, err)
 	}
 	return timers, nil
 }
+
+// listDead is one page of a topic's dead letters: a range of
+// toc_jobs_topic_status (topic, status, gmt_modified, job_id) in index
+// order, then the rows by primary key.
+const listDead = selectJob + `WHERE topic = ? AND status = ? AND gmt_modified >= ? AND gmt_modified < ?
+	AND (gmt_modified > ? OR (gmt_modified = ? AND job_id > ?))`
+
+// ListDead returns up to q.Limit dead jobs of q.Topic in the order of
+// their death (gmt_modified, then id), after q.After, filtered by time of
+// death and by a case-insensitive substring of the last error. EXPLAIN on
+// MariaDB: toc_jobs range toc_jobs_topic_status, Using index condition.
+func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("list dead jobs: limit %d: %w", q.Limit, timer.ErrInvalid)
+	}
+	from, to := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.From.IsZero() {
+		from = q.From.UnixMilli()
+	}
+	if !q.To.IsZero() {
+		to = q.To.UnixMilli()
+	}
+	afterMs := int64(math.MinInt64)
+	if q.After != (timer.Cursor{}) {
+		afterMs = q.After.DueAt.UnixMilli()
+	}
+	query := listDead
+	args := []any{q.Topic, int64(timer.StatusDead), from, to, afterMs, afterMs, int64(q.After.ID)}
+	if q.ErrorContains != "" {
+		query += " AND LOWER(last_error) LIKE ? ESCAPE '!'"
+		args = append(args, "%"+likeEscaper.Replace(strings.ToLower(q.ErrorContains))+"%")
+	}
+	query += " ORDER BY gmt_modified, job_id LIMIT ?"
+	args = append(args, q.Limit)
+	jobs, err := s.queryJobs(ctx, nil, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("list dead jobs of %s: %w", q.Topic, err)
+	}
+	return jobs, nil
+}
+
+// likeEscaper escapes LIKE's wildcards with '!', an escape character both
+// dialects take as written ('\\' would need doubling in MySQL only).
+var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 
 // CountByStatus counts the jobs of topic, or of every topic when topic is
 // "", by status. Every known status is in the map, with 0 when no job has

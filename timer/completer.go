@@ -132,13 +132,18 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 	}
 	switch o.kind {
 	case outDeadRow:
-		if _, err := c.store.Fail(ctx, o.lease.ID, o.lease.Attempt, "lease expired on the last attempt", true, now); err != nil {
+		if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
 			c.cfg.logf("mark dead failed", "job", o.lease.ID.String(), "err", err)
 		}
 		c.cfg.obs.Buried(topic)
 	case outNotSent:
 		c.lim.refund(topic)
 		until := laterOf(o.until, now)
+		// Not sent: pending again, so that a cancel meanwhile is definite.
+		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusPending, now); err != nil {
+			c.cfg.logf("put back job not sent failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			return
+		}
 		if _, err := c.leaser.Defer(ctx, o.lease, until); err != nil {
 			c.cfg.logf("defer failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
 			return
@@ -146,7 +151,7 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		c.cfg.obs.Deferred(topic)
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: until})
 	case outDiscard:
-		if _, err := c.store.Transition(ctx, o.lease.ID, StatusPending, StatusCancelled, now); err != nil {
+		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusCancelled, now); err != nil {
 			c.cfg.logf("discard job failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
 			return
 		}
@@ -155,7 +160,8 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		}
 	case outFailed:
 		dead := o.attempt >= o.job.MaxAttempts
-		if _, err := c.store.Fail(ctx, o.lease.ID, o.attempt, o.err.Error(), dead, now); err != nil {
+		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Dead: dead}
+		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
 			c.cfg.logf("record failed attempt failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
 			return
 		}
@@ -163,7 +169,7 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		c.retry(ctx, o.lease, now.Add(policy.delayAfter(o.attempt, o.err)), o.job.MaxAttempts, now)
 	case outBury:
 		if o.job.Status != StatusDead {
-			if _, err := c.store.Fail(ctx, o.lease.ID, o.lease.Attempt, "lease expired on the last attempt", true, now); err != nil {
+			if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
 				c.cfg.logf("mark dead failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
 				return
 			}
@@ -180,6 +186,12 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 			c.cfg.logf("ack failed; the lease will expire and be skipped", "job", o.lease.ID.String(), "err", err)
 		}
 	}
+}
+
+// expiredOnLast is the failure of a job whose last attempt's lease
+// expired: its worker died mid-call.
+func expiredOnLast(l Lease) Failure {
+	return Failure{Attempts: l.Attempt, Error: "lease expired on the last attempt", Dead: true}
 }
 
 // retry hands a lease back to Redis: due again at at, or to Dead when

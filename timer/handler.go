@@ -46,6 +46,26 @@ type NotSentError struct {
 func (e *NotSentError) Error() string { return "not sent: " + e.Err.Error() }
 func (e *NotSentError) Unwrap() error { return e.Err }
 
+// StatusError, returned (or wrapped) by a Handler, says the receiver
+// answered with HTTP status Code; the task store keeps it with the
+// attempt's error.
+type StatusError struct {
+	Code int
+	Err  error
+}
+
+func (e *StatusError) Error() string { return e.Err.Error() }
+func (e *StatusError) Unwrap() error { return e.Err }
+
+// statusOf is the HTTP status a failed attempt's receiver answered, 0
+// when there was no answer.
+func statusOf(err error) int {
+	if se, ok := errors.AsType[*StatusError](err); ok {
+		return se.Code
+	}
+	return 0
+}
+
 // RetryAfterError asks for the next attempt no sooner than After (a
 // webhook's 429 or 503 with Retry-After).
 type RetryAfterError struct {

@@ -18,6 +18,13 @@ var (
 	ErrConflict = errors.New("conflict")
 	// ErrInvalid means the request itself is malformed.
 	ErrInvalid = errors.New("invalid")
+	// ErrInFlight means an attempt at the job is under way (it is firing):
+	// too late to cancel or reschedule it; it may still end done. It is an
+	// ErrConflict.
+	ErrInFlight = fmt.Errorf("an attempt is under way: %w", ErrConflict)
+	// ErrAlreadyFired means the job is done: its webhook was called and
+	// answered. It is an ErrConflict.
+	ErrAlreadyFired = fmt.Errorf("already fired: %w", ErrConflict)
 )
 
 // Defaults of a job and its retry policy.
@@ -62,13 +69,22 @@ func ParseJobID(s string) (JobID, error) {
 // task store and must not change.
 type Status uint8
 
-// Job statuses. Code 1 is unused (the seed's "running" state lives in the
-// Redis lease instead of the row).
+// Job statuses.
+//
+// A job is pending until a worker is about to call its webhook: the
+// worker moves it to firing with a conditional update of its row first,
+// and a cancel or a reschedule wins or loses against that same update. So
+// a cancel that finds the job pending is definite (the webhook is never
+// called), and one that finds it firing is refused. After a failed
+// attempt the job is pending again until its retry; after its last, dead.
+// A dead job that is purged ends purged, kept as a record.
 const (
 	StatusPending   Status = 0
+	StatusFiring    Status = 1
 	StatusDone      Status = 2
 	StatusCancelled Status = 3
 	StatusDead      Status = 4
+	StatusPurged    Status = 5
 )
 
 // String returns the status name used by the API.
@@ -76,12 +92,16 @@ func (s Status) String() string {
 	switch s {
 	case StatusPending:
 		return "pending"
+	case StatusFiring:
+		return "firing"
 	case StatusDone:
 		return "done"
 	case StatusCancelled:
 		return "cancelled"
 	case StatusDead:
 		return "dead"
+	case StatusPurged:
+		return "purged"
 	}
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
@@ -103,7 +123,11 @@ type Job struct {
 	// Attempts counts the dispatches made so far.
 	Attempts    int
 	MaxAttempts int
-	LastError   string
+	// LastError is why the last failed attempt failed, and LastStatus the
+	// HTTP status its receiver answered (0: no answer, or no attempt
+	// failed).
+	LastError  string
+	LastStatus int
 	// Priority orders the job among due jobs of its topic.
 	Priority    Priority
 	CallbackURL string

@@ -22,9 +22,16 @@ type loaderConfig struct {
 	retries int // tries of a row load before the leases are given up
 }
 
+// rowStore is what the loader does with rows: move them to firing, then
+// read them.
+type rowStore interface {
+	Fire(ctx context.Context, ids []JobID, until, now time.Time) (int, error)
+	GetMany(ctx context.Context, ids []JobID) ([]*Job, error)
+}
+
 type loader struct {
 	cfg      loaderConfig
-	store    JobReader
+	store    rowStore
 	lim      *limiter
 	dispatch func(task)    // to the executor, at the job's due time
 	finish   func(outcome) // to the completer's batches
@@ -37,10 +44,11 @@ type task struct {
 	job   *Job
 }
 
-// load is the step of the loader: it reads the rows of leases and routes
-// each lease.
+// load is the step of the loader: it moves the rows of leases that are
+// due to firing (the conditional update a cancel races against), reads
+// them, and routes each lease.
 func (l *loader) load(ctx context.Context, leases []Lease) {
-	jobs, err := l.getMany(ctx, leases)
+	jobs, err := l.fireAndGet(ctx, leases, l.cfg.now())
 	if err != nil {
 		if ctx.Err() == nil {
 			l.cfg.logf("load claimed jobs failed; their leases will expire and they will come back", "jobs", len(leases), "err", err)
@@ -48,11 +56,14 @@ func (l *loader) load(ctx context.Context, leases []Lease) {
 		l.giveBack(leases)
 		return
 	}
-	now := l.cfg.now()
 	for _, ls := range leases {
-		l.route(ctx, ls, jobs[ls.ID], now)
+		l.route(ctx, ls, jobs[ls.ID])
 	}
 }
+
+// until is the latest due time a load at now fires: the claim horizon
+// (twice the look-ahead), which every claimed job is due by.
+func (l *loader) until(now time.Time) time.Time { return now.Add(2 * l.cfg.ahead) }
 
 // giveBack releases leases claimed but not sent, and their rate tokens:
 // they expire in Redis and come back.
@@ -63,9 +74,10 @@ func (l *loader) giveBack(leases []Lease) {
 	}
 }
 
-// getMany loads rows by id, trying a few times: a database blip should
+// fireAndGet moves the rows of leases due by the claim's horizon to
+// firing and loads them by id, trying a few times: a database blip should
 // not cost a lease period.
-func (l *loader) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, error) {
+func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) (map[JobID]*Job, error) {
 	ids := make([]JobID, len(leases))
 	for i, ls := range leases {
 		ids[i] = ls.ID
@@ -73,6 +85,12 @@ func (l *loader) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, e
 	var err error
 	for try := range max(1, l.cfg.retries) {
 		var jobs []*Job
+		if _, err = l.store.Fire(ctx, ids, l.until(now), now); err != nil {
+			if sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+				break
+			}
+			continue
+		}
 		if jobs, err = l.store.GetMany(ctx, ids); err == nil {
 			byID := make(map[JobID]*Job, len(jobs))
 			for _, j := range jobs {
@@ -87,12 +105,11 @@ func (l *loader) getMany(ctx context.Context, leases []Lease) (map[JobID]*Job, e
 	return nil, err
 }
 
-// route sends one lease on by its row.
-func (l *loader) route(ctx context.Context, ls Lease, j *Job, now time.Time) {
+// route sends one lease on by its row, as Fire left it.
+func (l *loader) route(ctx context.Context, ls Lease, j *Job) {
 	topic := ls.Slot.Topic
-	claimUntil := now.Add(2 * l.cfg.ahead)
 	switch {
-	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled:
+	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged:
 		l.lim.refund(topic)
 		l.finish(outcome{kind: outAck, lease: ls, job: j, token: true})
 	case j.Status == StatusDead:
@@ -100,15 +117,16 @@ func (l *loader) route(ctx context.Context, ls Lease, j *Job, now time.Time) {
 		// the dead-letter list shows it.
 		l.lim.refund(topic)
 		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
-	case j.DueAt.After(claimUntil):
-		// Rescheduled later since this timer was written.
+	case j.Status == StatusPending:
+		// Rescheduled later since this timer was written, so Fire left it
+		// pending: the timer goes back at the row's time.
 		l.lim.refund(topic)
 		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
 	case ls.Attempt >= j.MaxAttempts:
 		// Its last attempt's lease expired (its worker died mid-call).
 		l.lim.refund(topic)
 		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
-	default:
+	default: // firing
 		l.dispatch(task{lease: ls, job: j})
 	}
 }

@@ -61,7 +61,7 @@ func CheckJob(j *Job) error {
 // Known reports whether s is one of the statuses a row may hold.
 func (s Status) Known() bool {
 	switch s {
-	case StatusPending, StatusDone, StatusCancelled, StatusDead:
+	case StatusPending, StatusFiring, StatusDone, StatusCancelled, StatusDead, StatusPurged:
 		return true
 	}
 	return false

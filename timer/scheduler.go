@@ -376,10 +376,12 @@ func (s *Scheduler) Get(ctx context.Context, id JobID) (*Job, error) {
 }
 
 // Cancel moves a pending job to cancelled and takes it out of the index.
-// It returns an error wrapping ErrNotFound for an unknown job and
-// ErrConflict, with the job, for one that is not pending. A job already
-// leased by a worker may still fire: the worker re-reads the row just
-// before it dispatches, which narrows but cannot close that window.
+// Once it returns without error the job's webhook is never called: the
+// worker moves a row from pending to firing with a conditional update
+// before it calls the webhook, and Cancel's own conditional update wins
+// or loses against it. It returns an error wrapping ErrNotFound for an
+// unknown job, and, with the job, ErrInFlight for one that is firing,
+// ErrAlreadyFired for one that is done, and ErrConflict for the rest.
 func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
 	return s.change(ctx, id, func(now time.Time) (bool, error) {
 		return s.store.Transition(ctx, id, StatusPending, StatusCancelled, now)
@@ -389,7 +391,9 @@ func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
 	})
 }
 
-// Reschedule moves a pending job's due time to r's FireAt or Delay.
+// Reschedule moves a pending job's due time to r's FireAt or Delay; the
+// old time never fires. It fails as Cancel does for a job that is not
+// pending.
 func (s *Scheduler) Reschedule(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
 	due, err := dueTime(fireAt, delay, s.cfg.Now())
 	if err != nil {
@@ -443,7 +447,7 @@ func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.T
 		return nil, err
 	}
 	if !ok {
-		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, ErrConflict)
+		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, conflictOf(j.Status))
 	}
 	if _, err := s.topic(ctx, j.Topic); err != nil {
 		return j, err
@@ -455,6 +459,17 @@ func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.T
 		s.cfg.Logger.Warn("index update failed after commit", "job", id, "err", err)
 	}
 	return j, nil
+}
+
+// conflictOf is the error of a change that found a job in status s.
+func conflictOf(s Status) error {
+	switch s {
+	case StatusFiring:
+		return ErrInFlight
+	case StatusDone:
+		return ErrAlreadyFired
+	}
+	return ErrConflict
 }
 
 func dueTime(fireAt time.Time, delay time.Duration, now time.Time) (time.Time, error) {

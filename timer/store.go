@@ -15,6 +15,7 @@ type Store interface {
 	JobWriter
 	JobReader
 	Scanner
+	DeadReader
 	TopicStore
 }
 
@@ -27,19 +28,39 @@ type JobWriter interface {
 	// Transition moves a job from status from to status to, reporting
 	// whether it was in status from.
 	Transition(ctx context.Context, id JobID, from, to Status, now time.Time) (bool, error)
-	// Complete moves pending jobs to done, recording their attempt counts,
-	// and returns how many were pending.
+	// Fire moves the jobs of ids that are pending or firing and due at or
+	// before until to firing, in one statement, before their webhooks are
+	// called, and returns how many rows it changed; the caller reads the
+	// rows to learn which. A job cancelled, rescheduled later, done or dead
+	// is left as it is. Firing stays firing: an attempt whose worker died
+	// is made again.
+	Fire(ctx context.Context, ids []JobID, until, now time.Time) (int, error)
+	// Complete moves pending or firing jobs to done, recording their
+	// attempt counts, and returns how many it moved.
 	Complete(ctx context.Context, done []Completion, now time.Time) (int, error)
-	// Fail records a failed attempt of a pending job: its attempt count and
-	// error, and status dead when dead is set. It reports whether the job
-	// was pending.
-	Fail(ctx context.Context, id JobID, attempts int, lastErr string, dead bool, now time.Time) (bool, error)
+	// Fail records a failed attempt of a pending or firing job: its attempt
+	// count, error and the receiver's status; the job is pending again, or
+	// dead when f.Dead is set. It reports whether the job was pending or
+	// firing.
+	Fail(ctx context.Context, id JobID, f Failure, now time.Time) (bool, error)
 	// Reschedule sets a pending job's due time, reporting whether it was
 	// pending.
 	Reschedule(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
 	// Replay moves a dead job back to pending at dueAt with its attempts
 	// and last error reset, reporting whether it was dead.
 	Replay(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
+}
+
+// Failure is a failed attempt, as Fail records it.
+type Failure struct {
+	// Attempts counts the attempts made, this one included.
+	Attempts int
+	// Error is why it failed (cut to MaxLastErrorBytes), Status the HTTP
+	// status the receiver answered (0: none).
+	Error  string
+	Status int
+	// Dead: it was the last attempt.
+	Dead bool
 }
 
 // Completion is a job that was dispatched successfully.
@@ -66,6 +87,29 @@ type Scanner interface {
 	// before, ordered by (due time, id), strictly after cursor. Each Timer
 	// carries its topic's slot count, read from the topic's row.
 	ScanPending(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
+	// ScanFiring is ScanPending for jobs in status firing: attempts under
+	// way, or whose worker died mid-call.
+	ScanFiring(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
+}
+
+// DeadReader lists dead jobs: the record of the dead letters.
+type DeadReader interface {
+	// ListDead returns up to q.Limit dead jobs of q.Topic that died (their
+	// UpdatedAt) in [q.From, q.To) and whose last error contains
+	// q.ErrorContains, ordered by (time of death, id), strictly after
+	// q.After. Zero From, To and ErrorContains do not filter.
+	ListDead(ctx context.Context, q DeadQuery) ([]*Job, error)
+}
+
+// DeadQuery selects dead jobs for DeadReader.ListDead.
+type DeadQuery struct {
+	Topic         string
+	From, To      time.Time
+	ErrorContains string
+	// After is the position of the last job of the previous page: its
+	// time of death and id; zero for the first page.
+	After Cursor
+	Limit int
 }
 
 // Cursor is a position in the (due time, id) order of ScanPending. The

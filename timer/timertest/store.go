@@ -118,13 +118,13 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	return nil
 }
 
-// update runs fn on job id when it is in status from, and reports whether
-// it was.
-func (s *Store) update(id timer.JobID, from timer.Status, now time.Time, fn func(r *row)) bool {
+// update runs fn on job id when it is in one of the statuses from, and
+// reports whether it was.
+func (s *Store) update(id timer.JobID, from []timer.Status, now time.Time, fn func(r *row)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.jobs[id]
-	if !ok || r.job.Status != from {
+	if !ok || !slices.Contains(from, r.job.Status) {
 		return false
 	}
 	fn(r)
@@ -140,7 +140,28 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
-	return s.update(id, from, now, func(r *row) { r.job.Status = to }), nil
+	return s.update(id, []timer.Status{from}, now, func(r *row) { r.job.Status = to }), nil
+}
+
+// unfinished are the statuses Fire, Complete and Fail act on.
+var unfinished = []timer.Status{timer.StatusPending, timer.StatusFiring}
+
+// Fire implements timer.JobWriter.
+func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
+	if err := s.f.call("Fire"); err != nil {
+		return 0, err
+	}
+	untilMs := timer.MillisOf(until)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
+		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs {
+			r.job.Status, r.modified = timer.StatusFiring, now.UnixMilli()
+			n++
+		}
+	}
+	return n, nil
 }
 
 // Complete implements timer.JobWriter. Of an id given twice, the first
@@ -156,7 +177,7 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 	}
 	n := 0
 	for _, c := range done {
-		if s.update(c.ID, timer.StatusPending, now, func(r *row) {
+		if s.update(c.ID, unfinished, now, func(r *row) {
 			r.job.Status, r.job.Attempts = timer.StatusDone, c.Attempts
 		}) {
 			n++
@@ -166,18 +187,22 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 }
 
 // Fail implements timer.JobWriter.
-func (s *Store) Fail(ctx context.Context, id timer.JobID, attempts int, lastErr string, dead bool, now time.Time) (bool, error) {
+func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now time.Time) (bool, error) {
 	if err := s.f.call("Fail"); err != nil {
 		return false, err
 	}
-	if attempts < 0 || attempts > math.MaxInt32 {
-		return false, fmt.Errorf("fail job %d: attempts %d: %w", id, attempts, timer.ErrInvalid)
+	if f.Attempts < 0 || f.Attempts > math.MaxInt32 {
+		return false, fmt.Errorf("fail job %d: attempts %d: %w", id, f.Attempts, timer.ErrInvalid)
 	}
-	return s.update(id, timer.StatusPending, now, func(r *row) {
-		if dead {
+	if f.Status < 0 || f.Status > 999 {
+		return false, fmt.Errorf("fail job %d: status %d: %w", id, f.Status, timer.ErrInvalid)
+	}
+	return s.update(id, unfinished, now, func(r *row) {
+		r.job.Status = timer.StatusPending
+		if f.Dead {
 			r.job.Status = timer.StatusDead
 		}
-		r.job.Attempts, r.job.LastError = attempts, timer.TruncateError(lastErr)
+		r.job.Attempts, r.job.LastError, r.job.LastStatus = f.Attempts, timer.TruncateError(f.Error), f.Status
 	}), nil
 }
 
@@ -186,7 +211,7 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 	if err := s.f.call("Reschedule"); err != nil {
 		return false, err
 	}
-	return s.update(id, timer.StatusPending, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
+	return s.update(id, []timer.Status{timer.StatusPending}, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
 }
 
 // Replay implements timer.JobWriter.
@@ -194,7 +219,7 @@ func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time
 	if err := s.f.call("Replay"); err != nil {
 		return false, err
 	}
-	return s.update(id, timer.StatusDead, now, func(r *row) {
+	return s.update(id, []timer.Status{timer.StatusDead}, now, func(r *row) {
 		r.job.Status, r.due, r.job.Attempts, r.job.LastError = timer.StatusPending, timer.MillisOf(dueAt), 0, ""
 	}), nil
 }
@@ -260,8 +285,20 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	if err := s.f.call("ScanPending"); err != nil {
 		return nil, err
 	}
+	return s.scan(timer.StatusPending, after, before, limit)
+}
+
+// ScanFiring implements timer.Scanner.
+func (s *Store) ScanFiring(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	if err := s.f.call("ScanFiring"); err != nil {
+		return nil, err
+	}
+	return s.scan(timer.StatusFiring, after, before, limit)
+}
+
+func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
 	if limit <= 0 {
-		return nil, fmt.Errorf("scan pending jobs: limit %d: %w", limit, timer.ErrInvalid)
+		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
 	}
 	afterMs := int64(math.MinInt64)
 	if after != (timer.Cursor{}) {
@@ -272,7 +309,7 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	defer s.mu.Unlock()
 	var rows []*row
 	for _, r := range s.jobs {
-		if r.job.Status == timer.StatusPending && r.due < beforeMs &&
+		if r.job.Status == status && r.due < beforeMs &&
 			(r.due > afterMs || (r.due == afterMs && r.job.ID > after.ID)) {
 			rows = append(rows, r)
 		}
@@ -293,6 +330,47 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 		})
 	}
 	return timers, nil
+}
+
+// ListDead implements timer.DeadReader. Like taskdb's LIKE, the error
+// filter ignores ASCII case.
+func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
+	if err := s.f.call("ListDead"); err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("list dead jobs: limit %d: %w", q.Limit, timer.ErrInvalid)
+	}
+	from, to := int64(math.MinInt64), int64(math.MaxInt64)
+	if !q.From.IsZero() {
+		from = q.From.UnixMilli()
+	}
+	if !q.To.IsZero() {
+		to = q.To.UnixMilli()
+	}
+	afterMs := int64(math.MinInt64)
+	if q.After != (timer.Cursor{}) {
+		afterMs = q.After.DueAt.UnixMilli()
+	}
+	needle := strings.ToLower(q.ErrorContains)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var rows []*row
+	for _, r := range s.jobs {
+		if r.job.Topic == q.Topic && r.job.Status == timer.StatusDead && r.modified >= from && r.modified < to &&
+			(r.modified > afterMs || (r.modified == afterMs && r.job.ID > q.After.ID)) &&
+			strings.Contains(strings.ToLower(r.job.LastError), needle) {
+			rows = append(rows, r)
+		}
+	}
+	slices.SortFunc(rows, func(a, b *row) int {
+		return cmp.Or(cmp.Compare(a.modified, b.modified), cmp.Compare(a.job.ID, b.job.ID))
+	})
+	jobs := make([]*timer.Job, 0, min(q.Limit, len(rows)))
+	for _, r := range rows[:min(q.Limit, len(rows))] {
+		jobs = append(jobs, jobOf(r))
+	}
+	return jobs, nil
 }
 
 // EnsureTopic implements timer.TopicStore. Like taskdb, it stores the

@@ -43,6 +43,10 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"ScanPendingPaging", testScanPendingPaging},
 		{"Topics", testTopics},
 		{"ConcurrentWriters", testConcurrentWriters},
+		{"Fire", testFire},
+		{"FiringFinishes", testFiringFinishes},
+		{"ScanFiring", testScanFiring},
+		{"ListDead", testListDead},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -276,7 +280,7 @@ func testInsertInvalid(t *testing.T, s timer.Store) {
 		{"no topic", mod(func(j *timer.Job) { j.Topic = "" })},
 		{"long topic", mod(func(j *timer.Job) { j.Topic = strings.Repeat("t", 65) })},
 		{"long key", mod(func(j *timer.Job) { j.Key = strings.Repeat("k", timer.MaxKeyBytes+1) })},
-		{"status 1", mod(func(j *timer.Job) { j.Status = 1 })},
+		{"status 9", mod(func(j *timer.Job) { j.Status = 9 })},
 		{"negative attempts", mod(func(j *timer.Job) { j.Attempts = -1 })},
 		{"long callback", mod(func(j *timer.Job) { j.CallbackURL = strings.Repeat("u", 2049) })},
 		{"large payload", mod(func(j *timer.Job) { j.Payload = make([]byte, timer.MaxPayloadBytes+1) })},

@@ -49,8 +49,8 @@ func testTransition(t *testing.T, s timer.Store) {
 	if ok, err := s.Transition(t.Context(), 9999, timer.StatusPending, timer.StatusDone, base); ok || err != nil {
 		t.Errorf("Transition of a missing job = %t, %v", ok, err)
 	}
-	if _, err := s.Transition(t.Context(), 1, timer.StatusPending, 1, base); !errors.Is(err, timer.ErrInvalid) {
-		t.Errorf("Transition to status 1 = %v, want ErrInvalid", err)
+	if _, err := s.Transition(t.Context(), 1, timer.StatusPending, 9, base); !errors.Is(err, timer.ErrInvalid) {
+		t.Errorf("Transition to status 9 = %v, want ErrInvalid", err)
 	}
 }
 
@@ -122,7 +122,7 @@ func testFail(t *testing.T, s timer.Store) {
 	}
 	for _, tc := range tests {
 		msg := fmt.Sprintf("attempt %d failed", tc.attempts)
-		ok, err := s.Fail(t.Context(), tc.id, tc.attempts, msg, tc.dead, now)
+		ok, err := s.Fail(t.Context(), tc.id, timer.Failure{Attempts: tc.attempts, Error: msg, Status: 500 + tc.attempts, Dead: tc.dead}, now)
 		if err != nil || ok != tc.ok {
 			t.Errorf("Fail(%d, %d, dead %t) = %t, %v; want %t", tc.id, tc.attempts, tc.dead, ok, err, tc.ok)
 			continue
@@ -131,8 +131,8 @@ func testFail(t *testing.T, s timer.Store) {
 			continue
 		}
 		got := mustGet(t, s, tc.id)
-		if got.Status != tc.wantStatus || got.Attempts != tc.attempts || got.LastError != msg || !got.UpdatedAt.Equal(now) {
-			t.Errorf("job %d: status %s attempts %d error %q updated %v", tc.id, got.Status, got.Attempts, got.LastError, got.UpdatedAt)
+		if got.Status != tc.wantStatus || got.Attempts != tc.attempts || got.LastError != msg || got.LastStatus != 500+tc.attempts || !got.UpdatedAt.Equal(now) {
+			t.Errorf("job %d: status %s attempts %d error %q status %d updated %v", tc.id, got.Status, got.Attempts, got.LastError, got.LastStatus, got.UpdatedAt)
 		}
 	}
 }
@@ -151,7 +151,7 @@ func testFailTruncatesError(t *testing.T, s timer.Store) {
 	for i, tc := range tests {
 		id := timer.JobID(i + 1)
 		mustInsert(t, s, newJob(id, "t", 0))
-		if ok, err := s.Fail(t.Context(), id, 1, tc.lastErr, false, base); !ok || err != nil {
+		if ok, err := s.Fail(t.Context(), id, timer.Failure{Attempts: 1, Error: tc.lastErr}, base); !ok || err != nil {
 			t.Fatalf("%s: Fail = %t, %v", tc.name, ok, err)
 		}
 		got := mustGet(t, s, id).LastError
@@ -198,7 +198,7 @@ func testReschedule(t *testing.T, s timer.Store) {
 
 func testReplay(t *testing.T, s timer.Store) {
 	mustInsert(t, s, newJob(1, "t", 0), newJob(2, "t", 0))
-	if ok, err := s.Fail(t.Context(), 1, 16, "gave up", true, base); !ok || err != nil {
+	if ok, err := s.Fail(t.Context(), 1, timer.Failure{Attempts: 16, Error: "gave up", Dead: true}, base); !ok || err != nil {
 		t.Fatalf("Fail = %t, %v", ok, err)
 	}
 	due, now := base.Add(time.Hour), base.Add(time.Minute)
@@ -377,7 +377,7 @@ func testConcurrentWriters(t *testing.T, s timer.Store) {
 					return
 				}
 				if i%2 == 0 {
-					if ok, err := s.Fail(t.Context(), id, 1, "x", false, base); !ok || err != nil {
+					if ok, err := s.Fail(t.Context(), id, timer.Failure{Attempts: 1, Error: "x"}, base); !ok || err != nil {
 						errs <- fmt.Errorf("writer %d: fail = %t, %w", w, ok, err)
 						return
 					}
