@@ -3,98 +3,121 @@ package deadletter
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
 
-// Jobs is what Letters reads of the task store; timer.Store has it.
+// MaxLimit bounds the page size of ListDead.
+const MaxLimit = 1000
+
+// Jobs is what Letters needs of the task store; timer.Store has it.
 type Jobs interface {
-	// Topic returns one topic, or an error wrapping timer.ErrNotFound.
-	Topic(ctx context.Context, name string) (timer.Topic, error)
+	timer.DeadReader
 	// Get returns one job, or an error wrapping timer.ErrNotFound.
 	Get(ctx context.Context, id timer.JobID) (*timer.Job, error)
-	// GetMany returns the jobs of ids that exist, in any order.
-	GetMany(ctx context.Context, ids []timer.JobID) ([]*timer.Job, error)
+	// Topic returns one topic, or an error wrapping timer.ErrNotFound.
+	Topic(ctx context.Context, name string) (timer.Topic, error)
+	// Transition moves a job from status from to to, reporting whether it
+	// was in from.
+	Transition(ctx context.Context, id timer.JobID, from, to timer.Status, now time.Time) (bool, error)
 }
 
-// Letters is the dead-letter view the API serves: the Dead sets of a Box
-// joined with the job rows of the task store.
+// Letters is the dead-letter record the API serves: the dead rows of the
+// task store, which stay correct whatever happens to Redis. A purge acts
+// on the row first and then clears the job from its slot's Dead set.
 type Letters struct {
 	box  *Box
 	jobs Jobs
+	now  func() time.Time
 }
 
-// NewLetters returns the dead letters of box, with their rows read from
-// jobs.
-func NewLetters(box *Box, jobs Jobs) *Letters { return &Letters{box: box, jobs: jobs} }
+// NewLetters returns the dead letters of jobs, purging from box too.
+func NewLetters(box *Box, jobs Jobs) *Letters { return &Letters{box: box, jobs: jobs, now: time.Now} }
 
-// ListDead returns up to limit dead jobs of topic after the cursor after
-// ("" for the first page), in the order of Box.List, and the next page's
-// cursor ("" at the end). An unknown topic is an error wrapping
-// timer.ErrNotFound. A job in a Dead set whose row is gone is left out.
-func (l *Letters) ListDead(ctx context.Context, topic, after string, limit int) ([]*timer.Job, string, error) {
-	if !slots.ValidTopic(topic) {
-		return nil, "", &timer.FieldError{Field: "topic", Message: fmt.Sprintf("%q is not a topic name", topic)}
+// ListDead returns up to q.Limit dead jobs of q.Topic (required) that
+// died in [q.From, q.To) and whose last error contains q.ErrorContains
+// (see timer.DeadReader), in the order they died (then by id), after the
+// cursor after ("" for the first page; q.After is not read), and the next
+// page's cursor ("" at the end). An unknown topic is an error wrapping
+// timer.ErrNotFound.
+func (l *Letters) ListDead(ctx context.Context, q timer.DeadQuery, after string) ([]*timer.Job, string, error) {
+	if !slots.ValidTopic(q.Topic) {
+		return nil, "", &timer.FieldError{Field: "topic", Message: fmt.Sprintf("%q is not a topic name", q.Topic)}
 	}
-	t, err := l.jobs.Topic(ctx, topic)
-	if err != nil {
-		return nil, "", fmt.Errorf("list dead letters: %w", err)
+	limit := q.Limit
+	if limit < 1 || limit > MaxLimit {
+		return nil, "", &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxLimit)}
 	}
-	entries, next, err := l.box.List(ctx, topic, t.Slots, after, limit)
-	if err != nil {
+	var err error
+	if q.After, err = decodeCursor(after); err != nil {
 		return nil, "", err
 	}
-	if len(entries) == 0 {
-		return nil, next, nil
+	if _, err := l.jobs.Topic(ctx, q.Topic); err != nil {
+		return nil, "", fmt.Errorf("list dead letters: %w", err)
 	}
-	ids := make([]timer.JobID, len(entries))
-	for i, e := range entries {
-		ids[i] = e.ID
-	}
-	rows, err := l.jobs.GetMany(ctx, ids)
+	jobs, err := l.jobs.ListDead(ctx, q)
 	if err != nil {
-		return nil, "", fmt.Errorf("list dead letters of %s: %w", topic, err)
+		return nil, "", fmt.Errorf("list dead letters of %s: %w", q.Topic, err)
 	}
-	byID := make(map[timer.JobID]*timer.Job, len(rows))
-	for _, j := range rows {
-		byID[j.ID] = j
-	}
-	jobs := make([]*timer.Job, 0, len(entries))
-	for _, e := range entries {
-		if j, ok := byID[e.ID]; ok {
-			jobs = append(jobs, j)
-		}
+	next := ""
+	if len(jobs) == limit {
+		last := jobs[len(jobs)-1]
+		next = encodeCursor(timer.Cursor{DueAt: last.UpdatedAt, ID: last.ID})
 	}
 	return jobs, next, nil
 }
 
-// PurgeDead removes dead job id from its slot's Dead set; its row keeps
-// status dead. It returns an error wrapping timer.ErrNotFound when the
-// job does not exist or is not in the Dead set, and timer.ErrConflict when
-// its row is not dead.
+// PurgeDead ends dead job id: its row moves from dead to purged (kept as a
+// record, never listed or fired again), then its member leaves its slot's
+// Dead set. It returns an error wrapping timer.ErrNotFound for an unknown
+// job and timer.ErrConflict for one that is not dead. Once the row is
+// purged, a failure to clear Redis is not an error: nothing reads the
+// Dead sets, and the member is dropped on the next purge or replay.
 func (l *Letters) PurgeDead(ctx context.Context, id timer.JobID) error {
+	ok, err := l.jobs.Transition(ctx, id, timer.StatusDead, timer.StatusPurged, l.now())
+	if err != nil {
+		return fmt.Errorf("purge dead letter %d: %w", id, err)
+	}
 	j, err := l.jobs.Get(ctx, id)
 	if err != nil {
 		return fmt.Errorf("purge dead letter %d: %w", id, err)
 	}
-	if j.Status != timer.StatusDead {
+	if !ok {
 		return fmt.Errorf("purge dead letter %d: job is %s: %w", id, j.Status, timer.ErrConflict)
 	}
 	t, err := l.jobs.Topic(ctx, j.Topic)
-	if err != nil {
-		return fmt.Errorf("purge dead letter %d: %w", id, err)
+	if err != nil || !slots.Valid(t.Slots) {
+		return nil // the row is purged; its Dead set cannot be found
 	}
-	if !slots.Valid(t.Slots) {
-		return fmt.Errorf("purge dead letter %d: topic %s has slot count %d", id, t.Name, t.Slots)
-	}
-	slot := slots.JobSlot(j.Topic, j.SlotBasis(), t.Slots)
-	ok, err := l.box.Purge(ctx, slot, id)
-	if err != nil {
-		return err
-	}
-	if !ok {
-		return fmt.Errorf("purge dead letter %d: not in the Dead set of slot %s: %w", id, slot, timer.ErrNotFound)
-	}
+	_, _ = l.box.Purge(ctx, slots.JobSlot(j.Topic, j.SlotBasis(), t.Slots), id) // best effort: see above
 	return nil
+}
+
+// A cursor is "<time of death in ms>.<id>" of the last job of a page.
+func encodeCursor(c timer.Cursor) string {
+	return strconv.FormatInt(c.DueAt.UnixMilli(), 10) + "." + c.ID.String()
+}
+
+func decodeCursor(s string) (timer.Cursor, error) {
+	if s == "" {
+		return timer.Cursor{}, nil
+	}
+	bad := &timer.FieldError{Field: "after", Message: "not a cursor this API returned"}
+	ms, idText, ok := strings.Cut(s, ".")
+	if !ok {
+		return timer.Cursor{}, bad
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil {
+		return timer.Cursor{}, bad
+	}
+	id, err := timer.ParseJobID(idText)
+	if err != nil {
+		return timer.Cursor{}, bad
+	}
+	return timer.Cursor{DueAt: time.UnixMilli(n), ID: id}, nil
 }

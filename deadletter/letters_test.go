@@ -1,69 +1,58 @@
 package deadletter
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/lua/luatest"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/timertest"
 )
 
-// fakeJobs is a task store of a few rows.
-type fakeJobs struct {
-	topics map[string]timer.Topic
-	rows   map[timer.JobID]*timer.Job
-}
+var t0 = time.UnixMilli(1_800_000_000_000)
 
-func (f *fakeJobs) Topic(_ context.Context, name string) (timer.Topic, error) {
-	t, ok := f.topics[name]
-	if !ok {
-		return timer.Topic{}, fmt.Errorf("topic %s: %w", name, timer.ErrNotFound)
+// deadStore returns a fake task store with 12 dead jobs of topic "d" (job
+// i died at t0+i s, its error naming i) and one pending job, 99.
+func deadStore(t *testing.T) *timertest.Store {
+	t.Helper()
+	ctx := t.Context()
+	s := timertest.NewStore()
+	if _, err := s.EnsureTopic(ctx, timer.Topic{Name: "d", Slots: 8}); err != nil {
+		t.Fatal(err)
 	}
-	return t, nil
-}
-
-func (f *fakeJobs) Get(_ context.Context, id timer.JobID) (*timer.Job, error) {
-	j, ok := f.rows[id]
-	if !ok {
-		return nil, fmt.Errorf("job %d: %w", id, timer.ErrNotFound)
+	var jobs []*timer.Job
+	for id := timer.JobID(1); id <= 12; id++ {
+		jobs = append(jobs, &timer.Job{ID: id, Topic: "d", BizID: uint64(id % 3), DueAt: t0, MaxAttempts: 3, CallbackURL: "http://localhost/h"})
 	}
-	return j, nil
-}
-
-func (f *fakeJobs) GetMany(_ context.Context, ids []timer.JobID) ([]*timer.Job, error) {
-	var out []*timer.Job
-	for _, id := range slices.Backward(ids) { // any order
-		if j, ok := f.rows[id]; ok {
-			out = append(out, j)
+	jobs = append(jobs, &timer.Job{ID: 99, Topic: "d", DueAt: t0, MaxAttempts: 3, CallbackURL: "http://localhost/h"})
+	if err := s.Insert(ctx, jobs); err != nil {
+		t.Fatal(err)
+	}
+	for id := timer.JobID(1); id <= 12; id++ {
+		f := timer.Failure{Attempts: 3, Error: fmt.Sprintf("POST: 50%d", id%2), Status: 500 + int(id%2), Dead: true}
+		if ok, err := s.Fail(ctx, id, f, t0.Add(time.Duration(id)*time.Second)); !ok || err != nil {
+			t.Fatal(ok, err)
 		}
 	}
-	return out, nil
+	return s
 }
 
+// The dead letters are the task store's dead rows: listed in order of
+// death, page by page, filtered; a purge ends the row as purged and
+// clears the job from Redis's Dead set.
 func TestLetters(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
-		jobs := &fakeJobs{topics: map[string]timer.Topic{"d": {Name: "d", Slots: 8}}, rows: map[timer.JobID]*timer.Job{}}
-		var es []Entry
-		for id := timer.JobID(1); id <= 12; id++ {
-			j := &timer.Job{ID: id, Topic: "d", Status: timer.StatusDead, BizID: uint64(id % 3)}
-			if id != 5 { // 5's row is gone
-				jobs.rows[id] = j
-			}
-			es = append(es, Entry{ID: id, Slot: slots.Of(j.SlotBasis(), 8), DiedAt: timer.TimeOf(t0 + int64(id)), Attempts: 3})
-		}
-		jobs.rows[99] = &timer.Job{ID: 99, Topic: "d", Status: timer.StatusPending}
-		bury(t, b, "d", es...)
-		sortEntries(es)
-		l := NewLetters(newBox(t, b), jobs)
+		store := deadStore(t)
+		l := NewLetters(newBox(t, b), store)
 
 		var got []timer.JobID
 		for after := ""; ; {
-			page, next, err := l.ListDead(ctx, "d", after, 4)
+			page, next, err := l.ListDead(ctx, timer.DeadQuery{Topic: "d", Limit: 5}, after)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -75,23 +64,24 @@ func TestLetters(t *testing.T) {
 			}
 			after = next
 		}
-		var want []timer.JobID
-		for _, e := range es {
-			if e.ID != 5 {
-				want = append(want, e.ID)
-			}
-		}
-		if !slices.Equal(got, want) {
+		if want := []timer.JobID{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}; !slices.Equal(got, want) {
 			t.Errorf("listed %v, want %v", got, want)
 		}
+		odd, _, err := l.ListDead(ctx, timer.DeadQuery{Topic: "d", ErrorContains: "501", From: t0.Add(3 * time.Second), To: t0.Add(8 * time.Second), Limit: 100}, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ids := idsOf(odd); !slices.Equal(ids, []timer.JobID{3, 5, 7}) {
+			t.Errorf("filtered %v, want [3 5 7]", ids)
+		}
 
-		if _, _, err := l.ListDead(ctx, "nope", "", 10); !errors.Is(err, timer.ErrNotFound) {
+		if _, _, err := l.ListDead(ctx, timer.DeadQuery{Topic: "nope", Limit: 10}, ""); !errors.Is(err, timer.ErrNotFound) {
 			t.Errorf("unknown topic: %v", err)
 		}
 		for field, call := range map[string]func() error{
-			"topic": func() error { return second3(l.ListDead(ctx, "", "", 10)) },
-			"after": func() error { return second3(l.ListDead(ctx, "d", "garbage", 10)) },
-			"limit": func() error { return second3(l.ListDead(ctx, "d", "", 0)) },
+			"topic": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Limit: 10}, "")) },
+			"after": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d", Limit: 10}, "garbage")) },
+			"limit": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d"}, "")) },
 		} {
 			var fe *timer.FieldError
 			if err := call(); !errors.As(err, &fe) || fe.Field != field || !errors.Is(err, timer.ErrInvalid) {
@@ -99,11 +89,20 @@ func TestLetters(t *testing.T) {
 			}
 		}
 
+		j3, _ := store.Get(ctx, 3)
+		slot := slots.JobSlot("d", j3.SlotBasis(), 8)
+		bury(t, b, slot, 3, timer.PriorityNormal)
 		if err := l.PurgeDead(ctx, 3); err != nil {
 			t.Errorf("PurgeDead(3) = %v", err)
 		}
-		if err := l.PurgeDead(ctx, 3); !errors.Is(err, timer.ErrNotFound) {
-			t.Errorf("second PurgeDead(3) = %v, want ErrNotFound", err)
+		if j, _ := store.Get(ctx, 3); j.Status != timer.StatusPurged {
+			t.Errorf("purged job is %s, want purged", j.Status)
+		}
+		if n := b.Client.ZCard(ctx, slots.Keys(b.Prefix, "d", slot.Index).Dead).Val(); n != 0 {
+			t.Errorf("the purged job is still in its Dead set (%d members)", n)
+		}
+		if err := l.PurgeDead(ctx, 3); !errors.Is(err, timer.ErrConflict) {
+			t.Errorf("second PurgeDead(3) = %v, want ErrConflict (it is purged)", err)
 		}
 		if err := l.PurgeDead(ctx, 99); !errors.Is(err, timer.ErrConflict) {
 			t.Errorf("PurgeDead(pending) = %v, want ErrConflict", err)
@@ -111,8 +110,19 @@ func TestLetters(t *testing.T) {
 		if err := l.PurgeDead(ctx, 12345); !errors.Is(err, timer.ErrNotFound) {
 			t.Errorf("PurgeDead(unknown) = %v, want ErrNotFound", err)
 		}
-		if n, err := newBox(t, b).Count(ctx, "d", 8); err != nil || n != 11 {
-			t.Errorf("Count after purge = %d, %v; want 11", n, err)
+		after, _, err := l.ListDead(ctx, timer.DeadQuery{Topic: "d", Limit: 100}, "")
+		if err != nil || slices.Contains(idsOf(after), 3) || len(after) != 11 {
+			t.Errorf("after the purge listed %v, %v; want 11 without 3", idsOf(after), err)
 		}
 	})
 }
+
+func idsOf(jobs []*timer.Job) []timer.JobID {
+	out := make([]timer.JobID, len(jobs))
+	for i, j := range jobs {
+		out[i] = j.ID
+	}
+	return out
+}
+
+func second3[A, B any](_ A, _ B, err error) error { return err }

@@ -42,13 +42,14 @@ type Topics interface {
 
 // DeadLetters lists and purges dead jobs.
 type DeadLetters interface {
-	// ListDead returns up to limit dead jobs of topic after the cursor
-	// after ("" for the first page) and the next page's cursor ("" at the
-	// end). An unknown topic is an error wrapping timer.ErrNotFound.
-	ListDead(ctx context.Context, topic, after string, limit int) ([]*timer.Job, string, error)
-	// PurgeDead removes a dead job from the Dead set; its row keeps status
-	// dead. It returns an error wrapping timer.ErrNotFound when the job is
-	// not in the Dead set, and timer.ErrConflict when it is not dead.
+	// ListDead returns up to q.Limit dead jobs of q.Topic matching q, in
+	// the order they died, after the cursor after ("" for the first page),
+	// and the next page's cursor ("" at the end). An unknown topic is an
+	// error wrapping timer.ErrNotFound.
+	ListDead(ctx context.Context, q timer.DeadQuery, after string) ([]*timer.Job, string, error)
+	// PurgeDead ends a dead job: its row becomes purged (kept, never listed
+	// or fired). It returns an error wrapping timer.ErrNotFound for an
+	// unknown job and timer.ErrConflict for one that is not dead.
 	PurgeDead(ctx context.Context, id timer.JobID) error
 }
 
@@ -66,8 +67,8 @@ type Stats interface {
 type TopicStats struct {
 	Topic string
 	Slots int
-	// Pending counts the pending rows, InFlight the leases held by
-	// workers, Dead the jobs in the Dead set.
+	// Pending, InFlight and Dead count the rows of the task store (the
+	// truth) that are pending, firing and dead.
 	Pending  int64
 	InFlight int64
 	Dead     int64

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -415,13 +416,26 @@ func TestDeadLetters(t *testing.T) {
 	e.call(t, "GET", "/v1/deadletters?topic=d&limit=x", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
 	e.call(t, "GET", "/v1/deadletters?topic=d&after=garbage", "").wantError(t, 400, tochttp.CodeInvalid, "after")
 
-	// Purge one: gone from the list, its row still dead.
+	// Filters: error text (case ignored) and time of death.
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=NOPE", ""); len(l.body["items"].([]any)) != 3 {
+		t.Errorf("error filter: %s", l.raw)
+	}
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=other", ""); len(l.body["items"].([]any)) != 0 {
+		t.Errorf("error filter matching none: %s", l.raw)
+	}
+	future := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&from="+future, ""); len(l.body["items"].([]any)) != 0 {
+		t.Errorf("from an hour ahead: %s", l.raw)
+	}
+	e.call(t, "GET", "/v1/deadletters?topic=d&from=yesterday", "").wantError(t, 400, tochttp.CodeInvalid, "from")
+
+	// Purge one: gone from the list, its row purged (a record, not dead).
 	p := e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "")
 	if p.status != http.StatusOK {
 		t.Fatalf("purge: %d %s", p.status, p.raw)
 	}
-	e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "").wantError(t, 404, tochttp.CodeNotFound, "")
-	if g := e.call(t, "GET", "/v1/jobs/"+ids[0], ""); g.body["status"] != "dead" {
+	e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "").wantError(t, 409, tochttp.CodeConflict, "")
+	if g := e.call(t, "GET", "/v1/jobs/"+ids[0], ""); g.body["status"] != "purged" {
 		t.Errorf("purged job: %s", g.raw)
 	}
 	// Replay one into the future: pending, attempts reset.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -13,13 +14,27 @@ func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
 	a.withWhen(w, r, true, a.jobs.Replay)
 }
 
-// listDead: GET /v1/deadletters?topic=T&limit=N&after=CURSOR.
+// listDead: GET /v1/deadletters?topic=T&from=T1&to=T2&error=TEXT&limit=N&after=CURSOR,
+// from the task store's dead rows, in the order they died.
 func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	topic := q.Get("topic")
-	if !timer.ValidTopic(topic) {
+	f := timer.DeadQuery{Topic: q.Get("topic"), ErrorContains: q.Get("error")}
+	if !timer.ValidTopic(f.Topic) {
 		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
 		return
+	}
+	for _, p := range []struct {
+		field string
+		to    *time.Time
+	}{{"from", &f.From}, {"to", &f.To}} {
+		if s := q.Get(p.field); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				a.writeError(w, r, &timer.FieldError{Field: p.field, Message: "must be an RFC 3339 time"})
+				return
+			}
+			*p.to = t
+		}
 	}
 	limit := DefaultDeadPage
 	if s := q.Get("limit"); s != "" {
@@ -30,7 +45,8 @@ func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 		}
 		limit = n
 	}
-	jobs, next, err := a.dead.ListDead(r.Context(), topic, q.Get("after"), limit)
+	f.Limit = limit
+	jobs, next, err := a.dead.ListDead(r.Context(), f, q.Get("after"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

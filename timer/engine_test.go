@@ -13,9 +13,10 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/toc-project/toc/deadletter"
 	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/lua"
 	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
@@ -107,7 +108,6 @@ type stack struct {
 	store  *taskdb.Store
 	rdb    *redis.Client
 	queue  *prepare.Index
-	dead   *deadletter.Box
 	redis  *testenv.RedisServer
 	prefix string
 }
@@ -134,11 +134,7 @@ func newStack(t *testing.T, ownRedis bool) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: prefix})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &stack{store: store, rdb: rdb, queue: q, dead: dead, redis: srv, prefix: prefix}
+	return &stack{store: store, rdb: rdb, queue: q, redis: srv, prefix: prefix}
 }
 
 // start runs an engine over s until the test ends (or stop is called).
@@ -321,31 +317,35 @@ func TestEngineRetriesThenBuries(t *testing.T) {
 	rec.expect([]timer.JobID{doomed})
 	rec.wait(t, 10*time.Second)
 	waitStatus(t, s.store, []timer.JobID{doomed}, timer.StatusDone)
-	if n, err := s.dead.Count(t.Context(), "retry", timer.DefaultSlots); err != nil || n != 0 {
-		t.Errorf("dead letters after replay: %d, %v", n, err)
+	if n := deadSetSize(t, s, "retry"); n != 0 {
+		t.Errorf("Dead sets after replay hold %d", n)
 	}
 }
 
-// waitDeadLetter waits until j is listed among its topic's dead letters
-// (the row is marked dead just before Redis moves the timer).
+// waitDeadLetter waits until j is in its slot's Dead set in Redis (the
+// row is marked dead just before Redis moves the timer).
 func waitDeadLetter(t *testing.T, s *stack, j *timer.Job) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		items, _, err := s.dead.List(t.Context(), j.Topic, timer.DefaultSlots, "", 100)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, it := range items {
-			if it.ID == j.ID {
-				return
-			}
+	key := slots.Keys(s.prefix, j.Topic, slots.Of(j.SlotBasis(), timer.DefaultSlots)).Dead
+	member := lua.Member(uint64(j.ID), int(j.Priority))
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if err := s.rdb.ZScore(t.Context(), key, member).Err(); err == nil {
+			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %d not in the dead letters: %v", j.ID, items)
+			t.Fatalf("job %d not in its Dead set %s", j.ID, key)
 		}
-		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// deadSetSize counts the members of topic's Dead sets.
+func deadSetSize(t *testing.T, s *stack, topic string) int64 {
+	t.Helper()
+	var n int64
+	for i := range timer.DefaultSlots {
+		n += s.rdb.ZCard(t.Context(), slots.Keys(s.prefix, topic, i).Dead).Val()
+	}
+	return n
 }
 
 // Acceptance 5: a worker stopped mid-batch without acking loses nothing:

@@ -326,7 +326,7 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
-	_, leased, dead, next, err := t.queue.Stats(ctx, name, topic.Slots)
+	_, _, _, next, err := t.queue.Stats(ctx, name, topic.Slots)
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
@@ -334,8 +334,8 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 		Topic:    name,
 		Slots:    topic.Slots,
 		Pending:  counts[timer.StatusPending],
-		InFlight: leased,
-		Dead:     dead,
+		InFlight: counts[timer.StatusFiring],
+		Dead:     counts[timer.StatusDead],
 		NextDue:  next,
 	}, nil
 }
