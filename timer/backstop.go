@@ -88,7 +88,14 @@ type Backstop struct {
 	// mark is the end of the due-time range the last scan covered; zero
 	// until a full scan succeeds.
 	mark time.Time
+	// repair asks for a full scan at once (see Repair).
+	repair atomic.Bool
 }
+
+// Repair asks for a full scan as soon as possible: an index write after a
+// commit failed or was skipped. The scan is tried every LossCheck until
+// one succeeds. Safe for any goroutine; it never blocks.
+func (b *Backstop) Repair() { b.repair.Store(true) }
 
 // NewBackstop returns a backstop over store and index; wake (may be nil)
 // hears of slots whose earliest job moved earlier.
@@ -107,7 +114,8 @@ func (b *Backstop) Run(ctx context.Context) error {
 	var lastFull, lastScan time.Time
 	for {
 		now := b.cfg.Now()
-		full := lastFull.IsZero() || now.Sub(lastFull) >= b.cfg.FullInterval
+		full := lastFull.IsZero() || now.Sub(lastFull) >= b.cfg.FullInterval || b.repair.Swap(false)
+		repairing := full
 		if !full && detector != nil {
 			lost, err := detector.Lost(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -131,6 +139,9 @@ func (b *Backstop) Run(ctx context.Context) error {
 			case ctx.Err() != nil:
 				return nil
 			case err != nil:
+				if repairing {
+					b.repair.Store(true) // try again at the next check
+				}
 				b.cfg.Logger.Warn("backstop scan failed", "full", full, "err", err)
 			default:
 				lastScan = b.cfg.Now()
@@ -142,10 +153,7 @@ func (b *Backstop) Run(ctx context.Context) error {
 				}
 			}
 		}
-		wait := b.cfg.Interval
-		if detector != nil {
-			wait = min(wait, b.cfg.LossCheck)
-		}
+		wait := min(b.cfg.Interval, b.cfg.LossCheck)
 		if sleep(ctx, wait) != nil {
 			return nil
 		}

@@ -38,6 +38,10 @@ const (
 	// outAbandoned: the attempt was cut short by shutdown; nothing is
 	// recorded, and the lease expires.
 	outAbandoned
+	// outPutBack: the rows could not be read (the task store is down);
+	// back to the due set at until, no attempt counted, nothing written to
+	// the store.
+	outPutBack
 )
 
 // outcome is one lease's fate, for the completer to record.
@@ -136,6 +140,12 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 			c.cfg.logf("mark dead failed", "job", o.lease.ID.String(), "err", err)
 		}
 		c.cfg.obs.Buried(topic)
+	case outPutBack:
+		if _, err := c.leaser.Defer(ctx, o.lease, o.until); err != nil {
+			c.cfg.logf("put back a claimed job failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			return
+		}
+		c.wake(Wake{Slot: o.lease.Slot, DueAt: o.until})
 	case outNotSent:
 		c.lim.refund(topic)
 		until := laterOf(o.until, now)

@@ -111,6 +111,7 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		Backstop:  NewBackstop(store, timers, worker.Wake, bc),
 		log:       cfg.Logger,
 	}
+	sched.OnRepair(e.Backstop.Repair)
 	e.waker, _ = timers.(Waker)
 	return e, nil
 }

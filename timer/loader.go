@@ -15,6 +15,10 @@ import (
 // coalesces what is waiting into one query.
 const loaderCount = 4
 
+// storeRetry is how long claimed jobs whose rows could not be read wait
+// in Redis before they are claimed again.
+const storeRetry = time.Second
+
 type loaderConfig struct {
 	now     func() time.Time
 	logf    func(msg string, args ...any)
@@ -50,10 +54,19 @@ type task struct {
 func (l *loader) load(ctx context.Context, leases []Lease) {
 	jobs, err := l.fireAndGet(ctx, leases, l.cfg.now())
 	if err != nil {
-		if ctx.Err() == nil {
-			l.cfg.logf("load claimed jobs failed; their leases will expire and they will come back", "jobs", len(leases), "err", err)
+		if ctx.Err() != nil {
+			l.giveBack(leases)
+			return
 		}
-		l.giveBack(leases)
+		// The task store is away: put the jobs back in Redis shortly, so
+		// that they fire within a second or so of its return, not a lease
+		// later.
+		l.cfg.logf("load claimed jobs failed; putting them back to try again", "dep", "task_store", "jobs", len(leases), "err", err)
+		until := l.cfg.now().Add(storeRetry)
+		for _, ls := range leases {
+			l.lim.refund(ls.Slot.Topic)
+			l.record(ctx, outcome{kind: outPutBack, lease: ls, until: until, token: true})
+		}
 		return
 	}
 	for _, ls := range leases {

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -75,10 +76,26 @@ type Scheduler struct {
 
 	topics *Catalog
 
-	mu     sync.Mutex
-	wakers []func(Wake)
-	onPut  []func(Topic)
+	// indexAway, while in the future (Unix ns), skips the index write
+	// after a commit: the last one failed, so Redis is away, and a request
+	// should not wait for it. The backstop restores what was skipped.
+	indexAway atomic.Int64
+
+	mu      sync.Mutex
+	wakers  []func(Wake)
+	onPut   []func(Topic)
+	repairs []func()
 }
+
+// Timing of the index writes after a commit.
+const (
+	// indexTimeout bounds one index write: the commit is the promise, and
+	// a slow Redis must not hold the answer up for long.
+	indexTimeout = time.Second
+	// indexProbe is how long index writes are skipped after one failed;
+	// then one request tries again.
+	indexProbe = time.Second
+)
 
 // NewScheduler returns a Scheduler writing to store and index.
 func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, error) {
@@ -107,6 +124,35 @@ func (s *Scheduler) OnPut(fn func(Topic)) {
 	defer s.mu.Unlock()
 	s.onPut = append(s.onPut, fn)
 }
+
+// OnRepair registers fn to hear that an index write after a commit failed
+// or was skipped: the backstop's cue to restore the index at once rather
+// than at its next full scan.
+func (s *Scheduler) OnRepair(fn func()) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.repairs = append(s.repairs, fn)
+}
+
+// indexFailed records that an index write after a commit failed (err) or
+// was skipped (nil): later writes are skipped for indexProbe, and the
+// backstop is asked to repair.
+func (s *Scheduler) indexFailed(op string, n int, err error) {
+	if err != nil {
+		s.indexAway.Store(s.cfg.Now().Add(indexProbe).UnixNano())
+		s.cfg.Observer.IndexFailed(op, err)
+		s.cfg.Logger.Warn("index write failed after commit; the backstop will repair it", "dep", "redis", "op", op, "jobs", n, "err", err)
+	}
+	s.mu.Lock()
+	repairs := s.repairs
+	s.mu.Unlock()
+	for _, fn := range repairs {
+		fn()
+	}
+}
+
+// indexUp reports whether an index write should be tried now.
+func (s *Scheduler) indexUp() bool { return s.cfg.Now().UnixNano() >= s.indexAway.Load() }
 
 // OnWake registers fn to hear of slots whose earliest job moved earlier
 // because of this scheduler's writes: how an in-process worker learns to
@@ -277,10 +323,15 @@ func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
 	if len(timers) == 0 {
 		return
 	}
+	if !s.indexUp() {
+		s.indexFailed("add", len(timers), nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, indexTimeout)
+	defer cancel()
 	_, wakes, err := s.index.Restore(ctx, timers)
 	if err != nil {
-		s.cfg.Observer.IndexFailed("add", err)
-		s.cfg.Logger.Warn("index add failed; the backstop will repair it", "jobs", len(timers), "err", err)
+		s.indexFailed("add", len(timers), err)
 		return
 	}
 	s.wake(wakes)
@@ -452,11 +503,14 @@ func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.T
 	if _, err := s.topic(ctx, j.Topic); err != nil {
 		return j, err
 	}
+	// The row is the truth; a stale timer is skipped by the worker and a
+	// missing one restored by the backstop.
+	if !s.indexUp() {
+		s.indexFailed("reindex", 1, nil)
+		return j, nil
+	}
 	if err := reindex(j); err != nil {
-		// The row is the truth; a stale timer is skipped by the worker and
-		// a missing one restored by the backstop.
-		s.cfg.Observer.IndexFailed("reindex", err)
-		s.cfg.Logger.Warn("index update failed after commit", "job", id, "err", err)
+		s.indexFailed("reindex", 1, err)
 	}
 	return j, nil
 }
