@@ -183,6 +183,7 @@ type jobView struct {
 	MaxAttempts int             `json:"max_attempts"`
 	Priority    string          `json:"priority"`
 	LastError   string          `json:"last_error"`
+	LastStatus  int             `json:"last_status"`
 	CallbackURL string          `json:"callback_url"`
 	Payload     json.RawMessage `json:"payload"`
 	CreatedAt   string          `json:"created_at"`
@@ -202,6 +203,7 @@ func viewOf(j *timer.Job) jobView {
 		MaxAttempts: j.MaxAttempts,
 		Priority:    j.Priority.String(),
 		LastError:   j.LastError,
+		LastStatus:  j.LastStatus,
 		CallbackURL: j.CallbackURL,
 		Payload:     json.RawMessage("null"),
 		CreatedAt:   formatTime(j.CreatedAt),
