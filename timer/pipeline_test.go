@@ -473,3 +473,69 @@ func TestStepsPausedTopic(t *testing.T) {
 		}
 	}
 }
+
+// Cancel and reschedule win or lose against the worker's move to firing:
+// before the claim a reschedule holds and the old time never fires; once
+// the job is firing both answer ErrInFlight, and once done ErrAlreadyFired.
+func TestStepsDefiniteCancelAndReschedule(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 100*time.Millisecond, 3)
+	moved, late, gone := ids[0], ids[1], ids[2]
+	if _, err := r.sched.Reschedule(ctx, moved, time.Time{}, 30*time.Minute); err != nil {
+		t.Fatalf("reschedule before the claim: %v", err)
+	}
+	if _, err := r.sched.Cancel(ctx, gone); err != nil {
+		t.Fatalf("cancel before the claim: %v", err)
+	}
+	r.clock.Advance(98 * time.Millisecond)
+	r.steps.Claim(ctx) // claimed 2 ms ahead: late is firing now
+	if _, err := r.sched.Cancel(ctx, late); !errors.Is(err, timer.ErrInFlight) {
+		t.Fatalf("cancel of a firing job: %v, want ErrInFlight", err)
+	}
+	if _, err := r.sched.Reschedule(ctx, late, time.Time{}, time.Hour); !errors.Is(err, timer.ErrInFlight) {
+		t.Fatalf("reschedule of a firing job: %v, want ErrInFlight", err)
+	}
+	r.clock.Advance(2 * time.Millisecond)
+	r.steps.Step(ctx)
+	if _, err := r.sched.Cancel(ctx, late); !errors.Is(err, timer.ErrAlreadyFired) {
+		t.Fatalf("cancel of a done job: %v, want ErrAlreadyFired", err)
+	}
+	r.clock.Advance(time.Minute)
+	r.steps.Step(ctx)
+	if n := len(r.handler.deliveries(moved)); n != 0 {
+		t.Fatalf("the rescheduled job fired %d times at its old time", n)
+	}
+	if n := len(r.handler.deliveries(gone)); n != 0 {
+		t.Fatalf("the cancelled job fired %d times", n)
+	}
+	r.clock.Advance(30 * time.Minute)
+	r.steps.Step(ctx)
+	if n := len(r.handler.deliveries(moved)); n != 1 {
+		t.Fatalf("the rescheduled job fired %d times at its new time, want 1", n)
+	}
+}
+
+// A job not sent because its host's breaker is open is pending again, so
+// a cancel before its next try is definite.
+func TestStepsNotSentIsPendingAgain(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	id := r.schedule(t, "orders", 0, 1)[0]
+	r.handler.fail = func(d timer.Delivery) error {
+		return &timer.NotSentError{Until: d.At.Add(time.Second), Err: errors.New("breaker open")}
+	}
+	r.steps.Step(ctx)
+	if s := r.status(t, id); s != timer.StatusPending {
+		t.Fatalf("a job not sent is %v, want pending", s)
+	}
+	if _, err := r.sched.Cancel(ctx, id); err != nil {
+		t.Fatalf("cancel after a deferral: %v", err)
+	}
+	r.handler.fail = nil
+	r.clock.Advance(time.Second)
+	r.steps.Step(ctx)
+	if n := len(r.handler.deliveries(id)); n != 1 { // the one deferred try
+		t.Fatalf("called %d times, want only the deferred try", n)
+	}
+}
