@@ -86,19 +86,9 @@ const listDead = selectJob + `WHERE topic = ? AND status = ? AND gmt_modified >=
 // death and by a case-insensitive substring of the last error. EXPLAIN on
 // MariaDB: toc_jobs range toc_jobs_topic_status, Using index condition.
 func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
-	if q.Limit <= 0 {
-		return nil, fmt.Errorf("list dead jobs: limit %d: %w", q.Limit, timer.ErrInvalid)
-	}
-	from, to := int64(math.MinInt64), int64(math.MaxInt64)
-	if !q.From.IsZero() {
-		from = q.From.UnixMilli()
-	}
-	if !q.To.IsZero() {
-		to = q.To.UnixMilli()
-	}
-	afterMs := int64(math.MinInt64)
-	if q.After != (timer.Cursor{}) {
-		afterMs = q.After.DueAt.UnixMilli()
+	from, to, afterMs, err := q.Millis()
+	if err != nil {
+		return nil, err
 	}
 	query := listDead
 	args := []any{q.Topic, int64(timer.StatusDead), from, to, afterMs, afterMs, int64(q.After.ID)}

@@ -2,6 +2,8 @@ package timer
 
 import (
 	"context"
+	"fmt"
+	"math"
 	"time"
 )
 
@@ -110,6 +112,27 @@ type DeadQuery struct {
 	// time of death and id; zero for the first page.
 	After Cursor
 	Limit int
+}
+
+// Millis returns q's time bounds in Unix milliseconds, the unit a store
+// keeps: from and to (the whole int64 range where unset), and after, the
+// time of death of q.After (the least int64 for the first page). It
+// reports an error wrapping ErrInvalid for a Limit below 1.
+func (q DeadQuery) Millis() (from, to, after int64, err error) {
+	if q.Limit <= 0 {
+		return 0, 0, 0, fmt.Errorf("list dead jobs: limit %d: %w", q.Limit, ErrInvalid)
+	}
+	from, to, after = math.MinInt64, math.MaxInt64, math.MinInt64
+	if !q.From.IsZero() {
+		from = q.From.UnixMilli()
+	}
+	if !q.To.IsZero() {
+		to = q.To.UnixMilli()
+	}
+	if q.After != (Cursor{}) {
+		after = q.After.DueAt.UnixMilli()
+	}
+	return from, to, after, nil
 }
 
 // Cursor is a position in the (due time, id) order of ScanPending. The

@@ -338,19 +338,9 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 	if err := s.f.call("ListDead"); err != nil {
 		return nil, err
 	}
-	if q.Limit <= 0 {
-		return nil, fmt.Errorf("list dead jobs: limit %d: %w", q.Limit, timer.ErrInvalid)
-	}
-	from, to := int64(math.MinInt64), int64(math.MaxInt64)
-	if !q.From.IsZero() {
-		from = q.From.UnixMilli()
-	}
-	if !q.To.IsZero() {
-		to = q.To.UnixMilli()
-	}
-	afterMs := int64(math.MinInt64)
-	if q.After != (timer.Cursor{}) {
-		afterMs = q.After.DueAt.UnixMilli()
+	from, to, afterMs, err := q.Millis()
+	if err != nil {
+		return nil, err
 	}
 	needle := strings.ToLower(q.ErrorContains)
 	s.mu.Lock()
