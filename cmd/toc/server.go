@@ -354,6 +354,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	unlock, err := lockDataFile(*data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	store, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
 	if err != nil {
 		return err
