@@ -34,7 +34,8 @@ func lockDataFile(data string) (unlock func(), err error) {
 		}
 		return nil, fmt.Errorf("lock data file %s: %w", data, err)
 	}
-	if err := f.Truncate(0); err == nil {
+	err = f.Truncate(0)
+	if err == nil {
 		_, err = f.WriteAt([]byte(strconv.Itoa(os.Getpid())+"\n"), 0)
 	}
 	if err != nil {
