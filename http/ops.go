@@ -2,38 +2,94 @@ package http
 
 import (
 	"context"
+	"crypto/subtle"
 	"net/http"
+	"strings"
 	"sync"
 )
 
+// Values of a check in /readyz's "checks".
+const (
+	checkOK      = "ok"
+	checkFailing = "failing"
+)
+
 // ready: GET /readyz, running every check of Ready at once, each within
-// readyTimeout; 503 when any of them fails.
+// readyTimeout; 503 when any of them fails. "checks" names each check with
+// "ok" or "failing", to anyone: a probe needs no token. Only a caller with
+// a valid bearer token (or any caller when auth is off) also gets
+// "errors", the failing checks' error text, which may name addresses.
 func (a *API) ready(w http.ResponseWriter, r *http.Request) {
+	serveReady(w, r, a.cfg.Ready, a.cfg.Tokens)
+}
+
+func serveReady(w http.ResponseWriter, r *http.Request, ready map[string]func(context.Context) error, tokens []string) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
-	checks := make(map[string]string, len(a.cfg.Ready))
+	checks := make(map[string]string, len(ready))
+	errs := map[string]string{}
 	var (
 		mu sync.Mutex
 		wg sync.WaitGroup
-		ok = true
 	)
-	for name, check := range a.cfg.Ready {
+	for name, check := range ready {
 		wg.Go(func() {
 			err := check(ctx)
 			mu.Lock()
 			defer mu.Unlock()
-			checks[name] = "ok"
+			checks[name] = checkOK
 			if err != nil {
-				checks[name], ok = err.Error(), false
+				checks[name], errs[name] = checkFailing, err.Error()
 			}
 		})
 	}
 	wg.Wait()
-	if !ok {
-		writeJSON(w, http.StatusServiceUnavailable, map[string]any{"status": "unavailable", "checks": checks})
+	if len(errs) == 0 {
+		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
+	body := map[string]any{"status": "unavailable", "checks": checks}
+	if len(tokens) == 0 || hasToken(r, tokens) {
+		body["errors"] = errs
+	}
+	writeJSON(w, http.StatusServiceUnavailable, body)
+}
+
+// hasToken reports whether r carries one of tokens as its bearer token.
+func hasToken(r *http.Request, tokens []string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		return false
+	}
+	found := false
+	for _, t := range tokens {
+		found = subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 || found
+	}
+	return found
+}
+
+// Starting returns what answers on the API's address while the service
+// starts, before its API exists (toc serve waits for the task store):
+// /healthz, /readyz with cfg.Ready and cfg.Tokens, and /metrics when
+// cfg.Metrics is set, as the API serves them; 503 unavailable, with
+// Retry-After, to everything else. Nothing is written by a call it answers.
+func Starting(cfg APIConfig) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
+		serveReady(w, r, cfg.Ready, cfg.Tokens)
+	})
+	if cfg.Metrics != nil {
+		mux.Handle("GET /metrics", cfg.Metrics)
+	}
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Retry-After", "1")
+		writeJSON(w, http.StatusServiceUnavailable, errorBody{Error: errorDetail{
+			Code: CodeUnavailable, Message: "toc is starting: it serves once the task store answers (GET /readyz); nothing was written"}})
+	})
+	return mux
 }
 
 // cluster: GET /v1/cluster.

@@ -53,9 +53,14 @@ func (b *backoff) wait(ctx context.Context) bool {
 }
 
 // warn logs msg and err under key, at most once per logEvery (see
-// ratelog.Limiter).
+// ratelog.Limiter), with the dependency that failed as "dep": the task
+// store for the keys that read topics, ZooKeeper for the rest.
 func (c *Cluster) warn(key, msg string, err error) {
-	c.limit.Log(c.log.Warn, key, msg, "err", err)
+	dep := "zookeeper"
+	if key == "topics" || key == "leader-topics" {
+		dep = "task_store"
+	}
+	c.limit.Log(c.log.Warn, key, msg, "dep", dep, "err", err)
 }
 
 // zkLogger sends the client library's messages to slog at debug level,
@@ -66,5 +71,5 @@ type zkLogger struct {
 }
 
 func (l zkLogger) Printf(format string, args ...any) {
-	l.limit.Log(l.log.Debug, "zk: "+format, "zookeeper client", "detail", fmt.Sprintf(format, args...))
+	l.limit.Log(l.log.Debug, "zk: "+format, "zookeeper client", "dep", "zookeeper", "detail", fmt.Sprintf(format, args...))
 }

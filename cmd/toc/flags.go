@@ -25,7 +25,11 @@ func newFlagSet(name, usage string) *flagSet {
 		fmt.Fprintf(out, "usage: toc %s\n\n", usage)
 		fs.VisitAll(func(f *flag.Flag) {
 			fmt.Fprintf(out, "  --%s", f.Name)
-			if name, _ := flag.UnquoteUsage(f); name != "" {
+			g := *f
+			if o, ok := g.Value.(*onceFlag); ok {
+				g.Value = o.Value // UnquoteUsage names the type of the value
+			}
+			if name, _ := flag.UnquoteUsage(&g); name != "" {
 				fmt.Fprintf(out, " %s", name)
 			}
 			fmt.Fprintf(out, "\n    \t%s (env %s", f.Usage, strings.Join(fs.envNames(f.Name), " or "))
@@ -56,7 +60,10 @@ func (fs *flagSet) alias(name, env string) {
 	fs.aliases[name] = append(fs.aliases[name], env)
 }
 
-// parse applies the environment, then the arguments, which win.
+// parse applies the environment, then the arguments, which win. A flag
+// that takes one value may be given once among the arguments: a repeat is
+// an error naming the flag, not a silent last-wins (two --mysql-dsn are
+// two task stores, which toc cannot use yet). Lists (fs.list) repeat.
 func (fs *flagSet) parse(args []string) error {
 	fs.VisitAll(func(f *flag.Flag) {
 		var (
@@ -82,7 +89,50 @@ func (fs *flagSet) parse(args []string) error {
 	if fs.envErr != nil {
 		return fs.envErr
 	}
-	return fs.Parse(args)
+	var once []*onceFlag
+	fs.VisitAll(func(f *flag.Flag) {
+		if _, isList := f.Value.(*listFlag); isList {
+			return
+		}
+		if _, done := f.Value.(*onceFlag); done {
+			return
+		}
+		o := &onceFlag{Value: f.Value}
+		f.Value = o
+		once = append(once, o)
+	})
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var repeated []string
+	fs.VisitAll(func(f *flag.Flag) {
+		if o, ok := f.Value.(*onceFlag); ok && o.n > 1 {
+			repeated = append(repeated, fmt.Sprintf("--%s given %d times", f.Name, o.n))
+		}
+	})
+	if len(repeated) > 0 {
+		return fmt.Errorf("%s: it takes one value (the flags marked repeatable take several)", strings.Join(repeated, ", "))
+	}
+	return nil
+}
+
+// onceFlag counts how often a single-valued flag is set from the
+// arguments, so that parse can refuse a repeat. It does not say which
+// values were given: a DSN or a password must not be echoed.
+type onceFlag struct {
+	flag.Value
+	n int
+}
+
+func (o *onceFlag) Set(v string) error {
+	o.n++
+	return o.Value.Set(v)
+}
+
+// IsBoolFlag keeps --flag without a value working for bool flags.
+func (o *onceFlag) IsBoolFlag() bool {
+	b, ok := o.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
 }
 
 func (fs *flagSet) string(name, def, usage string) *string { return fs.String(name, def, usage) }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -15,6 +16,7 @@ import (
 	runtimepprof "runtime/pprof"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/alicebob/miniredis/v2"
@@ -48,6 +50,8 @@ type serviceFlags struct {
 	pprofAddr       *string
 	cpuProfile      *string
 	autoCreate      *bool
+	metricsAddr     *string
+	metricsTopics   *int
 }
 
 func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
@@ -68,6 +72,8 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
 		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
 		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
+		metricsAddr:     fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
+		metricsTopics:   fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
 	}
 }
 
@@ -86,16 +92,19 @@ func (f *serviceFlags) logger(w io.Writer) (*slog.Logger, error) {
 	return nil, fmt.Errorf("--log-format: %q is neither text nor json", *f.logFormat)
 }
 
-// service is what dev and serve run once their stores are open.
+// service is what dev and serve run.
 type service struct {
 	flags        *serviceFlags
-	store        *taskdb.Store
 	rdb          redis.UniversalClient
 	tokens       []string
 	allowPrivate bool
 	log          *slog.Logger
-	// ready is closed with the listening address once the API serves.
+	// onListen is called with the API's address once it listens.
 	onListen func(addr string)
+	// openStore returns the task store, migrated. run calls it until it
+	// succeeds (serve: connect and migrate; dev: the SQLite file, open
+	// already); the caller closes what it returned.
+	openStore func(ctx context.Context) (*taskdb.Store, error)
 	// cluster, when set, assigns the slots (toc serve --zk).
 	cluster *slots.Cluster
 }
@@ -103,9 +112,30 @@ type service struct {
 // run serves the API and runs the engine until ctx is done, then stops
 // accepting requests, stops claiming, lets webhook calls in flight finish
 // within the grace period, and returns nil.
+//
+// A dependency that does not answer at start is waited for, never fatal:
+// run listens at once and reports each dependency in /readyz, retries
+// each with backoff, and goes on as each answers, in this order:
+//
+//  1. The task store: connected and migrated (s.openStore). Until then
+//     the API's address answers /healthz, /readyz and /metrics, and 503
+//     to /v1 (nothing can be committed without it, and the engine reads
+//     its topics from it).
+//  2. The API serves /v1: a schedule is committed to the task store, the
+//     promise; its Redis write is repaired by the backstop if Redis is
+//     still away.
+//  3. Redis answers a PING: the engine (worker, backstop, wake-ups) and
+//     the ZooKeeper membership start. A member takes slots only once it
+//     can claim from them; ZooKeeper itself is retried by the cluster.
+//
+// Losing a dependency later is the components' to ride out (their own
+// retries); /readyz says which one is failing.
 func (s *service) run(ctx context.Context) error {
 	f := s.flags
-	metrics := metrics.New()
+	metrics, err := metrics.NewWith(metrics.Config{MaxTopics: *f.metricsTopics})
+	if err != nil {
+		return fmt.Errorf("--metrics-max-topics: %w", err)
+	}
 	webhook, err := webhook.NewClient(webhook.Config{
 		Secrets:      f.secrets.values,
 		Timeout:      *f.callbackTimeout,
@@ -116,7 +146,11 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix})
+	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, Logger: s.log.With("dep", depRedis)})
+	if err != nil {
+		return err
+	}
+	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix})
 	if err != nil {
 		return err
 	}
@@ -129,7 +163,7 @@ func (s *service) run(ctx context.Context) error {
 		assignment = s.cluster
 		onTopic = func(timer.Topic) { s.cluster.TopicsChanged() }
 	}
-	eng, err := timer.New(s.store, queue, webhook, timer.Config{
+	engineCfg := timer.Config{
 		Assignment: assignment,
 		Horizon:    *f.horizon,
 		Logger:     s.log,
@@ -147,40 +181,89 @@ func (s *service) run(ctx context.Context) error {
 			AttemptTimeout: *f.callbackTimeout,
 			Grace:          *f.grace,
 		},
-	})
-	if err != nil {
+	}
+	if err := engineCfg.Validate(); err != nil {
 		return err
 	}
-	stats := &topicStats{store: s.store, queue: queue}
-	metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
+
+	var (
+		storeState depState
+		store      *taskdb.Store // set once, before started
+		started    atomic.Bool   // the engine and the membership run
+	)
+	ready := map[string]func(context.Context) error{
+		depTaskStore: func(ctx context.Context) error {
+			if up, err := storeState.state(); !up {
+				return cmp.Or(err, errors.New("connecting"))
+			}
+			return store.Ping(ctx)
+		},
+		depRedis: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+	}
+	if s.cluster != nil {
+		ready[depZooKeeper] = func(context.Context) error {
+			switch {
+			case !started.Load():
+				return errors.New("not a member yet: membership starts once the task store and Redis answer")
+			case !s.cluster.Status().Connected:
+				return errors.New("not connected to ZooKeeper")
+			}
+			return nil
+		}
+	}
 	var clusterStatus func() any
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
 	}
-	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix})
-	if err != nil {
+	apiCfg := tochttp.APIConfig{
+		TopicDefaults: timer.Limits{
+			Retry:           timer.RetryPolicy{Base: timer.DefaultRetryBase, Max: timer.DefaultRetryMax},
+			Lease:           lease,
+			CallbackTimeout: *f.callbackTimeout,
+		},
+		Cluster:               clusterStatus,
+		Tokens:                s.tokens,
+		AllowPrivateCallbacks: s.allowPrivate,
+		Logger:                s.log,
+		Ready:                 ready,
+	}
+	if *f.metricsAddr == "" {
+		apiCfg.Metrics = metrics.Handler()
+	}
+	if err := apiCfg.Validate(); err != nil {
 		return err
 	}
-	api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, s.store),
-		stats,
-		tochttp.APIConfig{
-			TopicDefaults: timer.Limits{
-				Retry:           timer.RetryPolicy{Base: timer.DefaultRetryBase, Max: timer.DefaultRetryMax},
-				Lease:           lease,
-				CallbackTimeout: *f.callbackTimeout,
-			},
-			Cluster:               clusterStatus,
-			Tokens:                s.tokens,
-			AllowPrivateCallbacks: s.allowPrivate,
-			Metrics:               metrics.Handler(),
-			Logger:                s.log,
-			Ready: map[string]func(context.Context) error{
-				"task_store": s.store.Ping,
-				"redis":      func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
-			},
-		})
-	if err != nil {
-		return err
+
+	// Wiring that needs the task store; run does it once the store answers.
+	var (
+		eng   *timer.Engine
+		front = &frontDoor{starting: tochttp.Starting(apiCfg)}
+	)
+	wire := func(st *taskdb.Store) error {
+		store = st
+		storeState.set(true, nil) // after store: /readyz reads it once up
+		var err error
+		if eng, err = timer.New(st, queue, webhook, engineCfg); err != nil {
+			return err
+		}
+		stats := &topicStats{store: st, queue: queue, maxTopics: metrics.MaxTopics()}
+		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
+		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
+		if err != nil {
+			return err
+		}
+		front.api.Store(api)
+		return nil
+	}
+	// A store that answers at once is wired before the API listens, so
+	// that a healthy start serves /v1 from its first request.
+	st, firstErr := s.openStore(ctx)
+	if firstErr == nil {
+		if err := wire(st); err != nil {
+			return err
+		}
+	} else {
+		storeState.set(false, firstErr)
 	}
 
 	ln, err := net.Listen("tcp", *f.addr)
@@ -188,12 +271,12 @@ func (s *service) run(ctx context.Context) error {
 		return fmt.Errorf("listen on %s: %w", *f.addr, err)
 	}
 	srv := &http.Server{
-		Handler:           api,
+		Handler:           front,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
 		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
+		ErrorLog:          errorLog(s.log, "api"),
 	}
 	if s.onListen != nil {
 		s.onListen(ln.Addr().String())
@@ -218,24 +301,56 @@ func (s *service) run(ctx context.Context) error {
 		}
 		defer stopPprof()
 	}
+	if *f.metricsAddr != "" {
+		stopMetrics, err := serveMetrics(*f.metricsAddr, metrics.Handler(), s.log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	defer stopEngine()
 	var wg sync.WaitGroup
-	var engineErr, serveErr error
-	wg.Go(func() { engineErr = eng.Run(engineCtx) })
-	var clusterErr error
-	member := fmt.Sprintf("pid-%d", os.Getpid())
-	if s.cluster != nil {
-		member = s.cluster.ID()
-		wg.Go(func() { clusterErr = s.cluster.Run(engineCtx) })
-	}
-	wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
+	var engineErr, serveErr, clusterErr, wireErr error
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
 			stopEngine()
 		}
+	})
+	wg.Go(func() {
+		if eng == nil {
+			s.log.Warn("dependency unavailable; retrying", "dep", depTaskStore, "err", firstErr)
+			var st *taskdb.Store
+			err := await(engineCtx, s.log, depTaskStore, &storeState, func(ctx context.Context) (err error) {
+				st, err = s.openStore(ctx)
+				return err
+			})
+			if err != nil {
+				return
+			}
+			if wireErr = wire(st); wireErr != nil {
+				stopEngine()
+				return
+			}
+		}
+		var redisState depState
+		if await(engineCtx, s.log, depRedis, &redisState, func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, awaitTry)
+			defer cancel()
+			return s.rdb.Ping(ctx).Err()
+		}) != nil {
+			return
+		}
+		started.Store(true)
+		wg.Go(func() { engineErr = eng.Run(engineCtx) })
+		member := fmt.Sprintf("pid-%d", os.Getpid())
+		if s.cluster != nil {
+			member = s.cluster.ID()
+			wg.Go(func() { clusterErr = s.cluster.Run(engineCtx) })
+		}
+		wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
 	})
 	select {
 	case <-ctx.Done():
@@ -250,7 +365,21 @@ func (s *service) run(ctx context.Context) error {
 	stopEngine()
 	wg.Wait()
 	s.log.Info("stopped")
-	return errors.Join(serveErr, engineErr, clusterErr)
+	return errors.Join(serveErr, wireErr, engineErr, clusterErr)
+}
+
+// frontDoor serves the API once it is wired, and tochttp.Starting before.
+type frontDoor struct {
+	api      atomic.Pointer[tochttp.API]
+	starting http.Handler
+}
+
+func (d *frontDoor) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if api := d.api.Load(); api != nil {
+		api.ServeHTTP(w, r)
+		return
+	}
+	d.starting.ServeHTTP(w, r)
 }
 
 // publishUsage writes this member's use of each busy topic to Redis every
@@ -290,7 +419,7 @@ func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (timer.U
 }
 
 // dueWaiting counts the due jobs still in Redis of each topic (the first
-// metrics.MaxTopicLabels), for the metrics.
+// maxTopics), for the metrics.
 func (t *topicStats) dueWaiting() map[string]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -301,7 +430,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 	out := make(map[string]int64, len(topics))
 	now := time.Now()
 	for i, topic := range topics {
-		if i == metrics.MaxTopicLabels {
+		if i == t.maxTopics {
 			break
 		}
 		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {
@@ -313,8 +442,9 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 
 // topicStats joins the task store's counts with Redis's.
 type topicStats struct {
-	store *taskdb.Store
-	queue *prepare.Index
+	store     *taskdb.Store
+	queue     *prepare.Index
+	maxTopics int
 }
 
 func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
@@ -354,6 +484,12 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err != nil {
 		return err
 	}
+	routeLibraryLogs(log)
+	unlock, err := lockDataFile(*data)
+	if err != nil {
+		return err
+	}
+	defer unlock()
 	store, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
 	if err != nil {
 		return err
@@ -378,7 +514,8 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr(), PoolSize: 64})
 	defer rdb.Close()
 
-	s := &service{flags: f, store: store, rdb: rdb, allowPrivate: true, log: log,
+	s := &service{flags: f, rdb: rdb, allowPrivate: true, log: log,
+		openStore: func(context.Context) (*taskdb.Store, error) { return store, nil },
 		onListen: func(addr string) {
 			fmt.Fprintf(stdout, "toc dev listening on http://%s\n", addr)
 			fmt.Fprintf(stdout, "data file:      %s\n", *data)
@@ -437,19 +574,35 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	store, err := taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
-	if err != nil {
-		return err
-	}
-	defer store.Close()
-	if *migrate {
-		if err := store.Migrate(ctx); err != nil {
-			return err
+	routeLibraryLogs(log)
+	// The task store is opened by run, which retries it until it answers;
+	// the cluster reads its topics only once it has (run starts the
+	// membership after the store and Redis).
+	var store atomic.Pointer[taskdb.Store]
+	defer func() {
+		if st := store.Load(); st != nil {
+			st.Close()
 		}
+	}()
+	openStore := func(ctx context.Context) (*taskdb.Store, error) {
+		connCtx, cancel := context.WithTimeout(ctx, awaitTry)
+		st, err := taskdb.OpenMySQL(connCtx, *dsn, taskdb.Config{})
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		if *migrate {
+			if err := st.Migrate(ctx); err != nil {
+				st.Close()
+				return nil, err
+			}
+		}
+		store.Store(st)
+		return st, nil
 	}
 	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, Password: *redisPassword, DB: *redisDB, PoolSize: 128})
 	defer rdb.Close()
-	s := &service{flags: f, store: store, rdb: rdb, tokens: tokens.values, allowPrivate: *allowPrivate, log: log,
+	s := &service{flags: f, rdb: rdb, tokens: tokens.values, allowPrivate: *allowPrivate, log: log, openStore: openStore,
 		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
 	if servers := splitList(zkServers.values); len(servers) > 0 {
 		if !explicit(fs, "node") {
@@ -464,8 +617,14 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ID:             *memberID,
 			Addr:           *f.addr,
 			Capacity:       *f.concurrency,
-			Topics:         store.Topics,
-			Logger:         log,
+			Topics: func(ctx context.Context) ([]timer.Topic, error) {
+				st := store.Load()
+				if st == nil {
+					return nil, errors.New("the task store is not open yet")
+				}
+				return st.Topics(ctx)
+			},
+			Logger: log,
 		})
 		if err != nil {
 			return err
@@ -518,9 +677,24 @@ func servePprof(addr string, log *slog.Logger) (stop func(), err error) {
 	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
 	mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog(log, "pprof")}
 	go srv.Serve(ln)
 	log.Info("pprof listening", "addr", ln.Addr().String())
+	return func() { srv.Close() }, nil
+}
+
+// serveMetrics serves /metrics on a listener of its own (--metrics-addr),
+// which can be kept off the network the API is on.
+func serveMetrics(addr string, h http.Handler, log *slog.Logger) (stop func(), err error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-addr: %w", err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", h)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: errorLog(log, "metrics")}
+	go srv.Serve(ln)
+	log.Info("metrics listening", "addr", ln.Addr().String())
 	return func() { srv.Close() }, nil
 }
 

@@ -1,7 +1,9 @@
 package metrics
 
 import (
+	"cmp"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"time"
@@ -14,9 +16,29 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// MaxTopicLabels bounds the topic label's cardinality: the first this many
-// topics seen get their own series, later ones share topic="_other".
+// MaxTopicLabels is the default bound of the topic label's cardinality:
+// the first this many topics seen get their own series, later ones share
+// topic="_other" (OtherTopic).
 const MaxTopicLabels = 200
+
+// OtherTopic is the topic label shared by the topics past the bound.
+const OtherTopic = "_other"
+
+// Config configures an Observer. The zero value is valid.
+type Config struct {
+	// MaxTopics bounds the topic label's cardinality: the first MaxTopics
+	// topics seen get series of their own, later ones share OtherTopic.
+	// Default MaxTopicLabels.
+	MaxTopics int
+}
+
+// Validate reports the first field of c that is out of range.
+func (c Config) Validate() error {
+	if c.MaxTopics < 0 {
+		return &timer.FieldError{Field: "MaxTopics", Message: "must not be negative"}
+	}
+	return nil
+}
 
 // Observer is a timer.Observer, and a webhook.Client's BreakerObserver, that
 // exports Prometheus metrics.
@@ -26,7 +48,7 @@ type Observer struct {
 	fired     *prometheus.CounterVec
 	retried   *prometheus.CounterVec
 	dead      *prometheus.CounterVec
-	lateness  prometheus.Histogram
+	lateness  *prometheus.HistogramVec
 	dispatch  prometheus.Histogram
 	claims    prometheus.Histogram
 	restored  prometheus.Counter
@@ -38,8 +60,9 @@ type Observer struct {
 	openHosts prometheus.Gauge
 	throttled *prometheus.CounterVec
 
-	mu     sync.Mutex
-	topics map[string]bool
+	maxTopics int
+	mu        sync.Mutex
+	topics    map[string]bool
 }
 
 var (
@@ -47,21 +70,31 @@ var (
 	_ webhook.BreakerObserver = (*Observer)(nil)
 )
 
-// New registers toc's metrics, and the Go and process collectors,
-// in a registry of their own.
+// New is NewWith the zero Config.
 func New() *Observer {
+	m, _ := NewWith(Config{})
+	return m
+}
+
+// NewWith registers toc's metrics, and the Go and process collectors,
+// in a registry of their own.
+func NewWith(cfg Config) (*Observer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("metrics config: %w", err)
+	}
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
-	m := &Observer{registry: reg, topics: make(map[string]bool)}
+	m := &Observer{registry: reg, topics: make(map[string]bool), maxTopics: cmp.Or(cfg.MaxTopics, MaxTopicLabels)}
 	m.scheduled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_scheduled_total", Help: "Jobs committed to the task store."}, []string{"topic"})
 	m.fired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_fired_total", Help: "Dispatch attempts, by outcome (success or failure)."}, []string{"topic", "outcome"})
 	m.retried = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_retried_total", Help: "Failed attempts put back to retry."}, []string{"topic"})
 	m.dead = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_dead_total", Help: "Jobs that ran out of attempts."}, []string{"topic"})
-	m.lateness = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Name:    "toc_firing_lateness_seconds",
-		Help:    "Dispatch time minus due time.",
+	m.lateness = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "toc_firing_lateness_seconds",
+		Help: "Start of an attempt minus the time it was meant to start: the due time, or, for the first attempt of a job " +
+			"scheduled already past due, the time it was scheduled (so a job scheduled in the past is not counted late by its age).",
 		Buckets: []float64{.0005, .001, .002, .005, .01, .02, .05, .1, .25, .5, 1, 2.5, 5, 10, 30, 60, 300},
-	})
+	}, []string{"topic"})
 	m.dispatch = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "toc_dispatch_duration_seconds",
 		Help:    "Duration of one dispatch attempt (the handler or webhook call).",
@@ -84,8 +117,12 @@ func New() *Observer {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
-	return m
+	return m, nil
 }
+
+// MaxTopics is the bound of the topic label: topics past the first this
+// many seen share OtherTopic.
+func (m *Observer) MaxTopics() int { return m.maxTopics }
 
 // Handler serves the metrics in the Prometheus text format.
 func (m *Observer) Handler() http.Handler {
@@ -102,8 +139,8 @@ func (m *Observer) topic(t string) string {
 	if m.topics[t] {
 		return t
 	}
-	if len(m.topics) >= MaxTopicLabels {
-		return "_other"
+	if len(m.topics) >= m.maxTopics {
+		return OtherTopic
 	}
 	m.topics[t] = true
 	return t
@@ -135,8 +172,9 @@ func (m *Observer) Fired(topic string, _ int, lateness, took time.Duration, err 
 	if err != nil {
 		outcome = "failure"
 	}
-	m.fired.WithLabelValues(m.topic(topic), outcome).Inc()
-	m.lateness.Observe(lateness.Seconds())
+	label := m.topic(topic)
+	m.fired.WithLabelValues(label, outcome).Inc()
+	m.lateness.WithLabelValues(label).Observe(lateness.Seconds())
 	m.dispatch.Observe(took.Seconds())
 }
 
@@ -147,8 +185,8 @@ func (m *Observer) Throttled(topic string)     { m.throttled.WithLabelValues(m.t
 
 // WatchUsage exports per-topic gauges read at each scrape: usage gives
 // this process's worker's use of each topic, due (optional) the due jobs
-// still in Redis of each. Topics beyond MaxTopicLabels are summed under
-// topic="_other".
+// still in Redis of each. Topics beyond the bound (Config.MaxTopics) are
+// summed under topic="_other".
 func (m *Observer) WatchUsage(usage func() map[string]timer.TopicUsage, due func() map[string]int64) {
 	m.registry.MustRegister(&usageCollector{m: m, usage: usage, due: due})
 }

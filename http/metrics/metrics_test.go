@@ -31,7 +31,7 @@ func TestMetrics(t *testing.T) {
 		`toc_jobs_fired_total{outcome="failure",topic="orders"} 1`,
 		`toc_slots_owned 12`,
 		`toc_assignment_changes_total 2`,
-		`toc_firing_lateness_seconds_count 2`,
+		`toc_firing_lateness_seconds_count{topic="orders"} 2`,
 		`toc_claim_batch_size_sum 5`,
 		`toc_jobs_retried_total{topic="_other"} 11`, // "orders" holds one of the 200 labels
 	} {

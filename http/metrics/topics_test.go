@@ -1,0 +1,60 @@
+package metrics_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/http/metrics"
+	"github.com/toc-project/toc/timer"
+)
+
+func scrape(t *testing.T, m *metrics.Observer) string {
+	t.Helper()
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	return rec.Body.String()
+}
+
+// The lateness histogram carries a topic label under the same bound as
+// every other topic label, and MaxTopics sets the bound.
+func TestLatenessByTopicBounded(t *testing.T) {
+	m, err := metrics.NewWith(metrics.Config{MaxTopics: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 5 {
+		m.Fired(fmt.Sprintf("t%d", i), 1, time.Duration(i+1)*time.Millisecond, time.Millisecond, nil)
+	}
+	m.Fired("t0", 2, 4*time.Millisecond, time.Millisecond, nil)
+	m.Fired("t9", 1, time.Second, time.Millisecond, &timer.NotSentError{}) // not an attempt
+	m.Retried("t7")
+	body := scrape(t, m)
+	for _, want := range []string{
+		`toc_firing_lateness_seconds_count{topic="t0"} 2`,
+		`toc_firing_lateness_seconds_count{topic="t2"} 1`,
+		`toc_firing_lateness_seconds_count{topic="_other"} 2`,
+		`toc_jobs_retried_total{topic="_other"} 1`,
+		"scheduled already past due",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	for _, leak := range []string{`topic="t3"`, `topic="t4"`, `topic="t7"`, `topic="t9"`} {
+		if strings.Contains(body, leak) {
+			t.Errorf("metrics name a topic past the bound: %s", leak)
+		}
+	}
+	if m.MaxTopics() != 3 {
+		t.Errorf("MaxTopics %d", m.MaxTopics())
+	}
+	if metrics.New().MaxTopics() != metrics.MaxTopicLabels {
+		t.Error("the default bound is not MaxTopicLabels")
+	}
+	if _, err := metrics.NewWith(metrics.Config{MaxTopics: -1}); err == nil || !strings.Contains(err.Error(), "MaxTopics") {
+		t.Errorf("MaxTopics -1: %v", err)
+	}
+}
