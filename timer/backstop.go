@@ -119,7 +119,7 @@ func (b *Backstop) Run(ctx context.Context) error {
 		if !full && detector != nil {
 			lost, err := detector.Lost(ctx)
 			if err != nil && ctx.Err() == nil {
-				b.cfg.Logger.Warn("backstop: loss check failed", "err", err)
+				b.cfg.Logger.Warn("backstop: loss check failed", "dep", "redis", "err", err)
 			}
 			if lost {
 				b.cfg.Logger.Warn("backstop: Redis lost its data; restoring every pending job within the horizon")
@@ -131,7 +131,7 @@ func (b *Backstop) Run(ctx context.Context) error {
 				// Marked before the scan: a loss during the scan removes the
 				// mark, and the next check scans again.
 				if err := detector.Mark(ctx); err != nil && ctx.Err() == nil {
-					b.cfg.Logger.Warn("backstop: mark failed", "err", err)
+					b.cfg.Logger.Warn("backstop: mark failed", "dep", "redis", "err", err)
 				}
 			}
 			n, err := b.RunOnce(ctx, full)
@@ -142,7 +142,7 @@ func (b *Backstop) Run(ctx context.Context) error {
 				if repairing {
 					b.repair.Store(true) // try again at the next check
 				}
-				b.cfg.Logger.Warn("backstop scan failed", "full", full, "err", err)
+				b.cfg.Logger.Warn("backstop scan failed", "dep", "task_store or redis", "full", full, "err", err)
 			default:
 				lastScan = b.cfg.Now()
 				if full {

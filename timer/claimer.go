@@ -276,7 +276,7 @@ func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool 
 // failed puts off a slot that Redis failed.
 func (c *claimer) failed(ctx context.Context, st *slotState, now time.Time, op string, err error) {
 	if ctx.Err() == nil {
-		c.cfg.logf("slot "+op+" failed; retrying it shortly", "slot", st.slot.String(), "err", err)
+		c.cfg.logf("slot "+op+" failed; retrying it shortly", "dep", "redis", "slot", st.slot.String(), "err", err)
 	}
 	retry := now.Add(errorBackoff)
 	st.due = laterOf(st.due, retry)

@@ -106,7 +106,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 		if _, err := c.store.Complete(ctx, done, now); err != nil {
 			// Unacked, they come back when their leases expire, find
 			// their rows still pending, and fire again: at least once.
-			c.cfg.logf("mark done failed; the jobs will fire again", "jobs", len(done), "err", err)
+			c.cfg.logf("mark done failed; the jobs will fire again", "dep", "task_store", "jobs", len(done), "err", err)
 		} else {
 			for _, o := range batch {
 				if o.kind == outDone {
@@ -117,7 +117,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 	}
 	if len(acks) > 0 {
 		if _, err := c.leaser.Ack(ctx, acks); err != nil {
-			c.cfg.logf("ack failed; the leases will expire and be skipped", "jobs", len(acks), "err", err)
+			c.cfg.logf("ack failed; the leases will expire and be skipped", "dep", "redis", "jobs", len(acks), "err", err)
 		}
 	}
 	for _, o := range batch {
@@ -137,12 +137,12 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 	switch o.kind {
 	case outDeadRow:
 		if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
-			c.cfg.logf("mark dead failed", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("mark dead failed", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 		}
 		c.cfg.obs.Buried(topic)
 	case outPutBack:
 		if _, err := c.leaser.Defer(ctx, o.lease, o.until); err != nil {
-			c.cfg.logf("put back a claimed job failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("put back a claimed job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: o.until})
@@ -151,28 +151,28 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		until := laterOf(o.until, now)
 		// Not sent: pending again, so that a cancel meanwhile is definite.
 		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusPending, now); err != nil {
-			c.cfg.logf("put back job not sent failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("put back job not sent failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		if _, err := c.leaser.Defer(ctx, o.lease, until); err != nil {
-			c.cfg.logf("defer failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("defer failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		c.cfg.obs.Deferred(topic)
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: until})
 	case outDiscard:
 		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusCancelled, now); err != nil {
-			c.cfg.logf("discard job failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("discard job failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
-			c.cfg.logf("ack failed; the lease will expire and be skipped", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 		}
 	case outFailed:
 		dead := o.attempt >= o.job.MaxAttempts
 		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Dead: dead}
 		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
-			c.cfg.logf("record failed attempt failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		policy := c.lim.topic(topic).conf.Load().retry
@@ -180,7 +180,7 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 	case outBury:
 		if o.job.Status != StatusDead {
 			if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
-				c.cfg.logf("mark dead failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+				c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 				return
 			}
 		}
@@ -189,11 +189,11 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		c.retry(ctx, o.lease, now, 1, now)
 	case outMoved:
 		if err := c.readd(ctx, o.job, o.lease.Attempt, now); err != nil {
-			c.cfg.logf("re-add rescheduled job failed; the lease will expire", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("re-add rescheduled job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 			return
 		}
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
-			c.cfg.logf("ack failed; the lease will expire and be skipped", "job", o.lease.ID.String(), "err", err)
+			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 		}
 	}
 }
@@ -210,7 +210,7 @@ func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempt
 	outcome, err := c.leaser.Retry(ctx, l, at, maxAttempts, now)
 	switch {
 	case err != nil:
-		c.cfg.logf("retry failed; the lease will expire", "job", l.ID.String(), "err", err)
+		c.cfg.logf("retry failed; the lease will expire", "dep", "redis", "job", l.ID.String(), "err", err)
 	case outcome == Retried:
 		c.cfg.obs.Retried(l.Slot.Topic)
 		c.wake(Wake{Slot: l.Slot, DueAt: at})

@@ -212,7 +212,7 @@ func (w *Worker) askHeads() bool {
 func (w *Worker) gotHeads(a headsAnswer) {
 	w.asked = false
 	if a.err != nil {
-		w.log.Warn("read slot heads failed; trying again shortly", "slots", len(a.slots), "err", a.err)
+		w.log.Warn("read slot heads failed; trying again shortly", "dep", "redis", "slots", len(a.slots), "err", a.err)
 		back := []slotRange{}
 		for _, s := range a.slots {
 			back = append(back, slotRange{topic: s.Topic, from: s.Index, to: s.Index + 1})
@@ -268,7 +268,7 @@ func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan 
 	}
 	if err != nil {
 		if ctx.Err() == nil {
-			w.log.Warn("slot assignment failed; keeping the current slots", "err", err)
+			w.log.Warn("slot assignment failed; keeping the current slots", "dep", "assignment", "err", err)
 		}
 		retry := make(chan struct{})
 		time.AfterFunc(time.Second, func() { close(retry) })
@@ -307,7 +307,7 @@ func (w *Worker) learnTopic(ctx context.Context, tp *topicState) {
 	tp.known = true
 	t, err := w.catalog.Lookup(ctx, tp.name)
 	if err != nil && !errors.Is(err, ErrNotFound) && ctx.Err() == nil {
-		w.log.Warn("read topic limits failed; using the defaults until the next refresh", "topic", tp.name, "err", err)
+		w.log.Warn("read topic limits failed; using the defaults until the next refresh", "dep", "task_store", "topic", tp.name, "err", err)
 	}
 	if err == nil {
 		tp.topic = t
