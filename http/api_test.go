@@ -35,6 +35,7 @@ type apiEnv struct {
 	store *taskdb.Store
 	api   *tochttp.API
 	stats *fakeStats
+	mr    *miniredis.Miniredis
 }
 
 type fakeStats struct {
@@ -95,7 +96,7 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	api := mustAPI(t, eng, deadletter.NewLetters(dead, store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats}
+	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats, mr: mr}
 }
 
 // run starts the engine (worker and backstop) until the test ends.

@@ -289,7 +289,7 @@ func (c *keyChecker) object(t reflect.Type) error {
 			seen[string(key)] = true
 		}
 		if dup {
-			return &timer.FieldError{Field: string(key), Message: "duplicate key: a key may appear only once in an object"}
+			return &timer.FieldError{Field: string(key), Message: "duplicate key " + strconv.Quote(string(key)) + ": a key may appear only once in an object"}
 		}
 		vt := elem
 		if fields != nil {
