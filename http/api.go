@@ -180,7 +180,12 @@ func (a *API) routes() chi.Router {
 		a.writeError(w, r, fmt.Errorf("no such path %s: %w", r.URL.Path, timer.ErrNotFound))
 	})
 	r.MethodNotAllowed(func(w http.ResponseWriter, r *http.Request) {
-		writeJSON(w, http.StatusMethodNotAllowed, errorBody{Error: errorDetail{Code: CodeInvalid, Message: "method " + r.Method + " not allowed on " + r.URL.Path}})
+		for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+			if a.router.Match(chi.NewRouteContext(), m, r.URL.Path) {
+				w.Header().Add("Allow", m)
+			}
+		}
+		a.writeError(w, r, fmt.Errorf("method %s not allowed on %s: %w", r.Method, r.URL.Path, errMethodNotAllowed))
 	})
 	r.Get("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 
@@ -20,7 +21,13 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	CodeTooLarge        = "payload_too_large"
 	CodeUnavailable     = "unavailable"
+	// CodeMethodNotAllowed answers a method the path does not serve (405,
+	// with an Allow header).
+	CodeMethodNotAllowed = "method_not_allowed"
 )
+
+// errMethodNotAllowed answers a method the path does not serve.
+var errMethodNotAllowed = errors.New("method not allowed")
 
 // errUnauthenticated answers a /v1 call without a valid bearer token.
 var errUnauthenticated = errors.New("a valid bearer token is required")
@@ -34,6 +41,16 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// Items, in a refused batch, has the error of each refused item.
+	Items []itemDetail `json:"items,omitempty"`
+}
+
+// itemDetail is the error of one item of a batch, by its index.
+type itemDetail struct {
+	Index   int    `json:"index"`
+	Code    string `json:"code"`
+	Message string `json:"message"`
+	Field   string `json:"field,omitempty"`
 }
 
 // toDetail maps an error to its code, status and message: the one place
@@ -43,6 +60,9 @@ func toDetail(err error) (int, errorDetail) {
 		fe  *timer.FieldError
 		mbe *http.MaxBytesError
 	)
+	if be, ok := errors.AsType[*timer.BatchError](err); ok {
+		return batchDetail(be)
+	}
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, errorDetail{Code: CodeInvalid, Message: fe.Message, Field: fe.Field}
@@ -58,6 +78,8 @@ func toDetail(err error) (int, errorDetail) {
 		return http.StatusConflict, errorDetail{Code: CodeAlreadyFired, Message: err.Error()}
 	case errors.Is(err, timer.ErrConflict):
 		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: err.Error()}
+	case errors.Is(err, errMethodNotAllowed):
+		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethodNotAllowed, Message: err.Error()}
 	case errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized, errorDetail{Code: CodeUnauthenticated, Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -66,6 +88,27 @@ func toDetail(err error) (int, errorDetail) {
 	// Everything else is a dependency failing (task store or Redis down):
 	// nothing was written, and the caller may retry.
 	return http.StatusServiceUnavailable, errorDetail{Code: CodeUnavailable, Message: "the service is unavailable; nothing was written"}
+}
+
+// batchDetail answers a refused batch: 400 invalid_argument, or 409
+// conflict when every refused item reused an idempotency key with other
+// content, with each refused item's own code and field.
+func batchDetail(be *timer.BatchError) (int, errorDetail) {
+	status := http.StatusConflict
+	d := errorDetail{Field: "jobs", Items: make([]itemDetail, len(be.Items))}
+	for i, it := range be.Items {
+		s, id := toDetail(it.Err)
+		if s != http.StatusConflict {
+			status = http.StatusBadRequest
+		}
+		d.Items[i] = itemDetail{Index: it.Index, Code: id.Code, Message: id.Message, Field: id.Field}
+	}
+	d.Code = CodeConflict
+	if status == http.StatusBadRequest {
+		d.Code = CodeInvalid
+	}
+	d.Message = fmt.Sprintf("%d of the batch's jobs refused (see items); nothing was stored", len(be.Items))
+	return status, d
 }
 
 // writeError answers err, logging the ones that are the service's fault.

@@ -1,13 +1,12 @@
 package http
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -49,19 +48,33 @@ func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, err
 	return req, a.guard.Check(ctx, req.CallbackURL)
 }
 
+// batchRequest is the body of POST /v1/jobs/batch when some item is not
+// a well-formed job: each item is then decoded alone, so that its error
+// names it.
 type batchRequest struct {
-	Jobs []json.RawMessage `json:"jobs"`
+	Jobs []batchItemJSON `json:"jobs"`
+}
+
+// batchItemJSON is one item of a batch, kept as it came to be decoded on
+// its own (checkKeys leaves a type with its own UnmarshalJSON to it).
+type batchItemJSON []byte
+
+func (b *batchItemJSON) UnmarshalJSON(data []byte) error {
+	*b = slices.Clone(data)
+	return nil
 }
 
 type batchItem struct {
-	ID      string       `json:"id,omitempty"`
-	Status  string       `json:"status,omitempty"`
-	Created *bool        `json:"created,omitempty"`
-	Error   *errorDetail `json:"error,omitempty"`
+	ID      string `json:"id"`
+	Status  string `json:"status"`
+	Created bool   `json:"created"`
 }
 
-// createBatch: POST /v1/jobs/batch. Items are answered in request order;
-// the valid ones are committed in one transaction.
+// createBatch: POST /v1/jobs/batch, all or nothing. Any refused item
+// answers 400 (409 when every refused item reused a key with other
+// content) with one error per refused item, by index, and nothing is
+// stored; otherwise the items are committed in one transaction and
+// answered in request order.
 func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 	raw, err := io.ReadAll(r.Body)
 	if err != nil {
@@ -75,7 +88,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 	}
 	var bodies []*jobRequest
 	var errs []error
-	if decode(bytes.NewReader(raw), &fast) == nil {
+	if decodeBytes(raw, &fast) == nil {
 		bodies = make([]*jobRequest, len(fast.Jobs))
 		for i := range fast.Jobs {
 			bodies[i] = &fast.Jobs[i]
@@ -83,7 +96,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		errs = make([]error, len(bodies))
 	} else {
 		var body batchRequest
-		if err := decode(bytes.NewReader(raw), &body); err != nil {
+		if err := decodeBytes(raw, &body); err != nil {
 			a.writeError(w, r, err)
 			return
 		}
@@ -91,56 +104,44 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		errs = make([]error, len(body.Jobs))
 		for i, item := range body.Jobs {
 			bodies[i] = new(jobRequest)
-			errs[i] = decode(bytes.NewReader(item), bodies[i])
+			errs[i] = decodeBytes(item, bodies[i])
 		}
 	}
 	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
 		a.writeError(w, r, &timer.FieldError{Field: "jobs", Message: fmt.Sprintf("must hold 1..%d jobs", MaxBatchJobs)})
 		return
 	}
-	items := make([]batchItem, len(bodies))
+	reqs := make([]timer.Request, len(bodies))
+	var refused []timer.ItemError
 	checkedURL := map[string]error{} // most batches share one callback
-	var (
-		reqs []timer.Request
-		at   []int
-	)
 	for i, jb := range bodies {
-		var req timer.Request
 		err := errs[i]
 		if err == nil {
-			req, err = jb.request()
+			reqs[i], err = jb.request()
 		}
 		if err == nil {
 			var seen bool
-			if err, seen = checkedURL[req.CallbackURL]; !seen {
-				err = a.guard.Check(r.Context(), req.CallbackURL)
-				checkedURL[req.CallbackURL] = err
+			if err, seen = checkedURL[reqs[i].CallbackURL]; !seen {
+				err = a.guard.Check(r.Context(), reqs[i].CallbackURL)
+				checkedURL[reqs[i].CallbackURL] = err
 			}
 		}
 		if err != nil {
-			_, d := toDetail(err)
-			items[i].Error = &d
-			continue
+			refused = append(refused, timer.ItemError{Index: i, Err: err})
 		}
-		reqs = append(reqs, req)
-		at = append(at, i)
 	}
-	if len(reqs) > 0 {
-		res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		for n, res := range res {
-			i := at[n]
-			if res.Err != nil {
-				_, d := toDetail(res.Err)
-				items[i].Error = &d
-				continue
-			}
-			created := res.Created
-			items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: &created}
-		}
+	if refused != nil {
+		a.writeError(w, r, &timer.BatchError{Items: refused})
+		return
+	}
+	res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	items := make([]batchItem, len(res))
+	for i, res := range res {
+		items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: res.Created}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": items})
 }

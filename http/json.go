@@ -7,9 +7,13 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -59,6 +63,11 @@ func (w whenRequest) when(optional bool) (time.Time, time.Duration, error) {
 		if err != nil {
 			return time.Time{}, 0, &timer.FieldError{Field: "fire_at", Message: "must be an RFC 3339 time, like 2026-01-02T15:04:05.250Z"}
 		}
+		if !timer.ValidDue(t) {
+			// Checked here too: a zero time (0001-01-01T00:00:00Z) would
+			// otherwise read as "no fire_at" below.
+			return time.Time{}, 0, &timer.FieldError{Field: "fire_at", Message: timer.DueRange()}
+		}
 		return t, 0, nil
 	case w.DelayMS != nil:
 		if *w.DelayMS < 0 || *w.DelayMS > maxDelayMS {
@@ -98,6 +107,9 @@ func (b *jobRequest) request() (timer.Request, error) {
 		r.MaxAttempts = *b.MaxAttempts
 	}
 	if b.Priority != nil {
+		if *b.Priority == "" { // not taken as normal: leave it out for that
+			return r, &timer.FieldError{Field: "priority", Message: "must be high, normal or low"}
+		}
 		if r.Priority, err = timer.ParsePriority(*b.Priority); err != nil {
 			return r, err
 		}
@@ -112,21 +124,282 @@ func (b *jobRequest) request() (timer.Request, error) {
 	return r, r.Validate()
 }
 
-// decode reads exactly one JSON value into v, refusing unknown fields and
-// trailing data, and names the offending field in its error.
+// decode reads exactly one JSON value into v, refusing unknown fields,
+// trailing data, invalid UTF-8 and what encoding/json would otherwise take
+// silently (see checkKeys), and names the offending field in its error.
 func decode(body io.Reader, v any) error {
-	dec := json.NewDecoder(body)
+	raw, err := io.ReadAll(body)
+	if err != nil {
+		return decodeError(err)
+	}
+	return decodeBytes(raw, v)
+}
+
+// decodeBytes is decode over a body already read.
+func decodeBytes(raw []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return decodeError(err)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		if mbe, ok := errors.AsType[*http.MaxBytesError](err); ok {
-			return mbe
-		}
 		return &timer.FieldError{Field: "", Message: "trailing data after the JSON value"}
 	}
+	if !utf8.Valid(raw) {
+		// encoding/json would have replaced the bad bytes with U+FFFD: a
+		// key or payload other than the one sent.
+		return &timer.FieldError{Message: "the body is not valid UTF-8"}
+	}
+	return checkKeys(raw, reflect.TypeOf(v))
+}
+
+// checkKeys refuses, in data (one JSON value that encoding/json has
+// already parsed into a value of type t), what encoding/json takes
+// silently: a key repeated in one object, anywhere in the body (it keeps
+// the last, so a job could land in another topic than a reader of the body
+// sees), and, in an object decoded into a struct, a key that names a field
+// in another case ("Topic" for "topic": encoding/json matches names
+// case-insensitively). Its error names the key by its path ("payload.a",
+// "retry.base_ms", "jobs[2].topic").
+//
+// It is a byte-level pass rather than a second decode with
+// json.Decoder.Token, which allocates per token: BenchmarkDecodeJob.
+func checkKeys(data []byte, t reflect.Type) error {
+	c := keyChecker{data: data}
+	return c.value(t)
+}
+
+type keyChecker struct {
+	data []byte
+	i    int
+}
+
+func (c *keyChecker) space() {
+	for c.i < len(c.data) {
+		switch c.data[c.i] {
+		case ' ', '\t', '\n', '\r':
+			c.i++
+		default:
+			return
+		}
+	}
+}
+
+// under returns err with its field prefixed by the path component p: the
+// path is built only on the way out of an error.
+func under(p string, err error) error {
+	if fe, ok := err.(*timer.FieldError); ok {
+		if fe.Field != "" && fe.Field[0] != '[' {
+			p += "."
+		}
+		fe.Field = p + fe.Field
+	}
+	return err
+}
+
+// value checks the value at c.i, known to be well-formed, bound to type t
+// (nil: not decoded into a struct anywhere below).
+func (c *keyChecker) value(t reflect.Type) error {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t != nil && t != rawMessageType && reflect.PointerTo(t).Implements(unmarshalerType) {
+		c.skip() // it decodes its bytes itself, and checks them
+		return nil
+	}
+	if t != nil && (t == rawMessageType || t.Kind() == reflect.Interface) {
+		t = nil
+	}
+	c.space()
+	switch c.data[c.i] {
+	case '{':
+		return c.object(t)
+	case '[':
+		var elem reflect.Type
+		if t != nil && (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) {
+			elem = t.Elem()
+		}
+		c.i++
+		for n := 0; ; n++ {
+			c.space()
+			if c.data[c.i] == ']' {
+				c.i++
+				return nil
+			}
+			if err := c.value(elem); err != nil {
+				return under("["+strconv.Itoa(n)+"]", err)
+			}
+			c.space()
+			if c.data[c.i] == ',' {
+				c.i++
+			}
+		}
+	case '"':
+		c.str()
+	default: // a number, true, false or null
+		for c.i < len(c.data) {
+			switch c.data[c.i] {
+			case ',', ']', '}', ' ', '\t', '\n', '\r':
+				return nil
+			}
+			c.i++
+		}
+	}
 	return nil
+}
+
+func (c *keyChecker) object(t reflect.Type) error {
+	var fields map[string]reflect.Type
+	var elem reflect.Type
+	if t != nil {
+		switch t.Kind() {
+		case reflect.Struct:
+			fields = fieldsOf(t)
+		case reflect.Map:
+			elem = t.Elem()
+		}
+	}
+	var (
+		buf   [16][]byte
+		small = buf[:0] // the keys seen while few; then seen
+		seen  map[string]bool
+	)
+	c.i++
+	for {
+		c.space()
+		if c.data[c.i] == '}' {
+			c.i++
+			return nil
+		}
+		key := c.key()
+		var dup bool
+		switch {
+		case seen != nil:
+			dup = seen[string(key)]
+			seen[string(key)] = true
+		case len(small) < len(buf):
+			dup = slices.ContainsFunc(small, func(k []byte) bool { return bytes.Equal(k, key) })
+			small = append(small, key)
+		default:
+			seen = make(map[string]bool, 4*len(small))
+			for _, k := range small {
+				seen[string(k)] = true
+			}
+			dup = seen[string(key)]
+			seen[string(key)] = true
+		}
+		if dup {
+			return &timer.FieldError{Field: string(key), Message: "duplicate key " + strconv.Quote(string(key)) + ": a key may appear only once in an object"}
+		}
+		vt := elem
+		if fields != nil {
+			ft, ok := fields[string(key)]
+			if !ok {
+				return &timer.FieldError{Field: string(key), Message: "unknown field (field names are case-sensitive)"}
+			}
+			vt = ft
+		}
+		c.space()
+		c.i++ // ':'
+		if err := c.value(vt); err != nil {
+			return under(string(key), err)
+		}
+		c.space()
+		if c.data[c.i] == ',' {
+			c.i++
+		}
+	}
+}
+
+// skip passes over the value at c.i without checking it.
+func (c *keyChecker) skip() {
+	c.space()
+	depth := 0
+	for {
+		switch c.data[c.i] {
+		case '"':
+			c.str()
+			if depth == 0 {
+				return
+			}
+			continue
+		case '{', '[':
+			depth++
+		case '}', ']':
+			depth--
+			if depth == 0 {
+				c.i++
+				return
+			}
+		}
+		if depth == 0 { // a number, true, false or null
+			c.value(nil)
+			return
+		}
+		c.i++
+	}
+}
+
+// str skips the string at c.i and returns its raw bytes between the
+// quotes, and whether they hold an escape.
+func (c *keyChecker) str() (raw []byte, escaped bool) {
+	c.i++
+	start := c.i
+	for {
+		switch c.data[c.i] {
+		case '\\':
+			escaped = true
+			c.i += 2
+		case '"':
+			raw = c.data[start:c.i]
+			c.i++
+			return raw, escaped
+		default:
+			c.i++
+		}
+	}
+}
+
+// key returns the object key at c.i, unescaped, without a copy unless it
+// holds an escape.
+func (c *keyChecker) key() []byte {
+	raw, escaped := c.str()
+	if !escaped {
+		return raw
+	}
+	var s string
+	_ = json.Unmarshal(c.data[c.i-len(raw)-2:c.i], &s) // well-formed: already parsed
+	return []byte(s)
+}
+
+var (
+	rawMessageType  = reflect.TypeFor[json.RawMessage]()
+	unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+	structFields    sync.Map // reflect.Type → map[string]reflect.Type
+)
+
+// fieldsOf returns the JSON names of struct t's fields and their types.
+func fieldsOf(t reflect.Type) map[string]reflect.Type {
+	if f, ok := structFields.Load(t); ok {
+		return f.(map[string]reflect.Type)
+	}
+	fields := make(map[string]reflect.Type, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch name {
+		case "-":
+			continue
+		case "":
+			name = f.Name
+		}
+		fields[name] = f.Type
+	}
+	structFields.Store(t, fields)
+	return fields
 }
 
 func decodeError(err error) error {

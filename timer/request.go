@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"time"
+	"unicode/utf8"
 )
 
 // FieldError is an ErrInvalid that names the offending field, so the API
@@ -71,10 +72,12 @@ func (r *Request) Validate() error {
 		return invalid("topic", "must match ^[a-z0-9][a-z0-9_-]{0,63}$")
 	case len(r.Key) > MaxKeyBytes:
 		return invalid("key", "longer than %d bytes", MaxKeyBytes)
+	case !ValidKey(r.Key):
+		return invalid("key", "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
 	case r.FireAt.IsZero() && r.Delay < 0:
 		return invalid("delay_ms", "must not be negative")
-	case !r.FireAt.IsZero() && (r.FireAt.UnixMilli() <= 0 || r.FireAt.UnixMilli() >= maxDueMillis):
-		return invalid("fire_at", "out of range")
+	case !r.FireAt.IsZero() && !ValidDue(r.FireAt):
+		return invalid("fire_at", "%s", DueRange())
 	case r.FireAt.IsZero() && r.Delay > maxDelay:
 		return invalid("delay_ms", "more than %d ms", maxDelay.Milliseconds())
 	case r.MaxAttempts < 0 || r.MaxAttempts > MaxAttemptsLimit:
@@ -87,19 +90,63 @@ func (r *Request) Validate() error {
 	return nil
 }
 
-// Bounds of a due time: the Redis score encoding holds milliseconds below
-// 2^46 (see package lua); we stop well before, at year 9999.
+// ValidKey reports whether key is a valid idempotency key: UTF-8 without
+// control characters (bytes below 0x20, and 0x7f), so that what is stored
+// and logged is what a reader of the request sees. Its length is checked
+// apart (MaxKeyBytes).
+func ValidKey(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if c := key[i]; c < 0x20 || c == 0x7f {
+			return false
+		}
+	}
+	return utf8.ValidString(key)
+}
+
+// Bounds of a due time, in Unix milliseconds. A Redis score holds a time
+// exactly only up to 2^46-1 ms (lua.MaxMillis, 4199-11-24T01:22:57.663Z;
+// see package lua, whose tests check these against it). Due times stop
+// before 4199-01-01, which leaves the scores of a lease or a retry after
+// the latest due time room to stay exact; before 1970 a score would be
+// negative. A time outside is refused, never moved.
 const (
-	maxDueMillis = 253402300800000 // 10000-01-01T00:00:00Z
+	MinDueMillis = 1                  // after 1970-01-01T00:00:00Z
+	MaxDueMillis = 70340486400000 - 1 // before 4199-01-01T00:00:00Z
 	maxDelay     = 100 * 365 * 24 * time.Hour
 )
 
-// job builds the row for r, due at r's time relative to now.
-func (r *Request) job(id JobID, now time.Time) *Job {
-	due := r.FireAt
-	if due.IsZero() {
-		due = now.Add(r.Delay)
+var (
+	minDue = TimeOf(MinDueMillis - 1).UTC().Format(time.RFC3339)
+	maxDue = TimeOf(MaxDueMillis + 1).UTC().Format(time.RFC3339)
+)
+
+// ValidDue reports whether t, rounded up to the millisecond as a due time
+// is, lies within MinDueMillis..MaxDueMillis.
+func ValidDue(t time.Time) bool {
+	ms := CeilMillis(t)
+	return ms >= MinDueMillis && ms <= MaxDueMillis
+}
+
+// DueRange is the message of a due time outside MinDueMillis..MaxDueMillis.
+func DueRange() string { return "must be after " + minDue + " and before " + maxDue }
+
+// due returns r's due time relative to now, or a *FieldError naming
+// delay_ms when now plus the delay leaves the range of due times.
+func (r *Request) due(now time.Time) (time.Time, error) {
+	if !r.FireAt.IsZero() {
+		return r.FireAt, nil
 	}
+	due := now.Add(r.Delay)
+	if !ValidDue(due) {
+		return due, invalid("delay_ms", "lands outside the range of due times: %s", DueRange())
+	}
+	return due, nil
+}
+
+// job builds the row for r, due at r's time relative to now (which the
+// caller has checked with r.due).
+func (r *Request) job(id JobID, now time.Time) *Job {
+	due, _ := r.due(now)
 	now = TimeOf(now.UnixMilli())
 	return &Job{
 		ID:          id,
@@ -140,3 +187,36 @@ var errKeyMismatch = fmt.Errorf("idempotency key used by a different job: %w", E
 // IsKeyMismatch reports whether err says an idempotency key was reused
 // with different content.
 func IsKeyMismatch(err error) bool { return errors.Is(err, errKeyMismatch) }
+
+// BatchError is ScheduleBatch's error when it refused some of the
+// requests of a batch, and so wrote nothing. Items names each refused
+// request, in order.
+type BatchError struct {
+	Items []ItemError
+}
+
+// ItemError is the error of one request of a batch, by its index.
+type ItemError struct {
+	Index int
+	Err   error
+}
+
+func (e *BatchError) Error() string {
+	first := e.Items[0]
+	msg := fmt.Sprintf("batch refused, nothing written: request %d: %v", first.Index, first.Err)
+	if n := len(e.Items) - 1; n > 0 {
+		msg += fmt.Sprintf(" (and %d more)", n)
+	}
+	return msg
+}
+
+// Unwrap returns the items' errors: errors.Is(err, ErrInvalid) holds when
+// one request was invalid, errors.Is(err, ErrConflict) when one reused a
+// key.
+func (e *BatchError) Unwrap() []error {
+	errs := make([]error, len(e.Items))
+	for i, it := range e.Items {
+		errs[i] = it.Err
+	}
+	return errs
+}
