@@ -67,8 +67,9 @@ type Stats interface {
 type TopicStats struct {
 	Topic string
 	Slots int
-	// Pending, InFlight and Dead count the rows of the task store (the
-	// truth) that are pending, firing and dead.
+	// Pending and Dead count the rows of the task store (the truth) that
+	// are pending (firing ones included) and dead; InFlight the leases
+	// the workers hold in Redis.
 	Pending  int64
 	InFlight int64
 	Dead     int64

@@ -17,10 +17,35 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 15
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 16
 )
+
+// How a status is kept: firing is a pending row (status 0) whose fired
+// flag is set, so that moving a job to firing, once per job fired, changes
+// a column in no index (status is in two).
+//
+//	status     status column  fired
+//	pending    0              0
+//	firing     0              1
+//	other s    s              0
+
+// rowStatus returns the status and fired columns of s.
+func rowStatus(s timer.Status) (status, fired int64) {
+	if s == timer.StatusFiring {
+		return int64(timer.StatusPending), 1
+	}
+	return int64(s), 0
+}
+
+// statusOf is the status a row's status and fired columns make.
+func statusOf(status, fired int64) timer.Status {
+	if status == int64(timer.StatusPending) && fired != 0 {
+		return timer.StatusFiring
+	}
+	return timer.Status(status)
+}
 
 // Insert commits jobs in one transaction, all or none, with one multi-row
 // INSERT per chunk of rows (one chunk, and no explicit transaction, for
@@ -88,10 +113,11 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 		if !j.UpdatedAt.IsZero() {
 			modified = j.UpdatedAt.UnixMilli()
 		}
+		status, fired := rowStatus(j.Status)
 		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
-			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), int64(j.Status),
+			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), status,
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority))
+			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired)
 	}
 	return b.String(), args
 }
@@ -112,8 +138,10 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
-	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET status = ?, gmt_modified = ? WHERE job_id = ? AND status = ?",
-		int64(to), now.UnixMilli(), int64(id), int64(from))
+	toStatus, toFired := rowStatus(to)
+	fromStatus, fromFired := rowStatus(from)
+	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET status = ?, fired = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = ?",
+		toStatus, toFired, now.UnixMilli(), int64(id), fromStatus, fromFired)
 	if err != nil {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, err)
 	}
@@ -134,10 +162,10 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	if f.Dead {
 		to = timer.StatusDead
 	}
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?
-		WHERE job_id = ? AND status IN (?, ?)`,
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?
+		WHERE job_id = ? AND status = ?`,
 		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(),
-		int64(id), int64(timer.StatusPending), int64(timer.StatusFiring))
+		int64(id), int64(timer.StatusPending))
 	if err != nil {
 		return false, fmt.Errorf("fail job %d: %w", id, err)
 	}
@@ -147,7 +175,7 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 // Reschedule sets a pending job's due time, reporting whether it was
 // pending.
 func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
-	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET action_time = ?, gmt_modified = ? WHERE job_id = ? AND status = ?",
+	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET action_time = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0",
 		timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusPending))
 	if err != nil {
 		return false, fmt.Errorf("reschedule job %d: %w", id, err)
@@ -158,7 +186,7 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 // Replay moves a dead job back to pending at dueAt with no attempts and
 // no last error, reporting whether it was dead.
 func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
 		WHERE job_id = ? AND status = ?`,
 		int64(timer.StatusPending), timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusDead))
 	if err != nil {
@@ -169,18 +197,19 @@ func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time
 
 // Fire moves the jobs of ids that are pending or firing and due at or
 // before until to firing, one UPDATE by primary key per 5,000 ids, and
-// returns how many rows it changed.
+// returns how many rows it matched. It sets the fired flag alone: no index
+// holds it, and gmt_modified is left as it was.
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var total int64
 	for chunk := range slices.Chunk(ids, maxInList) {
-		args := make([]any, 0, 5+len(chunk))
-		args = append(args, int64(timer.StatusFiring), now.UnixMilli(), int64(timer.StatusPending), int64(timer.StatusFiring), timer.MillisOf(until))
+		args := make([]any, 0, 2+len(chunk))
+		args = append(args, int64(timer.StatusPending), timer.MillisOf(until))
 		for _, id := range chunk {
 			args = append(args, int64(id))
 		}
 		// "+status" as in Complete: look the ids up by primary key.
-		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET status = ?, gmt_modified = ?
-			WHERE +status IN (?, ?) AND action_time <= ? AND job_id IN (`+placeholders(len(chunk))+")", args...)
+		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET fired = 1
+			WHERE +status = ? AND action_time <= ? AND job_id IN (`+placeholders(len(chunk))+")", args...)
 		if err != nil {
 			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
 		}
@@ -201,7 +230,7 @@ const completeChunk = 1000
 // counts, one UPDATE per 1,000 jobs:
 //
 //	UPDATE toc_jobs SET status = 2, attempts = CASE job_id WHEN ? THEN ? ... END,
-//	gmt_modified = ? WHERE +status IN (0, 1) AND job_id IN (...)
+//	fired = 0, gmt_modified = ? WHERE +status = 0 AND job_id IN (...)
 //
 // and returns how many it moved.
 func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
@@ -247,10 +276,10 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 	// "+status" keeps SQLite's planner, when it has no statistics, from
 	// walking every pending job in toc_jobs_status_due instead of looking
 	// the ids up by primary key. MySQL ignores the plus.
-	b.WriteString(" END, gmt_modified = ? WHERE +status IN (?, ?) AND job_id IN (")
+	b.WriteString(" END, fired = 0, gmt_modified = ? WHERE +status = ? AND job_id IN (")
 	b.WriteString(placeholders(len(done)))
 	b.WriteString(")")
-	args = append(args, now.UnixMilli(), int64(timer.StatusPending), int64(timer.StatusFiring))
+	args = append(args, now.UnixMilli(), int64(timer.StatusPending))
 	for _, c := range done {
 		args = append(args, int64(c.ID))
 	}
@@ -261,7 +290,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -272,15 +301,16 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		created, modified     int64
 		attempts, maxAttempts int64
 		priority, lastStatus  int64
+		fired                 int64
 		noPayload             bool
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired)
 	if err != nil {
 		return nil, err
 	}
 	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(id), string(key), uint64(bizID), uint64(bizType)
-	j.Status, j.DueAt = timer.Status(status), timer.TimeOf(due)
+	j.Status, j.DueAt = statusOf(status, fired), timer.TimeOf(due)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
 	j.Priority, j.LastStatus = timer.Priority(priority), int(lastStatus)
 	j.Payload = payload

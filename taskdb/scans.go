@@ -35,12 +35,6 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	return s.scan(ctx, timer.StatusPending, after, before, limit)
 }
 
-// ScanFiring is ScanPending for the jobs in status firing, over the same
-// index.
-func (s *Store) ScanFiring(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	return s.scan(ctx, timer.StatusFiring, after, before, limit)
-}
-
 func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
@@ -110,7 +104,8 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 
 // CountByStatus counts the jobs of topic, or of every topic when topic is
-// "", by status. Every known status is in the map, with 0 when no job has
+// "", by status (a firing job counts as pending: firing is a flag on a
+// pending row, in no index). Every known status is in the map, with 0 when no job has
 // it. It walks the index toc_jobs_topic_status (toc_jobs_status_due for
 // every topic) without reading rows, so it takes time in proportion to
 // the jobs counted.

@@ -174,20 +174,10 @@ func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	defer cancel()
 	pages := make(chan []Timer, 2)
 	scanErr := make(chan error, 1)
-	// A full scan also reads the firing rows: attempts under way, or
-	// whose worker died mid-call; if Redis lost their timers they must come
-	// back too. There are few of them.
-	scans := []scanOf{{"pending", b.store.ScanPending, cur}}
-	if full || b.mark.IsZero() {
-		scans = append(scans, scanOf{"firing", b.store.ScanFiring, Cursor{}})
-	}
 	go func() {
 		defer close(pages)
-		for _, s := range scans {
-			if err := b.scanPages(ctx, s.scan, s.from, end, pages); err != nil {
-				scanErr <- fmt.Errorf("scan %s: %w", s.what, err)
-				return
-			}
+		if err := b.scanPages(ctx, cur, end, pages); err != nil {
+			scanErr <- fmt.Errorf("scan pending: %w", err)
 		}
 	}()
 	// Two restorers: Redis runs one script at a time, but their round
@@ -229,17 +219,10 @@ func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	return n, nil
 }
 
-// scanOf is one of the scans of a pass: of which rows, how, from where.
-type scanOf struct {
-	what string
-	scan func(context.Context, Cursor, time.Time, int) ([]Timer, error)
-	from Cursor
-}
-
-// scanPages sends the pages of one scan from cur to pages.
-func (b *Backstop) scanPages(ctx context.Context, scan func(context.Context, Cursor, time.Time, int) ([]Timer, error), cur Cursor, end time.Time, pages chan<- []Timer) error {
+// scanPages sends the pages of the scan from cur to pages.
+func (b *Backstop) scanPages(ctx context.Context, cur Cursor, end time.Time, pages chan<- []Timer) error {
 	for {
-		timers, err := scan(ctx, cur, end, b.cfg.Page)
+		timers, err := b.store.ScanPending(ctx, cur, end, b.cfg.Page)
 		if err != nil {
 			return fmt.Errorf("after %v: %w", cur.DueAt, err)
 		}

@@ -88,10 +88,10 @@ type Scanner interface {
 	// ScanPending returns up to limit pending jobs with a due time before
 	// before, ordered by (due time, id), strictly after cursor. Each Timer
 	// carries its topic's slot count, read from the topic's row.
+	// Firing jobs (an attempt under way, or whose worker died mid-call)
+	// are pending ones here: if Redis lost their timers they must come
+	// back too.
 	ScanPending(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
-	// ScanFiring is ScanPending for jobs in status firing: attempts under
-	// way, or whose worker died mid-call.
-	ScanFiring(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
 }
 
 // DeadReader lists dead jobs: the record of the dead letters.

@@ -456,7 +456,7 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
-	_, _, _, next, err := t.queue.Stats(ctx, name, topic.Slots)
+	_, leased, _, next, err := t.queue.Stats(ctx, name, topic.Slots)
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
@@ -464,7 +464,7 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 		Topic:    name,
 		Slots:    topic.Slots,
 		Pending:  counts[timer.StatusPending],
-		InFlight: counts[timer.StatusFiring],
+		InFlight: leased,
 		Dead:     counts[timer.StatusDead],
 		NextDue:  next,
 	}, nil

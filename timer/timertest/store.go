@@ -157,7 +157,7 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 	n := 0
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs {
-			r.job.Status, r.modified = timer.StatusFiring, now.UnixMilli()
+			r.job.Status = timer.StatusFiring // taskdb leaves gmt_modified
 			n++
 		}
 	}
@@ -288,14 +288,6 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	return s.scan(timer.StatusPending, after, before, limit)
 }
 
-// ScanFiring implements timer.Scanner.
-func (s *Store) ScanFiring(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	if err := s.f.call("ScanFiring"); err != nil {
-		return nil, err
-	}
-	return s.scan(timer.StatusFiring, after, before, limit)
-}
-
 func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
@@ -309,7 +301,7 @@ func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, 
 	defer s.mu.Unlock()
 	var rows []*row
 	for _, r := range s.jobs {
-		if r.job.Status == status && r.due < beforeMs &&
+		if (r.job.Status == status || status == timer.StatusPending && r.job.Status == timer.StatusFiring) && r.due < beforeMs &&
 			(r.due > afterMs || (r.due == afterMs && r.job.ID > after.ID)) {
 			rows = append(rows, r)
 		}

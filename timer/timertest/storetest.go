@@ -45,7 +45,7 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Fire", testFire},
 		{"FiringFinishes", testFiringFinishes},
-		{"ScanFiring", testScanFiring},
+		{"ScanPendingFiring", testScanPendingFiring},
 		{"ListDead", testListDead},
 	}
 	for _, tc := range tests {
