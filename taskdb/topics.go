@@ -26,10 +26,18 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	if created.IsZero() {
 		created = s.now()
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+	// A DeleteTopic may remove the row between the insert and the read:
+	// then insert again, a few times, rather than answer "not found".
+	for range 3 {
+		if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
+			return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+		}
+		got, err := s.Topic(ctx, t.Name)
+		if !errors.Is(err, timer.ErrNotFound) {
+			return got, err
+		}
 	}
-	return s.Topic(ctx, t.Name)
+	return timer.Topic{}, fmt.Errorf("ensure topic %q: deleted as soon as created, three times: %w", t.Name, timer.ErrConflict)
 }
 
 // PutTopic creates t or replaces the defaults and limits of the topic of
