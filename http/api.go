@@ -38,6 +38,12 @@ type Topics interface {
 	PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error)
 	Topic(ctx context.Context, name string) (timer.Topic, error)
 	Topics(ctx context.Context) ([]timer.Topic, error)
+	// PauseTopic pauses or resumes a topic; an unknown one wraps
+	// timer.ErrNotFound.
+	PauseTopic(ctx context.Context, name string, paused bool) (timer.Topic, error)
+	// DeleteTopic deletes a topic none of whose jobs is pending, firing or
+	// dead; otherwise a *timer.TopicInUseError (timer.ErrConflict).
+	DeleteTopic(ctx context.Context, name string) error
 }
 
 // DeadLetters lists and purges dead jobs.
@@ -113,8 +119,12 @@ type APIConfig struct {
 	// TopicDefaults are the worker's retry policy, lease and callback
 	// timeout, shown for a topic that sets none (default: timer's).
 	TopicDefaults timer.Limits
-	Logger        *slog.Logger
-	Now           func() time.Time
+	// MaxCallbackTimeout is the longest callback_timeout_ms a topic may
+	// set (default DefaultMaxCallbackTimeout, and at least
+	// TopicDefaults.CallbackTimeout).
+	MaxCallbackTimeout time.Duration
+	Logger             *slog.Logger
+	Now                func() time.Time
 }
 
 // Validate reports the first field of c that is out of range.
@@ -129,6 +139,12 @@ func (c APIConfig) Validate() error {
 	}
 	if err := c.TopicDefaults.Validate(); err != nil {
 		return &timer.FieldError{Field: "TopicDefaults", Message: err.Error()}
+	}
+	if c.MaxCallbackTimeout < 0 || c.MaxCallbackTimeout > timer.MaxLease-timer.LeaseMargin {
+		return &timer.FieldError{Field: "MaxCallbackTimeout", Message: fmt.Sprintf("must be within 0..%v", timer.MaxLease-timer.LeaseMargin)}
+	}
+	if def := cmp.Or(c.TopicDefaults.CallbackTimeout, timer.DefaultAttemptTimeout); c.MaxCallbackTimeout > 0 && def > c.MaxCallbackTimeout {
+		return &timer.FieldError{Field: "MaxCallbackTimeout", Message: fmt.Sprintf("%v is below the default callback timeout %v", c.MaxCallbackTimeout, def)}
 	}
 	return nil
 }
@@ -162,6 +178,7 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) (*API, erro
 	d.Retry.Max = cmp.Or(d.Retry.Max, timer.DefaultRetryMax)
 	d.Lease = cmp.Or(d.Lease, timer.DefaultLease)
 	d.CallbackTimeout = cmp.Or(d.CallbackTimeout, timer.DefaultAttemptTimeout)
+	cfg.MaxCallbackTimeout = cmp.Or(cfg.MaxCallbackTimeout, max(DefaultMaxCallbackTimeout, d.CallbackTimeout))
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivateCallbacks, Resolver: cfg.Resolver})
 	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard}
 	a.router = a.routes()
@@ -205,10 +222,7 @@ func (a *API) routes() chi.Router {
 		r.Get("/deadletters", a.listDead)
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
 		r.Delete("/deadletters/{id}", a.purgeDead)
-		r.Get("/topics", a.listTopics)
-		r.Get("/topics/{topic}", a.getTopic)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Put("/topics/{topic}", a.putTopic)
-		r.Get("/topics/{topic}/stats", a.topicStats)
+		a.topicRoutes(r)
 		r.Get("/cluster", a.cluster)
 		r.Get("/openapi.json", serveOpenAPI)
 	})

@@ -1,8 +1,11 @@
 package http
 
 import (
+	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"time"
 
@@ -46,19 +49,39 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// topicView is a topic as the API shows it: its settings, with the
-// defaults filled in, and on GET /v1/topics/{topic} its live usage.
+// DefaultMaxCallbackTimeout is the longest callback_timeout_ms a topic
+// may set unless APIConfig.MaxCallbackTimeout says otherwise.
+const DefaultMaxCallbackTimeout = 5 * time.Minute
+
+// topicRoutes registers the topic endpoints.
+func (a *API) topicRoutes(r chi.Router) {
+	r.Get("/topics", a.listTopics)
+	r.Get("/topics/{topic}", a.getTopic)
+	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Put("/topics/{topic}", a.putTopic)
+	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/topics/{topic}", a.patchTopic)
+	r.Delete("/topics/{topic}", a.deleteTopic)
+	r.Post("/topics/{topic}/pause", a.pauseTopic(true))
+	r.Post("/topics/{topic}/resume", a.pauseTopic(false))
+	r.Get("/topics/{topic}/stats", a.topicStats)
+}
+
+// topicView is a topic as the API shows it: the settings in force, the
+// worker's defaults filled in where the topic sets none, and on GET
+// /v1/topics/{topic} its live usage.
 type topicView struct {
-	Name              string     `json:"name"`
-	Slots             int        `json:"slots"`
-	MaxAttempts       int        `json:"max_attempts"`
-	RateLimit         float64    `json:"rate_limit"`
-	Burst             int        `json:"burst"`
+	Name        string  `json:"name"`
+	Slots       int     `json:"slots"`
+	MaxAttempts int     `json:"max_attempts"`
+	RateLimit   float64 `json:"rate_limit"`
+	// Burst is a number: the default, a tenth of rate_limit, may be
+	// fractional. 0 without a rate limit.
+	Burst             float64    `json:"burst"`
 	MaxInFlight       int        `json:"max_in_flight"`
 	Weight            int        `json:"weight"`
 	Retry             retryView  `json:"retry"`
 	LeaseMS           int64      `json:"lease_ms"`
 	CallbackTimeoutMS int64      `json:"callback_timeout_ms"`
+	Paused            bool       `json:"paused"`
 	CreatedAt         string     `json:"created_at"`
 	Usage             *usageView `json:"usage,omitempty"`
 }
@@ -78,101 +101,196 @@ type usageView struct {
 }
 
 func (a *API) topicViewOf(t timer.Topic) topicView {
-	d := a.cfg.TopicDefaults
-	l := t.Limits
+	l := timer.InForce(t.Limits, a.cfg.TopicDefaults)
+	burst := float64(l.Burst)
+	if burst == 0 {
+		burst = timer.DefaultBurst(l.RateLimit)
+	}
 	return topicView{
 		Name:              t.Name,
 		Slots:             t.Slots,
 		MaxAttempts:       cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts),
 		RateLimit:         l.RateLimit,
-		Burst:             l.Burst,
+		Burst:             burst,
 		MaxInFlight:       l.MaxInFlight,
-		Weight:            cmp.Or(l.Weight, 1),
-		Retry:             retryView{BaseMS: cmp.Or(l.Retry.Base, d.Retry.Base).Milliseconds(), MaxMS: cmp.Or(l.Retry.Max, d.Retry.Max).Milliseconds()},
-		LeaseMS:           cmp.Or(l.Lease, d.Lease).Milliseconds(),
-		CallbackTimeoutMS: cmp.Or(l.CallbackTimeout, d.CallbackTimeout).Milliseconds(),
+		Weight:            l.Weight,
+		Retry:             retryView{BaseMS: l.Retry.Base.Milliseconds(), MaxMS: l.Retry.Max.Milliseconds()},
+		LeaseMS:           l.Lease.Milliseconds(),
+		CallbackTimeoutMS: l.CallbackTimeout.Milliseconds(),
+		Paused:            t.Paused,
 		CreatedAt:         formatTime(t.CreatedAt),
 	}
 }
 
-// topicRequest is the body of PUT /v1/topics/{topic}. It replaces the
-// topic's settings: an omitted field takes the default.
+// topicRequest is the body of PUT and PATCH /v1/topics/{topic}. A field
+// given sets the value, which must be in its range: none is stored as
+// another value. A field left out is the default under PUT (which
+// replaces the whole configuration) and unchanged under PATCH (which
+// merges); null is the default under both.
 type topicRequest struct {
-	Slots       *int     `json:"slots"`
-	MaxAttempts *int     `json:"max_attempts"`
-	RateLimit   *float64 `json:"rate_limit"`
-	Burst       *int     `json:"burst"`
-	MaxInFlight *int     `json:"max_in_flight"`
-	Weight      *int     `json:"weight"`
-	Retry       *struct {
-		BaseMS *int64 `json:"base_ms"`
-		MaxMS  *int64 `json:"max_ms"`
-	} `json:"retry"`
-	LeaseMS           *int64 `json:"lease_ms"`
-	CallbackTimeoutMS *int64 `json:"callback_timeout_ms"`
+	Slots             *int          `json:"slots"`
+	MaxAttempts       *int          `json:"max_attempts"`
+	RateLimit         *float64      `json:"rate_limit"`
+	Burst             *int          `json:"burst"`
+	MaxInFlight       *int          `json:"max_in_flight"`
+	Weight            *int          `json:"weight"`
+	Retry             *retryRequest `json:"retry"`
+	LeaseMS           *int64        `json:"lease_ms"`
+	CallbackTimeoutMS *int64        `json:"callback_timeout_ms"`
 }
 
-// topic turns the body into the topic named name.
-func (b *topicRequest) topic(name string) (timer.Topic, error) {
-	t := timer.Topic{Name: name}
-	if b.Slots != nil {
-		if *b.Slots < 1 {
-			return t, &timer.FieldError{Field: "slots", Message: fmt.Sprintf("must be a power of two within 1..%d", timer.MaxSlots)}
-		}
-		t.Slots = *b.Slots
+type retryRequest struct {
+	BaseMS *int64 `json:"base_ms"`
+	MaxMS  *int64 `json:"max_ms"`
+}
+
+// topicBody is a decoded topicRequest and the keys it held, so that a
+// key given as null can be told from one left out.
+type topicBody struct {
+	req   topicRequest
+	keys  map[string]json.RawMessage
+	retry map[string]json.RawMessage
+}
+
+// readTopicBody decodes the body of a PUT or PATCH; an empty body is an
+// empty object.
+func readTopicBody(r *http.Request) (topicBody, error) {
+	var b topicBody
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return b, err
 	}
-	if b.MaxAttempts != nil {
-		if *b.MaxAttempts < 1 || *b.MaxAttempts > timer.MaxAttemptsLimit {
-			return t, &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return b, nil
+	}
+	if err := decode(bytes.NewReader(raw), &b.req); err != nil {
+		return b, err
+	}
+	// Well-formed: decode took it. Only the keys matter here.
+	_ = json.Unmarshal(raw, &b.keys)
+	if rr, ok := b.keys["retry"]; ok {
+		_ = json.Unmarshal(rr, &b.retry)
+	}
+	return b, nil
+}
+
+// setter applies one field of a body to a topic: a value given (after
+// check), else the default (zero) when reset, else nothing.
+type setter struct {
+	patch bool
+	keys  map[string]json.RawMessage
+}
+
+// reset reports whether the field key, not given a value, goes back to its
+// default: always under PUT, when given as null under PATCH.
+func (s setter) reset(key string) bool {
+	_, given := s.keys[key]
+	return !s.patch || given
+}
+
+func set[T any](s setter, key string, v *T, dst *T, check func(T) error) error {
+	switch {
+	case v != nil:
+		if err := check(*v); err != nil {
+			return err
 		}
-		t.MaxAttempts = *b.MaxAttempts
+		*dst = *v
+	case s.reset(key):
+		var zero T
+		*dst = zero
+	}
+	return nil
+}
+
+func within[T int | int64 | float64](field string, lo, hi T, note string) func(T) error {
+	return func(v T) error {
+		if v < lo || v > hi || v != v {
+			return &timer.FieldError{Field: field, Message: fmt.Sprintf("must be within %v..%v%s", lo, hi, note)}
+		}
+		return nil
+	}
+}
+
+// ms sets a duration given in milliseconds, within 1..hi.
+func ms(s setter, key, field string, v *int64, dst *time.Duration, hi time.Duration) error {
+	var n int64
+	if v == nil && !s.reset(key) {
+		return nil
+	}
+	if err := set(s, key, v, &n, within(field, 1, hi.Milliseconds(), "; null for the default")); err != nil {
+		return err
+	}
+	*dst = time.Duration(n) * time.Millisecond
+	return nil
+}
+
+// apply edits t, the topic as stored (or a new one), by the body: as PUT
+// when patch is false, as PATCH when it is true. It checks each value
+// given, then the resulting whole configuration with the worker's
+// defaults filled in.
+func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
+	s := setter{patch: patch, keys: b.keys}
+	q := b.req
+	if q.Slots != nil {
+		if *q.Slots < 1 {
+			return &timer.FieldError{Field: "slots", Message: fmt.Sprintf("must be a power of two within 1..%d", timer.MaxSlots)}
+		}
+		t.Slots = *q.Slots // the scheduler checks it and refuses a change
+	} else if _, given := b.keys["slots"]; given && patch {
+		return &timer.FieldError{Field: "slots", Message: "is fixed when the topic is created; it has no default to go back to"}
 	}
 	l := &t.Limits
-	l.RateLimit = deref(b.RateLimit)
-	l.Burst, l.MaxInFlight, l.Weight = deref(b.Burst), deref(b.MaxInFlight), deref(b.Weight)
-	ms := func(field string, v *int64) (time.Duration, error) {
-		n := deref(v)
-		if n < 0 || n > timer.MaxLease.Milliseconds() {
-			return 0, &timer.FieldError{Field: field, Message: fmt.Sprintf("must be within 0..%d", timer.MaxLease.Milliseconds())}
-		}
-		return time.Duration(n) * time.Millisecond, nil
-	}
-	var err error
-	if b.Retry != nil {
-		if l.Retry.Base, err = ms("retry.base_ms", b.Retry.BaseMS); err != nil {
-			return t, err
-		}
-		if l.Retry.Max, err = ms("retry.max_ms", b.Retry.MaxMS); err != nil {
-			return t, err
-		}
-	}
-	if l.Lease, err = ms("lease_ms", b.LeaseMS); err != nil {
-		return t, err
-	}
-	if l.CallbackTimeout, err = ms("callback_timeout_ms", b.CallbackTimeoutMS); err != nil {
-		return t, err
-	}
-	return t, l.Validate()
-}
-
-func deref[T any](p *T) (v T) {
-	if p != nil {
-		v = *p
-	}
-	return v
-}
-
-// putTopic: PUT /v1/topics/{topic}, replacing the topic's settings.
-func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
-	var body topicRequest
-	if r.ContentLength != 0 {
-		if err := decode(r.Body, &body); err != nil && !isEmptyBody(err) {
-			a.writeError(w, r, err)
-			return
-		}
-	}
-	t, err := body.topic(chi.URLParam(r, "topic"))
+	err := cmp.Or(
+		set(s, "max_attempts", q.MaxAttempts, &t.MaxAttempts, within("max_attempts", 1, timer.MaxAttemptsLimit, "; null for the default")),
+		set(s, "rate_limit", q.RateLimit, &l.RateLimit, within("rate_limit", 0, timer.MaxRateLimit, " (0: none)")),
+		set(s, "burst", q.Burst, &l.Burst, within("burst", 1, timer.MaxBurst, " with a rate_limit; null for the default, a tenth of rate_limit")),
+		set(s, "max_in_flight", q.MaxInFlight, &l.MaxInFlight, within("max_in_flight", 0, timer.MaxInFlight, " (0: none)")),
+		set(s, "weight", q.Weight, &l.Weight, within("weight", 1, timer.MaxWeight, "; null for the default, 1")),
+	)
 	if err != nil {
+		return err
+	}
+	// retry is an object: under PATCH its fields merge too; null or, under
+	// PUT, leaving it out resets both.
+	rs := setter{patch: patch && q.Retry != nil, keys: b.retry}
+	rq := cmp.Or(q.Retry, &retryRequest{})
+	if q.Retry != nil || s.reset("retry") {
+		if err := cmp.Or(
+			ms(rs, "base_ms", "retry.base_ms", rq.BaseMS, &l.Retry.Base, timer.MaxLease),
+			ms(rs, "max_ms", "retry.max_ms", rq.MaxMS, &l.Retry.Max, timer.MaxLease),
+		); err != nil {
+			return err
+		}
+	}
+	maxTimeout := a.cfg.MaxCallbackTimeout
+	if err := cmp.Or(
+		ms(s, "lease_ms", "lease_ms", q.LeaseMS, &l.Lease, timer.MaxLease),
+		ms(s, "callback_timeout_ms", "callback_timeout_ms", q.CallbackTimeoutMS, &l.CallbackTimeout, maxTimeout),
+	); err != nil {
+		return err
+	}
+	// The whole: a value kept from before is checked again too.
+	if l.CallbackTimeout > maxTimeout {
+		return &timer.FieldError{Field: "callback_timeout_ms", Message: fmt.Sprintf("%d is above the server's maximum %d (--max-callback-timeout)", l.CallbackTimeout.Milliseconds(), maxTimeout.Milliseconds())}
+	}
+	return timer.CheckLimits(*l, a.cfg.TopicDefaults)
+}
+
+// putTopic: PUT /v1/topics/{topic}, replacing the topic's settings (its
+// slot count is fixed, and it stays paused or not).
+func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
+	name, err := topicName(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	b, err := readTopicBody(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	t := timer.Topic{Name: name}
+	if err := a.apply(b, &t, false); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -186,6 +304,68 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 		status = http.StatusCreated
 	}
 	writeJSON(w, status, a.topicViewOf(got))
+}
+
+// patchTopic: PATCH /v1/topics/{topic}, merging the fields given into the
+// topic's settings. An unknown topic is a 404: PUT creates.
+//
+// It reads the topic, merges and writes it back: of two PATCHes of one
+// topic at the same instant, the last one written wins whole.
+func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
+	var t timer.Topic
+	name, err := topicName(r)
+	if err == nil {
+		t, err = a.jobs.Topic(r.Context(), name)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	b, err := readTopicBody(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := a.apply(b, &t, true); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	got, _, err := a.jobs.PutTopic(r.Context(), t)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, a.topicViewOf(got))
+}
+
+// pauseTopic: POST /v1/topics/{topic}/pause and /resume.
+func (a *API) pauseTopic(paused bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		var t timer.Topic
+		name, err := topicName(r)
+		if err == nil {
+			t, err = a.jobs.PauseTopic(r.Context(), name, paused)
+		}
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		writeJSON(w, http.StatusOK, a.topicViewOf(t))
+	}
+}
+
+// deleteTopic: DELETE /v1/topics/{topic}, for a topic none of whose jobs
+// is pending, firing or dead (409 otherwise, counting them).
+func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
+	name, err := topicName(r)
+	if err == nil {
+		err = a.jobs.DeleteTopic(r.Context(), name)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }
 
 // getTopic: GET /v1/topics/{topic}.

@@ -26,14 +26,22 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	if created.IsZero() {
 		created = s.now()
 	}
-	if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
-		return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+	// A DeleteTopic may remove the row between the insert and the read:
+	// then insert again, a few times, rather than answer "not found".
+	for range 3 {
+		if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
+			return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+		}
+		got, err := s.Topic(ctx, t.Name)
+		if !errors.Is(err, timer.ErrNotFound) {
+			return got, err
+		}
 	}
-	return s.Topic(ctx, t.Name)
+	return timer.Topic{}, fmt.Errorf("ensure topic %q: deleted as soon as created, three times: %w", t.Name, timer.ErrConflict)
 }
 
 // PutTopic creates t or replaces the defaults and limits of the topic of
-// that name; a different slot count for an existing topic is an error
+// that name, leaving Paused as it is (see PauseTopic); a different slot count for an existing topic is an error
 // wrapping timer.ErrConflict, and nothing changes then. Of two calls
 // racing to create one topic, both may report that they created it.
 func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
@@ -72,7 +80,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 }
 
 const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
-	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms FROM toc_topics `
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
@@ -80,11 +88,13 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		slots, maxAttempts, created        int64
 		burst, inFlight, weight            int64
 		retryBase, retryMax, lease, cbTime int64
+		paused                             int64
 	)
 	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
-		&retryBase, &retryMax, &lease, &cbTime); err != nil {
+		&retryBase, &retryMax, &lease, &cbTime, &paused); err != nil {
 		return timer.Topic{}, err
 	}
+	t.Paused = paused != 0
 	t.Slots, t.MaxAttempts, t.CreatedAt = int(slots), int(maxAttempts), timer.TimeOf(created)
 	t.Burst, t.MaxInFlight, t.Weight = int(burst), int(inFlight), int(weight)
 	t.Retry = timer.RetryPolicy{Base: time.Duration(retryBase) * time.Millisecond, Max: time.Duration(retryMax) * time.Millisecond}
@@ -121,4 +131,77 @@ func (s *Store) Topics(ctx context.Context) ([]timer.Topic, error) {
 		return nil, fmt.Errorf("list topics: %w", err)
 	}
 	return topics, nil
+}
+
+// PauseTopic sets whether the topic named name is paused, and returns the
+// stored topic, or an error wrapping timer.ErrNotFound.
+func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer.Topic, error) {
+	v := int64(0)
+	if paused {
+		v = 1
+	}
+	if _, err := s.db.ExecContext(ctx, "UPDATE toc_topics SET paused = ? WHERE name = ?", v, name); err != nil {
+		return timer.Topic{}, fmt.Errorf("pause topic %q: %w", name, err)
+	}
+	t, err := s.Topic(ctx, name)
+	if err != nil {
+		return timer.Topic{}, fmt.Errorf("pause: %w", err)
+	}
+	return t, nil
+}
+
+// DeleteTopic removes the topic named name unless a job holds it (see
+// timer.HoldsTopic): one that is pending, firing or dead. The check and
+// the delete are one transaction. On MySQL both reads lock: the topic's
+// row, and the (topic, status) ranges of toc_jobs_topic_status they scan,
+// so an insert into the topic waits until the delete commits and one
+// already under way is waited for and counted. The rows of done,
+// cancelled and purged jobs, which may be many, are neither read nor
+// locked. On SQLite the transaction holds the one write lock from its
+// start (BEGIN IMMEDIATE).
+func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+	lock := ""
+	if s.d.name == "mysql" {
+		lock = " FOR UPDATE"
+	}
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return fmt.Errorf("delete topic %q: %w", name, err)
+	}
+	err = func() error {
+		var one int64
+		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM toc_topics WHERE name = ?"+lock, name).Scan(&one); err != nil {
+			return s.translate(err)
+		}
+		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM toc_jobs
+			WHERE topic = ? AND status IN (?, ?, ?) GROUP BY status`+lock,
+			name, int64(timer.StatusPending), int64(timer.StatusFiring), int64(timer.StatusDead))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		inUse := &timer.TopicInUseError{Topic: name, Jobs: map[timer.Status]int64{}}
+		for rows.Next() {
+			var st, n int64
+			if err := rows.Scan(&st, &n); err != nil {
+				return err
+			}
+			inUse.Jobs[timer.Status(st)] = n
+		}
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		if len(inUse.Jobs) > 0 {
+			return inUse
+		}
+		_, err = tx.ExecContext(ctx, "DELETE FROM toc_topics WHERE name = ?", name)
+		return err
+	}()
+	if err != nil {
+		return errors.Join(fmt.Errorf("delete topic %q: %w", name, err), ignoreDone(tx.Rollback()))
+	}
+	if err := tx.Commit(); err != nil {
+		return fmt.Errorf("delete topic %q: commit: %w", name, err)
+	}
+	return nil
 }

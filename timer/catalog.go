@@ -112,6 +112,17 @@ func (c *Catalog) Put(t Topic) {
 	}
 }
 
+// Delete forgets the topic named name, deleted by this process, at once;
+// other processes forget it at their next refresh.
+func (c *Catalog) Delete(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.topics[name]; ok {
+		delete(c.topics, name)
+		c.notify()
+	}
+}
+
 // Get returns the topic named name from memory.
 func (c *Catalog) Get(name string) (Topic, bool) {
 	c.mu.RLock()

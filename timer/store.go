@@ -3,7 +3,10 @@ package timer
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -155,4 +158,48 @@ type TopicStore interface {
 	Topic(ctx context.Context, name string) (Topic, error)
 	// Topics returns every topic, ordered by name.
 	Topics(ctx context.Context) ([]Topic, error)
+	// PauseTopic sets whether the topic named name is paused, changing
+	// nothing else, and returns the stored topic, or an error wrapping
+	// ErrNotFound. PutTopic and EnsureTopic never change Paused; a new
+	// topic is not paused.
+	PauseTopic(ctx context.Context, name string, paused bool) (Topic, error)
+	// DeleteTopic removes the topic named name if none of its jobs holds
+	// it: none is pending, firing or dead (HoldsTopic). It checks and
+	// deletes in one transaction, so that a job committed into the topic
+	// before the delete is counted and one committed during it waits for
+	// it to finish. It returns an error wrapping ErrNotFound for an unknown
+	// topic and a *TopicInUseError (which wraps ErrConflict) when jobs hold
+	// it; nothing changes then. The rows of the topic's finished jobs
+	// (done, cancelled, purged) stay.
+	DeleteTopic(ctx context.Context, name string) error
 }
+
+// HoldsTopic reports whether a job in status st keeps its topic from
+// being deleted: it may still fire (pending, firing) or be replayed
+// (dead).
+func HoldsTopic(st Status) bool {
+	return st == StatusPending || st == StatusFiring || st == StatusDead
+}
+
+// TopicInUseError is why a topic could not be deleted: how many of its
+// jobs are in each status that holds it.
+type TopicInUseError struct {
+	Topic string
+	// Jobs counts the topic's jobs by status, for the statuses that hold
+	// it (see HoldsTopic) and have jobs.
+	Jobs map[Status]int64
+}
+
+func (e *TopicInUseError) Error() string {
+	var b strings.Builder
+	for _, st := range slices.Sorted(maps.Keys(e.Jobs)) {
+		if b.Len() > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d %s", e.Jobs[st], st)
+	}
+	return fmt.Sprintf("topic %s still has jobs (%s); it can be deleted once none is pending or dead", e.Topic, b.String())
+}
+
+// Unwrap makes the error match ErrConflict.
+func (e *TopicInUseError) Unwrap() error { return ErrConflict }

@@ -43,6 +43,7 @@ type serviceFlags struct {
 	batch           *int
 	lease           *time.Duration
 	callbackTimeout *time.Duration
+	maxCallback     *time.Duration
 	grace           *time.Duration
 	logFormat       *string
 	logLevel        *string
@@ -65,6 +66,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		batch:           fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
 		lease:           fs.duration("lease", 0, "how long a claimed job stays with a worker before another takes it back (default: max(30s, 2×callback timeout+2s))"),
 		callbackTimeout: fs.duration("callback-timeout", webhook.DefaultTimeout, "timeout of one webhook call"),
+		maxCallback:     fs.duration("max-callback-timeout", tochttp.DefaultMaxCallbackTimeout, "longest callback_timeout_ms a topic may set (a longer one is a 400); at least --callback-timeout"),
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
@@ -221,6 +223,7 @@ func (s *service) run(ctx context.Context) error {
 			Lease:           lease,
 			CallbackTimeout: *f.callbackTimeout,
 		},
+		MaxCallbackTimeout:    *f.maxCallback,
 		Cluster:               clusterStatus,
 		Tokens:                s.tokens,
 		AllowPrivateCallbacks: s.allowPrivate,

@@ -49,8 +49,10 @@ type Config struct {
 	// while a secret is rotated both can be given and the receiver may
 	// verify with either.
 	Secrets []string
-	// Timeout bounds one attempt, within the deadline of the ctx given to
-	// Fire (default DefaultTimeout).
+	// Timeout bounds one attempt whose ctx has no deadline (default
+	// DefaultTimeout). A ctx with a deadline is the caller's bound, and
+	// is honoured as it is, longer or shorter: the worker sets it from
+	// the topic's callback timeout.
 	Timeout time.Duration
 	// AllowPrivate lets callbacks reach addresses that IsPrivate refuses:
 	// for development, or receivers on the same private network.
@@ -229,8 +231,11 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	if err != nil {
 		return fmt.Errorf("encode webhook: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
-	defer cancel()
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+		defer cancel()
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
 	if err != nil {
 		return errors.New("callback_url is not a valid URL")

@@ -6,7 +6,8 @@
 //
 // # Delivery
 //
-// Client.Fire POSTs a job's JSON body to its callback URL within Timeout,
+// Client.Fire POSTs a job's JSON body to its callback URL within the
+// deadline of its ctx (the topic's callback timeout), or Timeout without one,
 // over a pool of kept-alive connections per host, with no proxy and no
 // redirects. A 2xx answer is success, 410 Gone discards the job, 429 and
 // 503 ask for the next attempt after Retry-After, and anything else is a

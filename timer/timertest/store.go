@@ -385,7 +385,8 @@ func (s *Store) ensureTopic(t timer.Topic) (timer.Topic, error) {
 }
 
 // PutTopic implements timer.TopicStore. The durations of the limits are
-// kept in whole milliseconds, as taskdb's columns hold them.
+// kept in whole milliseconds, as taskdb's columns hold them; Paused stays
+// as it is.
 func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
 	if err := s.f.call("PutTopic"); err != nil {
 		return timer.Topic{}, false, err
@@ -423,6 +424,46 @@ func millisLimits(l timer.Limits) timer.Limits {
 	l.Retry.Base, l.Retry.Max = ms(l.Retry.Base), ms(l.Retry.Max)
 	l.Lease, l.CallbackTimeout = ms(l.Lease), ms(l.CallbackTimeout)
 	return l
+}
+
+// PauseTopic implements timer.TopicStore.
+func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer.Topic, error) {
+	if err := s.f.call("PauseTopic"); err != nil {
+		return timer.Topic{}, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.topics[name]
+	if !ok {
+		return timer.Topic{}, fmt.Errorf("pause topic %q: %w", name, timer.ErrNotFound)
+	}
+	t.Paused = paused
+	s.topics[name] = t
+	return t, nil
+}
+
+// DeleteTopic implements timer.TopicStore: the check and the delete hold
+// the store's lock, so no Insert comes between them.
+func (s *Store) DeleteTopic(ctx context.Context, name string) error {
+	if err := s.f.call("DeleteTopic"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.topics[name]; !ok {
+		return fmt.Errorf("delete topic %q: %w", name, timer.ErrNotFound)
+	}
+	inUse := &timer.TopicInUseError{Topic: name, Jobs: map[timer.Status]int64{}}
+	for _, r := range s.jobs {
+		if r.job.Topic == name && timer.HoldsTopic(r.job.Status) {
+			inUse.Jobs[r.job.Status]++
+		}
+	}
+	if len(inUse.Jobs) > 0 {
+		return fmt.Errorf("delete topic %q: %w", name, inUse)
+	}
+	delete(s.topics, name)
+	return nil
 }
 
 // Topic implements timer.TopicStore.

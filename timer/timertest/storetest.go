@@ -47,6 +47,9 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"FiringFinishes", testFiringFinishes},
 		{"ScanPendingFiring", testScanPendingFiring},
 		{"ListDead", testListDead},
+		{"PauseTopic", testPauseTopic},
+		{"DeleteTopic", testDeleteTopic},
+		{"DeleteTopicRace", testDeleteTopicRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
