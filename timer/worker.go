@@ -25,7 +25,8 @@ type WorkerConfig struct {
 	// Concurrency caps the handler calls in flight.
 	Concurrency int
 	// Prefetch caps the leases held beyond those being dispatched
-	// (default BatchSize). The worker never claims more than it can
+	// (default 2×BatchSize: enough that the row load before each dispatch,
+	// an UPDATE and a SELECT, does not leave the dispatchers idle). The worker never claims more than it can
 	// dispatch soon, so over-capacity work waits in Redis, not in memory.
 	Prefetch int
 	// Lease is how long a claimed job stays with this worker before
@@ -68,7 +69,7 @@ type WorkerConfig struct {
 func (c WorkerConfig) withDefaults() WorkerConfig {
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultBatchSize)
 	c.Concurrency = cmp.Or(c.Concurrency, DefaultConcurrency)
-	c.Prefetch = cmp.Or(c.Prefetch, c.BatchSize)
+	c.Prefetch = cmp.Or(c.Prefetch, 2*c.BatchSize)
 	c.AttemptTimeout = cmp.Or(c.AttemptTimeout, DefaultAttemptTimeout)
 	c.Lease = LeaseFor(c.Lease, c.AttemptTimeout)
 	c.Grace = cmp.Or(c.Grace, DefaultGrace)
