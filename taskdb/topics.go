@@ -173,20 +173,21 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM toc_topics WHERE name = ?"+lock, name).Scan(&one); err != nil {
 			return s.translate(err)
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT status, COUNT(*) FROM toc_jobs
-			WHERE topic = ? AND status IN (?, ?, ?) GROUP BY status`+lock,
-			name, int64(timer.StatusPending), int64(timer.StatusFiring), int64(timer.StatusDead))
+		// Firing is a flag on a pending row (see rowStatus): count by both.
+		rows, err := tx.QueryContext(ctx, `SELECT status, fired, COUNT(*) FROM toc_jobs
+			WHERE topic = ? AND status IN (?, ?) GROUP BY status, fired`+lock,
+			name, int64(timer.StatusPending), int64(timer.StatusDead))
 		if err != nil {
 			return err
 		}
 		defer rows.Close()
 		inUse := &timer.TopicInUseError{Topic: name, Jobs: map[timer.Status]int64{}}
 		for rows.Next() {
-			var st, n int64
-			if err := rows.Scan(&st, &n); err != nil {
+			var st, fired, n int64
+			if err := rows.Scan(&st, &fired, &n); err != nil {
 				return err
 			}
-			inUse.Jobs[timer.Status(st)] = n
+			inUse.Jobs[statusOf(st, fired)] += n
 		}
 		if err := rows.Err(); err != nil {
 			return err

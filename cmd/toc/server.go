@@ -109,6 +109,9 @@ type service struct {
 	openStore func(ctx context.Context) (*taskdb.Store, error)
 	// cluster, when set, assigns the slots (toc serve --zk).
 	cluster *slots.Cluster
+	// catalog is the engine's topic list once the engine exists: the
+	// cluster reads the topics from it rather than from the store again.
+	catalog atomic.Pointer[timer.Catalog]
 }
 
 // run serves the API and runs the engine until ctx is done, then stops
@@ -249,6 +252,7 @@ func (s *service) run(ctx context.Context) error {
 		if eng, err = timer.New(st, queue, webhook, engineCfg); err != nil {
 			return err
 		}
+		s.catalog.Store(eng.Catalog)
 		stats := &topicStats{store: st, queue: queue, maxTopics: metrics.MaxTopics()}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
@@ -621,6 +625,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			Addr:           *f.addr,
 			Capacity:       *f.concurrency,
 			Topics: func(ctx context.Context) ([]timer.Topic, error) {
+				if c := s.catalog.Load(); c != nil && c.Loaded() {
+					topics, _ := c.All() // the engine's copy, refreshed every 2 s
+					return topics, nil
+				}
 				st := store.Load()
 				if st == nil {
 					return nil, errors.New("the task store is not open yet")
