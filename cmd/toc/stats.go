@@ -1,0 +1,104 @@
+// What toc serve and dev report of topics: the live usage each member
+// publishes, and the counts joined from the task store and Redis.
+
+package main
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	tochttp "github.com/toc-project/toc/http"
+
+	"github.com/toc-project/toc/prepare"
+	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/timer"
+)
+
+// publishUsage writes this member's use of each busy topic to Redis every
+// second, for GET /v1/topics/{topic} on any member to sum. A topic this
+// member is not firing or throttling is left out, so idle topics cost
+// nothing: its last record lapses after 5 s, and it sums to nothing.
+func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *timer.Worker, log *slog.Logger) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	failing := false
+	throttled := map[string]int64{} // at the last publish
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		busy := map[string]timer.TopicUsage{}
+		for topic, u := range w.Usage() {
+			if u.InFlight > 0 || u.Held > 0 || u.Rate > 0 || u.Throttled != throttled[topic] {
+				busy[topic] = u
+				throttled[topic] = u.Throttled
+			}
+		}
+		err := queue.PublishUsage(ctx, member, busy, time.Now())
+		if err != nil && !failing && ctx.Err() == nil {
+			log.Warn("publish topic usage failed", "err", err)
+		}
+		failing = err != nil
+	}
+}
+
+// TopicUsage sums the members' published usage of topic and counts its
+// due jobs still in Redis.
+func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (timer.Usage, error) {
+	return t.queue.Usage(ctx, topic, time.Now())
+}
+
+// dueWaiting counts the due jobs still in Redis of each topic (the first
+// maxTopics), for the metrics.
+func (t *topicStats) dueWaiting() map[string]int64 {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	topics, err := t.store.Topics(ctx)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]int64, len(topics))
+	now := time.Now()
+	for i, topic := range topics {
+		if i == t.maxTopics {
+			break
+		}
+		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {
+			out[topic.Name] = n
+		}
+	}
+	return out
+}
+
+// topicStats joins the task store's counts with Redis's.
+type topicStats struct {
+	store     *taskdb.Store
+	queue     *prepare.Index
+	maxTopics int
+}
+
+func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
+	topic, err := t.store.Topic(ctx, name)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	counts, err := t.store.CountByStatus(ctx, name)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	_, leased, _, next, err := t.queue.Stats(ctx, name, topic.Slots)
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
+	return tochttp.TopicStats{
+		Topic:    name,
+		Slots:    topic.Slots,
+		Pending:  counts[timer.StatusPending],
+		InFlight: leased,
+		Dead:     counts[timer.StatusDead],
+		NextDue:  next,
+	}, nil
+}

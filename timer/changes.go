@@ -1,0 +1,126 @@
+// The Scheduler's changes to a committed job: cancel, reschedule and
+// replay, each a conditional update of the row, then of the index.
+
+package timer
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Get returns one job.
+func (s *Scheduler) Get(ctx context.Context, id JobID) (*Job, error) {
+	return s.store.Get(ctx, id)
+}
+
+// Cancel moves a pending job to cancelled and takes it out of the index.
+// Once it returns without error the job's webhook is never called: the
+// worker moves a row from pending to firing with a conditional update
+// before it calls the webhook, and Cancel's own conditional update wins
+// or loses against it. It returns an error wrapping ErrNotFound for an
+// unknown job, and, with the job, ErrInFlight for one that is firing,
+// ErrAlreadyFired for one that is done, and ErrConflict for the rest.
+func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Transition(ctx, id, StatusPending, StatusCancelled, now)
+	}, func(j *Job) error {
+		_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
+		return err
+	})
+}
+
+// Reschedule moves a pending job's due time to r's FireAt or Delay; the
+// old time never fires. It fails as Cancel does for a job that is not
+// pending.
+func (s *Scheduler) Reschedule(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
+	due, err := dueTime(fireAt, delay, s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Reschedule(ctx, id, due, now)
+	}, func(j *Job) error {
+		if !s.withinHorizon(j.DueAt, s.cfg.Now()) {
+			_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
+			return err
+		}
+		wakes, err := s.index.Add(ctx, []Timer{s.timerOf(j)})
+		s.wake(wakes)
+		return err
+	})
+}
+
+// Replay moves a dead job back to pending, due at fireAt or after delay,
+// with its attempts reset.
+func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
+	due, err := dueTime(fireAt, delay, s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	return s.change(ctx, id, func(now time.Time) (bool, error) {
+		return s.store.Replay(ctx, id, due, now)
+	}, func(j *Job) error {
+		t := s.timerOf(j)
+		ok, wakes, err := s.index.Revive(ctx, t)
+		s.wake(wakes)
+		if err != nil || ok {
+			return err
+		}
+		// Not in the Dead set (purged, or Redis lost it): index it anew.
+		wakes, err = s.index.Add(ctx, []Timer{t})
+		s.wake(wakes)
+		return err
+	})
+}
+
+// change runs a conditional row update, then the index update that goes
+// with it, and returns the job as it now is.
+func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.Time) (bool, error), reindex func(*Job) error) (*Job, error) {
+	ok, err := update(s.cfg.Now())
+	if err != nil {
+		return nil, err
+	}
+	j, err := s.store.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, conflictOf(j.Status))
+	}
+	if _, err := s.topic(ctx, j.Topic); err != nil {
+		return j, err
+	}
+	// The row is the truth; a stale timer is skipped by the worker and a
+	// missing one restored by the backstop.
+	if !s.indexUp() {
+		s.indexFailed("reindex", 1, nil)
+		return j, nil
+	}
+	if err := reindex(j); err != nil {
+		s.indexFailed("reindex", 1, err)
+	}
+	return j, nil
+}
+
+// conflictOf is the error of a change that found a job in status s.
+func conflictOf(s Status) error {
+	switch s {
+	case StatusFiring:
+		return ErrInFlight
+	case StatusDone:
+		return ErrAlreadyFired
+	}
+	return ErrConflict
+}
+
+func dueTime(fireAt time.Time, delay time.Duration, now time.Time) (time.Time, error) {
+	r := Request{Topic: "x", FireAt: fireAt, Delay: delay}
+	if err := r.Validate(); err != nil {
+		return time.Time{}, err
+	}
+	if fireAt.IsZero() {
+		fireAt = now.Add(delay)
+	}
+	return TimeOf(CeilMillis(fireAt)), nil
+}

@@ -1,0 +1,179 @@
+// The Scheduler's topics: looking them up (creating on first use),
+// putting, patching, pausing and deleting them, and the rules their limits
+// follow.
+
+package timer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+)
+
+// topic returns the topic named name, creating it on first use unless
+// NoAutoCreate (then an unknown topic is an error wrapping ErrNotFound).
+func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
+	if t, ok := s.topics.Get(name); ok {
+		return t, nil
+	}
+	var (
+		t   Topic
+		err error
+	)
+	if s.cfg.NoAutoCreate {
+		t, err = s.store.Topic(ctx, name)
+	} else {
+		t, err = s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
+	}
+	if err != nil {
+		return Topic{}, fmt.Errorf("topic %s: %w", name, err)
+	}
+	s.topics.Put(t)
+	if s.cfg.OnTopic != nil {
+		s.cfg.OnTopic(t)
+	}
+	return t, nil
+}
+
+// PutTopic creates a topic or updates its defaults; see
+// TopicStore.PutTopic. A zero slot count means the scheduler's default for
+// a new topic and "unchanged" for an existing one. t.Paused is ignored:
+// PauseTopic pauses and resumes.
+func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) {
+	if !ValidTopic(t.Name) {
+		return Topic{}, false, invalid("topic", "must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+	}
+	if t.Slots != 0 && !validSlots(t.Slots) {
+		return Topic{}, false, invalid("slots", "must be a power of two within 1..%d", MaxSlots)
+	}
+	if t.MaxAttempts < 0 || t.MaxAttempts > MaxAttemptsLimit {
+		return Topic{}, false, invalid("max_attempts", "must be within 1..%d, or 0 for the default", MaxAttemptsLimit)
+	}
+	if err := t.Limits.Validate(); err != nil {
+		return Topic{}, false, err
+	}
+	t.CreatedAt = s.cfg.Now()
+	if t.Slots == 0 {
+		if _, err := s.store.Topic(ctx, t.Name); errors.Is(err, ErrNotFound) {
+			t.Slots = s.cfg.Slots
+		}
+	}
+	got, created, err := s.store.PutTopic(ctx, t)
+	if err != nil {
+		return got, false, err
+	}
+	_, known := s.topics.Get(got.Name)
+	s.topics.Put(got)
+	if !known && s.cfg.OnTopic != nil {
+		s.cfg.OnTopic(got)
+	}
+	s.mu.Lock()
+	onPut := s.onPut
+	s.mu.Unlock()
+	for _, fn := range onPut {
+		fn(got)
+	}
+	return got, created, nil
+}
+
+// CheckLimits reports the first rule that the limits l of a topic break
+// once the worker's own settings def (its callback timeout, lease and
+// retry policy) fill the fields l leaves zero, as a *FieldError named as
+// the API names it. Beyond l.Validate:
+//   - a lease set on the topic must outlast the callback timeout in force
+//     (the topic's or the worker's) by LeaseMargin; an unset lease always
+//     does (see timingOf);
+//   - retry.base_ms in force must not exceed retry.max_ms in force;
+//   - a burst needs a rate limit.
+func CheckLimits(l, def Limits) error {
+	if err := l.Validate(); err != nil {
+		return err
+	}
+	if l.Burst > 0 && l.RateLimit == 0 {
+		return invalid("burst", "needs a rate_limit: a topic without one has no burst")
+	}
+	t := InForce(l, def)
+	if l.Lease > 0 {
+		if err := checkLease(t.Lease, t.CallbackTimeout, "lease_ms", "callback_timeout_ms"); err != nil {
+			return err
+		}
+	}
+	if t.Retry.Max > 0 && t.Retry.Base > t.Retry.Max {
+		field, other := "retry.base_ms", "retry.max_ms"
+		if l.Retry.Base == 0 {
+			field, other = other, field // the set one is the one to change
+		}
+		return invalid(field, "retry.base_ms %v must not exceed retry.max_ms %v (%s is the worker's default)", t.Retry.Base, t.Retry.Max, other)
+	}
+	return nil
+}
+
+// InForce returns the limits that a worker whose own settings are def
+// (its callback timeout, lease and retry policy) applies to a topic with
+// limits l: the callback timeout, lease and retry policy filled in as the
+// worker fills them (timingOf), and weight 1 when unset. A zero burst
+// stays zero: DefaultBurst is what it means.
+func InForce(l, def Limits) Limits {
+	t := timingOf(l, timing{timeout: def.CallbackTimeout, lease: def.Lease, retry: def.Retry})
+	l.CallbackTimeout, l.Lease, l.Retry = t.timeout, t.lease, t.retry
+	l.Weight = cmp.Or(l.Weight, 1)
+	return l
+}
+
+// DefaultBurst is the burst in force over the cluster for a topic with
+// rate limit rate that sets none: a tenth of a second's worth, at least
+// 1, as the limiter applies it (limiter.configure); 0 without a rate
+// limit, where there is no bucket.
+func DefaultBurst(rate float64) float64 {
+	if rate <= 0 {
+		return 0
+	}
+	return max(1, rate/10)
+}
+
+// PauseTopic pauses the topic named name (paused true) or resumes it, and
+// returns the stored topic, or an error wrapping ErrNotFound. A paused
+// topic accepts jobs and fires none; its due jobs wait in Redis and fire
+// once it is resumed. This process applies it at once; other processes
+// at their catalog's next refresh.
+func (s *Scheduler) PauseTopic(ctx context.Context, name string, paused bool) (Topic, error) {
+	t, err := s.store.PauseTopic(ctx, name, paused)
+	if err != nil {
+		return Topic{}, err
+	}
+	s.topics.Put(t)
+	s.mu.Lock()
+	onPut := s.onPut
+	s.mu.Unlock()
+	for _, fn := range onPut {
+		fn(t)
+	}
+	return t, nil
+}
+
+// DeleteTopic deletes the topic named name; see TopicStore.DeleteTopic
+// for when it may (a *TopicInUseError says why not). This process forgets
+// it at once, and a job scheduled into it afterwards finds it unknown:
+// it is created anew, or refused under NoAutoCreate. Another process may
+// hold it in its catalog until its next refresh.
+func (s *Scheduler) DeleteTopic(ctx context.Context, name string) error {
+	if err := s.store.DeleteTopic(ctx, name); err != nil {
+		return err
+	}
+	s.topics.Delete(name)
+	if s.cfg.OnTopic != nil {
+		s.cfg.OnTopic(Topic{Name: name})
+	}
+	return nil
+}
+
+// Topic returns one topic.
+func (s *Scheduler) Topic(ctx context.Context, name string) (Topic, error) {
+	return s.store.Topic(ctx, name)
+}
+
+// Topics returns every topic.
+func (s *Scheduler) Topics(ctx context.Context) ([]Topic, error) {
+	return s.store.Topics(ctx)
+}
