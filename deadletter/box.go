@@ -29,9 +29,10 @@ func (c Config) withDefaults() Config {
 }
 
 // Box is the Dead sets of a Redis deployment: where the scripts move a
-// job whose attempts ran out. They are not the record of the dead letters
-// (the task store is: see Letters) and nothing lists them; a purge clears
-// a job's member from them so that Redis does not keep it.
+// job whose attempts ran out, until the worker clears it (timer.Leaser's
+// Forget) once its row says dead. They are not the record of the dead
+// letters (the task store is: see Letters) and nothing lists them; a
+// purge clears a member a failed Forget, or an older version, left.
 type Box struct {
 	client redis.UniversalClient
 	prefix string
@@ -54,8 +55,8 @@ func (b *Box) Purge(ctx context.Context, slot timer.Slot, id timer.JobID) (bool,
 	if !slots.ValidTopic(slot.Topic) || slot.Index < 0 || slot.Index >= slots.Max {
 		return false, fmt.Errorf("purge dead letter %d: slot %q/%d: %w", id, slot.Topic, slot.Index, timer.ErrInvalid)
 	}
-	n, err := b.client.ZRem(ctx, b.key(slot.Topic, slot.Index),
-		lua.Member(uint64(id), lua.PriorityHigh), lua.Member(uint64(id), lua.PriorityNormal), lua.Member(uint64(id), lua.PriorityLow)).Result()
+	ms := lua.Members(uint64(id))
+	n, err := b.client.ZRem(ctx, b.key(slot.Topic, slot.Index), ms[0], ms[1], ms[2]).Result()
 	if err != nil {
 		return false, fmt.Errorf("purge dead letter %d of slot %s: %w", id, slot, err)
 	}

@@ -1,12 +1,16 @@
-// Package deadletter reads and purges the jobs that exhausted their
-// attempts: the Dead sets of a topic's slots in Redis.
+// Package deadletter serves the jobs that exhausted their attempts: the
+// dead letters.
 //
-// A job lands in its slot's Dead set when a retry or a sweep finds its
-// attempts used up (see package prepare); the set is scored by the time it
-// died and the attempts it made, and its member is the job id with the
-// suffix of its priority (see package lua), which [Entry] reports. [Box]
-// lists those jobs page by page across all slots of a topic, counts them,
-// and purges one. [Letters] joins those entries with the job rows of the
-// task store, for the API. Replaying a dead job is timer.Index.Revive, in
-// package prepare.
+// The task store is their record: a dead job is a row in status dead,
+// with when it died (its last update), its last error and the HTTP status
+// its receiver last answered. [Letters] lists those rows for the API,
+// filtered by topic, time of death and error text, in the order they died,
+// with cursors; it purges one by moving its row to purged. Nothing here
+// reads Redis to list: after FLUSHALL or a failover the list is the same.
+//
+// In Redis, the scripts move a job whose attempts ran out to its slot's
+// Dead set, and the worker clears it from there once its row says dead
+// (timer.Leaser's Forget). [Box] clears what a failed Forget left, when
+// a job is purged. Replaying a dead job is the scheduler's Replay: the row
+// first, then timer.Index.Revive or Add in package prepare.
 package deadletter

@@ -129,3 +129,9 @@ func (a Aging) check() error {
 	}
 	return nil
 }
+
+// Members returns the members job id has at each priority, highest first:
+// what to remove when the priority is not known.
+func Members(id uint64) [3]string {
+	return [3]string{Member(id, PriorityHigh), Member(id, PriorityNormal), Member(id, PriorityLow)}
+}

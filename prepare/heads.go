@@ -12,6 +12,9 @@ import (
 
 var _ timer.HeadReader = (*Index)(nil)
 
+// This file holds what a worker reads or clears beside the claim scripts:
+// the heads of slots, and the Dead set member of a buried job.
+
 // Heads implements timer.HeadReader: it reads the first member of each
 // slot's due sets and Prepare set, all slots in one pipeline (split by
 // node on a Redis Cluster), without changing anything.
@@ -48,4 +51,18 @@ func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHead
 		out[i] = timer.SlotHeads{NextDue: timeOf(due), NextExpiry: timeOf(lease)}
 	}
 	return out, nil
+}
+
+// Forget implements timer.Leaser: it removes job id, of any priority,
+// from slot's Dead set, reporting whether it was there.
+func (q *Index) Forget(ctx context.Context, slot timer.Slot, id timer.JobID) (bool, error) {
+	if err := checkSlot(slot); err != nil {
+		return false, fmt.Errorf("forget: %w", err)
+	}
+	ms := lua.Members(uint64(id))
+	n, err := q.client.ZRem(ctx, q.Keys(slot).Dead, ms[0], ms[1], ms[2]).Result()
+	if err != nil {
+		return false, fmt.Errorf("forget job %d of slot %s: %w", id, slot, err)
+	}
+	return n > 0, nil
 }

@@ -139,6 +139,9 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
 			c.cfg.logf("mark dead failed", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 		}
+		// Forgotten either way: a row that could not be marked dead is
+		// still pending, and the backstop restores a job in no set.
+		c.forget(ctx, o.lease)
 		c.cfg.obs.Buried(topic)
 	case outPutBack:
 		if _, err := c.leaser.Defer(ctx, o.lease, o.until); err != nil {
@@ -215,7 +218,17 @@ func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempt
 		c.cfg.obs.Retried(l.Slot.Topic)
 		c.wake(Wake{Slot: l.Slot, DueAt: at})
 	case outcome == Buried:
+		c.forget(ctx, l)
 		c.cfg.obs.Buried(l.Slot.Topic)
+	}
+}
+
+// forget clears a buried job from its slot's Dead set: its row, marked
+// dead before, is the dead-letter record, and Redis keeps nothing of it.
+// A failure leaves a stale member that nothing reads.
+func (c *completer) forget(ctx context.Context, l Lease) {
+	if _, err := c.leaser.Forget(ctx, l.Slot, l.ID); err != nil {
+		c.cfg.logf("forget a dead job in Redis failed; its member stays in the Dead set, unread", "dep", "redis", "job", l.ID.String(), "err", err)
 	}
 }
 

@@ -56,6 +56,12 @@ type Leaser interface {
 	// attempt count reaches MaxAttemptsLimit; a lower max_attempts of the
 	// job is enforced by the worker when it next claims it).
 	Sweep(ctx context.Context, slot Slot, now time.Time, limit int) (Sweep, error)
+	// Forget removes job id, of any priority, from slot's Dead set, and
+	// reports whether it was there. A Retry or a Sweep moves a job whose
+	// attempts ran out there; the worker forgets it once its row says
+	// dead, so Redis keeps nothing of a dead job (the task store is the
+	// dead-letter record).
+	Forget(ctx context.Context, slot Slot, id JobID) (bool, error)
 }
 
 // Claim is the result of Leaser.Claim.

@@ -371,6 +371,28 @@ func (x *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 }
 
 // Revive implements timer.Index.
+// Forget implements timer.Leaser.
+func (x *Index) Forget(ctx context.Context, slot timer.Slot, id timer.JobID) (bool, error) {
+	if err := x.f.call("Forget"); err != nil {
+		return false, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return false, fmt.Errorf("forget: %w", err)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.sets(slot)
+	found := false
+	for _, p := range []timer.Priority{timer.PriorityHigh, timer.PriorityNormal, timer.PriorityLow} {
+		if _, ok := s.dead[member{id, p}]; ok {
+			delete(s.dead, member{id, p})
+			found = true
+		}
+	}
+	return found, nil
+}
+
+// Revive implements timer.Index.
 func (x *Index) Revive(ctx context.Context, t timer.Timer) (bool, []timer.Wake, error) {
 	if err := x.f.call("Revive"); err != nil {
 		return false, nil, err

@@ -50,6 +50,7 @@ func TestIndex(t *testing.T, open func(t *testing.T) IndexLeaser) {
 		{"Restore", testRestore},
 		{"Remove", testRemove},
 		{"Revive", testRevive},
+		{"Forget", testForget},
 		{"Invalid", testIndexInvalid},
 		{"ConcurrentClaims", testConcurrentClaims},
 	}

@@ -278,6 +278,32 @@ func testRevive(t *testing.T, x IndexLeaser) {
 	}
 }
 
+// Forget takes a buried job out of its Dead set, whatever its priority;
+// revived after that, it is not found there.
+func testForget(t *testing.T, x IndexLeaser) {
+	ctx := t.Context()
+	mustAdd(t, x, tm(1, 0), withPriority(tm(2, 0), timer.PriorityLow))
+	for _, l := range mustClaim(t, x, one, at(0), 10, time.Second).Leases {
+		if o, err := x.Retry(ctx, l, at(1), 1, at(0)); err != nil || o != timer.Buried {
+			t.Fatalf("Retry = %v, %v", o, err)
+		}
+	}
+	for _, id := range []timer.JobID{1, 2} {
+		if ok, err := x.Forget(ctx, one, id); err != nil || !ok {
+			t.Errorf("Forget(%d) = %v, %v; want true", id, ok, err)
+		}
+	}
+	if ok, err := x.Forget(ctx, one, 1); err != nil || ok {
+		t.Errorf("second Forget = %v, %v; want false", ok, err)
+	}
+	if ok, _, err := x.Revive(ctx, tm(1, 5)); err != nil || ok {
+		t.Errorf("Revive of a forgotten job = %v, %v; want false", ok, err)
+	}
+	if _, err := x.Forget(ctx, timer.Slot{Topic: "orders", Index: -1}, 1); !errors.Is(err, timer.ErrInvalid) {
+		t.Errorf("Forget of slot -1 = %v, want ErrInvalid", err)
+	}
+}
+
 func testIndexInvalid(t *testing.T, x IndexLeaser) {
 	ctx := t.Context()
 	good := tm(1, 0)
