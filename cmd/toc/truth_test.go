@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"net/http"
 	"slices"
 	"testing"
@@ -89,4 +90,36 @@ func TestDeadLettersSurviveRedisLossAndRestart(t *testing.T) {
 	}
 	p.stop(t)
 	r.check(t)
+}
+
+// A batch with one bad item stores nothing, on MariaDB and redis-server:
+// its good items, sent again alone with the same idempotency keys, are
+// created (201), not found as repeats (200), and no Redis key of the topic
+// was written.
+func TestBatchStoresNothingOnOneBadItem(t *testing.T) {
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.NewRedis(t)
+	p := startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--api-token", "tok3n",
+		"--webhook-secret", "whsec_"+"MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw", "--allow-private-callbacks")
+	good := func(i int) map[string]any {
+		return map[string]any{"topic": "batch", "key": fmt.Sprintf("k%d", i), "delay_ms": 60_000, "callback_url": "http://localhost:9/hook"}
+	}
+	jobs := []any{good(0), good(1), map[string]any{"topic": "batch", "delay_ms": 60_000}, good(2)} // item 2: no callback_url
+	status, body := p.call(t, "POST", "/v1/jobs/batch", map[string]any{"jobs": jobs})
+	if status != http.StatusBadRequest {
+		t.Fatalf("batch with a bad item: %d %v, want 400", status, body)
+	}
+	items, _ := body["error"].(map[string]any)["items"].([]any)
+	if len(items) != 1 || items[0].(map[string]any)["index"] != float64(2) || items[0].(map[string]any)["field"] != "callback_url" {
+		t.Fatalf("item errors %v, want item 2's callback_url", items)
+	}
+	if keys, err := rds.Do("EVAL", "return #redis.call('KEYS', ARGV[1])", "0", "*{batch:*"); err != nil || keys != "0" {
+		t.Errorf("Redis holds %s keys of the topic after the refused batch (%v), want 0", keys, err)
+	}
+	for i := range 3 {
+		if status, body := p.call(t, "POST", "/v1/jobs", good(i)); status != http.StatusCreated {
+			t.Errorf("job %d sent alone: %d %v, want 201 (the batch stored nothing)", i, status, body)
+		}
+	}
+	p.stop(t)
 }
