@@ -312,11 +312,7 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 // It reads the topic, merges and writes it back: of two PATCHes of one
 // topic at the same instant, the last one written wins whole.
 func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
-	var t timer.Topic
-	name, err := topicName(r)
-	if err == nil {
-		t, err = a.jobs.Topic(r.Context(), name)
-	}
+	t, err := a.pathTopic(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -368,13 +364,18 @@ func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
+// pathTopic reads the topic the {topic} path parameter names.
+func (a *API) pathTopic(r *http.Request) (timer.Topic, error) {
+	name, err := topicName(r)
+	if err != nil {
+		return timer.Topic{}, err
+	}
+	return a.jobs.Topic(r.Context(), name)
+}
+
 // getTopic: GET /v1/topics/{topic}.
 func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
-	var t timer.Topic
-	name, err := topicName(r)
-	if err == nil {
-		t, err = a.jobs.Topic(r.Context(), name)
-	}
+	t, err := a.pathTopic(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

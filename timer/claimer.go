@@ -315,21 +315,6 @@ func takeSlots(ranges []slotRange, n int) ([]Slot, []slotRange) {
 	return out, ranges
 }
 
-// peek reads the heads of slots and places them; without a HeadReader it
-// marks them due now, so that the next pass claims from each.
-func (c *claimer) peek(ctx context.Context, batch []Slot) error {
-	if c.cfg.reader == nil {
-		c.markDue(batch)
-		return nil
-	}
-	heads, err := c.cfg.reader.Heads(ctx, batch)
-	if err != nil {
-		return err
-	}
-	c.applyHeads(batch, heads)
-	return nil
-}
-
 // markDue makes the owned slots of batch due now, so that the next pass
 // claims from each and learns its state from the reply.
 func (c *claimer) markDue(batch []Slot) {

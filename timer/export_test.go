@@ -109,3 +109,19 @@ func (s *Steps) Drop() { s.held = nil }
 
 // ActiveSlots is how many slots the claimer keeps a state for.
 func (s *Steps) ActiveSlots() int { return len(s.w.claim.slots) }
+
+// peek reads the heads of slots and places them, as the worker's peeker
+// and gotHeads do off the loop; without a HeadReader it
+// marks them due now, so that the next pass claims from each.
+func (c *claimer) peek(ctx context.Context, batch []Slot) error {
+	if c.cfg.reader == nil {
+		c.markDue(batch)
+		return nil
+	}
+	heads, err := c.cfg.reader.Heads(ctx, batch)
+	if err != nil {
+		return err
+	}
+	c.applyHeads(batch, heads)
+	return nil
+}
