@@ -2,6 +2,7 @@ package testenv
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -109,13 +110,15 @@ func (r *RedisServer) FlushAll(tb testing.TB) {
 }
 
 // Do sends one command and returns its reply: the text of a simple string,
-// the digits of an integer, the bytes of a bulk string ("" for nil). Error
-// replies and arrays are errors.
+// the digits of an integer, the bytes of a bulk string ("" for nil), the
+// values of an array joined by newlines. Error replies are errors.
 func (r *RedisServer) Do(args ...string) (string, error) {
 	return respDo(r.Addr, args...)
 }
 
 // respDo is a minimal RESP2 client: one connection, one command, one reply.
+// An array reply comes back as its elements' text joined by newlines,
+// nested arrays flattened.
 func respDo(addr string, args ...string) (string, error) {
 	conn, err := net.DialTimeout("tcp", addr, time.Second)
 	if err != nil {
@@ -133,34 +136,54 @@ func respDo(addr string, args ...string) (string, error) {
 	if _, err := conn.Write([]byte(b.String())); err != nil {
 		return "", fmt.Errorf("redis %s: %w", addr, err)
 	}
-	br := bufio.NewReader(conn)
+	var out []string
+	if err := readReply(bufio.NewReader(conn), &out); err != nil {
+		return "", fmt.Errorf("redis %s: %w", addr, err)
+	}
+	return strings.Join(out, "\n"), nil
+}
+
+// readReply appends the text of one reply's values to out.
+func readReply(br *bufio.Reader, out *[]string) error {
 	line, err := br.ReadString('\n')
 	if err != nil {
-		return "", fmt.Errorf("redis %s: read reply: %w", addr, err)
+		return fmt.Errorf("read reply: %w", err)
 	}
 	line = strings.TrimSuffix(line, "\r\n")
 	if line == "" {
-		return "", fmt.Errorf("redis %s: empty reply", addr)
+		return errors.New("empty reply")
 	}
 	switch body := line[1:]; line[0] {
 	case '+', ':':
-		return body, nil
+		*out = append(*out, body)
 	case '-':
-		return "", fmt.Errorf("redis %s: %s", addr, body)
+		return errors.New(body)
 	case '$':
 		n, err := strconv.Atoi(body)
 		if err != nil {
-			return "", fmt.Errorf("redis %s: bad bulk length %q", addr, body)
+			return fmt.Errorf("bad bulk length %q", body)
 		}
 		if n < 0 {
-			return "", nil
+			*out = append(*out, "")
+			return nil
 		}
 		buf := make([]byte, n+2)
 		if _, err := io.ReadFull(br, buf); err != nil {
-			return "", fmt.Errorf("redis %s: read reply: %w", addr, err)
+			return fmt.Errorf("read reply: %w", err)
 		}
-		return string(buf[:n]), nil
+		*out = append(*out, string(buf[:n]))
+	case '*':
+		n, err := strconv.Atoi(body)
+		if err != nil {
+			return fmt.Errorf("bad array length %q", body)
+		}
+		for range n {
+			if err := readReply(br, out); err != nil {
+				return err
+			}
+		}
 	default:
-		return "", fmt.Errorf("redis %s: unsupported reply %q", addr, line)
+		return fmt.Errorf("unsupported reply %q", line)
 	}
+	return nil
 }

@@ -27,3 +27,9 @@ func (m *MariaDBServer) CreateDatabase(name string) (string, error) {
 	}
 	return m.DSN(name), nil
 }
+
+// StartRedisCluster starts a private Redis Cluster of three masters and
+// three replicas (a few seconds).
+func StartRedisCluster(opts RedisClusterOptions) (*RedisCluster, error) {
+	return startRedisCluster(opts)
+}
