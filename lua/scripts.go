@@ -302,6 +302,18 @@ type SweepResult struct {
 // nowMs out of Prepare: back to their due sets due at once with one more attempt,
 // or to Dead when that makes attemptCap (1..MaxAttempt) attempts.
 func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
+	return sweep(ctx, c, keys, nowMs, nowMs, limit, attemptCap)
+}
+
+// Reclaim is Sweep of every lease, whatever its end: for leases whose
+// holder is known to be dead, which would otherwise wait for their end.
+// The holder's ack, retry and defer fail from then on, since its tokens
+// changed.
+func Reclaim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
+	return sweep(ctx, c, keys, nowMs, MaxMillis, limit, attemptCap)
+}
+
+func sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs, uptoMs int64, limit, attemptCap int) (SweepResult, error) {
 	if err := checkMillis("now", nowMs); err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: %w", err)
 	}
@@ -312,7 +324,7 @@ func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit,
 		return SweepResult{}, fmt.Errorf("sweep: attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
 	}
 	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare, keys.Dead},
-		[]any{nowMs, limit, attemptCap}}})
+		[]any{nowMs, limit, attemptCap, uptoMs}}})
 	if err != nil {
 		return SweepResult{}, fmt.Errorf("sweep: %w", err)
 	}

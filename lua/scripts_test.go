@@ -505,6 +505,32 @@ func TestSweep(t *testing.T) {
 	})
 }
 
+// Reclaim takes back leases that have not ended, due now with one more
+// attempt, and the old holder's ack no longer holds.
+func TestReclaim(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		k := keysOf(b, 15)
+		addSet(t, b, k, Entry{"a", t0, 0}, Entry{"b", t0, 2})
+		leased := claim(t, b, k, t0, 2, 60000)
+		if len(leased.Leased) != 2 {
+			t.Fatalf("claim = %+v", leased)
+		}
+		if s, err := Sweep(t.Context(), b.Client, k, t0+10, 10, 64); err != nil || s.Returned != 0 {
+			t.Fatalf("Sweep before the leases end = %+v, %v", s, err)
+		}
+		s, err := Reclaim(t.Context(), b.Client, k, t0+10, 10, 64)
+		if err != nil || s.Returned != 2 || len(s.Dead) != 0 || s.PrepareHead.OK {
+			t.Fatalf("Reclaim = %+v, %v", s, err)
+		}
+		wantSet(t, b, k.Due, Entry{"a", t0 + 10, 1}, Entry{"b", t0 + 10, 3})
+		wantSet(t, b, k.Prepare)
+		n, err := Ack(t.Context(), b.Client, AckCall{Keys: k, Leases: []Held{held(leased.Leased[0]), held(leased.Leased[1])}})
+		if err != nil || n != 0 {
+			t.Errorf("the old holder's Ack = %d, %v; want 0", n, err)
+		}
+	})
+}
+
 func TestSweepSaturates(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		k := keysOf(b, 13)

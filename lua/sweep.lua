@@ -8,9 +8,11 @@
 -- ARGV[1]  now         integer Unix ms
 -- ARGV[2]  limit       how many leases to sweep at most (1..1000, for unpack)
 -- ARGV[3]  attemptCap  1..127
+-- ARGV[4]  upto        optional integer Unix ms, default now: the latest
+--                      lease end taken (a reclaim passes the largest)
 --
--- Takes up to limit members of Prepare whose lease ended at or before now
--- (score <= now*128+127), oldest first, out of Prepare. A member's last
+-- Takes up to limit members of Prepare whose lease ends at or before upto
+-- (score <= upto*128+127), oldest first, out of Prepare. A member's last
 -- byte names its due set: "h" high, "l" low, anything else normal. With
 -- attempt = score % 128 + 1 each one
 --   - goes to Dead with score now*128 + attempt when attempt >= attemptCap
@@ -27,10 +29,11 @@
 
 local dueHigh, due, dueLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
 local now, limit, cap = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local upto = tonumber(ARGV[4]) or now
 local dues = {dueHigh, due, dueLow}
 
 
-local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', now * 128 + 127,
+local expired = redis.call('ZRANGEBYSCORE', prepare, '-inf', upto * 128 + 127,
   'WITHSCORES', 'LIMIT', 0, limit)
 local back, gone = {{}, {}, {}}, {{}, {}, {}}
 local buried, deadMembers, deadAttempts = {}, {}, {}

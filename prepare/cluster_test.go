@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -120,5 +121,64 @@ func TestCluster(t *testing.T) {
 	}
 	if slices.ContainsFunc(leases, func(l timer.Lease) bool { return l.Slot.Topic != "orders" }) {
 		t.Error("lease of another topic")
+	}
+
+	// Ready and the loss detector, on the cluster and through a client
+	// built for one server, which must not pass for ready.
+	if err := q.Ready(ctx); err != nil {
+		t.Errorf("Ready = %v", err)
+	}
+	one := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { one.Close() })
+	single, err := New(one, Config{Prefix: "c:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := single.Ready(ctx); !errors.Is(err, ErrClusterNode) {
+		t.Errorf("Ready through a one-server client = %v, want ErrClusterNode", err)
+	}
+	if err := q.Mark(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := q.Lost(ctx); err != nil || lost {
+		t.Errorf("Lost after Mark = %v, %v", lost, err)
+	}
+	srv.FlushAll(t)
+	if lost, err := q.Lost(ctx); err != nil || !lost {
+		t.Errorf("Lost after FLUSHALL = %v, %v; want lost", lost, err)
+	}
+}
+
+// A server that comes back from a restart kept its data (append-only
+// file) and the mark with it, but is another run of redis-server: what it
+// acknowledged last may not be on disk, so Lost says to restore.
+func TestLostAfterRestart(t *testing.T) {
+	srv := testenv.NewRedisWith(t, testenv.RedisOptions{AppendOnly: true})
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	q, err := New(c, Config{Prefix: "r:"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := t.Context()
+	if err := q.Mark(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := q.Lost(ctx); err != nil || lost {
+		t.Fatalf("Lost after Mark = %v, %v", lost, err)
+	}
+	srv.Kill(t)
+	srv.Start(t)
+	if n, err := srv.Do("EXISTS", "r:mark"); err != nil || n != "1" {
+		t.Fatalf("the mark did not survive the restart: %q, %v", n, err)
+	}
+	if lost, err := q.Lost(ctx); err != nil || !lost {
+		t.Errorf("Lost after a restart = %v, %v; want lost", lost, err)
+	}
+	if err := q.Mark(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if lost, err := q.Lost(ctx); err != nil || lost {
+		t.Errorf("Lost after marking the new run = %v, %v", lost, err)
 	}
 }

@@ -3,6 +3,9 @@ package prepare
 import (
 	"testing"
 
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/internal/testenv"
 	"github.com/toc-project/toc/lua"
 	"github.com/toc-project/toc/lua/luatest"
 	"github.com/toc-project/toc/timer/timertest"
@@ -22,6 +25,22 @@ func TestIndexConformance(t *testing.T) {
 		timertest.TestIndex(t, func(t *testing.T) timertest.IndexLeaser {
 			p := luatest.NewPrefix()
 			x, err := New(b.Client, Config{Prefix: p, WakeChannel: p + "wake"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return x
+		})
+	})
+	// And on a Redis Cluster of three masters, which refuses any command
+	// whose keys span hash slots. Scripts are not loaded ahead: each
+	// master learns them from the wrappers' EVAL fallback.
+	t.Run("cluster", func(t *testing.T) {
+		c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: testenv.SharedRedisCluster(t).Addrs()})
+		t.Cleanup(func() { c.Close() })
+		c.AddHook(luatest.NewCalls(t))
+		timertest.TestIndex(t, func(t *testing.T) timertest.IndexLeaser {
+			p := luatest.NewPrefix()
+			x, err := New(c, Config{Prefix: p, WakeChannel: p + "wake"})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -57,6 +58,10 @@ type Index struct {
 	// subscribed, when set (by tests), is called each time Wakes has
 	// subscribed.
 	subscribed func()
+
+	markMu   sync.Mutex
+	marked   *mark             // the last Mark; nil before
+	markKeys map[[2]int]string // by cluster hash slot range
 }
 
 var (

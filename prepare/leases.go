@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -143,11 +144,25 @@ func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 // leases have expired). The Dead leases it returns carry the attempt count
 // recorded in Dead and no token.
 func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
+	return q.sweep(ctx, lua.Sweep, slot, now, limit)
+}
+
+var _ timer.Reclaimer = (*Index)(nil)
+
+// Reclaim implements timer.Reclaimer: Sweep of every lease of slot,
+// whatever its end.
+func (q *Index) Reclaim(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
+	return q.sweep(ctx, lua.Reclaim, slot, now, limit)
+}
+
+type sweepFunc func(ctx context.Context, c lua.Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (lua.SweepResult, error)
+
+func (q *Index) sweep(ctx context.Context, script sweepFunc, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
 	nowMs, limit, err := checkPass("sweep", slot, now, limit)
 	if err != nil {
 		return timer.Sweep{}, err
 	}
-	r, err := lua.Sweep(ctx, q.client, q.Keys(slot), nowMs, limit, SweepAttemptCap)
+	r, err := script(ctx, q.client, q.Keys(slot), nowMs, limit, SweepAttemptCap)
 	if err != nil {
 		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
 	}

@@ -1,6 +1,5 @@
-// What Index reports about its sets: the next due time of a slot, the
-// counts of a topic, and the mark that tells whether Redis lost its data
-// (timer.LossDetector).
+// What Index reports about its sets: the next due time of a slot and the
+// counts of a topic.
 
 package prepare
 
@@ -89,28 +88,4 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		}
 	}
 	return waiting, leased, dead, timeOf(next), nil
-}
-
-var _ timer.LossDetector = (*Index)(nil)
-
-// markKey is the key whose absence says Redis lost its data. On Redis
-// Cluster it lives on one node: the loss of another node alone is found
-// by the backstop's periodic full scan instead.
-func (q *Index) markKey() string { return q.cfg.Prefix + "mark" }
-
-// Mark implements timer.LossDetector.
-func (q *Index) Mark(ctx context.Context) error {
-	if err := q.client.Set(ctx, q.markKey(), "1", 0).Err(); err != nil {
-		return fmt.Errorf("set %s: %w", q.markKey(), err)
-	}
-	return nil
-}
-
-// Lost implements timer.LossDetector.
-func (q *Index) Lost(ctx context.Context) (bool, error) {
-	n, err := q.client.Exists(ctx, q.markKey()).Result()
-	if err != nil {
-		return false, fmt.Errorf("exists %s: %w", q.markKey(), err)
-	}
-	return n == 0, nil
 }

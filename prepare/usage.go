@@ -33,6 +33,13 @@ func (q *Index) PublishUsage(ctx context.Context, member string, usage map[strin
 	for topic, u := range usage {
 		v := strconv.FormatInt(u.InFlight, 10) + " " + strconv.FormatFloat(u.Rate, 'f', 3, 64) + " " +
 			strconv.FormatInt(u.Throttled, 10) + " " + strconv.FormatInt(now.UnixMilli(), 10)
+		if len(u.Lateness) > 0 {
+			counts := make([]string, len(u.Lateness))
+			for i, c := range u.Lateness {
+				counts[i] = strconv.FormatInt(c, 10)
+			}
+			v += " " + strings.Join(counts, ",")
+		}
 		key := q.usageKey(topic)
 		pipe.HSet(ctx, key, member, v)
 		pipe.Expire(ctx, key, time.Minute)
@@ -57,8 +64,10 @@ func (q *Index) Usage(ctx context.Context, topic timer.Topic, now time.Time) (ti
 	}
 	u := timer.Usage{DueWaiting: due}
 	for _, v := range fields {
+		// "in-flight rate throttled at [lateness,counts,...]": a member of
+		// an older version publishes the first four.
 		parts := strings.Fields(v)
-		if len(parts) != 4 {
+		if len(parts) != 4 && len(parts) != 5 {
 			continue
 		}
 		inFlight, err1 := strconv.ParseInt(parts[0], 10, 64)
@@ -72,6 +81,9 @@ func (q *Index) Usage(ctx context.Context, topic timer.Topic, now time.Time) (ti
 		u.Rate += rate
 		u.Throttled += throttled
 		u.Members++
+		if len(parts) == 5 {
+			u.AddLateness(parseCounts(parts[4]))
+		}
 	}
 	return u, nil
 }
@@ -105,4 +117,17 @@ func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 		}
 	}
 	return due, nil
+}
+
+// parseCounts reads comma-separated counts; nil when one is not a count.
+func parseCounts(s string) []int64 {
+	var out []int64
+	for f := range strings.SplitSeq(s, ",") {
+		n, err := strconv.ParseInt(f, 10, 64)
+		if err != nil || n < 0 {
+			return nil
+		}
+		out = append(out, n)
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package prepare
 
 import (
+	"reflect"
 	"testing"
 	"time"
 
@@ -16,10 +17,12 @@ func TestUsageSumsLiveMembers(t *testing.T) {
 	ctx := t.Context()
 	topic := timer.Topic{Name: "orders", Slots: 4}
 	now := at(10_000)
-	if err := q.PublishUsage(ctx, "a", map[string]timer.TopicUsage{"orders": {InFlight: 3, Rate: 100.5, Throttled: 7}}, now); err != nil {
+	if err := q.PublishUsage(ctx, "a", map[string]timer.TopicUsage{"orders": {InFlight: 3, Rate: 100.5, Throttled: 7,
+		Lateness: []int64{0, 4, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}}}, now); err != nil {
 		t.Fatal(err)
 	}
-	if err := q.PublishUsage(ctx, "b", map[string]timer.TopicUsage{"orders": {InFlight: 2, Rate: 50, Throttled: 1}}, now.Add(-time.Second)); err != nil {
+	if err := q.PublishUsage(ctx, "b", map[string]timer.TopicUsage{"orders": {InFlight: 2, Rate: 50, Throttled: 1,
+		Lateness: []int64{0, 5}}}, now.Add(-time.Second)); err != nil {
 		t.Fatal(err)
 	}
 	if err := q.PublishUsage(ctx, "dead", map[string]timer.TopicUsage{"orders": {InFlight: 99, Rate: 99, Throttled: 99}}, now.Add(-6*time.Second)); err != nil {
@@ -37,8 +40,9 @@ func TestUsageSumsLiveMembers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := timer.Usage{DueWaiting: 3, InFlight: 5, Rate: 150.5, Throttled: 8, Members: 2}
-	if u != want {
+	want := timer.Usage{DueWaiting: 3, InFlight: 5, Rate: 150.5, Throttled: 8, Members: 2,
+		Lateness: []int64{0, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}}
+	if !reflect.DeepEqual(u, want) {
 		t.Fatalf("Usage = %+v, want %+v", u, want)
 	}
 }

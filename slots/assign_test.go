@@ -345,3 +345,27 @@ func BenchmarkMapOwned(b *testing.B) {
 		_ = m.Owned("member-7")
 	}
 }
+
+// Each task store shard has exactly one owner among the members, the
+// shards spread over them, and every map of the same members agrees.
+func TestShardOwner(t *testing.T) {
+	members := []string{"c", "a", "b"}
+	m := Assign(members, nil, DefaultLoad)
+	again := Assign([]string{"b", "c", "a"}, nil, DefaultLoad)
+	per := map[string]int{}
+	for i := range 6 {
+		o := m.ShardOwner(i)
+		if o == "" || o != again.ShardOwner(i) {
+			t.Fatalf("shard %d: owner %q, and %q in the same members' other map", i, o, again.ShardOwner(i))
+		}
+		per[o]++
+	}
+	for _, id := range members {
+		if per[id] != 2 {
+			t.Errorf("member %s owns %d of 6 shards, want 2", id, per[id])
+		}
+	}
+	if o := Assign(nil, nil, DefaultLoad).ShardOwner(0); o != "" {
+		t.Errorf("owner without members = %q", o)
+	}
+}

@@ -116,9 +116,14 @@ type Cluster struct {
 	mOwned  []timer.Slot
 	owned   []timer.Slot  // what Owned returns
 	changed chan struct{} // closed when owned changes
+	orphans []timer.Slot  // owned slots whose last owner died, for Orphans
+	shards  int           // task store shards, for Status (see SetShards)
 }
 
-var _ timer.Assignment = (*Cluster)(nil)
+var (
+	_ timer.Assignment = (*Cluster)(nil)
+	_ timer.Handover   = (*Cluster)(nil)
+)
 
 // NewCluster returns a member that joins the cluster when Run is called.
 func NewCluster(cfg ClusterConfig) (*Cluster, error) {
@@ -127,7 +132,7 @@ func NewCluster(cfg ClusterConfig) (*Cluster, error) {
 	}
 	cfg = cfg.withDefaults()
 	if cfg.ID == "" {
-		cfg.ID = defaultID()
+		cfg.ID = DefaultID()
 	}
 	return &Cluster{
 		cfg:     cfg,

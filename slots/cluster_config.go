@@ -127,8 +127,8 @@ func validPath(p string) bool {
 	return true
 }
 
-// defaultID is "<hostname>-<pid>-<6 random hex digits>".
-func defaultID() string {
+// DefaultID is a member id: "<hostname>-<pid>-<6 random hex digits>".
+func DefaultID() string {
 	host, err := os.Hostname()
 	if err != nil || host == "" {
 		host = "toc"

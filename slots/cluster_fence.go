@@ -95,7 +95,9 @@ func (c *Cluster) install(s *session, epoch uint64, a *published, m *Map) {
 		c.setOwnedLocked(nil)
 	} else {
 		if key := a.key(); c.m != m {
+			prev := c.m
 			c.m, c.mKey, c.mOwned = m, key, m.Owned(c.cfg.ID)
+			c.orphans = append(c.orphans, orphaned(prev, m, c.mOwned, c.cfg.ID)...)
 		}
 		c.setOwnedLocked(c.mOwned)
 	}

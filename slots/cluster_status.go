@@ -23,6 +23,9 @@ type MemberInfo struct {
 	Addr     string `json:"addr,omitempty"`
 	Capacity int    `json:"capacity"`
 	Slots    int    `json:"slots"`
+	// Shards are the task store shards whose backstop scan is this
+	// member's (see Cluster.OwnsShard), once the map is computed.
+	Shards []int `json:"shards,omitempty"`
 }
 
 // Status returns the cluster as this member last saw it. It does no I/O.
@@ -35,12 +38,19 @@ func (c *Cluster) Status() Status {
 		return st
 	}
 	st.Leader, st.Version = a.Leader, a.Version
-	var counts map[string]int
+	var (
+		counts map[string]int
+		shards = map[string][]int{}
+	)
 	if c.m != nil && c.mKey == a.key() {
 		counts = c.m.Counts()
+		for i := range c.shards {
+			owner := c.m.ShardOwner(i)
+			shards[owner] = append(shards[owner], i)
+		}
 	}
 	for _, m := range a.Members {
-		st.Members = append(st.Members, MemberInfo{ID: m.ID, Addr: m.Addr, Capacity: m.Capacity, Slots: counts[m.ID]})
+		st.Members = append(st.Members, MemberInfo{ID: m.ID, Addr: m.Addr, Capacity: m.Capacity, Slots: counts[m.ID], Shards: shards[m.ID]})
 	}
 	return st
 }
