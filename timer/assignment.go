@@ -22,6 +22,17 @@ type TopicAssignment interface {
 	OwnedTopics(ctx context.Context) ([]Topic, <-chan struct{}, error)
 }
 
+// Handover is implemented by an Assignment that knows when slots it now
+// owns were held by a member that died: their leases can be taken back
+// at once (timer.Reclaimer) instead of waiting out their end, since the
+// holder can no longer ack them. A member that leaves gracefully finishes
+// its calls before it gives its slots up, and is no such holder.
+type Handover interface {
+	// Orphans returns the owned slots whose previous owner died since the
+	// last call, and forgets them.
+	Orphans() []Slot
+}
+
 // AllSlots owns every slot of every topic of a Catalog: the standalone
 // mode, one worker for the whole store. A worker told of a job in a slot
 // of a topic it has not seen yet takes it at once.

@@ -3,6 +3,7 @@ package timer
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -39,9 +40,14 @@ type BackstopConfig struct {
 	// LossCheck is how often the backstop asks a LossDetector index
 	// whether Redis lost its data.
 	LossCheck time.Duration
-	Now       func() time.Time
-	Logger    *slog.Logger
-	Observer  Observer
+	// Owner, when set, says which task store shards this backstop scans
+	// (in a cluster, one member per shard); nil: every shard. A repair
+	// (see Backstop.Repair) scans every shard all the same: the jobs whose
+	// index write failed here may be in any.
+	Owner    ShardOwner
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
 }
 
 // Validate reports the first field of c that is out of range.
@@ -80,16 +86,32 @@ func (c BackstopConfig) withDefaults() BackstopConfig {
 // A full scan runs at start and every FullInterval; between them an
 // incremental scan every Interval reads only the due times that entered
 // the horizon since the last scan.
+//
+// Over a Sharded store each shard is scanned on its own: a shard that
+// does not answer fails its own scan, which is tried again (in full, if
+// it was a full one) at the next check, and the others go on.
 type Backstop struct {
+	shards []shardScan
+	index  Index
+	cfg    BackstopConfig
+	wake   func(Wake)
+	// repair asks for a full scan at once (see Repair).
+	repair atomic.Bool
+}
+
+// ShardOwner tells a Backstop which shards are its own to scan.
+type ShardOwner interface {
+	OwnsShard(shard int) bool
+}
+
+// shardScan is the backstop's state of one shard.
+type shardScan struct {
 	store Scanner
-	index Index
-	cfg   BackstopConfig
-	wake  func(Wake)
 	// mark is the end of the due-time range the last scan covered; zero
 	// until a full scan succeeds.
 	mark time.Time
-	// repair asks for a full scan at once (see Repair).
-	repair atomic.Bool
+	// owesFull: the last full scan of this shard failed.
+	owesFull bool
 }
 
 // Repair asks for a full scan as soon as possible: an index write after a
@@ -103,7 +125,15 @@ func NewBackstop(store Scanner, index Index, wake func(Wake), cfg BackstopConfig
 	if wake == nil {
 		wake = func(Wake) {}
 	}
-	return &Backstop{store: store, index: index, cfg: cfg.withDefaults(), wake: wake}
+	b := &Backstop{index: index, cfg: cfg.withDefaults(), wake: wake}
+	if sh, ok := store.(Sharded); ok && sh.Shards() > 1 {
+		for i := range sh.Shards() {
+			b.shards = append(b.shards, shardScan{store: sh.Scanner(i)})
+		}
+	} else {
+		b.shards = []shardScan{{store: store}}
+	}
+	return b
 }
 
 // Run scans at once and then on its intervals until ctx is done. When
@@ -114,8 +144,8 @@ func (b *Backstop) Run(ctx context.Context) error {
 	var lastFull, lastScan time.Time
 	for {
 		now := b.cfg.Now()
-		full := lastFull.IsZero() || now.Sub(lastFull) >= b.cfg.FullInterval || b.repair.Swap(false)
-		repairing := full
+		repair := b.repair.Swap(false)
+		full := lastFull.IsZero() || now.Sub(lastFull) >= b.cfg.FullInterval || repair
 		if !full && detector != nil {
 			lost, err := detector.Lost(ctx)
 			if err != nil && ctx.Err() == nil {
@@ -134,14 +164,14 @@ func (b *Backstop) Run(ctx context.Context) error {
 					b.cfg.Logger.Warn("backstop: mark failed", "dep", "redis", "err", err)
 				}
 			}
-			n, err := b.RunOnce(ctx, full)
+			n, err := b.runOnce(ctx, full, repair)
 			switch {
 			case ctx.Err() != nil:
 				return nil
 			case err != nil:
-				if repairing {
-					b.repair.Store(true) // try again at the next check
-				}
+				// A shard whose full scan failed scans in full at the next
+				// try (shardScan.owesFull), which comes at the next check:
+				// lastScan stays as it was.
 				b.cfg.Logger.Warn("backstop scan failed", "dep", "task_store or redis", "full", full, "err", err)
 			default:
 				lastScan = b.cfg.Now()
@@ -160,15 +190,62 @@ func (b *Backstop) Run(ctx context.Context) error {
 	}
 }
 
-// RunOnce scans once, fully or from the last mark, and returns how many
-// jobs it restored to Redis. Reading the next page overlaps restoring the
-// last one. Not safe for concurrent use.
+// RunOnce scans every shard once, fully or from its last mark (fully, a
+// shard whose last full scan failed), and returns how many jobs it
+// restored to Redis. Not safe for concurrent use.
+//
+// With an Owner it scans only the shards it owns, and forgets what it
+// knew of the others, so that a shard it comes to own is scanned in full.
 func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
+	return b.runOnce(ctx, full, false)
+}
+
+// runOnce is RunOnce, of every shard when all is set.
+func (b *Backstop) runOnce(ctx context.Context, full, all bool) (int, error) {
+	var scan []int
+	for i := range b.shards {
+		if all || b.cfg.Owner == nil || b.cfg.Owner.OwnsShard(i) {
+			scan = append(scan, i)
+		} else {
+			b.shards[i] = shardScan{store: b.shards[i].store}
+		}
+	}
+	if len(scan) == 1 {
+		return b.runShard(ctx, &b.shards[scan[0]], full)
+	}
+	var (
+		wg    sync.WaitGroup
+		total atomic.Int64
+		errs  = make([]error, len(b.shards))
+	)
+	for _, i := range scan {
+		wg.Go(func() {
+			n, err := b.runShard(ctx, &b.shards[i], full)
+			total.Add(int64(n))
+			if err != nil {
+				errs[i] = fmt.Errorf("shard %d: %w", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	return int(total.Load()), errors.Join(errs...)
+}
+
+// runShard scans one shard, fully or from its mark. Reading the next page
+// overlaps restoring the last one.
+func (b *Backstop) runShard(ctx context.Context, sh *shardScan, full bool) (int, error) {
+	full = full || sh.owesFull
+	n, err := b.scanShard(ctx, sh, full)
+	sh.owesFull = err != nil && full
+	return n, err
+}
+
+func (b *Backstop) scanShard(ctx context.Context, sh *shardScan, full bool) (int, error) {
 	now := b.cfg.Now()
 	end := now.Add(b.cfg.Horizon)
 	var cur Cursor // zero: a full scan
-	if !full && !b.mark.IsZero() {
-		cur = Cursor{DueAt: b.mark.Add(-scanOverlap)}
+	if !full && !sh.mark.IsZero() {
+		cur = Cursor{DueAt: sh.mark.Add(-scanOverlap)}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -176,7 +253,7 @@ func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	scanErr := make(chan error, 1)
 	go func() {
 		defer close(pages)
-		if err := b.scanPages(ctx, cur, end, pages); err != nil {
+		if err := b.scanPages(ctx, sh.store, cur, end, pages); err != nil {
 			scanErr <- fmt.Errorf("scan pending: %w", err)
 		}
 	}()
@@ -215,14 +292,14 @@ func (b *Backstop) RunOnce(ctx context.Context, full bool) (int, error) {
 	if n > 0 {
 		b.cfg.Observer.Repaired(n)
 	}
-	b.mark = end
+	sh.mark = end
 	return n, nil
 }
 
 // scanPages sends the pages of the scan from cur to pages.
-func (b *Backstop) scanPages(ctx context.Context, cur Cursor, end time.Time, pages chan<- []Timer) error {
+func (b *Backstop) scanPages(ctx context.Context, store Scanner, cur Cursor, end time.Time, pages chan<- []Timer) error {
 	for {
-		timers, err := b.store.ScanPending(ctx, cur, end, b.cfg.Page)
+		timers, err := store.ScanPending(ctx, cur, end, b.cfg.Page)
 		if err != nil {
 			return fmt.Errorf("after %v: %w", cur.DueAt, err)
 		}

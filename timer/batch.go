@@ -112,6 +112,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 	}
 	topics := make(map[string]topicState)
 	byKey := make(map[[2]string]*Job) // the job each key of the batch names
+	spread := -1                      // the shard of the batch's jobs placed by neither key nor business id
 	for i := range b.reqs {
 		r := &b.reqs[i]
 		if err := r.Validate(); err != nil {
@@ -156,7 +157,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 				}
 			}
 		}
-		j := r.job(s.ids.Next(), now)
+		j := r.job(s.ids.NextIn(s.place(r, &spread)), now)
 		if r.Key != "" {
 			byKey[[2]string{r.Topic, r.Key}] = j
 		}
@@ -171,6 +172,23 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 		b.at = append(b.at, i)
 	}
 	return b, nil
+}
+
+// place returns the shard of r's new job: the one Schedule chose, or by
+// its key or business id, or else *spread, which the first such job of a
+// batch picks, so that a batch of jobs with neither goes to one shard
+// (one transaction) and batches take turns.
+func (s *Scheduler) place(r *Request, spread *int) int {
+	if r.shard > 0 {
+		return r.shard - 1
+	}
+	if sh := PlaceShard(r.Topic, r.Key, r.BizID, s.shards); sh >= 0 {
+		return sh
+	}
+	if *spread < 0 {
+		*spread = s.spread.pick(s.shards)
+	}
+	return *spread
 }
 
 // findTopic returns the topic named name and whether it is stored,
@@ -251,7 +269,7 @@ func (s *Scheduler) insertAll(ctx context.Context, b *batch) error {
 				return fmt.Errorf("look up key: %w", err)
 			}
 		}
-		j.ID = s.ids.Next() // in case the conflict was an id another process took
+		j.ID = s.ids.NextIn(j.ID.Shard()) // in case the conflict was an id another process took
 		fresh = append(fresh, j)
 		at = append(at, i)
 	}
@@ -300,7 +318,7 @@ func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Re
 			return nil, fmt.Errorf("insert job: %w", err)
 		case j.Key == "":
 			// An id collision: another process shares our node number.
-			j.ID = s.ids.Next()
+			j.ID = s.ids.NextIn(j.ID.Shard())
 			if err := s.store.Insert(ctx, []*Job{j}); err != nil {
 				results[at[n]] = Result{Err: fmt.Errorf("insert job: %w", err)}
 				continue

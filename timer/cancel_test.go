@@ -16,7 +16,7 @@ import (
 // called: not before the answer, not after it. The others answer
 // in_flight or already_fired, and those jobs are called.
 func TestCancelIsDefinite(t *testing.T) {
-	s := newStack(t, false)
+	s := newStack(t, sharedRedis)
 	var (
 		mu     sync.Mutex
 		called = map[timer.JobID][]time.Time{}

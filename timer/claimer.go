@@ -29,6 +29,9 @@ type slotState struct {
 	index  int       // in claimer.waiting or its topic's due slots; -1 in neither
 	isDue  bool      // in its topic's due slots
 	ahead  time.Duration
+	// reclaim: the next sweep takes every lease back, ended or not (its
+	// holder died).
+	reclaim bool
 }
 
 func (s *slotState) heapIndex() *int { return &s.index }
@@ -82,6 +85,8 @@ type claimer struct {
 	// pass gathers the leases of one pass, for one row load; buried the
 	// leases a sweep moved to Dead, whose rows are to be marked dead.
 	pass, buried []Lease
+	// passAt is when the last pass began: when its leases were claimed.
+	passAt time.Time
 }
 
 func newClaimer(leaser Leaser, lim *limiter, own *ownership, cfg claimerConfig) *claimer {
@@ -158,6 +163,17 @@ func (c *claimer) wake(s Slot, at time.Time, now time.Time) {
 	}
 }
 
+// reclaim makes the next pass take back every lease of slot s, ended or
+// not: its holder died (see Handover).
+func (c *claimer) reclaim(s Slot, now time.Time) {
+	if !c.own.has(s) {
+		return
+	}
+	st := c.state(s)
+	st.reclaim, st.expiry = true, now
+	c.place(st, c.horizon(now))
+}
+
 // drop forgets slot s, no longer owned: no claim or sweep of it from now.
 func (c *claimer) drop(s Slot) {
 	if st, ok := c.slots[s]; ok {
@@ -205,6 +221,7 @@ func (c *claimer) promote(now time.Time) {
 func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked bool) {
 	c.pass, c.buried = nil, nil
 	now := c.cfg.now()
+	c.passAt = now
 	c.promote(now)
 	c.lim.unpark()
 	for ctx.Err() == nil {
@@ -232,7 +249,11 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 // it may.
 func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool {
 	if !st.expiry.IsZero() && !st.expiry.After(now) {
-		sw, err := c.leaser.Sweep(ctx, st.slot, now, c.cfg.batch)
+		sweep := c.leaser.Sweep
+		if r, ok := c.leaser.(Reclaimer); ok && st.reclaim {
+			sweep = r.Reclaim
+		}
+		sw, err := sweep(ctx, st.slot, now, c.cfg.batch)
 		if err != nil {
 			c.failed(ctx, st, now, "sweep", err)
 			return true
@@ -240,6 +261,8 @@ func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool 
 		st.expiry = sw.NextExpiry
 		if sw.Returned+len(sw.Dead) >= c.cfg.batch {
 			st.expiry = now // a full batch: there may be more
+		} else {
+			st.reclaim = false
 		}
 		if sw.Returned > 0 {
 			st.due = now

@@ -73,6 +73,7 @@ type completerConfig struct {
 	obs     Observer
 	logf    func(msg string, args ...any)
 	horizon time.Duration
+	tracer  Tracer // nil: no completion spans
 }
 
 type completer struct {
@@ -89,24 +90,30 @@ type completer struct {
 func (c *completer) record(ctx context.Context, batch []outcome) {
 	now := c.cfg.now()
 	var (
-		done []Completion
-		acks []Lease
+		done  []Completion
+		acks  []Lease
+		spans []doneSpan // the successes' completion spans, when tracing
 	)
 	for _, o := range batch {
 		switch o.kind {
 		case outDone:
 			done = append(done, Completion{ID: o.lease.ID, Attempts: o.attempt})
+			if c.cfg.tracer != nil && o.job.TraceParent != "" {
+				spans = append(spans, doneSpan{c.cfg.tracer.Start(ctx, SpanComplete, o.job.TraceParent, now), o})
+			}
 		case outAck:
 			acks = append(acks, o.lease)
 		default:
 			c.recordOne(ctx, o, now)
 		}
 	}
+	var doneErr error
 	if len(done) > 0 {
 		if _, err := c.store.Complete(ctx, done, now); err != nil {
 			// Unacked, they come back when their leases expire, find
 			// their rows still pending, and fire again: at least once.
 			c.cfg.logf("mark done failed; the jobs will fire again", "dep", "task_store", "jobs", len(done), "err", err)
+			doneErr = err
 		} else {
 			for _, o := range batch {
 				if o.kind == outDone {
@@ -118,6 +125,9 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 	if len(acks) > 0 {
 		if _, err := c.leaser.Ack(ctx, acks); err != nil {
 			c.cfg.logf("ack failed; the leases will expire and be skipped", "dep", "redis", "jobs", len(acks), "err", err)
+			if doneErr == nil && len(done) > 0 {
+				doneErr = err
+			}
 		}
 	}
 	for _, o := range batch {
@@ -125,11 +135,43 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 			c.lim.release(o.lease.Slot.Topic, 1)
 		}
 	}
+	if len(spans) > 0 {
+		end := c.cfg.now()
+		for _, s := range spans {
+			s.span.End(end, attrsOf(s.o, "done"), doneErr)
+		}
+	}
+}
+
+// doneSpan is the completion span of a success.
+type doneSpan struct {
+	span Span
+	o    outcome
+}
+
+// attrsOf is what a completion span records of o.
+func attrsOf(o outcome, result string) SpanAttrs {
+	return SpanAttrs{Job: o.lease.ID, Topic: o.lease.Slot.Topic, Attempt: o.attempt, Status: statusOf(o.err), Outcome: result}
 }
 
 // recordOne records an outcome other than a success or a plain ack, and
-// releases its token.
+// releases its token. The outcomes of an attempt (failed, discarded, not
+// sent) have a completion span when the worker traces.
 func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
+	if c.cfg.tracer == nil || o.job == nil || o.job.TraceParent == "" ||
+		(o.kind != outFailed && o.kind != outDiscard && o.kind != outNotSent) {
+		c.recordOutcome(ctx, o, now)
+		return
+	}
+	span := c.cfg.tracer.Start(ctx, SpanComplete, o.job.TraceParent, now)
+	result, err := c.recordOutcome(ctx, o, now)
+	span.End(c.cfg.now(), attrsOf(o, result), err)
+}
+
+// recordOutcome is recordOne's work. It returns, for the completion
+// span, what became of the job and the error that kept it from being
+// recorded (which it has logged).
+func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time) (result string, err error) {
 	topic := o.lease.Slot.Topic
 	if o.token {
 		defer c.lim.release(topic, 1)
@@ -146,7 +188,7 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 	case outPutBack:
 		if _, err := c.leaser.Defer(ctx, o.lease, o.until); err != nil {
 			c.cfg.logf("put back a claimed job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
-			return
+			return "", err
 		}
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: o.until})
 	case outNotSent:
@@ -155,50 +197,64 @@ func (c *completer) recordOne(ctx context.Context, o outcome, now time.Time) {
 		// Not sent: pending again, so that a cancel meanwhile is definite.
 		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusPending, now); err != nil {
 			c.cfg.logf("put back job not sent failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
-			return
+			return "deferred", err
 		}
 		if _, err := c.leaser.Defer(ctx, o.lease, until); err != nil {
 			c.cfg.logf("defer failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
-			return
+			return "deferred", err
 		}
 		c.cfg.obs.Deferred(topic)
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: until})
+		return "deferred", nil
 	case outDiscard:
-		if _, err := c.store.Transition(ctx, o.lease.ID, StatusFiring, StatusCancelled, now); err != nil {
+		// Cancelled, with the attempt that was stopped and its answer on
+		// the row, as a failed attempt's are.
+		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Stopped: true}
+		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
 			c.cfg.logf("discard job failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
-			return
+			return "cancelled", err
 		}
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
 			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
+			return "cancelled", err
 		}
+		return "cancelled", nil
 	case outFailed:
 		dead := o.attempt >= o.job.MaxAttempts
-		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Dead: dead}
+		policy := c.lim.topic(topic).conf.Load().retry
+		at := now.Add(policy.delayAfter(o.attempt, o.err))
+		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Dead: dead, RetryAt: at}
+		result = "retry"
+		if dead {
+			result = "dead"
+		}
 		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
-			return
+			return result, err
 		}
-		policy := c.lim.topic(topic).conf.Load().retry
-		c.retry(ctx, o.lease, now.Add(policy.delayAfter(o.attempt, o.err)), o.job.MaxAttempts, now)
+		return result, c.retry(ctx, o.lease, at, o.job.MaxAttempts, now)
 	case outBury:
 		if o.job.Status != StatusDead {
 			if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
 				c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
-				return
+				return "dead", err
 			}
 		}
 		// A Retry with one attempt allowed moves the lease to Dead, which
 		// keeps the dead-letter index in step with the row.
-		c.retry(ctx, o.lease, now, 1, now)
+		return "dead", c.retry(ctx, o.lease, now, 1, now)
 	case outMoved:
 		if err := c.readd(ctx, o.job, o.lease.Attempt, now); err != nil {
 			c.cfg.logf("re-add rescheduled job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
-			return
+			return "moved", err
 		}
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
 			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
+			return "moved", err
 		}
+		return "moved", nil
 	}
+	return "", nil
 }
 
 // expiredOnLast is the failure of a job whose last attempt's lease
@@ -209,11 +265,13 @@ func expiredOnLast(l Lease) Failure {
 
 // retry hands a lease back to Redis: due again at at, or to Dead when
 // maxAttempts is reached.
-func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempts int, now time.Time) {
+// It returns the error it logged, for the completion span.
+func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempts int, now time.Time) error {
 	outcome, err := c.leaser.Retry(ctx, l, at, maxAttempts, now)
 	switch {
 	case err != nil:
 		c.cfg.logf("retry failed; the lease will expire", "dep", "redis", "job", l.ID.String(), "err", err)
+		return err
 	case outcome == Retried:
 		c.cfg.obs.Retried(l.Slot.Topic)
 		c.wake(Wake{Slot: l.Slot, DueAt: at})
@@ -221,6 +279,7 @@ func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempt
 		c.forget(ctx, l)
 		c.cfg.obs.Buried(l.Slot.Topic)
 	}
+	return nil
 }
 
 // forget clears a buried job from its slot's Dead set: its row, marked

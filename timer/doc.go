@@ -4,9 +4,10 @@
 //
 // It imports only the standard library and declares the small interfaces it
 // needs of its adapters: a Store (package taskdb), an Index, a Leaser and a
-// HeadReader (package prepare, over the Lua scripts of package lua), and a
+// HeadReader (package prepare, over the Lua scripts of package lua), a
 // Handler that fires a job (package webhook's Client, or a function of a
-// library user).
+// library user), and, optionally, a Tracer that records the spans of each
+// attempt (internal/tracing, over OpenTelemetry; see trace.go).
 //
 // # How a job flows
 //

@@ -102,16 +102,38 @@ func (r *recorder) deliveries(id timer.JobID) []delivery {
 }
 
 // stack is a task store on a fresh MariaDB database and a queue on a real
-// redis-server, with a key prefix of its own.
+// Redis (one redis-server or a Redis Cluster), with a key prefix of its
+// own.
 type stack struct {
-	store  *taskdb.Store
-	rdb    *redis.Client
-	queue  *prepare.Index
-	redis  *testenv.RedisServer
-	prefix string
+	store   *taskdb.Store
+	rdb     redis.UniversalClient
+	queue   *prepare.Index
+	redis   *testenv.RedisServer  // one server; nil on a cluster
+	cluster *testenv.RedisCluster // nil on one server
+	prefix  string
 }
 
-func newStack(t *testing.T, ownRedis bool) *stack {
+// backend is the Redis a stack runs on.
+type backend int
+
+const (
+	sharedRedis   backend = iota // the package's redis-server
+	ownRedis                     // a redis-server of the test's own, to kill or flush
+	sharedCluster                // the package's Redis Cluster, 3 masters and 3 replicas
+)
+
+func (b backend) String() string { return [...]string{"redis", "own-redis", "cluster"}[b] }
+
+// eachRedis runs fn on one redis-server (single) and on a Redis Cluster,
+// which refuses any command whose keys span two hash slots: every
+// acceptance test proves the engine keeps its keys in one slot.
+func eachRedis(t *testing.T, single backend, fn func(t *testing.T, b backend)) {
+	for _, b := range []backend{single, sharedCluster} {
+		t.Run(b.String(), func(t *testing.T) { fn(t, b) })
+	}
+}
+
+func newStack(t *testing.T, b backend) *stack {
 	t.Helper()
 	ctx := t.Context()
 	store, err := taskdb.OpenMySQL(ctx, testenv.MariaDB(t).NewDatabase(t), taskdb.Config{})
@@ -122,18 +144,35 @@ func newStack(t *testing.T, ownRedis bool) *stack {
 	if err := store.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv := testenv.Redis(t)
-	if ownRedis {
-		srv = testenv.NewRedis(t)
+	s := &stack{store: store, prefix: fmt.Sprintf("t%d:", time.Now().UnixNano())}
+	switch b {
+	case sharedRedis:
+		s.redis = testenv.Redis(t)
+	case ownRedis:
+		s.redis = testenv.NewRedis(t)
+	case sharedCluster:
+		s.cluster = testenv.SharedRedisCluster(t)
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: srv.Addr})
-	t.Cleanup(func() { rdb.Close() })
-	prefix := fmt.Sprintf("t%d:", time.Now().UnixNano())
-	q, err := prepare.New(rdb, prepare.Config{Prefix: prefix})
-	if err != nil {
+	if s.cluster != nil {
+		s.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: s.cluster.Addrs()})
+	} else {
+		s.rdb = redis.NewClient(&redis.Options{Addr: s.redis.Addr})
+	}
+	t.Cleanup(func() { s.rdb.Close() })
+	if s.queue, err = prepare.New(s.rdb, prepare.Config{Prefix: s.prefix}); err != nil {
 		t.Fatal(err)
 	}
-	return &stack{store: store, rdb: rdb, queue: q, redis: srv, prefix: prefix}
+	return s
+}
+
+// flushAll deletes every key of the stack's Redis (every master's).
+func (s *stack) flushAll(t *testing.T) {
+	t.Helper()
+	if s.cluster != nil {
+		s.cluster.FlushAll(t)
+		return
+	}
+	s.redis.FlushAll(t)
 }
 
 // start runs an engine over s until the test ends (or stop is called).
@@ -186,8 +225,10 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 
 // Acceptance 3: 10,000 jobs due across 5 seconds all fire; duplicates and
 // lateness are reported, not asserted.
-func TestEngineFiresEveryJob(t *testing.T) {
-	s := newStack(t, false)
+func TestEngineFiresEveryJob(t *testing.T) { eachRedis(t, sharedRedis, testEngineFiresEveryJob) }
+
+func testEngineFiresEveryJob(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	e, _ := s.start(t, rec, timer.Config{})
 
@@ -250,7 +291,11 @@ var errBoom = errors.New("receiver said no")
 // Acceptance 4: retries with growing delays, then done; exhausted attempts
 // end in Dead with status dead; replay brings the job back and it fires.
 func TestEngineRetriesThenBuries(t *testing.T) {
-	s := newStack(t, false)
+	eachRedis(t, sharedRedis, testEngineRetriesThenBuries)
+}
+
+func testEngineRetriesThenBuries(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	// A job fails its attempts below its biz_type, known before it is
 	// scheduled (99: always); replay flips doomed jobs to succeed.
@@ -346,7 +391,11 @@ func deadSetSize(t *testing.T, s *stack, topic string) int64 {
 // Acceptance 5: a worker stopped mid-batch without acking loses nothing:
 // every job it held fires later through lease expiry.
 func TestEngineStoppedWorkerLeasesExpire(t *testing.T) {
-	s := newStack(t, false)
+	eachRedis(t, sharedRedis, testEngineStoppedWorkerLeasesExpire)
+}
+
+func testEngineStoppedWorkerLeasesExpire(t *testing.T, b backend) {
+	s := newStack(t, b)
 	cfg := timer.Config{Worker: timer.WorkerConfig{
 		Lease:          3 * time.Second,
 		AttemptTimeout: 500 * time.Millisecond,
@@ -398,7 +447,11 @@ func (s *stack) leaseCounts(t *testing.T, topic string) (leased, stored, dead in
 // Acceptance 6: FLUSHALL while 5,000 jobs are pending; the backstop
 // restores them and every one fires.
 func TestEngineBackstopRestoresAfterFlush(t *testing.T) {
-	s := newStack(t, true)
+	eachRedis(t, ownRedis, testEngineBackstopRestoresAfterFlush)
+}
+
+func testEngineBackstopRestoresAfterFlush(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	// The periodic full scan is an hour away: the restore must come from
 	// the backstop noticing the loss.
@@ -416,7 +469,7 @@ func TestEngineBackstopRestoresAfterFlush(t *testing.T) {
 	if _, stored, _, _ := s.leaseCounts(t, "flush"); stored != n {
 		t.Fatalf("%d timers in Redis before the flush, want %d", stored, n)
 	}
-	s.redis.FlushAll(t)
+	s.flushAll(t)
 	if _, stored, _, _ := s.leaseCounts(t, "flush"); stored != 0 {
 		t.Fatalf("%d timers in Redis after the flush", stored)
 	}
@@ -428,7 +481,11 @@ func TestEngineBackstopRestoresAfterFlush(t *testing.T) {
 // Acceptance 7: a job cancelled before it is due never reaches the handler;
 // a rescheduled one fires at the new time only.
 func TestEngineCancelAndReschedule(t *testing.T) {
-	s := newStack(t, false)
+	eachRedis(t, sharedRedis, testEngineCancelAndReschedule)
+}
+
+func testEngineCancelAndReschedule(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	e, _ := s.start(t, rec, timer.Config{})
 	ctx := t.Context()
@@ -477,7 +534,11 @@ func TestEngineCancelAndReschedule(t *testing.T) {
 // A job indexed without a wake-up reaching the worker (its pub/sub
 // message lost) still fires, through the worker's periodic rescan.
 func TestEngineRescanFindsJobsWithoutWake(t *testing.T) {
-	s := newStack(t, false)
+	eachRedis(t, sharedRedis, testEngineRescanFindsJobsWithoutWake)
+}
+
+func testEngineRescanFindsJobsWithoutWake(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	e, _ := s.start(t, rec, timer.Config{Worker: timer.WorkerConfig{Rescan: 200 * time.Millisecond}})
 	ctx := t.Context()
@@ -510,7 +571,7 @@ func TestEngineRescanFindsJobsWithoutWake(t *testing.T) {
 // scheduled with Redis down, and fires once Redis is back (restored by the
 // backstop, which notices the restarted, empty Redis).
 func TestEngineSchedulesWhileRedisIsDown(t *testing.T) {
-	s := newStack(t, true)
+	s := newStack(t, ownRedis)
 	rec := newRecorder()
 	e, _ := s.start(t, rec, timer.Config{Backstop: timer.BackstopConfig{Interval: 100 * time.Millisecond, FullInterval: time.Hour}})
 	// The topic exists before Redis goes away.
@@ -551,8 +612,10 @@ func (c *claimLog) Claimed(_ timer.Slot, n int) {
 // With a long look-ahead, one wake-up claims the jobs of many slots before
 // they are due, and each job still reaches the handler at or after its due
 // time.
-func TestEngineClaimsAhead(t *testing.T) {
-	s := newStack(t, false)
+func TestEngineClaimsAhead(t *testing.T) { eachRedis(t, sharedRedis, testEngineClaimsAhead) }
+
+func testEngineClaimsAhead(t *testing.T, b backend) {
+	s := newStack(t, b)
 	rec := newRecorder()
 	obs := &claimLog{}
 	const ahead = 300 * time.Millisecond

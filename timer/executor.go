@@ -13,8 +13,9 @@ import (
 // completer.
 
 type executorConfig struct {
-	now func() time.Time
-	obs Observer
+	now    func() time.Time
+	obs    Observer
+	tracer Tracer // nil: no delivery spans
 }
 
 type executor struct {
@@ -23,6 +24,7 @@ type executor struct {
 	lim     *limiter
 	finish  func(outcome)                  // successes, to the completer's batches
 	record  func(context.Context, outcome) // the rest, recorded at once
+	history *attemptRecorder               // nil: the store keeps no attempt history
 }
 
 // execute is the step of the executor: it fires t once and returns what
@@ -34,28 +36,65 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	conf := tp.conf.Load()
 	attempt := t.lease.Attempt + 1
 	start := e.cfg.now()
+	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent}
+	if e.history != nil {
+		d.Response = new(Response)
+	}
+	var span Span
+	if e.cfg.tracer != nil && t.job.TraceParent != "" {
+		span = e.startDeliver(ctx, &d)
+	}
+	late := start.Sub(latenessBase(t.job, attempt))
+	tp.late.observe(late, start)
 	tp.dispatched.Add(1)
 	tp.inFlight.Add(1)
-	err := e.fire(ctx, t.job, attempt, start, conf.timeout)
+	err := e.fire(ctx, d, conf.timeout)
 	tp.inFlight.Add(-1)
+	if span != nil {
+		span.End(e.cfg.now(), SpanAttrs{Job: t.job.ID, Topic: topic, Attempt: attempt, Status: deliveredStatus(d, err)}, err)
+	}
 	if ns, ok := errors.AsType[*NotSentError](err); ok && ctx.Err() == nil {
 		tp.dispatched.Add(-1)
 		return outcome{kind: outNotSent, lease: t.lease, job: t.job, until: ns.Until, token: true}
 	}
-	e.cfg.obs.Fired(topic, attempt, start.Sub(latenessBase(t.job, attempt)), e.cfg.now().Sub(start), err)
+	took := e.cfg.now().Sub(start)
+	e.cfg.obs.Fired(topic, attempt, late, took, err)
+	if e.history != nil && (err == nil || ctx.Err() == nil) {
+		e.history.add(attemptOf(d, start, took, err))
+	}
 	switch {
 	case err == nil:
 		e.lim.release(topic, 1)
 		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt}
 	case ctx.Err() != nil:
 		// Cut short by shutdown: not the receiver's fault, so no attempt is
-		// recorded; the lease expires and the job comes back.
+		// recorded, in the row or the history; the lease expires and the
+		// job comes back.
 		e.lim.release(topic, 1)
 		return outcome{kind: outAbandoned, lease: t.lease, job: t.job, attempt: attempt}
 	case errors.Is(err, ErrDiscard):
 		return outcome{kind: outDiscard, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
 	}
 	return outcome{kind: outFailed, lease: t.lease, job: t.job, attempt: attempt, err: err, token: true}
+}
+
+// startDeliver starts d's delivery span, whose traceparent d carries,
+// and has the handler fill in the receiver's answer for it.
+func (e *executor) startDeliver(ctx context.Context, d *Delivery) Span {
+	span := e.cfg.tracer.Start(ctx, SpanDeliver, d.Job.TraceParent, d.At)
+	d.TraceParent = span.TraceParent()
+	if d.Response == nil {
+		d.Response = new(Response)
+	}
+	return span
+}
+
+// deliveredStatus is the HTTP status d's receiver answered, 0 for none.
+func deliveredStatus(d Delivery, err error) int {
+	if d.Response != nil && d.Response.StatusCode != 0 {
+		return d.Response.StatusCode
+	}
+	return statusOf(err)
 }
 
 // latenessBase is when an attempt was meant to start: the due time, or,
@@ -68,7 +107,7 @@ func latenessBase(j *Job, attempt int) time.Time {
 	return j.DueAt
 }
 
-func (e *executor) fire(ctx context.Context, j *Job, attempt int, at time.Time, timeout time.Duration) (err error) {
+func (e *executor) fire(ctx context.Context, d Delivery, timeout time.Duration) (err error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	defer func() {
@@ -76,7 +115,7 @@ func (e *executor) fire(ctx context.Context, j *Job, attempt int, at time.Time, 
 			err = fmt.Errorf("handler panicked: %v", p)
 		}
 	}()
-	return e.handler.Fire(ctx, Delivery{Job: j, Attempt: attempt, At: at})
+	return e.handler.Fire(ctx, d)
 }
 
 // run executes the tasks that arrive on in until it is closed. Handler

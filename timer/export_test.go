@@ -36,7 +36,7 @@ func (s *Steps) Claim(ctx context.Context) int {
 	}
 	leases, buried, _ := w.claim.runOnce(ctx)
 	if len(leases) > 0 {
-		w.load.load(ctx, leases)
+		w.load.load(ctx, claimed{leases: leases, at: w.claim.passAt})
 	}
 	for _, l := range buried {
 		w.complete.record(ctx, []outcome{{kind: outDeadRow, lease: l}})
@@ -85,8 +85,14 @@ func (s *Steps) Complete(ctx context.Context) int {
 	if len(batch) > 0 {
 		s.w.complete.record(ctx, batch)
 	}
+	if s.w.history != nil {
+		s.w.history.flush(ctx)
+	}
 	return len(batch)
 }
+
+// PruneAttempts runs one pass of the attempt history's pruning.
+func (s *Steps) PruneAttempts(ctx context.Context) (int, error) { return s.w.history.prune(ctx) }
 
 // Step runs Claim, Fire and Complete and returns what Claim claimed and
 // Fire ran.

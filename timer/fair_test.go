@@ -136,7 +136,7 @@ func TestFairnessRateLimitedFlood(t *testing.T) {
 		floodJobs = 50_000
 		limit     = 2000.0
 	)
-	s := newStack(t, false)
+	s := newStack(t, sharedRedis)
 	log := newFireLog()
 	e, _ := s.start(t, log, timer.Config{})
 	putTopic(t, e, timer.Topic{Name: "flood", Limits: timer.Limits{RateLimit: limit}})
@@ -180,7 +180,7 @@ func TestFairnessRateLimitedFlood(t *testing.T) {
 // never has more than 10 calls running, and another topic's jobs keep
 // firing on time beside it (lateness reported).
 func TestFairnessSlowCallbackIsolated(t *testing.T) {
-	s := newStack(t, false)
+	s := newStack(t, sharedRedis)
 	log := newFireLog()
 	log.watch("slow", 5*time.Second)
 	e, _ := s.start(t, log, timer.Config{})
@@ -205,7 +205,7 @@ func TestFairnessSlowCallbackIsolated(t *testing.T) {
 // all due at once: every high fires before the low backlog drains, and
 // every low fires.
 func TestFairnessPriorities(t *testing.T) {
-	s := newStack(t, false)
+	s := newStack(t, sharedRedis)
 	log := newFireLog()
 	e, _ := s.start(t, log, timer.Config{})
 	putTopic(t, e, timer.Topic{Name: "prio", Limits: timer.Limits{RateLimit: 2000}})
@@ -269,7 +269,7 @@ func maxTime(a, b time.Time) time.Time {
 // with equal backlogs, weights 3 and 1, get about 3/4 and 1/4 of the
 // dispatches while both have jobs due.
 func TestFairnessWeightedShare(t *testing.T) {
-	s := newStack(t, false)
+	s := newStack(t, sharedRedis)
 	log := newFireLog()
 	log.watch("heavy", 2*time.Millisecond)
 	log.watch("light", 2*time.Millisecond)

@@ -28,6 +28,14 @@ type Delivery struct {
 	Attempt int
 	// At is when the worker dispatched it; At.Sub(Job.DueAt) is the lateness.
 	At time.Time
+	// TraceParent is the W3C traceparent the delivery carries ("" for
+	// none): that of the worker's delivery span when it traces (see
+	// Tracer), else the job's as stored.
+	TraceParent string
+	// Response, when not nil, is for the handler to fill with the
+	// receiver's answer, which the attempt history keeps; the worker sets
+	// it when its store implements AttemptLog.
+	Response *Response
 }
 
 // ErrDiscard, returned (or wrapped) by a Handler, ends the job as cancelled

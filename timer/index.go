@@ -75,6 +75,16 @@ type Claim struct {
 	NextExpiry time.Time
 }
 
+// Reclaimer is implemented by a Leaser that can take leases back before
+// they end: those of a holder known to be dead (see Handover), whose
+// jobs would otherwise wait out the lease.
+type Reclaimer interface {
+	// Reclaim is Sweep of every lease of slot, whatever its end: each
+	// goes back to its due set, due now, with one more attempt (or to
+	// Dead at the cap), and its holder's token no longer holds.
+	Reclaim(ctx context.Context, slot Slot, now time.Time, limit int) (Sweep, error)
+}
+
 // Sweep is the result of Leaser.Sweep.
 type Sweep struct {
 	// Returned counts the leases put back in Store.

@@ -132,6 +132,10 @@ type Job struct {
 	Priority    Priority
 	CallbackURL string
 	Payload     []byte
+	// TraceParent is the W3C traceparent of the request that scheduled
+	// the job (see ValidTraceParent), "" for none: the worker's spans of
+	// the job are its children, and its webhook carries it on.
+	TraceParent string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
 }

@@ -65,6 +65,7 @@ type topicState struct {
 	throttled  atomic.Int64 // claims held back by the rate or in-flight limit
 	refunds    atomic.Int64 // rate tokens given back by jobs claimed but not sent
 	rate       atomic.Uint64
+	late       lateness // of the calls started, over the last minutes
 
 	// The claim loop's alone.
 	topic   Topic
@@ -397,6 +398,7 @@ func (l *limiter) usage() map[string]TopicUsage {
 			Throttled:     tp.throttled.Load(),
 			RateShare:     c.rate,
 			InFlightShare: c.maxHeld,
+			Lateness:      tp.late.counts(l.cfg.now()),
 		}
 	})
 	return out

@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"sync"
 	"time"
 )
 
@@ -23,7 +24,8 @@ type loaderConfig struct {
 	now     func() time.Time
 	logf    func(msg string, args ...any)
 	ahead   time.Duration
-	retries int // tries of a row load before the leases are given up
+	retries int    // tries of a row load before the leases are given up
+	tracer  Tracer // nil: no claim spans
 }
 
 // rowStore is what the loader does with rows: move them to firing, then
@@ -48,10 +50,33 @@ type task struct {
 	job   *Job
 }
 
+// claimed is the leases of a claim pass, or of passes coalesced, and
+// when the (first) pass began: the start of their claim spans.
+type claimed struct {
+	leases []Lease
+	at     time.Time
+}
+
 // load is the step of the loader: it moves the rows of leases that are
 // due to firing (the conditional update a cancel races against), reads
-// them, and routes each lease.
-func (l *loader) load(ctx context.Context, leases []Lease) {
+// them, and routes each lease. The rows of each task store shard are
+// loaded on their own, at once, so that a shard that does not answer
+// puts back only its own jobs.
+func (l *loader) load(ctx context.Context, c claimed) {
+	groups := byShard(c.leases, func(ls Lease) JobID { return ls.ID })
+	if len(groups) == 1 {
+		l.loadShard(ctx, c.leases, c.at)
+		return
+	}
+	var wg sync.WaitGroup
+	for _, g := range groups {
+		wg.Go(func() { l.loadShard(ctx, g, c.at) })
+	}
+	wg.Wait()
+}
+
+// loadShard is load of leases whose rows are in one shard.
+func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.Time) {
 	jobs, err := l.fireAndGet(ctx, leases, l.cfg.now())
 	if err != nil {
 		if ctx.Err() != nil {
@@ -70,8 +95,24 @@ func (l *loader) load(ctx context.Context, leases []Lease) {
 		return
 	}
 	for _, ls := range leases {
-		l.route(ctx, ls, jobs[ls.ID])
+		j := jobs[ls.ID]
+		r := routeOf(ls, j)
+		if l.cfg.tracer != nil && j != nil && j.TraceParent != "" {
+			l.traceClaim(ctx, ls, j, r, claimedAt)
+		}
+		l.route(ctx, ls, j, r)
 	}
+}
+
+// traceClaim records the claim span of a lease: from the claim to the
+// load of its row, which decided its route.
+func (l *loader) traceClaim(ctx context.Context, ls Lease, j *Job, r routing, claimedAt time.Time) {
+	now := l.cfg.now()
+	if claimedAt.IsZero() || claimedAt.After(now) {
+		claimedAt = now
+	}
+	span := l.cfg.tracer.Start(ctx, SpanClaim, j.TraceParent, claimedAt)
+	span.End(now, SpanAttrs{Job: j.ID, Topic: j.Topic, Attempt: ls.Attempt + 1, Outcome: r.String()}, nil)
 }
 
 // until is the latest due time a load at now fires: the claim horizon
@@ -118,54 +159,94 @@ func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) 
 	return nil, err
 }
 
-// route sends one lease on by its row, as Fire left it.
-func (l *loader) route(ctx context.Context, ls Lease, j *Job) {
-	topic := ls.Slot.Topic
+// routing is where the loader sends a lease, by its row.
+type routing uint8
+
+const (
+	// routeAck: the row is gone, done, cancelled or purged; ack.
+	routeAck routing = iota
+	// routeBury: the row is dead, or out of attempts; bury.
+	routeBury
+	// routeMoved: the row was rescheduled later; put the timer back.
+	routeMoved
+	// routeFire: the row is firing; to the executor.
+	routeFire
+)
+
+// String is the route's name in a claim span's outcome.
+func (r routing) String() string {
+	switch r {
+	case routeAck:
+		return "ack"
+	case routeBury:
+		return "dead"
+	case routeMoved:
+		return "moved"
+	}
+	return "fire"
+}
+
+// routeOf is where a lease goes by its row, as Fire left it.
+func routeOf(ls Lease, j *Job) routing {
 	switch {
 	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged:
-		l.lim.refund(topic)
-		l.finish(outcome{kind: outAck, lease: ls, job: j, token: true})
+		return routeAck
 	case j.Status == StatusDead:
 		// Dead in the row but leased in Redis: keep the index in step so
 		// the dead-letter list shows it.
-		l.lim.refund(topic)
-		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
+		return routeBury
 	case j.Status == StatusPending:
 		// Rescheduled later since this timer was written, so Fire left it
 		// pending: the timer goes back at the row's time.
-		l.lim.refund(topic)
-		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
+		return routeMoved
 	case ls.Attempt >= j.MaxAttempts:
 		// Its last attempt's lease expired (its worker died mid-call).
-		l.lim.refund(topic)
-		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
-	default: // firing
+		return routeBury
+	}
+	return routeFire // firing
+}
+
+// route sends one lease on by its row, where routeOf said.
+func (l *loader) route(ctx context.Context, ls Lease, j *Job, r routing) {
+	if r == routeFire {
 		l.dispatch(task{lease: ls, job: j})
+		return
+	}
+	l.lim.refund(ls.Slot.Topic)
+	switch r {
+	case routeAck:
+		l.finish(outcome{kind: outAck, lease: ls, job: j, token: true})
+	case routeBury:
+		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
+	case routeMoved:
+		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
 	}
 }
 
 // run loads what arrives on in, coalescing waiting passes into one query,
 // until in is closed. After ctx is done it gives leases back unloaded.
-func (l *loader) run(ctx context.Context, in <-chan []Lease) {
-	for batch := range in {
-		leases := coalesce(batch, in, maxBatch)
+func (l *loader) run(ctx context.Context, in <-chan claimed) {
+	for c := range in {
+		c = coalesce(c, in, maxBatch)
 		if ctx.Err() != nil {
-			l.giveBack(leases) // shutdown over: the leases expire and come back
+			l.giveBack(c.leases) // shutdown over: the leases expire and come back
 			continue
 		}
-		l.load(ctx, leases)
+		l.load(ctx, c)
 	}
 }
 
-func coalesce[T any](first []T, ch <-chan []T, limit int) []T {
+// coalesce adds to first the passes waiting on ch, up to limit leases.
+// Passes arrive in order, so the first began first.
+func coalesce(first claimed, ch <-chan claimed, limit int) claimed {
 	out := first
-	for len(out) < limit {
+	for len(out.leases) < limit {
 		select {
 		case more, ok := <-ch:
 			if !ok {
 				return out
 			}
-			out = append(out, more...)
+			out.leases = append(out.leases, more.leases...)
 		default:
 			return out
 		}

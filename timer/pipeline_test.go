@@ -220,6 +220,13 @@ func TestStepsLeaseExpiry(t *testing.T) {
 	for range 3 {                                       // sweep, then claim
 		steps.Step(ctx)
 	}
+	r.wantRefired(t, ids)
+}
+
+// wantRefired checks that each of ids was delivered once, as attempt 2
+// (its first lease was taken back), and is done.
+func (r *rig) wantRefired(t *testing.T, ids []timer.JobID) {
+	t.Helper()
 	for _, id := range ids {
 		ds := r.handler.deliveries(id)
 		if len(ds) != 1 || ds[0].Attempt != 2 {
@@ -229,6 +236,50 @@ func TestStepsLeaseExpiry(t *testing.T) {
 			t.Fatalf("job %v is %v, want done", id, s)
 		}
 	}
+}
+
+// orphaning hands a worker every slot of a catalog and says, once, that
+// their last owner died (as slots.Cluster does when a member's session
+// ends).
+type orphaning struct {
+	*timer.AllSlots
+	told bool
+}
+
+var _ timer.Handover = (*orphaning)(nil)
+
+func (o *orphaning) Orphans() []timer.Slot {
+	if o.told {
+		return nil
+	}
+	o.told = true
+	slots, _, _ := o.Owned(context.Background())
+	return slots
+}
+
+// A worker told that its slots' last owner died takes that owner's leases
+// back at once, long before they end, and fires their jobs, each once
+// more, as attempt 2.
+func TestStepsReclaimsDeadOwnersLeases(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{Lease: time.Hour, AttemptTimeout: time.Second})
+	ctx := t.Context()
+	ids := r.schedule(t, "orders", 0, 5)
+	if claimed := r.steps.Claim(ctx); claimed != 5 {
+		t.Fatalf("claimed %d, want 5", claimed)
+	}
+	r.steps.Drop() // the owner dies mid-pass, with an hour left on its leases
+
+	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
+	heir, err := timer.NewWorker(r.store, r.index, r.index, r.handler, &orphaning{AllSlots: &timer.AllSlots{Catalog: catalog}}, catalog,
+		timer.WorkerConfig{Now: r.clock.Now, Lease: time.Hour, AttemptTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := timer.StepsOf(ctx, heir)
+	for range 3 { // reclaim, then claim and fire; the clock stands still
+		steps.Step(ctx)
+	}
+	r.wantRefired(t, ids)
 }
 
 // A topic's in-flight cap bounds the leases the worker holds for it;
@@ -335,8 +386,8 @@ func TestStepsHandlerOutcomes(t *testing.T) {
 	if j, _ := r.store.Get(ctx, panics); j.Status != timer.StatusPending || j.Attempts != 1 {
 		t.Fatalf("panicking job: %v after %d attempts, want pending after 1", j.Status, j.Attempts)
 	}
-	if s := r.status(t, discards); s != timer.StatusCancelled {
-		t.Fatalf("discarded job is %v, want cancelled", s)
+	if j, _ := r.store.Get(ctx, discards); j.Status != timer.StatusCancelled || j.Attempts != 1 || j.LastError == "" {
+		t.Fatalf("discarded job: %v after %d attempts (last error %q), want cancelled after 1, its error kept", j.Status, j.Attempts, j.LastError)
 	}
 	r.clock.Advance(5 * time.Millisecond)
 	r.steps.Step(ctx)

@@ -61,6 +61,14 @@ type Request struct {
 	// MaxAttempts defaults to DefaultMaxAttempts when zero.
 	MaxAttempts int
 	Priority    Priority
+	// TraceParent is the W3C traceparent of the scheduling request, ""
+	// for none; the job keeps it (Job.TraceParent). An idempotent retry
+	// with another one is still the same request.
+	TraceParent string
+
+	// shard is 1 + the task store shard Schedule placed the request in;
+	// 0 when the scheduler has not placed it yet.
+	shard int
 }
 
 // Validate checks r and returns a *FieldError naming the first bad field.
@@ -86,6 +94,8 @@ func (r *Request) Validate() error {
 		return invalid("payload", "larger than %d bytes", MaxPayloadBytes)
 	case !r.Priority.Valid():
 		return invalid("priority", "must be high, normal or low")
+	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
+		return invalid("traceparent", "must be a W3C traceparent")
 	}
 	return nil
 }
@@ -160,6 +170,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		Priority:    r.Priority,
 		CallbackURL: r.CallbackURL,
 		Payload:     r.Payload,
+		TraceParent: r.TraceParent,
 		CreatedAt:   now,
 		UpdatedAt:   now,
 	}

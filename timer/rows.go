@@ -52,6 +52,8 @@ func CheckJob(j *Job) error {
 		bad = "callback URL of " + strconv.Itoa(len(j.CallbackURL)) + " bytes or not UTF-8"
 	case len(j.Payload) > MaxPayloadBytes:
 		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
+	case j.TraceParent != "" && !ValidTraceParent(j.TraceParent):
+		bad = "traceparent of " + strconv.Itoa(len(j.TraceParent)) + " bytes, not a W3C traceparent"
 	default:
 		return nil
 	}

@@ -70,7 +70,12 @@ type Scheduler struct {
 	ids   *IDGen
 	cfg   SchedulerConfig
 
-	group group
+	// shards is how many task store shards new jobs go to, spread the
+	// turn of jobs placed by neither key nor business id, and groups the
+	// group commit of each shard.
+	shards int
+	spread spreader
+	groups []group
 
 	topics *Catalog
 
@@ -111,7 +116,11 @@ func NewScheduler(store Store, index Index, cfg SchedulerConfig) (*Scheduler, er
 	if s.topics == nil {
 		s.topics = NewCatalog(store, 0, cfg.Now)
 	}
-	s.group.commit = s.scheduleEach
+	s.shards = ShardsOf(store)
+	s.groups = make([]group, s.shards)
+	for i := range s.groups {
+		s.groups[i].commit = s.scheduleEach
+	}
 	return s, nil
 }
 
@@ -187,15 +196,18 @@ type Result struct {
 // topic it returns the existing job (Created false) when the request is
 // the same, and an error wrapping ErrConflict when it differs.
 //
-// Concurrent calls are committed together (group commit): one multi-row
-// INSERT and one Redis pipeline for every request that arrived while the
-// previous commit ran. Each call returns only once its row is committed,
-// or with an error when nothing of it was written.
+// Concurrent calls to one task store shard are committed together (group
+// commit): one multi-row INSERT and one Redis pipeline for every request
+// that arrived while the previous commit ran. Each call returns only once
+// its row is committed, or with an error when nothing of it was written.
 func (s *Scheduler) Schedule(ctx context.Context, r Request) (Result, error) {
 	if err := r.Validate(); err != nil {
 		return Result{Err: err}, err
 	}
-	return s.group.do(ctx, r)
+	spread := -1
+	shard := s.place(&r, &spread)
+	r.shard = shard + 1
+	return s.groups[shard].do(ctx, r)
 }
 
 // indexNew adds the jobs due within the horizon to Redis. Failure is

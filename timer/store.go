@@ -6,6 +6,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -19,6 +20,7 @@ import (
 type Store interface {
 	JobWriter
 	JobReader
+	JobLister
 	Scanner
 	DeadReader
 	TopicStore
@@ -66,6 +68,13 @@ type Failure struct {
 	Status int
 	// Dead: it was the last attempt.
 	Dead bool
+	// Stopped: the receiver asked to stop the job (410 Gone, ErrDiscard);
+	// it is cancelled, with this attempt and its answer recorded.
+	Stopped bool
+	// RetryAt, unless Dead or zero, is when the next attempt is due: the
+	// row's due time becomes it, so that GET /v1/jobs/{id} shows it and a
+	// job Redis lost is restored at it, not at once.
+	RetryAt time.Time
 }
 
 // Completion is a job that was dispatched successfully.
@@ -117,6 +126,24 @@ type DeadQuery struct {
 	Limit int
 }
 
+// DeadFilter selects dead letters of a topic for triage: those whose
+// signature (see deadletter.Signature) is Signature (all when ""), that
+// died in [From, To) (zero: unbounded).
+type DeadFilter struct {
+	Topic     string
+	Signature string
+	From, To  time.Time
+}
+
+// DeadGroup is the dead letters of one signature.
+type DeadGroup struct {
+	Signature           string
+	Count               int
+	FirstSeen, LastSeen time.Time
+	// Example is the first of them to die.
+	Example JobID
+}
+
 // Millis returns q's time bounds in Unix milliseconds, the unit a store
 // keeps: from and to (the whole int64 range where unset), and after, the
 // time of death of q.After (the least int64 for the first page). It
@@ -143,6 +170,37 @@ func (q DeadQuery) Millis() (from, to, after int64, err error) {
 type Cursor struct {
 	DueAt time.Time
 	ID    JobID
+}
+
+// Text is the form of c an API hands out: "<time in ms>.<id>", "" for the
+// zero Cursor.
+func (c Cursor) Text() string {
+	if c == (Cursor{}) {
+		return ""
+	}
+	return strconv.FormatInt(c.DueAt.UnixMilli(), 10) + "." + c.ID.String()
+}
+
+// ParseCursor parses what Text made; "" is the zero Cursor. Anything else
+// is a *FieldError naming field.
+func ParseCursor(s, field string) (Cursor, error) {
+	if s == "" {
+		return Cursor{}, nil
+	}
+	bad := &FieldError{Field: field, Message: "not a cursor this API returned"}
+	ms, idText, ok := strings.Cut(s, ".")
+	if !ok {
+		return Cursor{}, bad
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n < 0 || n > MaxDueMillis {
+		return Cursor{}, bad
+	}
+	id, err := ParseJobID(idText)
+	if err != nil {
+		return Cursor{}, bad
+	}
+	return Cursor{DueAt: time.UnixMilli(n), ID: id}, nil
 }
 
 // TopicStore keeps topics and their slot counts.

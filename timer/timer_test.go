@@ -17,17 +17,20 @@ func TestIDGenUniqueAndIncreasing(t *testing.T) {
 	now := time.UnixMilli(idEpoch + 1000)
 	g := NewIDGen(7, func() time.Time { return now })
 	prev := JobID(0)
-	// More than 4,096 ids in one millisecond borrow from the next ones.
+	// More than 512 ids in one millisecond borrow from the next ones.
 	for i := range 10000 {
-		id := g.Next()
+		id := g.NextIn(i % MaxShards)
 		if id <= prev {
 			t.Fatalf("id %d: %d not above %d", i, id, prev)
 		}
 		if id >= 1<<63 {
 			t.Fatalf("id %d above 2^63", id)
 		}
-		if node := uint64(id) >> seqBits & MaxNode; node != 7 {
+		if node := uint64(id) & MaxNode; node != 7 {
 			t.Fatalf("node bits %d", node)
+		}
+		if id.Shard() != i%MaxShards {
+			t.Fatalf("id %d of shard %d says shard %d", id, i%MaxShards, id.Shard())
 		}
 		prev = id
 	}
@@ -35,6 +38,20 @@ func TestIDGenUniqueAndIncreasing(t *testing.T) {
 	now = now.Add(-time.Hour)
 	if id := g.Next(); id <= prev {
 		t.Fatalf("after the clock stepped back: %d not above %d", id, prev)
+	}
+}
+
+// An id made before shards (time in bits 22..62, 10 bits of node) lives
+// in shard 0, and every id made now is above it.
+func TestIDsBeforeShards(t *testing.T) {
+	ms := time.Date(2026, 11, 24, 0, 0, 0, 0, time.UTC).UnixMilli() - idEpoch
+	old := JobID(uint64(ms)<<22 | 1023<<12 | 4095)
+	if old.Shard() != 0 {
+		t.Errorf("an id of the old layout says shard %d", old.Shard())
+	}
+	g := NewIDGen(0, func() time.Time { return time.UnixMilli(idEpoch) })
+	if id := g.NextIn(3); id <= old || id.Shard() != 3 {
+		t.Errorf("new id %d (shard %d) not above the old %d", id, id.Shard(), old)
 	}
 }
 

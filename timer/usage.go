@@ -16,6 +16,10 @@ type TopicUsage struct {
 	// limits (0: unlimited).
 	RateShare     float64
 	InFlightShare int64
+	// Lateness counts the calls started over the last LatenessWindow by
+	// how late they were, per bucket of LatenessBounds (and one beyond);
+	// nil when there were none.
+	Lateness []int64
 }
 
 // Usage is a topic's live use over a cluster: what its members'
@@ -32,4 +36,20 @@ type Usage struct {
 	Rate      float64
 	Throttled int64
 	Members   int
+	// Lateness is the members' TopicUsage.Lateness added up; read its
+	// percentiles with LatenessQuantile.
+	Lateness []int64
+}
+
+// AddLateness adds one member's lateness counts to u's.
+func (u *Usage) AddLateness(counts []int64) {
+	if len(counts) == 0 {
+		return
+	}
+	if u.Lateness == nil {
+		u.Lateness = make([]int64, len(LatenessBounds)+1)
+	}
+	for i, c := range counts[:min(len(counts), len(u.Lateness))] {
+		u.Lateness[i] += c
+	}
 }

@@ -61,9 +61,16 @@ type WorkerConfig struct {
 	// before; a cancel that lands in those last milliseconds may not stop
 	// the call.
 	ClaimAhead time.Duration
-	Now        func() time.Time
-	Logger     *slog.Logger
-	Observer   Observer
+	// AttemptRetention is how long the attempt history is kept when the
+	// store implements AttemptLog: older attempts are deleted every
+	// minute. Zero keeps them forever.
+	AttemptRetention time.Duration
+	// Tracer, when set, records the spans of each attempt of the jobs
+	// that have a traceparent (see Tracer); nil traces nothing.
+	Tracer   Tracer
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
 }
 
 func (c WorkerConfig) withDefaults() WorkerConfig {
@@ -97,6 +104,8 @@ func (c WorkerConfig) Validate() error {
 		return invalid("Concurrency", "must be positive")
 	case c.Prefetch < 0:
 		return invalid("Prefetch", "must not be negative")
+	case c.AttemptRetention < 0:
+		return invalid("AttemptRetention", "must not be negative")
 	}
 	return checkLease(c.Lease, c.AttemptTimeout, "Lease", "AttemptTimeout")
 }
@@ -134,8 +143,10 @@ type Worker struct {
 	load     *loader
 	exec     *executor
 	complete *completer
+	// history records attempts; nil when the store keeps none.
+	history *attemptRecorder
 
-	loadCh   chan []Lease
+	loadCh   chan claimed
 	execCh   chan task
 	finishCh chan outcome
 	// holds counts the jobs loaded ahead of their due time and waiting
@@ -182,7 +193,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		catalog:    catalog,
 		ownCatalog: ownCatalog,
 		own:        newOwnership(whole),
-		loadCh:     make(chan []Lease, held),
+		loadCh:     make(chan claimed, held),
 		execCh:     make(chan task, held),
 		finishCh:   make(chan outcome, held),
 		wakes:      make(map[Slot]time.Time),
@@ -199,16 +210,19 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	})
 	w.claim.cfg.learn = w.learnTopic
 	w.complete = &completer{
-		cfg:   completerConfig{now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, horizon: cfg.Horizon},
+		cfg:   completerConfig{now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, horizon: cfg.Horizon, tracer: cfg.Tracer},
 		store: store, index: index, leaser: leaser, lim: w.lim, cat: catalog, wake: w.Wake,
 	}
 	w.load = &loader{
-		cfg:   loaderConfig{now: cfg.Now, logf: cfg.Logger.Warn, ahead: cfg.ClaimAhead, retries: 3},
+		cfg:   loaderConfig{now: cfg.Now, logf: cfg.Logger.Warn, ahead: cfg.ClaimAhead, retries: 3, tracer: cfg.Tracer},
 		store: store, lim: w.lim, dispatch: w.hold, finish: w.finish, record: record,
 	}
+	if log, ok := store.(AttemptLog); ok {
+		w.history = newAttemptRecorder(log, cfg.AttemptRetention, cfg.Now, cfg.Logger.Warn)
+	}
 	w.exec = &executor{
-		cfg:     executorConfig{now: cfg.Now, obs: cfg.Observer},
-		handler: handler, lim: w.lim, finish: w.finish, record: record,
+		cfg:     executorConfig{now: cfg.Now, obs: cfg.Observer, tracer: cfg.Tracer},
+		handler: handler, lim: w.lim, finish: w.finish, record: record, history: w.history,
 	}
 	return w, nil
 }

@@ -10,7 +10,8 @@ import (
 // Run claims and fires jobs until ctx is done, then stops claiming, lets
 // the handler calls in flight finish within the grace period, records
 // their outcomes, and returns. A lease it did not finish comes back to
-// another worker when it expires.
+// another worker when it expires. When the store keeps attempt history,
+// Run also writes the attempts in batches and prunes the old ones.
 func (w *Worker) Run(ctx context.Context) error {
 	// Handler calls outlive ctx by the grace period; outcomes are recorded
 	// even after that.
@@ -18,7 +19,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	defer cancelHandlers()
 	recordCtx := context.WithoutCancel(ctx)
 
-	var loaders, executors, completer, catalog sync.WaitGroup
+	var loaders, executors, completer, catalog, history, pruner sync.WaitGroup
 	for range loaderCount {
 		loaders.Go(func() { w.load.run(handlerCtx, w.loadCh) })
 	}
@@ -29,6 +30,10 @@ func (w *Worker) Run(ctx context.Context) error {
 	if w.ownCatalog {
 		catalog.Go(func() { _ = w.catalog.Run(ctx) })
 	}
+	if w.history != nil {
+		history.Go(func() { w.history.run(recordCtx) })
+		pruner.Go(func() { w.history.pruneLoop(ctx) })
+	}
 	var peeker sync.WaitGroup
 	if w.claim.cfg.reader != nil {
 		peeker.Go(func() { w.peeker(ctx) })
@@ -36,6 +41,7 @@ func (w *Worker) Run(ctx context.Context) error {
 
 	err := w.loop(ctx)
 	catalog.Wait()
+	pruner.Wait()
 	peeker.Wait()
 
 	grace := time.AfterFunc(w.cfg.Grace, cancelHandlers)
@@ -45,8 +51,12 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.holds.Wait()
 	close(w.execCh)
 	executors.Wait()
+	if w.history != nil {
+		w.history.close()
+	}
 	close(w.finishCh)
 	completer.Wait()
+	history.Wait()
 	return err
 }
 
@@ -71,7 +81,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		busy := w.askHeads()
 		leases, buried, blocked := w.claim.runOnce(ctx)
 		if len(leases) > 0 {
-			w.loadCh <- leases // never blocks: its buffer holds as many passes as there are lease tokens
+			w.loadCh <- claimed{leases: leases, at: w.claim.passAt} // never blocks: its buffer holds as many passes as there are lease tokens
 		}
 		for _, l := range buried {
 			w.finishCh <- outcome{kind: outDeadRow, lease: l}
@@ -275,6 +285,15 @@ func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan 
 		return retry
 	}
 	w.unknown = append(w.unknown, added...)
+	if h, ok := w.owner.(Handover); ok {
+		if orphans := h.Orphans(); len(orphans) > 0 {
+			now := w.cfg.Now()
+			for _, s := range orphans {
+				w.claim.reclaim(s, now)
+			}
+			w.log.Info("taking back the leases of a dead member's slots", "slots", len(orphans))
+		}
+	}
 	w.cfg.Observer.Assigned(w.own.size())
 	// The topics' rates and in-flight caps are split by the share of
 	// their slots owned here: re-split them.

@@ -582,6 +582,20 @@ func (x *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	if err := x.f.call("Sweep"); err != nil {
 		return timer.Sweep{}, err
 	}
+	return x.sweep(slot, now, false, limit)
+}
+
+var _ timer.Reclaimer = (*Index)(nil)
+
+// Reclaim implements timer.Reclaimer: Sweep of every lease, ended or not.
+func (x *Index) Reclaim(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
+	if err := x.f.call("Reclaim"); err != nil {
+		return timer.Sweep{}, err
+	}
+	return x.sweep(slot, now, true, limit)
+}
+
+func (x *Index) sweep(slot timer.Slot, now time.Time, all bool, limit int) (timer.Sweep, error) {
 	if err := checkSlot(slot); err != nil {
 		return timer.Sweep{}, fmt.Errorf("sweep: %w", err)
 	}
@@ -597,7 +611,11 @@ func (x *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	defer x.mu.Unlock()
 	s := x.sets(slot)
 	var sw timer.Sweep
-	for _, e := range sorted(s.prepare, nil, score(nowMs, maxAttempt), limit) {
+	upto := score(nowMs, maxAttempt)
+	if all {
+		upto = math.MaxInt64
+	}
+	for _, e := range sorted(s.prepare, nil, upto, limit) {
 		delete(s.prepare, e.m)
 		attempt := attemptOf(e.score) + 1
 		if attempt >= timer.MaxAttemptsLimit || attempt > maxAttempt {

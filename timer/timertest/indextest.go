@@ -45,6 +45,7 @@ func TestIndex(t *testing.T, open func(t *testing.T) IndexLeaser) {
 		{"Defer", testDefer},
 		{"Sweep", testSweep},
 		{"SweepKeepsReadded", testSweepKeepsReadded},
+		{"Reclaim", testReclaim},
 		{"ClaimReadded", testClaimReadded},
 		{"BuryReadded", testBuryReadded},
 		{"Restore", testRestore},

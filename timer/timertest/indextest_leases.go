@@ -150,6 +150,30 @@ func testSweep(t *testing.T, x IndexLeaser) {
 	}
 }
 
+// testReclaim: a Reclaimer takes back leases that have not ended, due
+// at once with one more attempt, and their holder's ack fails.
+func testReclaim(t *testing.T, x IndexLeaser) {
+	r, ok := x.(timer.Reclaimer)
+	if !ok {
+		t.Skip("not a timer.Reclaimer")
+	}
+	mustAdd(t, x, tm(1, 0), tm(2, 0))
+	held := mustClaim(t, x, one, at(0), 10, time.Minute)
+	if len(held.Leases) != 2 {
+		t.Fatalf("Claim = %v", ids(held.Leases))
+	}
+	sw, err := r.Reclaim(t.Context(), one, at(10), 10)
+	if err != nil || sw.Returned != 2 || len(sw.Dead) != 0 || !sw.NextExpiry.IsZero() {
+		t.Fatalf("Reclaim = %+v, %v", sw, err)
+	}
+	if n, err := x.Ack(t.Context(), held.Leases); err != nil || n != 0 {
+		t.Errorf("Ack of reclaimed leases = %d, %v", n, err)
+	}
+	if got := drain(t, x, one, 10); !slices.Equal(got, []string{"1/1", "2/1"}) {
+		t.Errorf("claimed %v, want 1/1 2/1", got)
+	}
+}
+
 func testSweepKeepsReadded(t *testing.T, x IndexLeaser) {
 	mustAdd(t, x, tm(1, 0))
 	mustClaim(t, x, one, at(0), 10, 10*time.Millisecond)

@@ -28,13 +28,17 @@ type Store struct {
 
 	f faults
 
-	mu     sync.Mutex
-	jobs   map[timer.JobID]*row
-	keys   map[topicKey]timer.JobID
-	topics map[string]timer.Topic
+	mu       sync.Mutex
+	jobs     map[timer.JobID]*row
+	keys     map[topicKey]timer.JobID
+	topics   map[string]timer.Topic
+	attempts []timer.Attempt
 }
 
-var _ timer.Store = (*Store)(nil)
+var (
+	_ timer.Store      = (*Store)(nil)
+	_ timer.AttemptLog = (*Store)(nil)
+)
 
 // row is a job as the task store keeps it: times in Unix milliseconds.
 type row struct {
@@ -199,10 +203,16 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	}
 	return s.update(id, unfinished, now, func(r *row) {
 		r.job.Status = timer.StatusPending
-		if f.Dead {
+		switch {
+		case f.Dead:
 			r.job.Status = timer.StatusDead
+		case f.Stopped:
+			r.job.Status = timer.StatusCancelled
 		}
 		r.job.Attempts, r.job.LastError, r.job.LastStatus = f.Attempts, timer.TruncateError(f.Error), f.Status
+		if !f.Dead && !f.Stopped && !f.RetryAt.IsZero() {
+			r.due = timer.CeilMillis(f.RetryAt)
+		}
 	}), nil
 }
 
@@ -277,6 +287,27 @@ func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, er
 		return nil, fmt.Errorf("get job of topic %q by key %q: %w", topic, key, timer.ErrNotFound)
 	}
 	return jobOf(s.jobs[id]), nil
+}
+
+// ListJobs implements timer.JobLister. It looks at every job on each
+// call: fine for tests, not for millions of jobs.
+func (s *Store) ListJobs(ctx context.Context, q timer.JobQuery) ([]*timer.Job, error) {
+	if err := s.f.call("ListJobs"); err != nil {
+		return nil, err
+	}
+	if err := q.Check(); err != nil {
+		return nil, fmt.Errorf("list jobs: %w", err)
+	}
+	s.mu.Lock()
+	var out []*timer.Job
+	for _, r := range s.jobs {
+		if j := jobOf(r); q.Matches(j) && q.After.Precedes(j) {
+			out = append(out, j)
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(out, func(a, b *timer.Job) int { return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID)) })
+	return out[:min(len(out), q.Limit)], nil
 }
 
 // ScanPending implements timer.Scanner. It sorts the pending jobs on each
@@ -494,4 +525,60 @@ func (s *Store) Topics(ctx context.Context) ([]timer.Topic, error) {
 	}
 	slices.SortFunc(topics, func(a, b timer.Topic) int { return strings.Compare(a.Name, b.Name) })
 	return topics, nil
+}
+
+// RecordAttempts implements timer.AttemptLog.
+func (s *Store) RecordAttempts(ctx context.Context, attempts []timer.Attempt) error {
+	if err := s.f.call("RecordAttempts"); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, a := range attempts {
+		a = a.Stored()
+		a.Excerpt = bytes.Clone(a.Excerpt)
+		if !slices.ContainsFunc(s.attempts, func(b timer.Attempt) bool {
+			return b.Job == a.Job && b.Attempt == a.Attempt && b.StartedAt.Equal(a.StartedAt)
+		}) {
+			s.attempts = append(s.attempts, a)
+		}
+	}
+	return nil
+}
+
+// ListAttempts implements timer.AttemptLog.
+func (s *Store) ListAttempts(ctx context.Context, id timer.JobID) ([]timer.Attempt, error) {
+	if err := s.f.call("ListAttempts"); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := []timer.Attempt{}
+	for _, a := range s.attempts {
+		if a.Job == id {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b timer.Attempt) int {
+		return cmp.Or(cmp.Compare(a.Attempt, b.Attempt), a.StartedAt.Compare(b.StartedAt))
+	})
+	return out, nil
+}
+
+// PruneAttempts implements timer.AttemptLog.
+func (s *Store) PruneAttempts(ctx context.Context, before time.Time, limit int) (int, error) {
+	if err := s.f.call("PruneAttempts"); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	s.attempts = slices.DeleteFunc(s.attempts, func(a timer.Attempt) bool {
+		if n < limit && a.StartedAt.Before(before) {
+			n++
+			return true
+		}
+		return false
+	})
+	return n, nil
 }

@@ -33,6 +33,7 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"GetByKey", testGetByKey},
 		{"NotFound", testNotFound},
 		{"Payload", testPayload},
+		{"TraceParent", testTraceParent},
 		{"Transition", testTransition},
 		{"Complete", testComplete},
 		{"Fail", testFail},
@@ -50,6 +51,7 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"PauseTopic", testPauseTopic},
 		{"DeleteTopic", testDeleteTopic},
 		{"DeleteTopicRace", testDeleteTopicRace},
+		{"ListJobs", testListJobs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -139,6 +141,7 @@ func diffJob(got, want *timer.Job) string {
 	field("LastError", got.LastError, want.LastError)
 	field("CallbackURL", got.CallbackURL, want.CallbackURL)
 	field("Priority", got.Priority, want.Priority)
+	field("TraceParent", got.TraceParent, want.TraceParent)
 	if !got.DueAt.Equal(want.DueAt) {
 		d = append(d, fmt.Sprintf("DueAt = %v, want %v", got.DueAt, want.DueAt))
 	}
@@ -163,6 +166,7 @@ func testInsertGet(t *testing.T, s timer.Store) {
 	want.Attempts = 2
 	want.LastError = "503 from upstream"
 	want.Payload = []byte(`{"order":42}`)
+	want.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	want.UpdatedAt = base.Add(time.Second)
 	mustInsert(t, s, want)
 	if d := diffJob(mustGet(t, s, 1), want); d != "" {
@@ -287,6 +291,10 @@ func testInsertInvalid(t *testing.T, s timer.Store) {
 		{"negative attempts", mod(func(j *timer.Job) { j.Attempts = -1 })},
 		{"long callback", mod(func(j *timer.Job) { j.CallbackURL = strings.Repeat("u", 2049) })},
 		{"large payload", mod(func(j *timer.Job) { j.Payload = make([]byte, timer.MaxPayloadBytes+1) })},
+		{"malformed traceparent", mod(func(j *timer.Job) { j.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331" })},
+		{"long traceparent", mod(func(j *timer.Job) {
+			j.TraceParent = "01-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01-" + strings.Repeat("x", timer.MaxTraceParentBytes)
+		})},
 	}
 	for _, tc := range tests {
 		err := s.Insert(t.Context(), []*timer.Job{newJob(2, "t", 0), tc.job})
@@ -376,4 +384,82 @@ func testPayload(t *testing.T, s timer.Store) {
 	if got := mustGet(t, s, 199); !bytes.Equal(got.Payload, full) {
 		t.Errorf("large batch: payload of %d bytes, want %d", len(got.Payload), len(full))
 	}
+}
+
+// testTraceParent checks that a job's traceparent round-trips through
+// every read, is kept by every change of the row, and that a job
+// without one reads back without one.
+func testTraceParent(t *testing.T, s timer.Store) {
+	ctx := t.Context()
+	const (
+		tp   = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+		long = "cc-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00-and-what-a-later-version-adds"
+	)
+	var js []*timer.Job
+	for i := range 6 {
+		j := newJob(timer.JobID(i+1), "t", int64(i))
+		j.TraceParent = tp
+		js = append(js, j)
+	}
+	js[1].Key = "k"
+	js[2].TraceParent = ""
+	js[3].TraceParent = long
+	mustInsert(t, s, js...)
+	want := map[timer.JobID]string{1: tp, 2: tp, 3: "", 4: long, 5: tp, 6: tp}
+	check := func(what string, got []*timer.Job) {
+		t.Helper()
+		for _, j := range got {
+			if j.TraceParent != want[j.ID] {
+				t.Errorf("%s: job %d traceparent %q, want %q", what, j.ID, j.TraceParent, want[j.ID])
+			}
+		}
+	}
+	all, err := s.GetMany(ctx, idRange(1, 6))
+	if err != nil || len(all) != 6 {
+		t.Fatalf("GetMany = %d jobs, %v", len(all), err)
+	}
+	check("GetMany", all)
+	byKey, err := s.GetByKey(ctx, "t", "k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	check("GetByKey", []*timer.Job{byKey})
+
+	// Every change of the row keeps it.
+	if n, err := s.Fire(ctx, []timer.JobID{1, 2, 3}, base.Add(time.Hour), base); err != nil || n != 3 {
+		t.Fatalf("Fire = %d, %v", n, err)
+	}
+	if _, err := s.Complete(ctx, []timer.Completion{{ID: 1, Attempts: 1}}, base); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.Fail(ctx, 2, timer.Failure{Attempts: 1, Error: "500", RetryAt: base.Add(time.Minute)}, base); !ok || err != nil {
+		t.Fatalf("Fail = %t, %v", ok, err)
+	}
+	if ok, err := s.Reschedule(ctx, 2, base.Add(time.Hour), base); !ok || err != nil {
+		t.Fatalf("Reschedule = %t, %v", ok, err)
+	}
+	if ok, err := s.Fail(ctx, 5, timer.Failure{Attempts: 1, Error: "x", Dead: true}, base); !ok || err != nil {
+		t.Fatalf("Fail dead = %t, %v", ok, err)
+	}
+	dead, err := s.ListDead(ctx, timer.DeadQuery{Topic: "t", Limit: 10})
+	if err != nil || len(dead) != 1 {
+		t.Fatalf("ListDead = %d jobs, %v", len(dead), err)
+	}
+	check("ListDead", dead)
+	if ok, err := s.Replay(ctx, 5, base, base); !ok || err != nil {
+		t.Fatalf("Replay = %t, %v", ok, err)
+	}
+	if ok, err := s.Transition(ctx, 6, timer.StatusPending, timer.StatusCancelled, base); !ok || err != nil {
+		t.Fatalf("Transition = %t, %v", ok, err)
+	}
+	all, err = s.GetMany(ctx, idRange(1, 6))
+	if err != nil || len(all) != 6 {
+		t.Fatalf("GetMany = %d jobs, %v", len(all), err)
+	}
+	check("GetMany after changes", all)
+	found, err := s.ListJobs(ctx, timer.JobQuery{Topic: "t", Limit: 10})
+	if err != nil || len(found) != 6 {
+		t.Fatalf("ListJobs = %d jobs, %v", len(found), err)
+	}
+	check("ListJobs", found)
 }

@@ -51,12 +51,13 @@ func testFire(t *testing.T, s timer.Store) {
 	}
 }
 
-// A firing job ends done, fails back to pending or dead, or is cancelled
-// from firing (the receiver's 410); a reschedule of a firing job fails.
+// A firing job ends done, fails back to pending or dead, is cancelled
+// from firing, or is stopped by the receiver's 410 (cancelled, the attempt
+// recorded); a reschedule of a firing job fails.
 func testFiringFinishes(t *testing.T, s timer.Store) {
 	ctx := t.Context()
-	mustInsert(t, s, newJob(1, "t", 0), newJob(2, "t", 0), newJob(3, "t", 0), newJob(4, "t", 0))
-	if n, err := s.Fire(ctx, []timer.JobID{1, 2, 3, 4}, base, base); n != 4 || err != nil {
+	mustInsert(t, s, newJob(1, "t", 0), newJob(2, "t", 0), newJob(3, "t", 0), newJob(4, "t", 0), newJob(5, "t", 0))
+	if n, err := s.Fire(ctx, []timer.JobID{1, 2, 3, 4, 5}, base, base); n != 5 || err != nil {
 		t.Fatalf("Fire = %d, %v", n, err)
 	}
 	if ok, err := s.Reschedule(ctx, 1, base.Add(time.Hour), base); ok || err != nil {
@@ -65,7 +66,8 @@ func testFiringFinishes(t *testing.T, s timer.Store) {
 	if n, err := s.Complete(ctx, []timer.Completion{{ID: 1, Attempts: 1}}, base); n != 1 || err != nil {
 		t.Errorf("Complete of a firing job = %d, %v; want 1", n, err)
 	}
-	if ok, err := s.Fail(ctx, 2, timer.Failure{Attempts: 1, Error: "503", Status: 503}, base); !ok || err != nil {
+	retryAt := base.Add(90 * time.Second)
+	if ok, err := s.Fail(ctx, 2, timer.Failure{Attempts: 1, Error: "503", Status: 503, RetryAt: retryAt}, base); !ok || err != nil {
 		t.Errorf("Fail of a firing job = %t, %v", ok, err)
 	}
 	if ok, err := s.Fail(ctx, 3, timer.Failure{Attempts: 1, Error: "gave up", Dead: true}, base); !ok || err != nil {
@@ -74,14 +76,24 @@ func testFiringFinishes(t *testing.T, s timer.Store) {
 	if ok, err := s.Transition(ctx, 4, timer.StatusFiring, timer.StatusCancelled, base); !ok || err != nil {
 		t.Errorf("firing to cancelled = %t, %v", ok, err)
 	}
-	want := map[timer.JobID]timer.Status{1: timer.StatusDone, 2: timer.StatusPending, 3: timer.StatusDead, 4: timer.StatusCancelled}
+	if ok, err := s.Fail(ctx, 5, timer.Failure{Attempts: 2, Error: "410 Gone", Status: 410, Stopped: true, RetryAt: base.Add(time.Hour)}, base); !ok || err != nil {
+		t.Errorf("Fail(stopped) of a firing job = %t, %v", ok, err)
+	}
+	want := map[timer.JobID]timer.Status{1: timer.StatusDone, 2: timer.StatusPending, 3: timer.StatusDead, 4: timer.StatusCancelled, 5: timer.StatusCancelled}
 	for id, st := range want {
 		if got := mustGet(t, s, id); got.Status != st {
 			t.Errorf("job %d is %s, want %s", id, got.Status, st)
 		}
 	}
-	if got := mustGet(t, s, 2); got.LastStatus != 503 {
-		t.Errorf("last status %d, want 503", got.LastStatus)
+	if got := mustGet(t, s, 2); got.LastStatus != 503 || !got.DueAt.Equal(retryAt) {
+		t.Errorf("after Fail: last status %d, due %v; want 503, due at the retry %v", got.LastStatus, got.DueAt, retryAt)
+	}
+	if got := mustGet(t, s, 3); !got.DueAt.Equal(newJob(3, "t", 0).DueAt) {
+		t.Errorf("a dead job's due time moved to %v", got.DueAt)
+	}
+	if got := mustGet(t, s, 5); got.Attempts != 2 || got.LastStatus != 410 || got.LastError != "410 Gone" || !got.DueAt.Equal(newJob(5, "t", 0).DueAt) {
+		t.Errorf("a stopped job: attempts %d, last status %d, last error %q, due %v; want 2, 410, \"410 Gone\", unmoved",
+			got.Attempts, got.LastStatus, got.LastError, got.DueAt)
 	}
 }
 

@@ -107,3 +107,7 @@ func TestIndexHooks(t *testing.T) {
 func sameEntry(a, b timertest.Entry) bool {
 	return a.ID == b.ID && a.Priority == b.Priority && a.At.Equal(b.At) && a.Attempt == b.Attempt
 }
+
+func TestFakeAttemptLog(t *testing.T) {
+	timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return timertest.NewStore() })
+}
