@@ -1,7 +1,9 @@
 package taskdb
 
 import (
+	"strconv"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -82,4 +84,69 @@ func BenchmarkComplete100(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkListJobsMillion searches a MariaDB store of 1,000,000 pending
+// jobs (10,000 business ids, 100 jobs each; half in topic "big", the rest
+// over 20 topics): a business id's jobs of a topic, and the first page
+// (100) of a topic's pending jobs, as GET /v1/jobs asks for them, and the
+// big topic's counts as GET /v1/topics/{topic}/stats (and the dashboard's
+// topics page) makes them: bounded at a request, whole in the background.
+// Filling the store takes a minute or so.
+func BenchmarkListJobsMillion(b *testing.B) {
+	s := openMariaDB(b)
+	const n, batch = 1_000_000, 4000
+	payload := make([]byte, 100)
+	for lo := 0; lo < n; lo += batch {
+		js := jobs(timer.JobID(lo+1), batch, "")
+		for i, j := range js {
+			k := lo + i
+			j.Topic = "t" + strconv.Itoa(k%20)
+			if k%2 == 0 {
+				j.Topic = "big"
+			}
+			j.BizID = uint64(k%10_000 + 1)
+			j.DueAt = base.Add(time.Duration(k) * time.Millisecond)
+			j.Payload = payload
+		}
+		mustInsert(b, s, js...)
+	}
+	if _, err := s.db.ExecContext(b.Context(), "ANALYZE TABLE toc_jobs"); err != nil {
+		b.Fatal(err)
+	}
+	for name, q := range map[string]timer.JobQuery{
+		"biz_id":           {Topic: "t7", BizID: 4328, Limit: 100},
+		"pending_page":     {Topic: "t7", Statuses: []timer.Status{timer.StatusPending}, Limit: 100},
+		"big_pending_page": {Topic: "big", Statuses: []timer.Status{timer.StatusPending}, Limit: 100},
+	} {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				got, err := s.ListJobs(b.Context(), q)
+				if err != nil || len(got) == 0 {
+					b.Fatalf("ListJobs = %d, %v", len(got), err)
+				}
+			}
+		})
+	}
+	// What a request for the big topic's stats costs: each count stops
+	// past 10,000 (cmd/toc's liveCountMax) and the database estimates.
+	b.Run("big_topic_counts_request", func(b *testing.B) {
+		for b.Loop() {
+			for _, st := range []timer.Status{timer.StatusPending, timer.StatusDead} {
+				if c, exact, err := s.CountJobs(b.Context(), "big", st, 10_000); err != nil || exact != (st == timer.StatusDead) {
+					b.Fatalf("CountJobs(%s) = %d, %t, %v", st, c, exact, err)
+				}
+			}
+		}
+	})
+	// What the background recount costs, once a minute at most.
+	b.Run("big_topic_counts_whole", func(b *testing.B) {
+		for b.Loop() {
+			for _, st := range []timer.Status{timer.StatusPending, timer.StatusDead} {
+				if c, _, err := s.CountJobs(b.Context(), "big", st, 0); err != nil || (st == timer.StatusPending) != (c == n/2) {
+					b.Fatalf("CountJobs(%s) = %d, %v", st, c, err)
+				}
+			}
+		}
+	})
 }

@@ -43,18 +43,30 @@ func mustInsert(t testing.TB, s *Store, js ...*timer.Job) {
 }
 
 // runConformance runs the task store contract against the stores open
-// returns: each a fresh, migrated, empty database. The behaviour of
-// timer.Store is timertest.TestStore, which also keeps timertest's
-// in-memory Store honest; what only taskdb has (migrations, CountByStatus)
-// is tested here.
-func runConformance(t *testing.T, open func(t *testing.T) *Store) {
+// returns: each a fresh, migrated, empty database; openEmpty returns a
+// fresh database not migrated. The behaviour of timer.Store is
+// timertest.TestStore, which also keeps timertest's in-memory Store
+// honest; what only taskdb has (migrations, CountByStatus) is tested
+// here.
+func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
+	t.Run("UpgradeTraceParent", func(t *testing.T) {
+		t.Parallel()
+		testUpgradeTraceParent(t, openEmpty(t))
+	})
 	timertest.TestStore(t, func(t *testing.T) timer.Store { return open(t) })
+	t.Run("AttemptLog", func(t *testing.T) {
+		t.Parallel()
+		timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return open(t) })
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)
 	}{
 		{"MigrateTwice", testMigrateTwice},
 		{"CountByStatus", testCountByStatus},
+		{"CountJobs", testCountJobs},
+		{"NodeLeases", testNodeLeases},
+		{"NodeLeasesExhausted", testNodeLeasesExhausted},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -84,6 +96,49 @@ func testMigrateTwice(t *testing.T, s *Store) {
 	}
 }
 
+// testCountJobs counts a topic of 30 pending jobs (one of them firing)
+// and 3 dead ones, whole and with limits below and above the count: past
+// its limit, MySQL estimates (never less than limit+1) and SQLite counts.
+func testCountJobs(t *testing.T, s *Store) {
+	js := append(jobs(1, 33, "a"), jobs(100, 5, "b")...)
+	for _, j := range js[30:33] {
+		j.Status = timer.StatusDead
+	}
+	mustInsert(t, s, js...)
+	if n, err := s.Fire(t.Context(), []timer.JobID{1}, base.Add(time.Minute), base); err != nil || n != 1 {
+		t.Fatalf("Fire = %d, %v", n, err)
+	}
+	tests := []struct {
+		topic  string
+		status timer.Status
+		limit  int64
+		want   int64
+	}{
+		{"a", timer.StatusPending, 0, 30},
+		{"a", timer.StatusPending, 30, 30},
+		{"a", timer.StatusPending, 100, 30},
+		{"a", timer.StatusDead, 10, 3},
+		{"a", timer.StatusDone, 10, 0},
+		{"b", timer.StatusPending, 10, 5},
+		{"none", timer.StatusPending, 10, 0},
+		{"a", timer.StatusPending, 10, 30}, // past the limit
+	}
+	for _, tc := range tests {
+		n, exact, err := s.CountJobs(t.Context(), tc.topic, tc.status, tc.limit)
+		if err != nil {
+			t.Fatalf("CountJobs(%s, %s, %d): %v", tc.topic, tc.status, tc.limit, err)
+		}
+		switch {
+		case exact && n != tc.want:
+			t.Errorf("CountJobs(%s, %s, %d) = %d exactly, want %d", tc.topic, tc.status, tc.limit, n, tc.want)
+		case exact && s.d.estimateRows != nil && tc.limit > 0 && tc.want > tc.limit:
+			t.Errorf("CountJobs(%s, %s, %d) counted all %d; want an estimate past the limit", tc.topic, tc.status, tc.limit, n)
+		case !exact && (s.d.estimateRows == nil || tc.limit == 0 || tc.want <= tc.limit || n <= tc.limit):
+			t.Errorf("CountJobs(%s, %s, %d) = %d, estimated; want %d exactly", tc.topic, tc.status, tc.limit, n, tc.want)
+		}
+	}
+}
+
 func testCountByStatus(t *testing.T, s *Store) {
 	js := append(jobs(1, 5, "a"), jobs(10, 3, "b")...)
 	js[0].Status, js[1].Status, js[5].Status = timer.StatusDone, timer.StatusDead, timer.StatusDone
@@ -105,5 +160,36 @@ func testCountByStatus(t *testing.T, s *Store) {
 		if fmt.Sprint(got) != fmt.Sprint(tc.want) {
 			t.Errorf("CountByStatus(%q) = %v, want %v", tc.topic, got, tc.want)
 		}
+	}
+}
+
+// testUpgradeTraceParent migrates a database to 0010, writes a row as a
+// toc of then did, and checks that after 0011 it reads back with no
+// traceparent and that a new row keeps its own.
+func testUpgradeTraceParent(t *testing.T, s *Store) {
+	ctx := t.Context()
+	if err := s.migrateTo(ctx, 10); err != nil {
+		t.Fatalf("migrate to 0010: %v", err)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_jobs (job_id, topic, status, action_time, max_attempts, callback, gmt_create, gmt_modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, 1, "old", 0, base.UnixMilli(), 3, "https://example.com/hook", base.UnixMilli(), base.UnixMilli())
+	if err != nil {
+		t.Fatalf("insert a 0010 row: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate to the last: %v", err)
+	}
+	old, err := s.Get(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.TraceParent != "" || old.Topic != "old" || old.MaxAttempts != 3 {
+		t.Errorf("a 0010 row reads back as %+v, want no traceparent", old)
+	}
+	j := newJob(2, "new", 0)
+	j.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+	mustInsert(t, s, j)
+	if got, err := s.Get(ctx, 2); err != nil || got.TraceParent != j.TraceParent {
+		t.Errorf("Get = %+v, %v; want traceparent %s", got, err, j.TraceParent)
 	}
 }

@@ -24,6 +24,7 @@
 //	  payload      MEDIUMBLOB         up to 64 KiB; NULL for a nil payload
 //	  gmt_create   BIGINT
 //	  gmt_modified BIGINT
+//	  traceparent  VARCHAR(128)       W3C traceparent of the scheduling request; '' for none
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)

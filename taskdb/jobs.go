@@ -17,9 +17,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 16
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 17
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -49,7 +49,7 @@ func statusOf(status, fired int64) timer.Status {
 
 // Insert commits jobs in one transaction, all or none, with one multi-row
 // INSERT per chunk of rows (one chunk, and no explicit transaction, for
-// up to 2,340 rows on SQLite and 4,681 on MySQL, less when payloads are
+// up to 1,927 rows on SQLite and 3,855 on MySQL, less when payloads are
 // large). A duplicate job id or (topic, key) returns an error wrapping
 // timer.ErrConflict; a job that does not fit its columns, one wrapping
 // timer.ErrInvalid. A zero CreatedAt is stored as the store's clock, a
@@ -86,7 +86,7 @@ func chunkJobs(jobs []*timer.Job, maxRows int) [][]*timer.Job {
 	var chunks [][]*timer.Job
 	start, size := 0, 0
 	for i, j := range jobs {
-		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL)
+		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL) + len(j.TraceParent)
 		if i > start && (i-start == maxRows || size+n > maxChunkBytes) {
 			chunks = append(chunks, jobs[start:i])
 			start, size = i, 0
@@ -117,7 +117,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
 			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), status,
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired)
+			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
 	}
 	return b.String(), args
 }
@@ -149,7 +149,8 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 }
 
 // Fail records a failed attempt of a pending or firing job: pending again,
-// or dead when f.Dead is set, reporting whether it was pending or firing.
+// dead when f.Dead is set, or cancelled when f.Stopped is, reporting
+// whether it was pending or firing.
 // The error is cut to 1,024 bytes at a UTF-8 boundary.
 func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now time.Time) (bool, error) {
 	if f.Attempts < 0 || f.Attempts > math.MaxInt32 {
@@ -158,13 +159,18 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	if f.Status < 0 || f.Status > 999 {
 		return false, fmt.Errorf("fail job %d: status %d: %w", id, f.Status, timer.ErrInvalid)
 	}
-	to := timer.StatusPending
-	if f.Dead {
+	to, due := timer.StatusPending, any(nil) // nil: the due time stays
+	switch {
+	case f.Dead:
 		to = timer.StatusDead
+	case f.Stopped:
+		to = timer.StatusCancelled
+	case !f.RetryAt.IsZero():
+		due = timer.CeilMillis(f.RetryAt)
 	}
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?
-		WHERE job_id = ? AND status = ?`,
-		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(),
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?,
+		action_time = COALESCE(?, action_time) WHERE job_id = ? AND status = ?`,
+		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(), due,
 		int64(id), int64(timer.StatusPending))
 	if err != nil {
 		return false, fmt.Errorf("fail job %d: %w", id, err)
@@ -290,7 +296,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -305,7 +311,7 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		noPayload             bool
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent)
 	if err != nil {
 		return nil, err
 	}

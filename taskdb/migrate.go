@@ -7,6 +7,7 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"math"
 	"path"
 	"slices"
 	"strconv"
@@ -80,7 +81,11 @@ func splitStatements(src string) []string {
 // MySQL commits DDL implicitly, so there a migration that fails halfway
 // is not rolled back; its statements are written to be run again (CREATE
 // ... IF NOT EXISTS).
-func (s *Store) Migrate(ctx context.Context) error {
+func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+
+// migrateTo is Migrate up to migration version, for the tests of an
+// upgrade.
+func (s *Store) migrateTo(ctx context.Context, version int) error {
 	ms, err := loadMigrations(s.d.name)
 	if err != nil {
 		return err
@@ -102,6 +107,9 @@ func (s *Store) Migrate(ctx context.Context) error {
 		return fmt.Errorf("migrate: create toc_schema_migrations: %w", err)
 	}
 	for _, m := range ms {
+		if m.version > version {
+			break
+		}
 		if err := s.apply(ctx, conn, m); err != nil {
 			return fmt.Errorf("migrate %s/%s: %w", s.d.name, m.name, err)
 		}

@@ -99,6 +99,34 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 	return jobs, nil
 }
 
+// CountJobs counts topic's jobs of status (a firing job counts as
+// pending). It walks the index toc_jobs_topic_status without reading rows,
+// which takes time in proportion to the count (0.14 µs a job on MariaDB:
+// 140 ms for a million). With limit > 0 it stops past limit jobs and
+// returns instead the database's estimate (no less than limit+1) with exact false;
+// SQLite, which makes no estimate, counts them all.
+func (s *Store) CountJobs(ctx context.Context, topic string, status timer.Status, limit int64) (n int64, exact bool, err error) {
+	const from = " FROM toc_jobs WHERE topic = ? AND status = ?"
+	args := []any{topic, int64(status)}
+	if limit <= 0 || s.d.estimateRows == nil {
+		if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&n); err != nil {
+			return 0, false, fmt.Errorf("count %s jobs of %s: %w", status, topic, err)
+		}
+		return n, true, nil
+	}
+	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT 1"+from+" LIMIT ?) c", append(args, limit+1)...).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("count %s jobs of %s: %w", status, topic, err)
+	}
+	if n <= limit {
+		return n, true, nil
+	}
+	est, err := s.d.estimateRows(ctx, s.rdb, "SELECT 1"+from, args...)
+	if err != nil {
+		return 0, false, fmt.Errorf("estimate %s jobs of %s: %w", status, topic, err)
+	}
+	return max(est, n), false, nil
+}
+
 // likeEscaper escapes LIKE's wildcards with '!', an escape character both
 // dialects take as written ('\\' would need doubling in MySQL only).
 var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")

@@ -44,8 +44,21 @@ type dialect struct {
 	// insertTopic inserts a topic (name, slots, max_attempts, gmt_create) unless one of
 	// that name exists.
 	insertTopic string
+	// insertAttempts begins a multi-row insert of attempts (job_id,
+	// attempt, started_at, duration_ms, status_code, error, excerpt) that
+	// skips a row whose primary key exists.
+	insertAttempts string
+	// pruneAttempts deletes up to ? attempts that started before ?
+	// (arguments: before, limit).
+	pruneAttempts string
 	// isConflict reports a duplicate primary or unique key.
 	isConflict func(error) bool
+	// nowMillis is an SQL expression of the database's clock in Unix ms.
+	nowMillis string
+	// estimateRows returns the database's estimate of the rows a SELECT
+	// reads, which costs a few index dives however many there are; nil
+	// when the backend makes none.
+	estimateRows func(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error)
 	// lockMigrations keeps other migrators out until unlock is called.
 	lockMigrations func(ctx context.Context, conn *sql.Conn) (unlock func(), err error)
 }

@@ -6,6 +6,7 @@ package taskdb
 import (
 	"cmp"
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"time"
@@ -173,27 +174,12 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		if err := tx.QueryRowContext(ctx, "SELECT 1 FROM toc_topics WHERE name = ?"+lock, name).Scan(&one); err != nil {
 			return s.translate(err)
 		}
-		// Firing is a flag on a pending row (see rowStatus): count by both.
-		rows, err := tx.QueryContext(ctx, `SELECT status, fired, COUNT(*) FROM toc_jobs
-			WHERE topic = ? AND status IN (?, ?) GROUP BY status, fired`+lock,
-			name, int64(timer.StatusPending), int64(timer.StatusDead))
+		held, err := countHolding(ctx, tx, name, lock)
 		if err != nil {
 			return err
 		}
-		defer rows.Close()
-		inUse := &timer.TopicInUseError{Topic: name, Jobs: map[timer.Status]int64{}}
-		for rows.Next() {
-			var st, fired, n int64
-			if err := rows.Scan(&st, &fired, &n); err != nil {
-				return err
-			}
-			inUse.Jobs[statusOf(st, fired)] += n
-		}
-		if err := rows.Err(); err != nil {
-			return err
-		}
-		if len(inUse.Jobs) > 0 {
-			return inUse
+		if len(held) > 0 {
+			return &timer.TopicInUseError{Topic: name, Jobs: held}
 		}
 		_, err = tx.ExecContext(ctx, "DELETE FROM toc_topics WHERE name = ?", name)
 		return err
@@ -205,4 +191,39 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		return fmt.Errorf("delete topic %q: commit: %w", name, err)
 	}
 	return nil
+}
+
+// HoldingJobs counts the jobs of topic name that keep it from being
+// deleted (timer.HoldsTopic), by status; a status without any is absent.
+// A sharded store asks every shard before it deletes the topic.
+func (s *Store) HoldingJobs(ctx context.Context, name string) (map[timer.Status]int64, error) {
+	held, err := countHolding(ctx, s.db, name, "")
+	if err != nil {
+		return nil, fmt.Errorf("count jobs holding topic %q: %w", name, err)
+	}
+	return held, nil
+}
+
+// countHolding is HoldingJobs on q, locking the rows read with lock (""
+// or " FOR UPDATE").
+func countHolding(ctx context.Context, q interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}, name, lock string) (map[timer.Status]int64, error) {
+	// Firing is a flag on a pending row (see rowStatus): count by both.
+	rows, err := q.QueryContext(ctx, `SELECT status, fired, COUNT(*) FROM toc_jobs
+		WHERE topic = ? AND status IN (?, ?) GROUP BY status, fired`+lock,
+		name, int64(timer.StatusPending), int64(timer.StatusDead))
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	held := map[timer.Status]int64{}
+	for rows.Next() {
+		var st, fired, n int64
+		if err := rows.Scan(&st, &fired, &n); err != nil {
+			return nil, err
+		}
+		held[statusOf(st, fired)] += n
+	}
+	return held, rows.Err()
 }

@@ -1,0 +1,307 @@
+// The rest of timer.Store over shards: one job's changes go to its shard;
+// changes of many are split by shard; reads of many merge in order.
+
+package shard
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Transition implements timer.JobWriter.
+func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.Status, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil // no such row: it was in no status
+	}
+	return st.Transition(ctx, id, from, to, now)
+}
+
+// Fire implements timer.JobWriter.
+func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
+	var n atomic.Int64
+	err := s.eachID(ids, func(i int, ids []timer.JobID) error {
+		k, err := s.shards[i].Fire(ctx, ids, until, now)
+		n.Add(int64(k))
+		return err
+	})
+	return int(n.Load()), err
+}
+
+// Complete implements timer.JobWriter.
+func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
+	byShard, err := group(s, done, func(c timer.Completion) timer.JobID { return c.ID })
+	if err != nil {
+		return 0, err
+	}
+	var n atomic.Int64
+	err = each(byShard, func(i int, done []timer.Completion) error {
+		k, err := s.shards[i].Complete(ctx, done, now)
+		n.Add(int64(k))
+		return err
+	})
+	return int(n.Load()), err
+}
+
+// Fail implements timer.JobWriter.
+func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.Fail(ctx, id, f, now)
+}
+
+// Reschedule implements timer.JobWriter.
+func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.Reschedule(ctx, id, dueAt, now)
+}
+
+// Replay implements timer.JobWriter.
+func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.Replay(ctx, id, dueAt, now)
+}
+
+// Get implements timer.JobReader.
+func (s *Store) Get(ctx context.Context, id timer.JobID) (*timer.Job, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return nil, err
+	}
+	return st.Get(ctx, id)
+}
+
+// GetMany implements timer.JobReader, with one query per shard.
+func (s *Store) GetMany(ctx context.Context, ids []timer.JobID) ([]*timer.Job, error) {
+	var (
+		mu  sync.Mutex
+		out []*timer.Job
+	)
+	err := s.eachID(ids, func(i int, ids []timer.JobID) error {
+		jobs, err := s.shards[i].GetMany(ctx, ids)
+		mu.Lock()
+		out = append(out, jobs...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// eachID runs fn on the ids of each shard at once. An id of a shard this
+// store does not have is an error wrapping ErrUnknownShard, before fn
+// runs: it was made by a process that knows more shards (one was added
+// while this one ran), so its row exists and must not be taken for gone.
+func (s *Store) eachID(ids []timer.JobID, fn func(i int, ids []timer.JobID) error) error {
+	byShard, err := group(s, ids, func(id timer.JobID) timer.JobID { return id })
+	if err != nil {
+		return err
+	}
+	return each(byShard, fn)
+}
+
+// GetByKey implements timer.JobReader: it looks in each shard the key
+// was placed in, under this map and the earlier ones.
+func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, error) {
+	var last error
+	for _, i := range s.KeyShards(topic, key) {
+		j, err := s.shards[i].GetByKey(ctx, topic, key)
+		if err == nil || !errors.Is(err, timer.ErrNotFound) {
+			return j, err
+		}
+		last = err
+	}
+	return nil, last
+}
+
+// ScanPending implements timer.Scanner over every shard, merged in (due
+// time, id) order: the cursor is a position in that order, which is the
+// same in every shard since ids are unique across them.
+func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	pages := make([][]timer.Timer, len(s.shards))
+	err := s.all(func(i int) error {
+		var err error
+		pages[i], err = s.Scanner(i).ScanPending(ctx, after, before, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merge(pages, limit, func(a, b timer.Timer) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
+	}), nil
+}
+
+// ListDead implements timer.DeadReader over every shard, merged in (time
+// of death, id) order, the order of q.After.
+func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
+	pages := make([][]*timer.Job, len(s.shards))
+	err := s.all(func(i int) error {
+		var err error
+		pages[i], err = s.shards[i].ListDead(ctx, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merge(pages, q.Limit, func(a, b *timer.Job) int {
+		return cmp.Or(cmp.Compare(a.UpdatedAt.UnixMilli(), b.UpdatedAt.UnixMilli()), cmp.Compare(a.ID, b.ID))
+	}), nil
+}
+
+// ListJobs implements timer.JobLister over the shards that may hold the
+// jobs: a key's shards (see KeyShards) for a key, else every shard (a
+// business id's jobs are in one shard, unless a key or an earlier map
+// placed some elsewhere), merged in (due time, id) order, the cursor's.
+func (s *Store) ListJobs(ctx context.Context, q timer.JobQuery) ([]*timer.Job, error) {
+	shards := make(map[int][]struct{})
+	if q.Key != "" {
+		for _, i := range s.KeyShards(q.Topic, q.Key) {
+			shards[i] = nil
+		}
+	} else {
+		for i := range s.shards {
+			shards[i] = nil
+		}
+	}
+	pages := make([][]*timer.Job, len(s.shards))
+	err := each(shards, func(i int, _ []struct{}) error {
+		var err error
+		pages[i], err = s.shards[i].ListJobs(ctx, q)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merge(pages, q.Limit, func(a, b *timer.Job) int {
+		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
+	}), nil
+}
+
+// CountByStatus counts topic's jobs by status over every shard.
+func (s *Store) CountByStatus(ctx context.Context, topic string) (map[timer.Status]int64, error) {
+	counts := make([]map[timer.Status]int64, len(s.shards))
+	err := s.all(func(i int) error {
+		var err error
+		counts[i], err = s.shards[i].CountByStatus(ctx, topic)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[timer.Status]int64)
+	for _, c := range counts {
+		for st, n := range c {
+			out[st] += n
+		}
+	}
+	return out, nil
+}
+
+// CountJobs counts topic's jobs of status over every shard, each as
+// taskdb.Store.CountJobs does: exact is false when some shard estimated.
+func (s *Store) CountJobs(ctx context.Context, topic string, status timer.Status, limit int64) (int64, bool, error) {
+	ns := make([]int64, len(s.shards))
+	exacts := make([]bool, len(s.shards))
+	err := s.all(func(i int) error {
+		var err error
+		ns[i], exacts[i], err = s.shards[i].CountJobs(ctx, topic, status, limit)
+		return err
+	})
+	if err != nil {
+		return 0, false, err
+	}
+	var n int64
+	for _, v := range ns {
+		n += v
+	}
+	return n, !slices.Contains(exacts, false), nil
+}
+
+// all runs fn for every shard at once and joins their errors.
+func (s *Store) all(fn func(i int) error) error {
+	m := make(map[int][]struct{}, len(s.shards))
+	for i := range s.shards {
+		m[i] = nil
+	}
+	return each(m, func(i int, _ []struct{}) error { return fn(i) })
+}
+
+// merge returns the first limit items of sorted pages in cmp order.
+func merge[T any](pages [][]T, limit int, cmp func(a, b T) int) []T {
+	if len(pages) == 1 {
+		return pages[0]
+	}
+	var out []T
+	next := make([]int, len(pages))
+	for len(out) < limit {
+		best := -1
+		for i, p := range pages {
+			if next[i] < len(p) && (best < 0 || cmp(p[next[i]], pages[best][next[best]]) < 0) {
+				best = i
+			}
+		}
+		if best < 0 {
+			break
+		}
+		out = append(out, pages[best][next[best]])
+		next[best]++
+	}
+	return out
+}
+
+// Scanner implements timer.Sharded: shard i's pending jobs, with the slot
+// counts of their topics read from shard 0, where the topics are.
+func (s *Store) Scanner(i int) timer.Scanner {
+	if i == 0 {
+		return s.shards[0]
+	}
+	return scanner{s: s, i: i}
+}
+
+type scanner struct {
+	s *Store
+	i int
+}
+
+func (sc scanner) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	timers, err := sc.s.shards[sc.i].ScanPending(ctx, after, before, limit)
+	if err != nil {
+		return nil, err
+	}
+	slots := make(map[string]int)
+	for n := range timers {
+		t := &timers[n]
+		k, ok := slots[t.Topic]
+		if !ok {
+			topic, err := sc.s.shards[0].Topic(ctx, t.Topic)
+			switch {
+			case errors.Is(err, timer.ErrNotFound): // Slots 0: the backstop leaves it alone
+			case err != nil:
+				return nil, fmt.Errorf("topic %s from shard 0: %w", t.Topic, err)
+			}
+			k = topic.Slots
+			slots[t.Topic] = k
+		}
+		t.Slots = k
+	}
+	return timers, nil
+}
