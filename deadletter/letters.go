@@ -3,8 +3,6 @@ package deadletter
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/toc-project/toc/slots"
@@ -53,7 +51,7 @@ func (l *Letters) ListDead(ctx context.Context, q timer.DeadQuery, after string)
 		return nil, "", &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxLimit)}
 	}
 	var err error
-	if q.After, err = decodeCursor(after); err != nil {
+	if q.After, err = timer.ParseCursor(after, "after"); err != nil {
 		return nil, "", err
 	}
 	if _, err := l.jobs.Topic(ctx, q.Topic); err != nil {
@@ -66,7 +64,7 @@ func (l *Letters) ListDead(ctx context.Context, q timer.DeadQuery, after string)
 	next := ""
 	if len(jobs) == limit {
 		last := jobs[len(jobs)-1]
-		next = encodeCursor(timer.Cursor{DueAt: last.UpdatedAt, ID: last.ID})
+		next = timer.Cursor{DueAt: last.UpdatedAt, ID: last.ID}.Text()
 	}
 	return jobs, next, nil
 }
@@ -95,29 +93,4 @@ func (l *Letters) PurgeDead(ctx context.Context, id timer.JobID) error {
 	}
 	_, _ = l.box.Purge(ctx, slots.JobSlot(j.Topic, j.SlotBasis(), t.Slots), id) // best effort: see above
 	return nil
-}
-
-// A cursor is "<time of death in ms>.<id>" of the last job of a page.
-func encodeCursor(c timer.Cursor) string {
-	return strconv.FormatInt(c.DueAt.UnixMilli(), 10) + "." + c.ID.String()
-}
-
-func decodeCursor(s string) (timer.Cursor, error) {
-	if s == "" {
-		return timer.Cursor{}, nil
-	}
-	bad := &timer.FieldError{Field: "after", Message: "not a cursor this API returned"}
-	ms, idText, ok := strings.Cut(s, ".")
-	if !ok {
-		return timer.Cursor{}, bad
-	}
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if err != nil {
-		return timer.Cursor{}, bad
-	}
-	id, err := timer.ParseJobID(idText)
-	if err != nil {
-		return timer.Cursor{}, bad
-	}
-	return timer.Cursor{DueAt: time.UnixMilli(n), ID: id}, nil
 }

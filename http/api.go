@@ -14,6 +14,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toc-project/toc/http/ui"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
@@ -28,6 +29,12 @@ type Jobs interface {
 	Cancel(ctx context.Context, id timer.JobID) (*timer.Job, error)
 	Reschedule(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
 	Replay(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
+	// Find returns a page of the jobs a query selects.
+	Find(ctx context.Context, q timer.JobQuery) ([]*timer.Job, error)
+	// CancelMatching and RescheduleMatching change every pending job of
+	// the query's business id or key.
+	CancelMatching(ctx context.Context, q timer.JobQuery) (timer.Bulk, error)
+	RescheduleMatching(ctx context.Context, q timer.JobQuery, fireAt time.Time, delay time.Duration) (timer.Bulk, error)
 }
 
 // Topics creates, changes and lists topics.
@@ -57,6 +64,12 @@ type DeadLetters interface {
 	// or fired). It returns an error wrapping timer.ErrNotFound for an
 	// unknown job and timer.ErrConflict for one that is not dead.
 	PurgeDead(ctx context.Context, id timer.JobID) error
+	// Summary groups the dead letters a filter selects by signature, and
+	// reports whether it read them all.
+	Summary(ctx context.Context, f timer.DeadFilter) ([]timer.DeadGroup, bool, error)
+	// Each acts on up to limit of the dead letters a filter selects, at
+	// most rate a second, and reports how many and whether more remain.
+	Each(ctx context.Context, f timer.DeadFilter, limit int, rate float64, act func(context.Context, *timer.Job) error) (int, bool, error)
 }
 
 // Stats reports on topics.
@@ -79,6 +92,12 @@ type TopicStats struct {
 	Pending  int64
 	InFlight int64
 	Dead     int64
+	// CountedAt is when Pending and Dead were counted: a big topic's are
+	// counted in the background, at most a few minutes before.
+	// CountsEstimated is true when they are the database's estimate
+	// instead, until that count is done.
+	CountedAt       time.Time
+	CountsEstimated bool
 	// NextDue is the earliest due time in Redis (zero: none within the
 	// horizon); a NextDue in the past is overdue by that much.
 	NextDue time.Time
@@ -158,6 +177,7 @@ type API struct {
 	log    *slog.Logger
 	guard  *webhook.Guard
 	router chi.Router
+	ui     http.Handler
 }
 
 // NewAPI returns the API over jobs, dead and stats.
@@ -180,13 +200,20 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) (*API, erro
 	d.CallbackTimeout = cmp.Or(d.CallbackTimeout, timer.DefaultAttemptTimeout)
 	cfg.MaxCallbackTimeout = cmp.Or(cfg.MaxCallbackTimeout, max(DefaultMaxCallbackTimeout, d.CallbackTimeout))
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivateCallbacks, Resolver: cfg.Resolver})
-	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard}
+	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard, ui: ui.Handler()}
 	a.router = a.routes()
 	return a, nil
 }
 
-// ServeHTTP serves the API.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.router.ServeHTTP(w, r) }
+// ServeHTTP serves the API, and the dashboard under /ui: pages, not API
+// routes, so they stay out of the router that openapi.json lists.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == ui.Prefix || strings.HasPrefix(r.URL.Path, ui.Prefix+"/") {
+		a.ui.ServeHTTP(w, r)
+		return
+	}
+	a.router.ServeHTTP(w, r)
+}
 
 // Routes exposes the router, for walking its routes.
 func (a *API) Routes() chi.Routes { return a.router }
@@ -212,19 +239,28 @@ func (a *API) routes() chi.Router {
 	if a.cfg.Metrics != nil {
 		r.Method(http.MethodGet, "/metrics", a.cfg.Metrics)
 	}
+	// The document holds no data: a client generator or linter fetches it
+	// without a token.
+	r.Get("/v1/openapi.json", serveOpenAPI)
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(a.authenticate, a.limitTime)
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/jobs", a.createJob)
 		r.With(a.limitBody(a.cfg.MaxBatchBodyBytes)).Post("/jobs/batch", a.createBatch)
+		r.Get("/jobs", a.findJobs)
+		r.Delete("/jobs", a.cancelMatching)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/jobs", a.rescheduleMatching)
 		r.Get("/jobs/{id}", a.getJob)
+		r.Get("/jobs/{id}/attempts", a.listAttempts)
 		r.Delete("/jobs/{id}", a.cancelJob)
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/jobs/{id}", a.rescheduleJob)
 		r.Get("/deadletters", a.listDead)
+		r.Get("/deadletters/summary", a.deadSummary)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/replay", a.replayMatching)
+		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/purge", a.purgeMatching)
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
 		r.Delete("/deadletters/{id}", a.purgeDead)
 		a.topicRoutes(r)
 		r.Get("/cluster", a.cluster)
-		r.Get("/openapi.json", serveOpenAPI)
 	})
 	return r
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/internal/contract"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
@@ -31,12 +32,14 @@ import (
 
 // apiEnv is the API over a real engine: SQLite task store, miniredis.
 type apiEnv struct {
-	srv   *httptest.Server
-	eng   *timer.Engine
-	store *taskdb.Store
-	api   *tochttp.API
-	stats *fakeStats
-	mr    *miniredis.Miniredis
+	srv *httptest.Server
+	// client checks every exchange against the OpenAPI document.
+	client *http.Client
+	eng    *timer.Engine
+	store  *taskdb.Store
+	api    *tochttp.API
+	stats  *fakeStats
+	mr     *miniredis.Miniredis
 }
 
 type fakeStats struct {
@@ -50,7 +53,9 @@ func (f *fakeStats) TopicUsage(_ context.Context, t timer.Topic) (timer.Usage, e
 		return timer.Usage{}, f.err
 	}
 	u := f.eng.Worker.Usage()[t.Name]
-	return timer.Usage{InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: 1}, nil
+	out := timer.Usage{InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: 1}
+	out.AddLateness(u.Lateness)
+	return out, nil
 }
 
 func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicStats, error) {
@@ -60,7 +65,8 @@ func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicSt
 	if topic == "unknown" {
 		return tochttp.TopicStats{}, fmt.Errorf("topic %s: %w", topic, timer.ErrNotFound)
 	}
-	return tochttp.TopicStats{Topic: topic, Slots: 16, Pending: 3, InFlight: 1, Dead: 2, NextDue: time.UnixMilli(1000)}, nil
+	return tochttp.TopicStats{Topic: topic, Slots: 16, Pending: 3, InFlight: 1, Dead: 2, NextDue: time.UnixMilli(1000),
+		CountedAt: time.UnixMilli(2000), CountsEstimated: true}, nil
 }
 
 func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiEnv {
@@ -97,7 +103,9 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	api := mustAPI(t, eng, deadletter.NewLetters(dead, store), stats, cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &apiEnv{srv: srv, eng: eng, store: store, api: api, stats: stats, mr: mr}
+	// Every exchange of these tests is held to the OpenAPI document.
+	client := &http.Client{Transport: contract.Shared(t).Transport(t, srv.Client().Transport)}
+	return &apiEnv{srv: srv, client: client, eng: eng, store: store, api: api, stats: stats, mr: mr}
 }
 
 // run starts the engine (worker and backstop) until the test ends.
@@ -125,10 +133,17 @@ func (e *apiEnv) call(t *testing.T, method, path, body string, header ...string)
 	if err != nil {
 		t.Fatal(err)
 	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
-	resp, err := e.srv.Client().Do(req)
+	c := e.client
+	if c == nil {
+		c = &http.Client{Transport: contract.Shared(t).Transport(t, e.srv.Client().Transport)}
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,8 +192,8 @@ func TestCreateAndGetJob(t *testing.T) {
 	}
 	var job struct {
 		ID          string          `json:"id"`
-		BizID       uint64          `json:"biz_id"`
-		BizType     uint64          `json:"biz_type"`
+		BizID       string          `json:"biz_id"`
+		BizType     string          `json:"biz_type"`
 		MaxAttempts int             `json:"max_attempts"`
 		Payload     json.RawMessage `json:"payload"`
 		Status      string          `json:"status"`
@@ -188,10 +203,16 @@ func TestCreateAndGetJob(t *testing.T) {
 	if err := json.Unmarshal(g.raw, &job); err != nil {
 		t.Fatal(err)
 	}
-	if job.ID != id || job.BizID != 18446744073709551615 || job.BizType != 7 || job.MaxAttempts != 3 ||
+	// 64-bit integers are written as decimal strings.
+	if job.ID != id || job.BizID != "18446744073709551615" || job.BizType != "7" || job.MaxAttempts != 3 ||
 		string(job.Payload) != `{"order":1,"items":[1,2]}` || job.Status != "pending" ||
 		job.CallbackURL != "http://127.0.0.1:9/hook" || job.CreatedAt == "" {
 		t.Errorf("get answer: %s", g.raw)
+	}
+	// A decimal string is read as well as a number.
+	s := e.call(t, "POST", "/v1/jobs", `{"topic": "orders", "biz_id": "18446744073709551614", "biz_type": "0", "delay_ms": 1, `+cb+`}`)
+	if s.status != http.StatusCreated || s.body["biz_id"] != "18446744073709551614" || s.body["biz_type"] != "0" {
+		t.Errorf("create with string ids: %d %s", s.status, s.raw)
 	}
 
 	// delay_ms, the default max_attempts, a payload that is not an object.
@@ -224,6 +245,12 @@ func TestCreateJobRejectsBadInput(t *testing.T) {
 		{"negative biz_id", `{"topic": "a", "biz_id": -1, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
 		{"biz_id too big", `{"topic": "a", "biz_id": 18446744073709551616, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
 		{"biz_id fraction", `{"topic": "a", "biz_id": 1.5, "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id string too big", `{"topic": "a", "biz_id": "18446744073709551616", "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id string signed", `{"topic": "a", "biz_id": "+1", "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id string padded", `{"topic": "a", "biz_id": " 1", "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id string empty", `{"topic": "a", "biz_id": "", "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_id string leading zero", `{"topic": "a", "biz_id": "007", "delay_ms": 1, ` + cb + `}`, "biz_id", 400, tochttp.CodeInvalid},
+		{"biz_type object", `{"topic": "a", "biz_type": {}, "delay_ms": 1, ` + cb + `}`, "biz_type", 400, tochttp.CodeInvalid},
 		{"no time", `{"topic": "a", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
 		{"both times", `{"topic": "a", "delay_ms": 1, "fire_at": "2030-01-01T00:00:00Z", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
 		{"bad fire_at", `{"topic": "a", "fire_at": "tomorrow", ` + cb + `}`, "fire_at", 400, tochttp.CodeInvalid},
@@ -448,7 +475,7 @@ func TestAuth(t *testing.T) {
 	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "s3cret").wantError(t, 401, tochttp.CodeUnauthenticated, "")
 	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "Bearer s3cret").wantError(t, 404, tochttp.CodeNotFound, "")
 	e.call(t, "GET", "/v1/jobs/1", "", "Authorization", "Bearer other").wantError(t, 404, tochttp.CodeNotFound, "")
-	for _, path := range []string{"/healthz", "/readyz"} {
+	for _, path := range []string{"/healthz", "/readyz", "/v1/openapi.json"} {
 		if a := e.call(t, "GET", path, ""); a.status != http.StatusOK {
 			t.Errorf("%s without a token: %d", path, a.status)
 		}
@@ -476,7 +503,8 @@ func TestReadyAndStats(t *testing.T) {
 
 	s := e.call(t, "GET", "/v1/topics/orders/stats", "")
 	if s.status != http.StatusOK || s.body["pending"] != float64(3) || s.body["in_flight"] != float64(1) ||
-		s.body["dead"] != float64(2) || s.body["oldest_overdue_ms"].(float64) <= 0 {
+		s.body["dead"] != float64(2) || s.body["oldest_overdue_ms"].(float64) <= 0 ||
+		s.body["counted_at"] != "1970-01-01T00:00:02.000Z" || s.body["counts_estimated"] != true {
 		t.Fatalf("stats: %d %s", s.status, s.raw)
 	}
 	e.call(t, "GET", "/v1/topics/unknown/stats", "").wantError(t, 404, tochttp.CodeNotFound, "")
@@ -640,6 +668,11 @@ func TestTopicLimits(t *testing.T) {
 	u, _ := g.body["usage"].(map[string]any)
 	if g.status != http.StatusOK || u["in_flight"] != 2.0 {
 		t.Fatalf("GET while 2 calls run: %d %s", g.status, g.raw)
+	}
+	// The two calls started are counted by how late they were: within
+	// this test's clock, well under the 60 s bucket.
+	if n, p99 := u["lateness_calls"], u["lateness_p99_ms"]; n == nil || n.(float64) < 2 || p99 == nil || p99.(float64) >= 60000 {
+		t.Errorf("lateness of the calls started: %s", g.raw)
 	}
 	time.Sleep(100 * time.Millisecond) // room for a wrong third call to start
 	close(release)

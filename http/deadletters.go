@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
-	"time"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -23,18 +22,9 @@ func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
 		return
 	}
-	for _, p := range []struct {
-		field string
-		to    *time.Time
-	}{{"from", &f.From}, {"to", &f.To}} {
-		if s := q.Get(p.field); s != "" {
-			t, err := time.Parse(time.RFC3339Nano, s)
-			if err != nil {
-				a.writeError(w, r, &timer.FieldError{Field: p.field, Message: "must be an RFC 3339 time"})
-				return
-			}
-			*p.to = t
-		}
+	if err := timeRange(q.Get, &f.From, &f.To); err != nil {
+		a.writeError(w, r, err)
+		return
 	}
 	limit := DefaultDeadPage
 	if s := q.Get("limit"); s != "" {

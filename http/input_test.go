@@ -96,7 +96,7 @@ func TestMethodNotAllowed(t *testing.T) {
 		method, path string
 		allow        []string
 	}{
-		{"PUT", "/v1/jobs", []string{"POST"}},
+		{"PUT", "/v1/jobs", []string{"POST", "GET", "DELETE", "PATCH"}},
 		{"DELETE", "/v1/openapi.json", []string{"GET"}},
 		{"POST", "/v1/jobs/123", []string{"GET", "PATCH", "DELETE"}},
 		{"POST", "/healthz", []string{"GET"}},

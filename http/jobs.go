@@ -27,6 +27,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	req.TraceParent = traceParent(r.Header)
 	res, err := a.jobs.Schedule(r.Context(), req)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -134,6 +135,11 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, &timer.BatchError{Items: refused})
 		return
 	}
+	if tp := traceParent(r.Header); tp != "" {
+		for i := range reqs {
+			reqs[i].TraceParent = tp
+		}
+	}
 	res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -144,6 +150,18 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: res.Created}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"results": items})
+}
+
+// traceParent is the W3C traceparent a scheduling request carries, which
+// its jobs keep and their webhooks carry on; "" when there is none, or
+// when it is malformed or repeated, which the Trace Context
+// specification says to ignore rather than refuse.
+func traceParent(h http.Header) string {
+	v := h.Values("traceparent")
+	if len(v) != 1 || !timer.ValidTraceParent(v[0]) {
+		return ""
+	}
+	return v[0]
 }
 
 func jobID(r *http.Request) (timer.JobID, error) {
@@ -157,6 +175,38 @@ func jobID(r *http.Request) (timer.JobID, error) {
 // getJob: GET /v1/jobs/{id}.
 func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
 	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) { return a.jobs.Get(ctx, id) })
+}
+
+// AttemptLister lists a job's attempt history; *timer.Scheduler
+// implements it. Jobs that do not implement it show none.
+type AttemptLister interface {
+	// Attempts returns the attempts recorded for a job, or an error
+	// wrapping timer.ErrNotFound for an unknown job.
+	Attempts(ctx context.Context, id timer.JobID) ([]timer.Attempt, error)
+}
+
+// listAttempts: GET /v1/jobs/{id}/attempts.
+func (a *API) listAttempts(w http.ResponseWriter, r *http.Request) {
+	id, err := jobID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var attempts []timer.Attempt
+	if l, ok := a.jobs.(AttemptLister); ok {
+		attempts, err = l.Attempts(r.Context(), id)
+	} else {
+		_, err = a.jobs.Get(r.Context(), id)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := attemptsView{Attempts: make([]attemptView, len(attempts))}
+	for i, at := range attempts {
+		out.Attempts[i] = attemptViewOf(at)
+	}
+	writeJSON(w, http.StatusOK, out)
 }
 
 // cancelJob: DELETE /v1/jobs/{id}.

@@ -28,12 +28,42 @@ func formatTime(t time.Time) string {
 	return t.UTC().Format(timeLayout)
 }
 
+// decimal is an unsigned 64-bit integer (biz_id, biz_type) that the API
+// writes as a decimal string, since a JSON number past 2^53 loses digits in
+// JavaScript and other float64 readers; it reads a string or, as earlier
+// clients send, a number.
+type decimal uint64
+
+func (d decimal) MarshalJSON() ([]byte, error) {
+	b := make([]byte, 0, 22)
+	b = append(b, '"')
+	b = strconv.AppendUint(b, uint64(d), 10)
+	return append(b, '"'), nil
+}
+
+func (d *decimal) UnmarshalJSON(data []byte) error {
+	s := string(data)
+	if s == "null" {
+		return nil // as for any field: left as it is
+	}
+	if len(s) >= 2 && s[0] == '"' && s[len(s)-1] == '"' {
+		s = s[1 : len(s)-1]
+	}
+	// Digits only: no sign, exponent, fraction or space, in either form.
+	n, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || s == "" || s[0] == '+' || (len(s) > 1 && s[0] == '0') {
+		return &json.UnmarshalTypeError{Value: string(data), Type: reflect.TypeFor[decimal]()}
+	}
+	*d = decimal(n)
+	return nil
+}
+
 // jobRequest is the body of POST /v1/jobs and of each item of a batch.
 type jobRequest struct {
 	Topic       string          `json:"topic"`
 	Key         string          `json:"key"`
-	BizID       uint64          `json:"biz_id"`
-	BizType     uint64          `json:"biz_type"`
+	BizID       decimal         `json:"biz_id"`
+	BizType     decimal         `json:"biz_type"`
 	FireAt      *string         `json:"fire_at"`
 	DelayMS     *int64          `json:"delay_ms"`
 	CallbackURL *string         `json:"callback_url"`
@@ -91,8 +121,8 @@ func (b *jobRequest) request() (timer.Request, error) {
 	r := timer.Request{
 		Topic:   b.Topic,
 		Key:     b.Key,
-		BizID:   b.BizID,
-		BizType: b.BizType,
+		BizID:   uint64(b.BizID),
+		BizType: uint64(b.BizType),
 		FireAt:  fireAt,
 		Delay:   delay,
 	}
@@ -433,6 +463,8 @@ func typeName(goType string) string {
 	switch goType {
 	case "uint64":
 		return "an unsigned integer"
+	case "http.decimal":
+		return "an unsigned 64-bit integer, as a decimal string or a number"
 	case "int64", "int":
 		return "an integer"
 	case "float64":
@@ -448,8 +480,8 @@ type jobView struct {
 	ID          string          `json:"id"`
 	Topic       string          `json:"topic"`
 	Key         string          `json:"key"`
-	BizID       uint64          `json:"biz_id"`
-	BizType     uint64          `json:"biz_type"`
+	BizID       decimal         `json:"biz_id"`
+	BizType     decimal         `json:"biz_type"`
 	Status      string          `json:"status"`
 	FireAt      string          `json:"fire_at"`
 	Attempts    int             `json:"attempts"`
@@ -461,6 +493,9 @@ type jobView struct {
 	Payload     json.RawMessage `json:"payload"`
 	CreatedAt   string          `json:"created_at"`
 	UpdatedAt   string          `json:"updated_at"`
+
+	// NextAttemptAt is when a pending job that has failed is retried.
+	NextAttemptAt string `json:"next_attempt_at,omitempty"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -468,8 +503,8 @@ func viewOf(j *timer.Job) jobView {
 		ID:          j.ID.String(),
 		Topic:       j.Topic,
 		Key:         j.Key,
-		BizID:       j.BizID,
-		BizType:     j.BizType,
+		BizID:       decimal(j.BizID),
+		BizType:     decimal(j.BizType),
 		Status:      j.Status.String(),
 		FireAt:      formatTime(j.DueAt),
 		Attempts:    j.Attempts,
@@ -485,7 +520,37 @@ func viewOf(j *timer.Job) jobView {
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload
 	}
+	if j.Status == timer.StatusPending && j.Attempts > 0 {
+		v.NextAttemptAt = v.FireAt
+	}
 	return v
+}
+
+// attemptsView is what GET /v1/jobs/{id}/attempts shows.
+type attemptsView struct {
+	Attempts []attemptView `json:"attempts"`
+}
+
+// attemptView is one attempt as the API shows it; the excerpt is text,
+// its invalid UTF-8 replaced.
+type attemptView struct {
+	Attempt         int    `json:"attempt"`
+	StartedAt       string `json:"started_at"`
+	DurationMs      int64  `json:"duration_ms"`
+	StatusCode      int    `json:"status_code,omitempty"`
+	Error           string `json:"error"`
+	ResponseExcerpt string `json:"response_excerpt"`
+}
+
+func attemptViewOf(a timer.Attempt) attemptView {
+	return attemptView{
+		Attempt:         a.Attempt,
+		StartedAt:       formatTime(a.StartedAt),
+		DurationMs:      a.Duration.Milliseconds(),
+		StatusCode:      a.StatusCode,
+		Error:           a.Error,
+		ResponseExcerpt: strings.ToValidUTF8(string(a.Excerpt), "\uFFFD"),
+	}
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }

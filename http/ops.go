@@ -3,6 +3,7 @@ package http
 import (
 	"context"
 	"crypto/subtle"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -10,13 +11,15 @@ import (
 
 // Values of a check in /readyz's "checks".
 const (
-	checkOK      = "ok"
-	checkFailing = "failing"
+	checkOK       = "ok"
+	checkFailing  = "failing"
+	checkDegraded = "degraded"
 )
 
 // ready: GET /readyz, running every check of Ready at once, each within
 // readyTimeout; 503 when any of them fails. "checks" names each check with
-// "ok" or "failing", to anyone: a probe needs no token. Only a caller with
+// "ok", "failing" or "degraded" (see ErrDegraded; 200 with status
+// "degraded" when none fails), to anyone: a probe needs no token. Only a caller with
 // a valid bearer token (or any caller when auth is off) also gets
 // "errors", the failing checks' error text, which may name addresses.
 func (a *API) ready(w http.ResponseWriter, r *http.Request) {
@@ -38,21 +41,29 @@ func serveReady(w http.ResponseWriter, r *http.Request, ready map[string]func(co
 			mu.Lock()
 			defer mu.Unlock()
 			checks[name] = checkOK
-			if err != nil {
+			switch {
+			case errors.Is(err, ErrDegraded):
+				checks[name], errs[name] = checkDegraded, err.Error()
+			case err != nil:
 				checks[name], errs[name] = checkFailing, err.Error()
 			}
 		})
 	}
 	wg.Wait()
-	if len(errs) == 0 {
-		writeJSON(w, http.StatusOK, map[string]any{"status": "ok", "checks": checks})
-		return
+	status, code := "ok", http.StatusOK
+	for _, c := range checks {
+		switch {
+		case c == checkFailing:
+			status, code = "unavailable", http.StatusServiceUnavailable
+		case c == checkDegraded && code == http.StatusOK:
+			status = "degraded"
+		}
 	}
-	body := map[string]any{"status": "unavailable", "checks": checks}
-	if len(tokens) == 0 || hasToken(r, tokens) {
+	body := map[string]any{"status": status, "checks": checks}
+	if len(errs) > 0 && (len(tokens) == 0 || hasToken(r, tokens)) {
 		body["errors"] = errs
 	}
-	writeJSON(w, http.StatusServiceUnavailable, body)
+	writeJSON(w, code, body)
 }
 
 // hasToken reports whether r carries one of tokens as its bearer token.
@@ -100,3 +111,9 @@ func (a *API) cluster(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"mode": "cluster", "status": a.cfg.Cluster()})
 }
+
+// ErrDegraded, wrapped by a readiness check's error, says the dependency
+// serves in part: one task store shard of several is down. /readyz
+// answers 200 with status "degraded" and the check "degraded", so that a
+// load balancer keeps sending the requests the other shards can serve.
+var ErrDegraded = errors.New("degraded")

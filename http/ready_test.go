@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -47,6 +48,28 @@ func TestReadyTwoShapes(t *testing.T) {
 		if a.status != 503 || errs["redis"] != raw.Error() || len(errs) != 1 {
 			t.Errorf("%s with a token: %d %s", name, a.status, a.raw)
 		}
+	}
+}
+
+// A check that says it is degraded (one task store shard down of two)
+// keeps /readyz at 200, status degraded, unless another fails.
+func TestReadyDegraded(t *testing.T) {
+	degraded := fmt.Errorf("%w: shard 1: connection refused", tochttp.ErrDegraded)
+	redis := error(nil)
+	e := newAPIEnv(t, tochttp.APIConfig{Ready: map[string]func(context.Context) error{
+		"task_store": func(context.Context) error { return degraded },
+		"redis":      func(context.Context) error { return redis },
+	}}, nil)
+	a := e.call(t, "GET", "/readyz", "")
+	checks, _ := a.body["checks"].(map[string]any)
+	errs, _ := a.body["errors"].(map[string]any)
+	if a.status != 200 || a.body["status"] != "degraded" || checks["task_store"] != "degraded" || checks["redis"] != "ok" ||
+		!strings.Contains(fmt.Sprint(errs["task_store"]), "shard 1") {
+		t.Errorf("one shard down: %d %s", a.status, a.raw)
+	}
+	redis = errors.New("down")
+	if a := e.call(t, "GET", "/readyz", ""); a.status != 503 || a.body["status"] != "unavailable" {
+		t.Errorf("one shard down and Redis failing: %d %s", a.status, a.raw)
 	}
 }
 

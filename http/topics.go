@@ -44,6 +44,8 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
 		"pending":           st.Pending,
 		"in_flight":         st.InFlight,
 		"dead":              st.Dead,
+		"counted_at":        formatTime(cmp.Or(st.CountedAt, a.cfg.Now())),
+		"counts_estimated":  st.CountsEstimated,
 		"next_due_at":       formatTime(st.NextDue),
 		"oldest_overdue_ms": overdue,
 	})
@@ -98,6 +100,31 @@ type usageView struct {
 	Rate       float64 `json:"rate"`
 	Throttled  int64   `json:"throttled"`
 	Members    int     `json:"members"`
+	// LatenessP50MS and LatenessP99MS are the percentiles of how late the
+	// calls of the last LatenessWindow started, as their bucket's upper
+	// bound (60000: a minute or more); absent when there were none.
+	LatenessP50MS *int64 `json:"lateness_p50_ms,omitempty"`
+	LatenessP99MS *int64 `json:"lateness_p99_ms,omitempty"`
+	// LatenessCalls counts those calls.
+	LatenessCalls int64 `json:"lateness_calls"`
+}
+
+// usageViewOf is the view of u.
+func usageViewOf(u timer.Usage) *usageView {
+	v := &usageView{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: u.Members}
+	for _, c := range u.Lateness {
+		v.LatenessCalls += c
+	}
+	pct := func(q float64) *int64 {
+		d, ok := timer.LatenessQuantile(u.Lateness, q)
+		if !ok {
+			return nil
+		}
+		ms := d.Milliseconds()
+		return &ms
+	}
+	v.LatenessP50MS, v.LatenessP99MS = pct(.50), pct(.99)
+	return v
 }
 
 func (a *API) topicViewOf(t timer.Topic) topicView {
@@ -387,7 +414,7 @@ func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
 			a.writeError(w, r, err)
 			return
 		}
-		v.Usage = &usageView{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled, Members: u.Members}
+		v.Usage = usageViewOf(u)
 	}
 	writeJSON(w, http.StatusOK, v)
 }

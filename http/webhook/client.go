@@ -139,13 +139,19 @@ func (c Config) Validate() error {
 //
 // The body is a JSON object:
 //
-//	{"id": "123", "topic": "orders", "key": "k", "biz_id": 42, "biz_type": 7,
+//	{"id": "123", "topic": "orders", "key": "k", "biz_id": "42", "biz_type": "7",
 //	 "fire_at": "2026-01-02T15:04:05.250Z", "attempt": 1, "payload": {...}}
 //
-// where key, biz_id and biz_type are left out when empty and payload is
-// the job's payload as given (null when there is none). The headers are
+// where key, biz_id and biz_type are left out when empty (the 64-bit
+// biz_id and biz_type are decimal strings, which every JSON reader can
+// hold, as in the API), and payload is the job's payload as given (null
+// when there is none). The headers are
 // webhook-id (the job id, the same on every attempt), webhook-timestamp,
-// webhook-signature, and toc-attempt, toc-due-at and toc-lateness-ms.
+// webhook-signature, and toc-attempt, toc-due-at and toc-lateness-ms;
+// and traceparent (W3C Trace Context) when the delivery has one
+// (timer.Delivery.TraceParent): the scheduling request's, or, when toc
+// traces, that of its delivery span, so that the receiver's span joins
+// the trace of the request that scheduled the job.
 //
 // A 2xx answer is success; 410 Gone discards the job (timer.ErrDiscard);
 // 429 and 503 ask for the next attempt after Retry-After
@@ -212,8 +218,8 @@ type requestBody struct {
 	ID      string          `json:"id"`
 	Topic   string          `json:"topic"`
 	Key     string          `json:"key,omitempty"`
-	BizID   uint64          `json:"biz_id,omitempty"`
-	BizType uint64          `json:"biz_type,omitempty"`
+	BizID   uint64          `json:"biz_id,omitempty,string"`
+	BizType uint64          `json:"biz_type,omitempty,string"`
 	FireAt  string          `json:"fire_at"`
 	Attempt int             `json:"attempt"`
 	Payload json.RawMessage `json:"payload"`
@@ -221,7 +227,8 @@ type requestBody struct {
 
 // Fire POSTs d to its job's callback URL and returns the outcome: a
 // *timer.NotSentError, without a call, while the host's circuit breaker
-// is open.
+// is open. When d.Response is set it receives the status answered and
+// the first timer.MaxExcerptBytes of the body.
 func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	j := d.Job
 	if j.CallbackURL == "" {
@@ -255,6 +262,9 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	h.Set("toc-attempt", strconv.Itoa(d.Attempt))
 	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
 	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
+	if d.TraceParent != "" {
+		h.Set("traceparent", d.TraceParent)
+	}
 
 	t, err := c.breaker.allow(breakerHost(req.URL), now)
 	if err != nil {
@@ -269,7 +279,21 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		return fmt.Errorf("POST %s: %w", endpoint(req.URL), err)
 	}
 	defer drainClose(resp.Body, c.cfg.MaxResponseBytes)
+	if d.Response != nil {
+		keepExcerpt(resp, d.Response)
+	}
 	return c.outcome(resp, endpoint(req.URL))
+}
+
+// keepExcerpt puts resp's status and the start of its body in into,
+// leaving the body to be read from its start.
+func keepExcerpt(resp *http.Response, into *timer.Response) {
+	excerpt, _ := io.ReadAll(io.LimitReader(resp.Body, timer.MaxExcerptBytes))
+	into.StatusCode, into.Excerpt = resp.StatusCode, excerpt
+	resp.Body = struct {
+		io.Reader
+		io.Closer
+	}{io.MultiReader(bytes.NewReader(excerpt), resp.Body), resp.Body}
 }
 
 // CloseIdleConnections closes the kept-alive connections not in use.
@@ -298,27 +322,30 @@ func encodeBody(d timer.Delivery) ([]byte, error) {
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
 }
 
-// outcome turns a response into Fire's result.
+// outcome turns a response into Fire's result. A failure carries the
+// status answered (timer.StatusError), which the task store keeps with
+// the attempt's error and dead letters are grouped by.
 func (c *Client) outcome(resp *http.Response, target string) error {
 	code := resp.StatusCode
 	status := strconv.Itoa(code)
 	if text := http.StatusText(code); text != "" {
 		status += " " + text
 	}
+	answered := func(err error) error { return &timer.StatusError{Code: code, Err: err} }
 	switch {
 	case code >= 200 && code < 300:
 		return nil
 	case code >= 300 && code < 400:
-		return fmt.Errorf("POST %s: %s (redirects are not followed)", target, status)
+		return answered(fmt.Errorf("POST %s: %s (redirects are not followed)", target, status))
 	case code == http.StatusGone:
-		return fmt.Errorf("POST %s: %s: %w", target, status, timer.ErrDiscard)
+		return answered(fmt.Errorf("POST %s: %s: %w", target, status, timer.ErrDiscard))
 	case code == http.StatusTooManyRequests || code == http.StatusServiceUnavailable:
 		return &timer.RetryAfterError{
 			After: retryAfter(resp.Header.Get("Retry-After"), c.cfg.Now()),
-			Err:   fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body)),
+			Err:   answered(fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body))),
 		}
 	}
-	return fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body))
+	return answered(fmt.Errorf("POST %s: %s%s", target, status, bodySnippet(resp.Body)))
 }
 
 // retryAfter parses a Retry-After value, delta-seconds or an HTTP-date,

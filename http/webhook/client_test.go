@@ -119,7 +119,7 @@ func TestWebhookRequest(t *testing.T) {
 	}
 	got := rec.last(t)
 
-	const wantBody = `{"id":"1234567890123","topic":"orders","key":"order-42","biz_id":42,"biz_type":7,` +
+	const wantBody = `{"id":"1234567890123","topic":"orders","key":"order-42","biz_id":"42","biz_type":"7",` +
 		`"fire_at":"2026-01-02T15:04:05.250Z","attempt":3,"payload":{"order":42,"note":"<a&b>"}}`
 	if string(got.body) != wantBody {
 		t.Errorf("body\n got %s\nwant %s", got.body, wantBody)
@@ -170,7 +170,7 @@ func TestWebhookBody(t *testing.T) {
 		{
 			name: "payload kept as given, biz_id beyond 2^53",
 			job:  timer.Job{ID: 6, Topic: "t", BizID: 1<<63 + 1, DueAt: time.UnixMilli(1), Payload: []byte(`[1,"é",null]`)},
-			want: `{"id":"6","topic":"t","biz_id":9223372036854775809,"fire_at":"1970-01-01T00:00:00.001Z","attempt":1,"payload":[1,"é",null]}`,
+			want: `{"id":"6","topic":"t","biz_id":"9223372036854775809","fire_at":"1970-01-01T00:00:00.001Z","attempt":1,"payload":[1,"é",null]}`,
 		},
 		{
 			name: "due time in another zone",
@@ -880,4 +880,42 @@ func BenchmarkWebhookFire(b *testing.B) {
 			}
 		})
 	})
+}
+
+// A delivery with a Response gets the status answered and the start of
+// the body, on success and on failure, and a failure's error still
+// quotes the body.
+func TestWebhookResponseExcerpt(t *testing.T) {
+	long := strings.Repeat("x", 3000)
+	tests := []struct {
+		name        string
+		code        int
+		body        string
+		wantExcerpt string
+		wantErr     string
+	}{
+		{"success", http.StatusOK, `{"ok":true}`, `{"ok":true}`, ""},
+		{"failure", http.StatusInternalServerError, "database down", "database down", `"database down"`},
+		{"long body", http.StatusOK, long, long[:timer.MaxExcerptBytes], ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newServer(t, &recorder{reply: func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(tc.code)
+				_, _ = io.WriteString(w, tc.body)
+			}})
+			d := delivery(testJob(srv.URL), 1)
+			d.Response = new(timer.Response)
+			err := newClient(t, webhook.Config{}).Fire(t.Context(), d)
+			if d.Response.StatusCode != tc.code || string(d.Response.Excerpt) != tc.wantExcerpt {
+				t.Errorf("Response = %d %q, want %d %q", d.Response.StatusCode, d.Response.Excerpt, tc.code, tc.wantExcerpt)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("err = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("err = %v, want one quoting %s", err, tc.wantErr)
+			}
+		})
+	}
 }

@@ -1,0 +1,148 @@
+// Finding jobs, and cancelling or rescheduling them by business identity:
+// GET, DELETE and PATCH on /v1/jobs with filters in the query.
+
+package http
+
+import (
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Search pages: the default and the most jobs a page holds.
+const (
+	DefaultJobPage = 100
+	MaxJobPage     = timer.MaxJobPage
+)
+
+// findJobs: GET /v1/jobs?topic=T&status=S[,S]&biz_id=B&key=K
+// &fire_after=T1&fire_before=T2&limit=N&cursor=C, in (due time, id)
+// order; next_cursor is "" after the last page.
+func (a *API) findJobs(w http.ResponseWriter, r *http.Request) {
+	q, err := jobQuery(r.URL.Query(), "topic", "status", "biz_id", "key", "fire_after", "fire_before", "limit", "cursor")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	jobs, err := a.jobs.Find(r.Context(), q)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	views := make([]jobView, len(jobs))
+	for i, j := range jobs {
+		views[i] = viewOf(j)
+	}
+	next := ""
+	if len(jobs) == q.Limit {
+		next = timer.CursorOf(jobs[len(jobs)-1]).Text()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": views, "next_cursor": next})
+}
+
+// cancelMatching: DELETE /v1/jobs?topic=T&(biz_id=B|key=K) cancels every
+// pending job of the business object, each definitely (see Cancel).
+func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
+	q, err := jobQuery(r.URL.Query(), "topic", "biz_id", "key")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	b, err := a.jobs.CancelMatching(r.Context(), q)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"cancelled": b.Changed, "too_late": b.TooLate})
+}
+
+// rescheduleMatching: PATCH /v1/jobs?topic=T&(biz_id=B|key=K) with
+// {"fire_at"} or {"delay_ms"} moves every pending job of the business
+// object, each definitely (see Reschedule).
+func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
+	q, err := jobQuery(r.URL.Query(), "topic", "biz_id", "key")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	var body whenRequest
+	if err := decode(r.Body, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	fireAt, delay, err := body.when(false)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	b, err := a.jobs.RescheduleMatching(r.Context(), q, fireAt, delay)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]int{"rescheduled": b.Changed, "too_late": b.TooLate})
+}
+
+// jobQuery reads a timer.JobQuery from the query parameters allowed; any
+// other parameter, or one given twice, is a 400 naming it.
+func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
+	for name, vals := range v {
+		if !slices.Contains(allowed, name) {
+			return timer.JobQuery{}, &timer.FieldError{Field: name, Message: "not a parameter here; use " + strings.Join(allowed, ", ")}
+		}
+		if len(vals) > 1 {
+			return timer.JobQuery{}, &timer.FieldError{Field: name, Message: "given more than once"}
+		}
+	}
+	q := timer.JobQuery{Topic: v.Get("topic"), Key: v.Get("key"), Limit: DefaultJobPage}
+	if !timer.ValidTopic(q.Topic) {
+		return q, &timer.FieldError{Field: "topic", Message: "a topic name is required"}
+	}
+	if s := v.Get("status"); s != "" {
+		for name := range strings.SplitSeq(s, ",") {
+			st, err := timer.ParseStatus(strings.TrimSpace(name))
+			if err != nil {
+				return q, err
+			}
+			q.Statuses = append(q.Statuses, st)
+		}
+	}
+	if s := v.Get("biz_id"); s != "" {
+		n, err := strconv.ParseUint(s, 10, 64)
+		if err != nil || n == 0 {
+			return q, &timer.FieldError{Field: "biz_id", Message: "must be a whole number from 1 to 2^64-1"}
+		}
+		q.BizID = n
+	}
+	for _, p := range []struct {
+		field string
+		to    *time.Time
+	}{{"fire_after", &q.FireAfter}, {"fire_before", &q.FireBefore}} {
+		if s := v.Get(p.field); s != "" {
+			t, err := time.Parse(time.RFC3339Nano, s)
+			if err != nil {
+				return q, &timer.FieldError{Field: p.field, Message: "must be an RFC 3339 time"}
+			}
+			*p.to = t
+		}
+	}
+	if s := v.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxJobPage {
+			return q, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxJobPage)}
+		}
+		q.Limit = n
+	}
+	var err error
+	q.After, err = timer.ParseCursor(v.Get("cursor"), "cursor")
+	if err != nil {
+		return q, err
+	}
+	return q, q.Check()
+}

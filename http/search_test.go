@@ -1,0 +1,94 @@
+package http_test
+
+import (
+	"fmt"
+	"net/url"
+	"testing"
+	"time"
+
+	tochttp "github.com/toc-project/toc/http"
+)
+
+// GET /v1/jobs finds a topic's jobs by status, business id, key and due
+// time, page by page; DELETE and PATCH /v1/jobs act on a business
+// object's pending jobs and count them; bad filters name the field.
+func TestFindAndActByBusinessID(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	later := time.Now().Add(time.Hour).UTC()
+	ids := map[string]string{}
+	for i := range 9 {
+		key := ""
+		if i == 0 {
+			key = `, "key": "order-7"`
+		}
+		a := e.call(t, "POST", "/v1/jobs", fmt.Sprintf(`{"topic": "orders", "biz_id": %d, "fire_at": %q, %s%s}`,
+			i%3+1, later.Add(time.Duration(i)*time.Minute).Format(time.RFC3339), cb, key))
+		if a.status != 201 {
+			t.Fatalf("schedule %d: %d %s", i, a.status, a.raw)
+		}
+		ids[fmt.Sprint(i)] = a.body["id"].(string)
+	}
+	find := func(query string) ([]string, string) {
+		t.Helper()
+		a := e.call(t, "GET", "/v1/jobs?"+query, "")
+		if a.status != 200 {
+			t.Fatalf("GET /v1/jobs?%s: %d %s", query, a.status, a.raw)
+		}
+		var got []string
+		for _, j := range a.body["jobs"].([]any) {
+			got = append(got, j.(map[string]any)["id"].(string))
+		}
+		return got, a.body["next_cursor"].(string)
+	}
+	// Business id 2: jobs 1, 4, 7, in due order, two to a page.
+	page, next := find("topic=orders&biz_id=2&limit=2")
+	if len(page) != 2 || page[0] != ids["1"] || page[1] != ids["4"] || next == "" {
+		t.Fatalf("first page %v next %q", page, next)
+	}
+	page, next = find("topic=orders&biz_id=2&limit=2&cursor=" + url.QueryEscape(next))
+	if len(page) != 1 || page[0] != ids["7"] || next != "" {
+		t.Fatalf("second page %v next %q", page, next)
+	}
+	if page, _ := find("topic=orders&key=order-7"); len(page) != 1 || page[0] != ids["0"] {
+		t.Errorf("by key: %v", page)
+	}
+	if page, _ := find("topic=orders&status=pending&fire_after=" + url.QueryEscape(later.Add(5*time.Minute).Format(time.RFC3339))); len(page) != 4 {
+		t.Errorf("pending due from minute 5: %v", page)
+	}
+
+	// Cancel business id 1 (jobs 0, 3, 6), then reschedule business id 3.
+	a := e.call(t, "DELETE", "/v1/jobs?topic=orders&biz_id=1", "")
+	if a.status != 200 || a.body["cancelled"] != float64(3) || a.body["too_late"] != float64(0) {
+		t.Fatalf("cancel biz 1: %d %s", a.status, a.raw)
+	}
+	if page, _ := find("topic=orders&biz_id=1&status=cancelled"); len(page) != 3 {
+		t.Errorf("cancelled jobs of biz 1: %v", page)
+	}
+	if a := e.call(t, "DELETE", "/v1/jobs?topic=orders&biz_id=1", ""); a.body["cancelled"] != float64(0) {
+		t.Errorf("second cancel: %s", a.raw)
+	}
+	to := later.Add(24 * time.Hour).Truncate(time.Second)
+	a = e.call(t, "PATCH", "/v1/jobs?topic=orders&biz_id=3", fmt.Sprintf(`{"fire_at": %q}`, to.Format(time.RFC3339)))
+	if a.status != 200 || a.body["rescheduled"] != float64(3) {
+		t.Fatalf("reschedule biz 3: %d %s", a.status, a.raw)
+	}
+	if page, _ := find("topic=orders&biz_id=3&fire_after=" + url.QueryEscape(to.Format(time.RFC3339))); len(page) != 3 {
+		t.Errorf("rescheduled jobs of biz 3: %v", page)
+	}
+
+	for _, c := range []struct{ method, path, field string }{
+		{"GET", "/v1/jobs", "topic"},
+		{"GET", "/v1/jobs?topic=orders&status=sleeping", "status"},
+		{"GET", "/v1/jobs?topic=orders&biz_id=-1", "biz_id"},
+		{"GET", "/v1/jobs?topic=orders&limit=0", "limit"},
+		{"GET", "/v1/jobs?topic=orders&cursor=x", "cursor"},
+		{"GET", "/v1/jobs?topic=orders&fire_after=yesterday", "fire_after"},
+		{"GET", "/v1/jobs?topic=orders&colour=red", "colour"},
+		{"DELETE", "/v1/jobs?topic=orders", "biz_id"},
+		{"DELETE", "/v1/jobs?biz_id=1", "topic"},
+		{"DELETE", "/v1/jobs?topic=orders&biz_id=1&status=pending", "status"},
+	} {
+		e.call(t, c.method, c.path, "").wantError(t, 400, tochttp.CodeInvalid, c.field)
+	}
+	e.call(t, "PATCH", "/v1/jobs?topic=orders&biz_id=3", `{}`).wantError(t, 400, tochttp.CodeInvalid, "fire_at")
+}

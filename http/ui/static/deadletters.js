@@ -1,0 +1,142 @@
+// The dead letters page: a topic's dead jobs grouped by why they died,
+// each group with Replay group and Purge group, then the dead jobs
+// themselves, filtered by error text and paged by cursor, each with
+// Replay and Purge.
+
+import { call, path, query } from './api.js';
+import { el, text, link, route, table, Message, button, pager, searchForm, input, select, describe } from './dom.js';
+
+const deadPerPage = 50;
+
+// groupLimit is how many dead letters one click of Replay group or Purge
+// group acts on, unless the operator asks for fewer (say, ten to try a
+// fix) or more; the API's default and its most are 1,000 and 10,000.
+const groupLimit = 1000;
+
+// deadLettersPage: GET /v1/deadletters/summary?topic= and
+// GET /v1/deadletters?topic=&error=&limit=&after=. The API lists one
+// topic at a time; without one in the route, the first.
+export async function deadLettersPage(view, params) {
+  const { items: topics } = await call('GET', '/topics');
+  const topic = params.topic || (topics[0] && topics[0].name);
+  const form = searchForm('dead-search', [
+    select('Topic', 'topic', topic, topics.map((t) => [t.name, t.name])),
+    input('Error contains', 'error', params.error, { size: 24 }),
+  ], (f) => { location.hash = route(['deadletters'], f); });
+  if (!topic) {
+    view.replaceChildren(el('h1', {}, 'Dead letters'), el('p', {}, 'No topics yet.'));
+    return;
+  }
+  const filters = { topic, error: params.error };
+  const message = new Message();
+  const groups = el('section', { id: 'dead-groups-section' });
+  const limit = el('input', { id: 'group-limit', type: 'number', min: 1, max: 10000, value: groupLimit, size: 6 });
+  const list = el('section', { id: 'dead-list' });
+  // refresh draws the groups and the list again, after a group's action.
+  const refresh = () => Promise.all([fillGroups(groups, topic, limit, message, refresh), fillList(list, filters, params.after, message)]);
+  await refresh();
+  view.replaceChildren(
+    el('h1', {}, 'Dead letters'),
+    form,
+    message.node,
+    el('h2', {}, 'Groups'),
+    el('p', { class: 'hint' }, el('label', { class: 'inline' }, 'Each click acts on at most', limit, 'dead letters.')),
+    groups,
+    el('h2', {}, 'Dead jobs'),
+    list,
+  );
+}
+
+// fillGroups fills section with the topic's dead letters grouped by why
+// they died: GET /v1/deadletters/summary.
+async function fillGroups(section, topic, limit, message, refresh) {
+  const summary = await call('GET', '/deadletters/summary' + query({ topic }));
+  const groups = summary.groups || [];
+  section.replaceChildren(
+    groups.length === 0
+      ? el('p', { id: 'no-dead-groups' }, `No dead letters in ${topic}.`)
+      : table('dead-groups', ['Why they died', 'Count', 'First seen', 'Last seen', 'Example', 'Actions'], groups.map((g) => groupRow(topic, g, limit, message, refresh))),
+    ...(summary.truncated ? [el('p', { id: 'dead-groups-truncated', class: 'hint' }, 'Counted from the first 100,000 dead letters only: there are more.')] : []),
+  );
+}
+
+// groupRow is a group with Replay group and Purge group: POST
+// /v1/deadletters/replay or /purge with the topic and the signature. One
+// click acts on at most the limit input's number; when more remain the
+// message says so, and a second click continues.
+function groupRow(topic, g, limit, message, refresh) {
+  const act = (verb, key, label) => async () => {
+    let r;
+    try {
+      r = await call('POST', '/deadletters/' + verb, { topic, signature: g.signature, limit: limit.valueAsNumber || groupLimit });
+    } catch (err) {
+      message.error(err);
+      return;
+    }
+    const n = r[key] || 0;
+    const said = `${label} ${n} dead letter${n === 1 ? '' : 's'} of ${topic} (${g.signature}).` +
+      (r.more ? ` More remain: click ${label === 'Replayed' ? 'Replay group' : 'Purge group'} again to continue.` : '');
+    try {
+      await refresh();
+      message.ok(said);
+    } catch (err) {
+      message.show(said + ' The page could not be drawn again: ' + describe(err), 'error');
+    }
+  };
+  const replay = button('Replay group', act('replay', 'replayed', 'Replayed'), { cls: 'replay-group' });
+  const purge = button('Purge group', act('purge', 'purged', 'Purged'), { cls: 'purge-group danger', confirmLabel: 'Confirm purge group' });
+  return el('tr', { 'data-signature': g.signature },
+    el('td', { class: 'signature error-text' }, text(g.signature)),
+    el('td', { class: 'count num' }, text(g.count)),
+    el('td', {}, text(g.first_seen)),
+    el('td', {}, text(g.last_seen)),
+    el('td', { class: 'example' }, g.example_id ? link(text(g.example_id), ['jobs', text(g.example_id)]) : '—'),
+    el('td', { class: 'row-actions' }, replay, ' ', purge));
+}
+
+// fillList fills section with a page of the topic's dead jobs.
+async function fillList(section, filters, after, message) {
+  const page = await call('GET', '/deadletters' + query({ ...filters, limit: deadPerPage, after }));
+  section.replaceChildren(
+    page.items.length === 0
+      ? el('p', { id: 'no-dead' }, `No dead jobs in ${filters.topic} match.`)
+      : table('dead', ['Job', 'Due', 'Attempts', 'Last status', 'Last error', 'Died', 'State', 'Actions'], page.items.map((j) => deadRow(j, message))),
+    pager(['deadletters'], { ...filters, after }, 'after', page.next),
+  );
+}
+
+function deadRow(j, message) {
+  const state = el('td', { class: 'state' }, j.status);
+  const actions = el('td', { class: 'row-actions' });
+  const done = (what, answer) => {
+    state.textContent = what;
+    actions.replaceChildren();
+    message.ok(answer);
+  };
+  const replay = button('Replay', async () => {
+    try {
+      const r = await call('POST', path('deadletters', j.id, 'replay'));
+      done('replayed', `Replayed: job ${r.id} is ${r.status}, due ${r.fire_at}.`);
+    } catch (err) {
+      message.error(err);
+    }
+  }, { cls: 'replay' });
+  const purge = button('Purge', async () => {
+    try {
+      await call('DELETE', path('deadletters', j.id));
+      done('purged', `Purged: job ${j.id} is kept as purged and never fires.`);
+    } catch (err) {
+      message.error(err);
+    }
+  }, { cls: 'purge danger', confirmLabel: 'Confirm purge' });
+  actions.append(replay, ' ', purge);
+  return el('tr', { 'data-job': j.id },
+    el('td', {}, link(j.id, ['jobs', j.id])),
+    el('td', {}, text(j.fire_at)),
+    el('td', { class: 'num' }, `${j.attempts} / ${j.max_attempts}`),
+    el('td', { class: 'num' }, text(j.last_status || null)),
+    el('td', { class: 'error-text' }, text(j.last_error)),
+    el('td', {}, text(j.updated_at)),
+    state,
+    actions);
+}
