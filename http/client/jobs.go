@@ -1,0 +1,513 @@
+// Jobs: schedule, look up, cancel, reschedule, find, and their attempts.
+
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"iter"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Status is a job's state.
+type Status string
+
+// The states of a job.
+const (
+	StatusPending   Status = "pending"   // waiting for its due time, or for a retry
+	StatusFiring    Status = "firing"    // an attempt is under way
+	StatusDone      Status = "done"      // its webhook answered 2xx
+	StatusCancelled Status = "cancelled" // cancelled before it fired
+	StatusDead      Status = "dead"      // its attempts ran out: a dead letter
+	StatusPurged    Status = "purged"    // a dead letter purged
+)
+
+// Priority orders the jobs of a slot due at about the same time.
+type Priority string
+
+// The priorities of a job: a high job goes before a normal one due up to
+// 10 s earlier, and a low one due up to 60 s earlier.
+const (
+	PriorityHigh   Priority = "high"
+	PriorityNormal Priority = "normal"
+	PriorityLow    Priority = "low"
+)
+
+// Job is a job as the API shows it (GET /v1/jobs/{id}).
+type Job struct {
+	ID      uint64
+	Topic   string
+	Key     string // the idempotency key, "" for none
+	BizID   uint64 // the business object's id, 0 for none
+	BizType uint64
+	Status  Status
+	// FireAt is when the job is due: its next attempt's time once one
+	// has failed.
+	FireAt      time.Time
+	Attempts    int // attempts made
+	MaxAttempts int
+	Priority    Priority
+	// LastError and LastStatus are of the last failed attempt: the error,
+	// and the receiver's HTTP status (0: it did not answer).
+	LastError   string
+	LastStatus  int
+	CallbackURL string
+	// Payload is the JSON value sent in the webhook, nil for none.
+	Payload   json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	// NextAttemptAt is when a pending job that has failed is retried (the
+	// zero time otherwise).
+	NextAttemptAt time.Time
+}
+
+type jobJSON struct {
+	ID            decimal         `json:"id"`
+	Topic         string          `json:"topic"`
+	Key           string          `json:"key"`
+	BizID         decimal         `json:"biz_id"`
+	BizType       decimal         `json:"biz_type"`
+	Status        Status          `json:"status"`
+	FireAt        stamp           `json:"fire_at"`
+	Attempts      int             `json:"attempts"`
+	MaxAttempts   int             `json:"max_attempts"`
+	Priority      Priority        `json:"priority"`
+	LastError     string          `json:"last_error"`
+	LastStatus    int             `json:"last_status"`
+	CallbackURL   string          `json:"callback_url"`
+	Payload       json.RawMessage `json:"payload"`
+	CreatedAt     stamp           `json:"created_at"`
+	UpdatedAt     stamp           `json:"updated_at"`
+	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
+}
+
+// MarshalJSON writes j as the API does.
+func (j Job) MarshalJSON() ([]byte, error) {
+	return marshal(jobJSON{
+		ID: decimal(j.ID), Topic: j.Topic, Key: j.Key, BizID: decimal(j.BizID), BizType: decimal(j.BizType),
+		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
+		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
+		NextAttemptAt: stamp(j.NextAttemptAt),
+	})
+}
+
+// UnmarshalJSON reads the API's JSON of a job.
+func (j *Job) UnmarshalJSON(data []byte) error {
+	var w jobJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*j = Job{
+		ID: uint64(w.ID), Topic: w.Topic, Key: w.Key, BizID: uint64(w.BizID), BizType: uint64(w.BizType),
+		Status: w.Status, FireAt: time.Time(w.FireAt), Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
+		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
+		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
+		NextAttemptAt: time.Time(w.NextAttemptAt),
+	}
+	return nil
+}
+
+// JobRequest is a job to schedule (POST /v1/jobs).
+type JobRequest struct {
+	Topic       string
+	CallbackURL string
+	// FireAt is when the job is due; when it is zero, Delay from now
+	// (0: now). A due time is kept in whole milliseconds, rounded up.
+	FireAt time.Time
+	Delay  time.Duration
+	// Key, the idempotency key: a second request with the same key and
+	// content answers the job of the first (created false), one with
+	// other content is refused (ErrConflict). A request with a Key is
+	// safe to retry, and is retried (see Retries).
+	Key string
+	// BizID and BizType name the business object the job is about (0:
+	// none): jobs of one BizID share a slot, and CancelMatching and
+	// RescheduleMatching find them by it.
+	BizID   uint64
+	BizType uint64
+	// Payload is sent in the webhook; nil for none.
+	Payload json.RawMessage
+	// MaxAttempts, when not 0, overrides the topic's.
+	MaxAttempts int
+	// Priority, when not "", overrides normal.
+	Priority Priority
+}
+
+type jobRequestJSON struct {
+	Topic       string          `json:"topic"`
+	Key         string          `json:"key,omitempty"`
+	BizID       decimal         `json:"biz_id,omitzero"`
+	BizType     decimal         `json:"biz_type,omitzero"`
+	FireAt      string          `json:"fire_at,omitempty"`
+	DelayMS     *int64          `json:"delay_ms,omitempty"`
+	CallbackURL string          `json:"callback_url"`
+	Payload     json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Priority    Priority        `json:"priority,omitempty"`
+}
+
+// MarshalJSON writes r as the API reads it.
+func (r JobRequest) MarshalJSON() ([]byte, error) {
+	w := jobRequestJSON{
+		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
+	}
+	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
+	return marshal(w)
+}
+
+// When is when a job is to fire: at FireAt, or when that is zero, Delay
+// from when toc takes the call. The zero When is now.
+type When struct {
+	FireAt time.Time
+	Delay  time.Duration
+}
+
+// At is the When of a time.
+func At(t time.Time) When { return When{FireAt: t} }
+
+// After is the When of a delay from now.
+func After(d time.Duration) When { return When{Delay: d} }
+
+// wire is w as the API reads it: fire_at, or delay_ms.
+func (w When) wire() (string, *int64) {
+	if !w.FireAt.IsZero() {
+		return w.FireAt.UTC().Format(time.RFC3339Nano), nil
+	}
+	d := ms(w.Delay)
+	return "", &d
+}
+
+type whenJSON struct {
+	FireAt  string `json:"fire_at,omitempty"`
+	DelayMS *int64 `json:"delay_ms,omitempty"`
+}
+
+func (w When) body() whenJSON {
+	var b whenJSON
+	b.FireAt, b.DelayMS = w.wire()
+	return b
+}
+
+// Schedule schedules a job (POST /v1/jobs). created is false when its Key
+// named a job made before with the same content, which is returned. A
+// request without a Key is sent once, never retried (see Retries).
+func (c *Client) Schedule(ctx context.Context, r JobRequest) (job *Job, created bool, err error) {
+	s := once
+	if r.Key != "" {
+		s = idempotent
+	}
+	job = new(Job)
+	status, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/jobs", body: r, safety: s}, job)
+	if err != nil {
+		return nil, false, err
+	}
+	return job, status == http.StatusCreated, nil
+}
+
+// BatchResult is what a batch answers of each of its jobs.
+type BatchResult struct {
+	ID      uint64
+	Status  Status
+	Created bool // false: its key named a job made before
+}
+
+type batchResultJSON struct {
+	ID      decimal `json:"id"`
+	Status  Status  `json:"status"`
+	Created bool    `json:"created"`
+}
+
+// MarshalJSON writes r as the API does.
+func (r BatchResult) MarshalJSON() ([]byte, error) {
+	return marshal(batchResultJSON{ID: decimal(r.ID), Status: r.Status, Created: r.Created})
+}
+
+// UnmarshalJSON reads the API's JSON of a batch's result.
+func (r *BatchResult) UnmarshalJSON(data []byte) error {
+	var w batchResultJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*r = BatchResult{ID: uint64(w.ID), Status: w.Status, Created: w.Created}
+	return nil
+}
+
+// ScheduleBatch schedules up to 1,000 jobs at once, all or nothing
+// (POST /v1/jobs/batch), and returns their results in request order. A
+// refused batch is an *Error whose Items name each refused job. It is
+// retried only when every job has a Key.
+func (c *Client) ScheduleBatch(ctx context.Context, jobs []JobRequest) ([]BatchResult, error) {
+	s := idempotent
+	for _, j := range jobs {
+		if j.Key == "" {
+			s = once
+		}
+	}
+	var out struct {
+		Results []BatchResult `json:"results"`
+	}
+	body := struct {
+		Jobs []JobRequest `json:"jobs"`
+	}{jobs}
+	if _, err := c.call(ctx, request{method: http.MethodPost, path: "/v1/jobs/batch", body: body, safety: s}, &out); err != nil {
+		return nil, err
+	}
+	return out.Results, nil
+}
+
+func jobPath(id uint64, rest string) string {
+	return "/v1/jobs/" + strconv.FormatUint(id, 10) + rest
+}
+
+// Get looks a job up (GET /v1/jobs/{id}).
+func (c *Client) Get(ctx context.Context, id uint64) (*Job, error) {
+	return c.job(ctx, request{method: http.MethodGet, path: jobPath(id, ""), safety: idempotent})
+}
+
+// Cancel cancels a pending job (DELETE /v1/jobs/{id}). A nil error means
+// its webhook will never be called from then on; too late, it is
+// ErrInFlight (an attempt is under way: the job may still end done) or
+// ErrAlreadyFired, and a job cancelled before is ErrConflict.
+func (c *Client) Cancel(ctx context.Context, id uint64) (*Job, error) {
+	return c.job(ctx, request{method: http.MethodDelete, path: jobPath(id, ""), safety: idempotent})
+}
+
+// Reschedule moves a pending job to w (PATCH /v1/jobs/{id}): a nil error
+// means the old time never fires and the new one will. Too late, it is
+// ErrInFlight or ErrAlreadyFired, as for Cancel.
+func (c *Client) Reschedule(ctx context.Context, id uint64, w When) (*Job, error) {
+	return c.job(ctx, request{method: http.MethodPatch, path: jobPath(id, ""), body: w.body(), safety: idempotent})
+}
+
+func (c *Client) job(ctx context.Context, r request) (*Job, error) {
+	j := new(Job)
+	if _, err := c.call(ctx, r, j); err != nil {
+		return nil, err
+	}
+	return j, nil
+}
+
+// SearchQuery selects a topic's jobs (GET /v1/jobs). Topic is required;
+// every other field left zero selects all.
+type SearchQuery struct {
+	Topic    string
+	Statuses []Status
+	BizID    uint64
+	Key      string
+	// FireAfter and FireBefore bound the due time: at or after, before.
+	FireAfter  time.Time
+	FireBefore time.Time
+	// Limit is the page's size, 1..1000 (0: the API's, 100).
+	Limit int
+	// Cursor is where the page starts: the NextCursor of the page before.
+	Cursor string
+}
+
+func (q SearchQuery) values() url.Values {
+	v := url.Values{"topic": {q.Topic}}
+	if len(q.Statuses) > 0 {
+		s := make([]string, len(q.Statuses))
+		for i, st := range q.Statuses {
+			s[i] = string(st)
+		}
+		v.Set("status", strings.Join(s, ","))
+	}
+	setUint(v, "biz_id", q.BizID)
+	setString(v, "key", q.Key)
+	setTime(v, "fire_after", q.FireAfter)
+	setTime(v, "fire_before", q.FireBefore)
+	setInt(v, "limit", q.Limit)
+	setString(v, "cursor", q.Cursor)
+	return v
+}
+
+func setString(v url.Values, k, s string) {
+	if s != "" {
+		v.Set(k, s)
+	}
+}
+
+func setUint(v url.Values, k string, n uint64) {
+	if n != 0 {
+		v.Set(k, strconv.FormatUint(n, 10))
+	}
+}
+
+func setInt(v url.Values, k string, n int) {
+	if n != 0 {
+		v.Set(k, strconv.Itoa(n))
+	}
+}
+
+func setTime(v url.Values, k string, t time.Time) {
+	if !t.IsZero() {
+		v.Set(k, t.UTC().Format(time.RFC3339Nano))
+	}
+}
+
+// JobPage is a page of a search, in (due time, id) order.
+type JobPage struct {
+	Jobs []Job `json:"jobs"`
+	// NextCursor is the next page's SearchQuery.Cursor, "" after the last.
+	NextCursor string `json:"next_cursor"`
+}
+
+// Search returns a page of the jobs q selects (GET /v1/jobs).
+func (c *Client) Search(ctx context.Context, q SearchQuery) (*JobPage, error) {
+	p := new(JobPage)
+	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/jobs", query: q.values(), safety: idempotent}, p); err != nil {
+		return nil, err
+	}
+	if p.Jobs == nil {
+		p.Jobs = []Job{}
+	}
+	return p, nil
+}
+
+// SearchAll iterates over every job q selects from q.Cursor on, a page at
+// a time; it ends after the first error, which it yields.
+func (c *Client) SearchAll(ctx context.Context, q SearchQuery) iter.Seq2[Job, error] {
+	return all(q.Cursor, func(cursor string) ([]Job, string, error) {
+		q.Cursor = cursor
+		p, err := c.Search(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		return p.Jobs, p.NextCursor, nil
+	})
+}
+
+// all iterates over the items of the pages fetch returns, from cursor on,
+// until a page without a next cursor; it ends after the first error,
+// which it yields.
+func all[T any](cursor string, fetch func(cursor string) ([]T, string, error)) iter.Seq2[T, error] {
+	return func(yield func(T, error) bool) {
+		for {
+			items, next, err := fetch(cursor)
+			if err != nil {
+				var zero T
+				yield(zero, err)
+				return
+			}
+			for _, it := range items {
+				if !yield(it, nil) {
+					return
+				}
+			}
+			if next == "" || len(items) == 0 {
+				return
+			}
+			cursor = next
+		}
+	}
+}
+
+// Match names a business object's jobs: its Topic, and its BizID or Key.
+type Match struct {
+	Topic string
+	BizID uint64
+	Key   string
+}
+
+func (m Match) values() url.Values {
+	v := url.Values{"topic": {m.Topic}}
+	setUint(v, "biz_id", m.BizID)
+	setString(v, "key", m.Key)
+	return v
+}
+
+// CancelResult counts what CancelMatching did.
+type CancelResult struct {
+	Cancelled int `json:"cancelled"`
+	// TooLate counts the matching jobs in flight, which may still fire.
+	TooLate int `json:"too_late"`
+}
+
+// RescheduleResult counts what RescheduleMatching did.
+type RescheduleResult struct {
+	Rescheduled int `json:"rescheduled"`
+	// TooLate counts the matching jobs in flight, which may still fire.
+	TooLate int `json:"too_late"`
+}
+
+// CancelMatching cancels every pending job m names (DELETE
+// /v1/jobs?topic&biz_id|key), each as definitely as Cancel does.
+func (c *Client) CancelMatching(ctx context.Context, m Match) (*CancelResult, error) {
+	out := new(CancelResult)
+	if _, err := c.call(ctx, request{method: http.MethodDelete, path: "/v1/jobs", query: m.values(), safety: idempotent}, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// RescheduleMatching moves every pending job m names to w (PATCH
+// /v1/jobs?topic&biz_id|key), each as definitely as Reschedule does.
+func (c *Client) RescheduleMatching(ctx context.Context, m Match, w When) (*RescheduleResult, error) {
+	out := new(RescheduleResult)
+	if _, err := c.call(ctx, request{method: http.MethodPatch, path: "/v1/jobs", query: m.values(), body: w.body(), safety: idempotent}, out); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Attempt is one delivery of a job's webhook.
+type Attempt struct {
+	Attempt   int // 1 for the first
+	StartedAt time.Time
+	Duration  time.Duration // in whole milliseconds
+	// StatusCode is the receiver's HTTP status, 0 when it did not answer.
+	StatusCode int
+	Error      string
+	// ResponseExcerpt is the start of the receiver's answer (1 KiB), as
+	// text.
+	ResponseExcerpt string
+}
+
+type attemptJSON struct {
+	Attempt         int    `json:"attempt"`
+	StartedAt       stamp  `json:"started_at"`
+	DurationMS      millis `json:"duration_ms"`
+	StatusCode      int    `json:"status_code,omitempty"`
+	Error           string `json:"error"`
+	ResponseExcerpt string `json:"response_excerpt"`
+}
+
+// MarshalJSON writes a as the API does.
+func (a Attempt) MarshalJSON() ([]byte, error) {
+	return marshal(attemptJSON{Attempt: a.Attempt, StartedAt: stamp(a.StartedAt), DurationMS: millis(a.Duration),
+		StatusCode: a.StatusCode, Error: a.Error, ResponseExcerpt: a.ResponseExcerpt})
+}
+
+// UnmarshalJSON reads the API's JSON of an attempt.
+func (a *Attempt) UnmarshalJSON(data []byte) error {
+	var w attemptJSON
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*a = Attempt{Attempt: w.Attempt, StartedAt: time.Time(w.StartedAt), Duration: time.Duration(w.DurationMS),
+		StatusCode: w.StatusCode, Error: w.Error, ResponseExcerpt: w.ResponseExcerpt}
+	return nil
+}
+
+// Attempts lists a job's attempts, the first first (GET
+// /v1/jobs/{id}/attempts). Their history is kept for
+// --attempt-retention (a week by default) and recorded in batches, so the
+// last one may show a moment late.
+func (c *Client) Attempts(ctx context.Context, id uint64) ([]Attempt, error) {
+	var out struct {
+		Attempts []Attempt `json:"attempts"`
+	}
+	if _, err := c.call(ctx, request{method: http.MethodGet, path: jobPath(id, "/attempts"), safety: idempotent}, &out); err != nil {
+		return nil, err
+	}
+	if out.Attempts == nil {
+		out.Attempts = []Attempt{}
+	}
+	return out.Attempts, nil
+}
