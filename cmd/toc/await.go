@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -48,6 +49,9 @@ func (d *depState) state() (bool, error) {
 // dependency that answers after failing is logged at Info with the
 // attempts it took; marking it up is the caller's, once what depends on
 // it is in place.
+//
+// A try that fails with a permanentError (see permanent) ends the wait
+// with that error: trying again cannot help.
 func await(ctx context.Context, log *slog.Logger, dep string, state *depState, try func(context.Context) error) error {
 	next := awaitMin
 	for attempt := 1; ; attempt++ {
@@ -57,6 +61,10 @@ func await(ctx context.Context, log *slog.Logger, dep string, state *depState, t
 				log.Info("dependency available", "dep", dep, "attempts", attempt)
 			}
 			return nil
+		}
+		if errors.As(err, new(permanentError)) {
+			state.set(false, err)
+			return err
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
@@ -74,3 +82,12 @@ func await(ctx context.Context, log *slog.Logger, dep string, state *depState, t
 		}
 	}
 }
+
+// permanentError is a dependency's answer that no retry changes: toc
+// stops with it rather than wait.
+type permanentError struct{ error }
+
+func (e permanentError) Unwrap() error { return e.error }
+
+// permanent marks err as a permanentError.
+func permanent(err error) error { return permanentError{err} }

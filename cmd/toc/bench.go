@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,shards] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -30,10 +30,17 @@ core, RSS), then --topics-rate jobs/s spread over them:
   toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
   toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
 
+shards, run only when named, measures durable single-job schedules a
+second at each --concurrency (default 64) with toc serve over one task
+store shard, then over two, each on a mariadbd of its own that it
+starts (--stack real only), and states the ratio:
+  toc bench --scenarios shards [--concurrency 64] [--duration 10s]
+
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
-            given by --mysql-dsn and --redis-addr) and toc serve as a
-            child process of this one
+            given by --mysql-dsn and --redis-addr; --redis-cluster starts
+            a Redis Cluster of 3 masters and 3 replicas instead) and toc
+            serve as a child process of this one
   embedded  toc dev (SQLite, in-process Redis) as a child process; memory
             and recover need Redis access and are skipped
   external  a running toc at --server (with --token and the --secret it
@@ -50,6 +57,7 @@ type benchConfig struct {
 	receiverAddr string
 	mysqlDSN     string
 	redisAddr    string
+	redisCluster bool
 	short        bool
 	duration     time.Duration
 	rates        []int
@@ -67,6 +75,8 @@ type benchConfig struct {
 	topicsDuration time.Duration
 	topicsDrain    time.Duration
 	idleWindow     time.Duration
+	// The shards scenario: --concurrency, or 64.
+	shardsConcurrency []int
 
 	jsonOut    string
 	profileDir string
@@ -84,11 +94,12 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	receiverAddr := fs.string("receiver-addr", "127.0.0.1:0", "where the webhook receiver listens")
 	mysqlDSN := fs.string("mysql-dsn", "", "real: use this task store instead of starting a mariadbd")
 	redisAddr := fs.string("redis-addr", "", "real: use this Redis instead of starting a redis-server (its data is flushed!)")
+	redisCluster := fs.bool("redis-cluster", false, "real: start a Redis Cluster of 3 masters and 3 replicas instead of one redis-server (memory and recover are skipped)")
 	short := fs.bool("short", false, "a short run of every scenario (make bench)")
 	duration := fs.duration("duration", 0, "length of each timed run (default 10s, --short 3s)")
 	rates := fs.string("rates", "", "fire: steady rates in jobs/s, comma-separated (default 1000,5000; --short 1000)")
 	pending := fs.int("pending", -1, "fire: far-future jobs pending in the store during the run (default 1000000 with the 5000/s rate, else 0; --short 0)")
-	conc := fs.string("concurrency", "", "schedule: concurrent clients, comma-separated (default 1,16,64; --short 64)")
+	conc := fs.string("concurrency", "", "schedule and shards: concurrent clients, comma-separated (default 1,16,64, shards 64; --short 64)")
 	drainJobs := fs.int("drain-jobs", 0, "drain: jobs due at the same instant (default 100000, --short 10000)")
 	memoryJobs := fs.int("memory-jobs", 0, "memory: pending jobs, 10% within the horizon (default 1000000, --short 100000)")
 	recoverJobs := fs.int("recover-jobs", 0, "recover: pending jobs within the horizon to restore (default 1000000, --short 100000)")
@@ -108,7 +119,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := benchConfig{
 		scenarios: strings.Split(*scenarios, ","), stack: *stack, server: *server, token: *token, secret: *secret,
-		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, short: *short,
+		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, redisCluster: *redisCluster, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
 		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
@@ -121,6 +132,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.concurrency, err = intList(*conc, "--concurrency"); err != nil {
 		return err
 	}
+	cfg.shardsConcurrency = cfg.concurrency
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
 		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
@@ -133,7 +145,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "shards"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -164,6 +176,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.fairness(ctx)
 		case "topics":
 			res, err = b.topics(ctx)
+		case "shards":
+			res, err = b.shards(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -198,6 +212,9 @@ func (c *benchConfig) defaults() {
 		if c.short {
 			c.concurrency = []int{64}
 		}
+	}
+	if len(c.shardsConcurrency) == 0 {
+		c.shardsConcurrency = []int{64}
 	}
 	pick(c.short, &c.duration, 10*time.Second, 3*time.Second)
 	pick(c.short, &c.topicsDuration, 20*time.Second, 5*time.Second)
@@ -250,6 +267,8 @@ type bench struct {
 	results  []result
 	topicSeq int
 	log      io.Writer
+
+	redisAddr string // toc's Redis, when the bench started toc serve
 }
 
 func (b *bench) close() {

@@ -143,23 +143,21 @@ func hammer(ctx context.Context, conc int, d time.Duration, call func(ctx contex
 	return lat, len(lat) + int(errs.Load()), int(errs.Load()), time.Since(start)
 }
 
+// scheduleDue returns the due time of the scheduling scenarios' job n:
+// in 30 to 40 minutes, within the horizon (so Redis is written too), not
+// firing during the bench.
+func scheduleDue() func(n int) time.Time {
+	base := time.Now().Add(30 * time.Minute)
+	return func(n int) time.Time { return base.Add(time.Duration(n%600000) * time.Millisecond) }
+}
+
 // schedule measures POST /v1/jobs at each concurrency and POST
-// /v1/jobs/batch of 1,000. The jobs are due in 30 to 40 minutes: within
-// the horizon (so Redis is written too), not firing during the bench.
+// /v1/jobs/batch of 1,000.
 func (b *bench) schedule(ctx context.Context) ([]result, error) {
 	var res []result
-	base := time.Now().Add(30 * time.Minute)
-	due := func(n int) time.Time { return base.Add(time.Duration(n%600000) * time.Millisecond) }
+	due := scheduleDue()
 	for _, c := range b.cfg.concurrency {
-		topic := b.topic("sched")
-		lat, count, errs, took := hammer(ctx, c, b.cfg.duration, func(ctx context.Context, n int) error {
-			var buf bytes.Buffer
-			b.jobJSON(&buf, topic, due(n))
-			_, err := b.post(ctx, "/v1/jobs", buf.Bytes(), nil)
-			return err
-		})
-		res = append(res, result{Scenario: "schedule", Name: fmt.Sprintf("schedule single c=%d", c),
-			Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat)})
+		res = append(res, b.scheduleSingle(ctx, c, due))
 	}
 	batchConc := []int{4}
 	if !b.cfg.short {
@@ -180,6 +178,21 @@ func (b *bench) schedule(ctx context.Context) ([]result, error) {
 			Extra: map[string]any{"requests": count}})
 	}
 	return res, nil
+}
+
+// scheduleSingle measures POST /v1/jobs, one job of a fresh topic, with
+// neither business id nor key, due at due(n), from conc clients for the
+// run's duration.
+func (b *bench) scheduleSingle(ctx context.Context, conc int, due func(n int) time.Time) result {
+	topic := b.topic("sched")
+	lat, count, errs, took := hammer(ctx, conc, b.cfg.duration, func(ctx context.Context, n int) error {
+		var buf bytes.Buffer
+		b.jobJSON(&buf, topic, due(n))
+		_, err := b.post(ctx, "/v1/jobs", buf.Bytes(), nil)
+		return err
+	})
+	return result{Scenario: "schedule", Name: fmt.Sprintf("schedule single c=%d", conc),
+		Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat)}
 }
 
 // fireLead is how far ahead of its due time the fire scenario schedules a

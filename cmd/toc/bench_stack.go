@@ -67,6 +67,19 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 	}
 
 	redisAddr, dsn := cfg.redisAddr, cfg.mysqlDSN
+	if cfg.redisCluster {
+		if redisAddr != "" {
+			b.close()
+			return nil, errors.New("--redis-cluster starts a cluster: give it without --redis-addr")
+		}
+		c, err := testenv.StartRedisCluster(testenv.RedisClusterOptions{})
+		if err != nil {
+			b.close()
+			return nil, fmt.Errorf("start a redis cluster: %w", err)
+		}
+		b.closers = append(b.closers, func() { c.Stop() })
+		redisAddr = strings.Join(c.Addrs(), ",")
+	}
 	if redisAddr == "" {
 		r, err := testenv.StartRedis(testenv.RedisOptions{})
 		if err != nil {
@@ -88,13 +101,17 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 			return nil, err
 		}
 	}
-	b.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
-	b.closers = append(b.closers, func() { b.rdb.Close() })
-	if err := b.rdb.FlushAll(ctx).Err(); err != nil {
-		b.close()
-		return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
+	if !cfg.redisCluster {
+		// The scenarios that read Redis (memory, recover, its CPU) read one
+		// server; on a cluster they are skipped or say n/a.
+		b.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
+		b.closers = append(b.closers, func() { b.rdb.Close() })
+		if err := b.rdb.FlushAll(ctx).Err(); err != nil {
+			b.close()
+			return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
+		}
 	}
-	b.token = "bench-token"
+	b.token, b.redisAddr = "bench-token", redisAddr
 	err = b.startToc(ctx, "serve", "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--api-token", b.token,
 		"--webhook-secret", benchSecret, "--allow-private-callbacks")
 	if err != nil {
@@ -104,37 +121,61 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 	return b, nil
 }
 
-// startToc runs this binary as toc's child process and waits until it
-// answers /healthz.
+// startToc runs this binary as toc's child process, waits until it
+// answers /healthz, and makes it the toc the scenarios measure.
 func (b *bench) startToc(ctx context.Context, args ...string) error {
-	exe, err := os.Executable()
+	t, err := b.runToc(ctx, "toc", args...)
 	if err != nil {
 		return err
+	}
+	b.closers = append(b.closers, t.stop)
+	b.url, b.tocPID, b.pprof = t.url, t.pid, t.pprof
+	return nil
+}
+
+// tocChild is a toc that the bench runs as its child process.
+type tocChild struct {
+	url   string
+	pid   int
+	pprof string // its pprof address, when profiling
+	// stop sends SIGTERM, then SIGKILL after 15 s, and waits until toc
+	// has exited.
+	stop func()
+}
+
+// runToc runs this binary with args (and --toc-args) as a child process
+// and waits until it answers /healthz. With --profile, its CPU profile
+// goes to NAME.cpu.pprof in the profile dir.
+func (b *bench) runToc(ctx context.Context, name string, args ...string) (*tocChild, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
 	}
 	addr, err := freeLoopback()
 	if err != nil {
-		return err
+		return nil, err
 	}
+	t := &tocChild{url: "http://" + addr}
 	args = append(args, "--addr", addr, "--log-level", "warn")
 	if b.cfg.profileDir != "" {
 		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
-			return err
+			return nil, err
 		}
-		if b.pprof, err = freeLoopback(); err != nil {
-			return err
+		if t.pprof, err = freeLoopback(); err != nil {
+			return nil, err
 		}
-		args = append(args, "--pprof-addr", b.pprof, "--cpu-profile", filepath.Join(b.cfg.profileDir, "toc.cpu.pprof"))
+		args = append(args, "--pprof-addr", t.pprof, "--cpu-profile", filepath.Join(b.cfg.profileDir, name+".cpu.pprof"))
 	}
 	args = append(args, b.cfg.tocArgs...)
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = b.log
 	if err := cmd.Start(); err != nil {
-		return err
+		return nil, err
 	}
 	done := make(chan struct{})
 	go func() { cmd.Wait(); close(done) }()
-	b.tocPID = cmd.Process.Pid
-	b.closers = append(b.closers, func() {
+	t.pid = cmd.Process.Pid
+	t.stop = func() {
 		cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case <-done:
@@ -142,22 +183,23 @@ func (b *bench) startToc(ctx context.Context, args ...string) error {
 			cmd.Process.Kill()
 			<-done
 		}
-	})
-	b.url = "http://" + addr
+	}
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		if resp, err := http.Get(b.url + "/healthz"); err == nil {
+		if resp, err := http.Get(t.url + "/healthz"); err == nil {
 			resp.Body.Close()
-			return nil
+			return t, nil
 		}
 		select {
 		case <-done:
-			return fmt.Errorf("toc %s exited at start", args[0])
+			return nil, fmt.Errorf("toc %s exited at start", args[0])
 		case <-ctx.Done():
-			return ctx.Err()
+			t.stop()
+			return nil, ctx.Err()
 		case <-time.After(20 * time.Millisecond):
 		}
 		if time.Now().After(deadline) {
-			return errors.New("toc did not answer /healthz within 60 s")
+			t.stop()
+			return nil, errors.New("toc did not answer /healthz within 60 s")
 		}
 	}
 }

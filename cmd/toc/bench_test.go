@@ -3,8 +3,12 @@ package main
 import (
 	"io"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/toc-project/toc/internal/testenv"
 )
 
 // toc bench refuses a count or rate that is not positive, naming the
@@ -47,5 +51,40 @@ func TestCPUTime(t *testing.T) {
 	}
 	if procStatusMB(os.Getpid(), "VmHWM") == "n/a" || procStatusMB(0, "VmRSS") != "n/a" {
 		t.Errorf("VmHWM of this process: %v; of pid 0: %v, want n/a", procStatusMB(os.Getpid(), "VmHWM"), procStatusMB(0, "VmRSS"))
+	}
+}
+
+// Issue 14: toc bench --scenarios shards measures schedule single over one
+// shard and over two, on two mariadbd it starts, and states the ratio.
+func TestBenchShards(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil && !testenv.Required() {
+		t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
+	}
+	// The bench's own toc, idle here, runs on the package's mariadbd, so
+	// that only the two the scenario needs are started.
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--short", "--scenarios", "shards", "--duration", "1s",
+		"--mysql-dsn", dsn, "--json", out)
+	report, _, output := runBenchCmd(t, cmd, out)
+	rate := map[string]float64{}
+	for _, r := range report.Results {
+		if r.Scenario != "shards" {
+			t.Errorf("%s: scenario %q, want shards", r.Name, r.Scenario)
+		}
+		rate[r.Name] = r.Rate
+		if r.Name == "schedule single c=64 shards=2" {
+			if ratio, ok := r.Extra["rate_vs_shards1"].(float64); !ok || ratio <= 0 {
+				t.Errorf("%s: rate_vs_shards1 %v, want a positive number", r.Name, r.Extra["rate_vs_shards1"])
+			}
+		}
+	}
+	for _, name := range []string{"schedule single c=64 shards=1", "schedule single c=64 shards=2"} {
+		if rate[name] <= 0 {
+			t.Errorf("%s: rate %v, want > 0\n%s", name, rate[name], output)
+		}
+	}
+	if !strings.Contains(string(output), "rate_vs_shards1=") {
+		t.Errorf("no ratio line in the report:\n%s", output)
 	}
 }

@@ -1,182 +1,397 @@
+// The client commands: they call a running toc's REST API through package
+// client (http/client) and print its answers as tables, or as JSON with
+// --json. cli_*.go hold the commands.
+
 package main
 
 import (
-	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+	"slices"
+	"strconv"
 	"strings"
+	"text/tabwriter"
 	"time"
+
+	"github.com/toc-project/toc/http/client"
 )
 
-// client calls a running toc's REST API.
-type client struct {
-	server string
-	token  string
-	http   *http.Client
-	stdout io.Writer
-	stderr io.Writer
+// clientCommand is a command that makes one call of a running toc's API.
+type clientCommand struct {
+	// name is the command's words after toc: "jobs get".
+	name  string
+	about string
+	// args are its positional arguments, for its usage line and their
+	// count: "ID", "NAME".
+	args string
+	// flags declares the command's own flags and returns what prepares
+	// its call from its positional arguments, once the flags are parsed;
+	// an error of that is a usage error.
+	flags func(fs *flagSet) prepareCall
+	// table prints the answer's JSON object.
+	table func(w io.Writer, answer map[string]any)
 }
 
-// do sends a request and prints the answer's JSON; a 4xx or 5xx answer is
-// printed to stderr and ends the command with exit code 1.
-func (c *client) do(ctx context.Context, method, path string, body any) error {
-	var rd io.Reader
-	if body != nil {
-		b, err := json.Marshal(body)
-		if err != nil {
-			return err
+// prepareCall makes a command's call of its positional arguments and flags.
+type prepareCall func(args []string) (call, error)
+
+// call makes a command's calls of the API and returns the answer to print,
+// a value whose JSON is the API's answer.
+type call func(ctx context.Context, c *client.Client) (any, error)
+
+// clientCommands are the client commands; a group ("jobs", "topics",
+// "dead") is the first word of several.
+var clientCommands = []clientCommand{
+	{name: "schedule", about: "schedule a job", flags: scheduleFlags, table: one(jobFields...)},
+	{name: "jobs get", about: "show a job", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
+	{name: "jobs cancel", about: "cancel a pending job", args: "ID", flags: onJob((*client.Client).Cancel), table: one(jobFields...)},
+	{name: "jobs reschedule", about: "move a pending job to --fire-at or --delay", args: "ID", flags: rescheduleFlags, table: one(jobFields...)},
+	{name: "jobs attempts", about: "list a job's deliveries: start, duration, status, error, response", args: "ID",
+		flags: onJob(attempts), table: attemptTable},
+	{name: "jobs list", about: "find a topic's jobs by status, business id, key and due time", flags: jobSearch, table: jobPage},
+	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", flags: cancelAll, table: one("cancelled", "too_late")},
+	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", flags: rescheduleAll,
+		table: one("rescheduled", "too_late")},
+	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page(topicFields...)},
+	{name: "topics get", about: "show a topic and its live usage", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
+	{name: "topics set", about: "change the settings given as flags", args: "NAME", flags: topicSettings, table: printTopic},
+	{name: "topics pause", about: "stop firing a topic's jobs", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
+	{name: "topics resume", about: "fire a paused topic's jobs again", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
+	{name: "dead list", about: "list a topic's dead letters, in order of death", flags: deadQuery, table: page(jobFields...)},
+	{name: "dead replay", about: "make a dead letter pending again (now, unless told)", args: "ID", flags: replayFlags, table: one(jobFields...)},
+	{name: "dead purge", about: "purge a dead letter", args: "ID", flags: onJob(purge), table: one("id", "purged")},
+	{name: "dead summary", about: "a topic's dead letters grouped by why they died", flags: deadRangeFlags, table: deadGroups},
+	{name: "dead replay-all", about: "replay the dead letters of a --signature (or all) of a topic, at a capped rate",
+		flags: deadBulk(true), table: one("replayed", "more")},
+	{name: "dead purge-all", about: "purge the dead letters of a --signature (or all) of a topic, at a capped rate",
+		flags: deadBulk(false), table: one("purged", "more")},
+	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
+}
+
+// clientAliases are the short forms of client commands.
+var clientAliases = map[string]string{"get": "jobs get", "cancel": "jobs cancel"}
+
+func findClientCommand(name string) (clientCommand, bool) {
+	i := slices.IndexFunc(clientCommands, func(cc clientCommand) bool { return cc.name == name })
+	if i < 0 {
+		return clientCommand{}, false
+	}
+	return clientCommands[i], true
+}
+
+// runClient runs the client command name (or of the group name) with
+// args, in which flags may come anywhere.
+func runClient(ctx context.Context, name string, args []string, stdout, stderr io.Writer) error {
+	name = cmp.Or(clientAliases[name], name)
+	cc, ok := findClientCommand(name)
+	if !ok {
+		// A group: its command is the first argument that names one.
+		i := slices.IndexFunc(args, func(a string) bool {
+			_, ok := findClientCommand(name + " " + a)
+			return ok
+		})
+		if i < 0 {
+			return groupUsage(name, args, stdout, stderr)
 		}
-		rd = bytes.NewReader(b)
+		cc, _ = findClientCommand(name + " " + args[i])
+		args = slices.Delete(slices.Clone(args), i, i+1)
 	}
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimRight(c.server, "/")+path, rd)
-	if err != nil {
+	fs := newFlagSet(cc.name, strings.Join(strings.Fields(cc.name+" "+cc.args+" [flags]"), " "))
+	server := fs.string("server", "http://127.0.0.1:8080", "toc's address")
+	token := fs.string("token", "", "bearer token")
+	asJSON := fs.bool("json", false, "print the API's JSON instead of a table")
+	timeout := fs.duration("timeout", 30*time.Second, "how long the command may take, retries included")
+	prep := cc.flags(fs)
+	fail := func(err error) error {
+		fmt.Fprintf(stderr, "toc %s: %v\n", cc.name, err)
+		fs.SetOutput(stderr)
+		fs.Usage()
+		return exitError{2}
+	}
+	fs.SetOutput(io.Discard) // errors are printed by fail, help below
+	pos, err := fs.parseAnywhere(args)
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		fs.SetOutput(stdout)
+		fs.Usage()
 		return err
+	case err != nil:
+		return fail(err)
+	case len(pos) != len(strings.Fields(cc.args)):
+		return fail(fmt.Errorf("want %s, got %d arguments", cmp.Or(cc.args, "no arguments"), len(pos)))
 	}
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
+	do, err := prep(pos)
 	if err != nil {
-		return err
+		return fail(err)
 	}
-	defer resp.Body.Close()
-	out, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	c, err := client.New(*server, client.WithToken(*token), client.WithUserAgent("toc/"+version),
+		client.WithHTTPClient(&http.Client{Timeout: *timeout}))
 	if err != nil {
-		return err
+		return fail(fmt.Errorf("--server: %w", err))
 	}
-	var pretty bytes.Buffer
-	if json.Indent(&pretty, out, "", "  ") == nil {
-		out = append(pretty.Bytes(), '\n')
-	}
-	if resp.StatusCode >= 400 {
-		fmt.Fprintf(c.stderr, "%s %s: %s\n%s", method, path, resp.Status, out)
+	ctx, cancel := context.WithTimeout(ctx, *timeout)
+	defer cancel()
+	answer, err := do(ctx, c)
+	if e, ok := errors.AsType[*client.Error](err); ok {
+		printError(stderr, e, *asJSON)
 		return exitError{1}
 	}
-	_, err = c.stdout.Write(out)
+	if err != nil {
+		return err
+	}
+	return show(stdout, answer, *asJSON, cc.table)
+}
+
+// printError prints an API error: its message, or with --json its
+// status and the API's error object.
+func printError(w io.Writer, e *client.Error, asJSON bool) {
+	if !asJSON {
+		fmt.Fprintf(w, "toc: %v\n", e)
+		return
+	}
+	fmt.Fprintf(w, "toc: %s %s: %d %s\n", e.Method, e.Path, e.Status, http.StatusText(e.Status))
+	type detail struct {
+		Code    string             `json:"code"`
+		Message string             `json:"message"`
+		Field   string             `json:"field,omitempty"`
+		Items   []client.ItemError `json:"items,omitempty"`
+	}
+	writeJSON(w, map[string]detail{"error": {Code: e.Code, Message: e.Message, Field: e.Field, Items: e.Items}})
+}
+
+// show prints answer: its JSON with --json, else the table that table
+// makes of its JSON object (numbers as they are).
+func show(w io.Writer, answer any, asJSON bool, table func(io.Writer, map[string]any)) error {
+	if asJSON {
+		return writeJSON(w, answer)
+	}
+	b, err := json.Marshal(answer)
+	if err != nil {
+		return err
+	}
+	var object map[string]any
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	if err := dec.Decode(&object); err != nil {
+		return fmt.Errorf("the answer is not a JSON object: %w", err)
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	table(tw, object)
+	return tw.Flush()
+}
+
+// writeJSON writes v as indented JSON, as the API writes it (no HTML
+// escapes).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// noFlags is a command with no flags of its own and no arguments.
+func noFlags(do call) func(fs *flagSet) prepareCall {
+	return func(*flagSet) prepareCall {
+		return func([]string) (call, error) { return do, nil }
+	}
+}
+
+// onJob is a command on the job its one argument names, with no flags
+// of its own.
+func onJob[T any](do func(c *client.Client, ctx context.Context, id uint64) (T, error)) func(fs *flagSet) prepareCall {
+	return func(*flagSet) prepareCall {
+		return func(args []string) (call, error) {
+			id, err := parseID(args[0])
+			if err != nil {
+				return nil, err
+			}
+			return func(ctx context.Context, c *client.Client) (any, error) { return do(c, ctx, id) }, nil
+		}
+	}
+}
+
+// onTopic is a command on the topic its one argument names, with no
+// flags of its own.
+func onTopic[T any](do func(c *client.Client, ctx context.Context, name string) (T, error)) func(fs *flagSet) prepareCall {
+	return func(*flagSet) prepareCall {
+		return func(args []string) (call, error) {
+			return func(ctx context.Context, c *client.Client) (any, error) { return do(c, ctx, args[0]) }, nil
+		}
+	}
+}
+
+// parseID reads a job id argument.
+func parseID(s string) (uint64, error) {
+	id, err := strconv.ParseUint(s, 10, 64)
+	if err != nil || id == 0 {
+		return 0, fmt.Errorf("%q is not a job id: a positive decimal integer", s)
+	}
+	return id, nil
+}
+
+// printTable prints objects, JSON objects of the API, as a table with a
+// column for each of fields, headed by the field in upper case.
+func printTable(w io.Writer, fields []string, objects ...map[string]any) {
+	row := make([]string, len(fields))
+	for i, f := range fields {
+		row[i] = strings.ToUpper(f)
+	}
+	fmt.Fprintln(w, strings.Join(row, "\t"))
+	for _, o := range objects {
+		for i, f := range fields {
+			row[i] = cell(o[f])
+		}
+		fmt.Fprintln(w, strings.Join(row, "\t"))
+	}
+}
+
+// cell is a JSON value as one cell of a table: on one line, "-" for
+// nothing.
+func cell(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "-"
+	case string:
+		return cmp.Or(strings.Join(strings.Fields(v), " "), "-")
+	}
+	return fmt.Sprint(v)
+}
+
+// objects are the JSON objects of an array.
+func objects(array any) []map[string]any {
+	var out []map[string]any
+	values, _ := array.([]any)
+	for _, v := range values {
+		if o, ok := v.(map[string]any); ok {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// one is a table of an object: its fields.
+func one(fields ...string) func(io.Writer, map[string]any) {
+	return func(w io.Writer, o map[string]any) { printTable(w, fields, o) }
+}
+
+// page is a table of a page of objects, {"items": [...], "next": cursor}:
+// their fields, and the cursor of the next page when there is one.
+func page(fields ...string) func(io.Writer, map[string]any) {
+	return func(w io.Writer, p map[string]any) {
+		printTable(w, fields, objects(p["items"])...)
+		if next, _ := p["next"].(string); next != "" {
+			fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
+		}
+	}
+}
+
+// groupUsage prints the commands of group: to stdout when asked with -h,
+// else to stderr with exit code 2.
+func groupUsage(group string, args []string, stdout, stderr io.Writer) error {
+	out, err := stderr, error(exitError{2})
+	if slices.ContainsFunc(args, func(a string) bool { return a == "-h" || a == "--help" || a == "help" }) {
+		out, err = stdout, flag.ErrHelp
+	} else if len(args) > 0 {
+		fmt.Fprintf(stderr, "toc %s: no command in %q\n", group, args)
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "usage:")
+	for _, cc := range clientCommands {
+		if strings.HasPrefix(cc.name, group+" ") {
+			fmt.Fprintf(tw, "  toc %s %s\t%s\n", cc.name, cc.args, cc.about)
+		}
+	}
+	tw.Flush()
+	fmt.Fprintf(out, "\nRun 'toc %s <command> -h' for its flags.\n", group)
 	return err
 }
 
-func runClient(ctx context.Context, cmd string, args []string, stdout, stderr io.Writer) error {
-	usages := map[string]string{
-		"schedule": "schedule --topic T --callback URL (--delay D | --at RFC3339) [--payload JSON] [--key K] [--biz-id N] [--max-attempts N]",
-		"get":      "get [flags] JOB_ID",
-		"cancel":   "cancel [flags] JOB_ID",
-		"dead":     "dead list --topic T [--limit N] [--after CURSOR] | dead replay JOB_ID [--delay D] | dead purge JOB_ID",
+// parseAnywhere is parse for a command whose flags may come before,
+// between or after its positional arguments (toc jobs get 123 --json),
+// which it returns. The flag package stops at the first positional
+// argument, so the flags are moved ahead of them: a flag that is not
+// boolean takes the next argument as its value unless written
+// --name=value, and "--" ends the flags.
+func (fs *flagSet) parseAnywhere(args []string) ([]string, error) {
+	var flags, pos []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			pos = append(pos, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			pos = append(pos, a)
+			continue
+		}
+		flags = append(flags, a)
+		name, _, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		if f := fs.Lookup(name); f != nil && !inline && !isBoolFlag(f.Value) && i+1 < len(args) {
+			i++
+			flags = append(flags, args[i])
+		}
 	}
-	sub := ""
-	if cmd == "dead" {
-		if len(args) == 0 || strings.HasPrefix(args[0], "-") {
-			fmt.Fprintln(stderr, "usage: toc "+usages["dead"])
-			return exitError{2}
-		}
-		sub, args = args[0], args[1:]
+	if err := fs.parse(flags); err != nil {
+		return nil, err
 	}
-	fs := newFlagSet(cmd, usages[cmd])
-	fs.SetOutput(stderr)
-	server := fs.string("server", "http://127.0.0.1:8080", "toc's address")
-	token := fs.string("token", "", "bearer token")
-	timeout := fs.duration("timeout", 30*time.Second, "request timeout")
-	var (
-		topic, callback, at, payload, key, after *string
-		delay                                    *time.Duration
-		bizID, maxAttempts, limit                *int
-	)
-	switch {
-	case cmd == "schedule":
-		topic = fs.string("topic", "", "topic of the job")
-		callback = fs.string("callback", "", "callback URL")
-		delay = fs.duration("delay", 0, "fire after this long")
-		at = fs.string("at", "", "fire at this RFC 3339 time (instead of --delay)")
-		payload = fs.string("payload", "", "payload, a JSON value")
-		key = fs.string("key", "", "idempotency key")
-		bizID = fs.int("biz-id", 0, "business id (slot basis)")
-		maxAttempts = fs.int("max-attempts", 0, "attempts before the job is dead (default 16)")
-	case sub == "list":
-		topic = fs.string("topic", "", "topic")
-		limit = fs.int("limit", 100, "page size")
-		after = fs.string("after", "", "cursor of the next page")
-	case sub == "replay":
-		delay = fs.duration("delay", 0, "fire after this long (default: now)")
+	return pos, nil
+}
+
+func isBoolFlag(v flag.Value) bool {
+	b, ok := v.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// timeFlag is a flag of an RFC 3339 time; zero when not given.
+type timeFlag struct{ t time.Time }
+
+func (f *timeFlag) String() string {
+	if f == nil || f.t.IsZero() {
+		return ""
 	}
-	// Flags may come before or after the job id.
-	if err := fs.parse(args); err != nil {
-		return err
+	return f.t.Format(time.RFC3339Nano)
+}
+
+func (f *timeFlag) Set(v string) error {
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return errors.New("not an RFC 3339 time, like 2026-01-02T15:04:05Z")
 	}
-	pos := fs.Args()
-	if len(pos) > 0 && len(pos) < len(args) {
-		if err := fs.parse(pos[1:]); err != nil {
-			return err
+	f.t = t
+	return nil
+}
+
+// timeVar declares a flag of an RFC 3339 time.
+func (fs *flagSet) timeVar(name, usage string) *time.Time {
+	f := new(timeFlag)
+	fs.Var(f, name, usage)
+	return &f.t
+}
+
+// whenFlags declares --fire-at and --delay, when a job is to fire, and
+// returns what reads them: the zero When (now) when neither is given, a
+// usage error when both are, or when neither is and one is required.
+func whenFlags(fs *flagSet, required bool) func() (client.When, error) {
+	fireAt := fs.timeVar("fire-at", "fire at this RFC 3339 time")
+	delay := fs.duration("delay", 0, "fire after this long (instead of --fire-at)")
+	return func() (client.When, error) {
+		delayed := explicit(fs, "delay")
+		switch {
+		case !fireAt.IsZero() && delayed:
+			return client.When{}, errors.New("give --fire-at or --delay, not both")
+		case !fireAt.IsZero():
+			return client.At(*fireAt), nil
+		case delayed:
+			return client.After(*delay), nil
+		case required:
+			return client.When{}, errors.New("give --fire-at or --delay")
 		}
-		pos = append(pos[:1], fs.Args()...)
+		return client.When{}, nil
 	}
-	c := &client{server: *server, token: *token, http: &http.Client{Timeout: *timeout}, stdout: stdout, stderr: stderr}
-	id := func() (string, error) {
-		if len(pos) != 1 {
-			return "", fmt.Errorf("usage: toc %s", usages[cmd])
-		}
-		return url.PathEscape(pos[0]), nil
-	}
-	switch {
-	case cmd == "schedule":
-		body := map[string]any{"topic": *topic, "callback_url": *callback}
-		if *at != "" {
-			body["fire_at"] = *at
-		} else {
-			body["delay_ms"] = delay.Milliseconds()
-		}
-		if *payload != "" {
-			if !json.Valid([]byte(*payload)) {
-				return errors.New("--payload is not valid JSON")
-			}
-			body["payload"] = json.RawMessage(*payload)
-		}
-		if *key != "" {
-			body["key"] = *key
-		}
-		if *bizID != 0 {
-			body["biz_id"] = *bizID
-		}
-		if *maxAttempts != 0 {
-			body["max_attempts"] = *maxAttempts
-		}
-		return c.do(ctx, http.MethodPost, "/v1/jobs", body)
-	case cmd == "get", cmd == "cancel":
-		jid, err := id()
-		if err != nil {
-			return err
-		}
-		method := http.MethodGet
-		if cmd == "cancel" {
-			method = http.MethodDelete
-		}
-		return c.do(ctx, method, "/v1/jobs/"+jid, nil)
-	case sub == "list":
-		q := url.Values{"topic": {*topic}, "limit": {fmt.Sprint(*limit)}}
-		if *after != "" {
-			q.Set("after", *after)
-		}
-		return c.do(ctx, http.MethodGet, "/v1/deadletters?"+q.Encode(), nil)
-	case sub == "replay":
-		jid, err := id()
-		if err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodPost, "/v1/deadletters/"+jid+"/replay", map[string]any{"delay_ms": delay.Milliseconds()})
-	case sub == "purge":
-		jid, err := id()
-		if err != nil {
-			return err
-		}
-		return c.do(ctx, http.MethodDelete, "/v1/deadletters/"+jid, nil)
-	}
-	fmt.Fprintln(stderr, "usage: toc "+usages["dead"])
-	return exitError{2}
 }

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"os"
 	"strings"
 	"sync/atomic"
@@ -17,6 +16,7 @@ import (
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/taskdb/shard"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -40,12 +40,16 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		return err
 	}
 	defer unlock()
-	store, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
+	db, err := taskdb.OpenSQLite(ctx, *data, taskdb.Config{})
 	if err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	defer db.Close()
+	if err := db.Migrate(ctx); err != nil {
+		return err
+	}
+	store, err := shard.New([]*taskdb.Store{db}, nil) // SQLite is one shard
+	if err != nil {
 		return err
 	}
 	if len(f.secrets.values) == 0 {
@@ -65,12 +69,13 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	defer rdb.Close()
 
 	s := &service{flags: f, rdb: rdb, allowPrivate: true, log: log,
-		openStore: func(context.Context) (*taskdb.Store, error) { return store, nil },
+		openStore: func(context.Context) (*shard.Store, error) { return store, nil },
 		onListen: func(addr string) {
 			fmt.Fprintf(stdout, "toc dev listening on http://%s\n", addr)
 			fmt.Fprintf(stdout, "data file:      %s\n", *data)
 			fmt.Fprintf(stdout, "webhook secret: %s\n", f.secrets.values[0])
 		}}
+	s.node = newNodeLease(f, explicit(fs, "node"), nil)
 	return s.run(ctx)
 }
 
@@ -93,12 +98,10 @@ func devSecret(path string) (string, error) {
 
 // runServe runs toc against MySQL and Redis.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("serve", "serve --mysql-dsn DSN --redis-addr HOST:PORT --webhook-secret whsec_... [flags]")
+	fs := newFlagSet("serve", "serve --mysql-dsn DSN --redis-addr HOST:PORT[,HOST:PORT...] --webhook-secret whsec_... [flags]")
 	fs.SetOutput(stderr)
-	dsn := fs.string("mysql-dsn", "", "task store, as a go-sql-driver/mysql DSN: user:pass@tcp(host:3306)/toc")
-	redisAddr := fs.string("redis-addr", "127.0.0.1:6379", "Redis address")
-	redisPassword := fs.string("redis-password", "", "Redis password")
-	redisDB := fs.int("redis-db", 0, "Redis database number")
+	dsns := fs.spaceList("mysql-dsn", "task store, as a go-sql-driver/mysql DSN: user:pass@tcp(host:3306)/toc; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
+	redisFlags := addRedisFlags(fs)
 	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
 	fs.alias("api-token", "TOC_API_TOKENS")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
@@ -113,8 +116,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	switch {
-	case *dsn == "":
+	case len(dsns.values) == 0:
 		return errors.New("--mysql-dsn is required")
+	case len(dsns.values) > timer.MaxShards:
+		return fmt.Errorf("--mysql-dsn given %d times: at most %d shards", len(dsns.values), timer.MaxShards)
 	case len(tokens.values) == 0 && !*noAuth:
 		return errors.New("--api-token is required (or --insecure-no-auth to serve without auth)")
 	case len(f.secrets.values) == 0:
@@ -128,15 +133,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	// The task store is opened by run, which retries it until it answers;
 	// the cluster reads its topics only once it has (run starts the
 	// membership after the store and Redis).
-	var store atomic.Pointer[taskdb.Store]
+	var store atomic.Pointer[shard.Store]
 	defer func() {
 		if st := store.Load(); st != nil {
 			st.Close()
 		}
 	}()
-	openStore := func(ctx context.Context) (*taskdb.Store, error) {
+	openStore := func(ctx context.Context) (*shard.Store, error) {
 		connCtx, cancel := context.WithTimeout(ctx, awaitTry)
-		st, err := taskdb.OpenMySQL(connCtx, *dsn, taskdb.Config{})
+		st, err := shard.OpenMySQL(connCtx, dsns.values, taskdb.Config{})
 		cancel()
 		if err != nil {
 			return nil, err
@@ -147,19 +152,27 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return nil, err
 			}
 		}
+		// A first start records the map; after that every process must be
+		// given the shards the store recorded, in order.
+		if err := st.CheckMap(ctx, *migrate); err != nil {
+			st.Close()
+			var me *shard.MapError
+			if errors.As(err, &me) {
+				return nil, permanent(err)
+			}
+			return nil, err
+		}
 		store.Store(st)
 		return st, nil
 	}
-	rdb := redis.NewClient(&redis.Options{Addr: *redisAddr, Password: *redisPassword, DB: *redisDB, PoolSize: 128})
+	rdb, err := redisFlags.client()
+	if err != nil {
+		return err
+	}
 	defer rdb.Close()
-	s := &service{flags: f, rdb: rdb, tokens: tokens.values, allowPrivate: *allowPrivate, log: log, openStore: openStore,
+	s := &service{flags: f, rdb: rdb, redisAddr: *redisFlags.addr, tokens: tokens.values, allowPrivate: *allowPrivate, log: log, openStore: openStore,
 		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
 	if servers := splitList(zkServers.values); len(servers) > 0 {
-		if !explicit(fs, "node") {
-			// Members share the task store: a random node number makes job
-			// id collisions rare, and the store's primary key catches them.
-			*f.node = rand.IntN(timer.MaxNode + 1)
-		}
 		s.cluster, err = slots.NewCluster(slots.ClusterConfig{
 			Servers:        servers,
 			Root:           *zkRoot,
@@ -184,30 +197,37 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
+	s.node = newNodeLease(f, explicit(fs, "node"), s.cluster)
 	return s.run(ctx)
 }
 
-// runMigrate applies the migrations of the task store.
+// runMigrate applies the migrations of the task store, every shard of
+// it, and records the shard map in each.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN | --sqlite FILE)")
+	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE)")
 	fs.SetOutput(stderr)
-	dsn := fs.string("mysql-dsn", "", "MySQL/MariaDB task store DSN")
+	dsns := fs.spaceList("mysql-dsn", "MySQL/MariaDB task store DSN; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
 	file := fs.string("sqlite", "", "SQLite task store file")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	var (
-		store *taskdb.Store
-		err   error
-	)
 	switch {
-	case *dsn != "" && *file == "":
-		store, err = taskdb.OpenMySQL(ctx, *dsn, taskdb.Config{})
-	case *file != "" && *dsn == "":
-		store, err = taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
+	case *file != "" && len(dsns.values) == 0:
+		store, err := taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
+		if err != nil {
+			return err
+		}
+		defer store.Close()
+		if err := store.Migrate(ctx); err != nil {
+			return err
+		}
+		fmt.Fprintln(stdout, "migrations applied")
+		return nil
+	case *file == "" && len(dsns.values) > 0:
 	default:
-		return errors.New("give exactly one of --mysql-dsn or --sqlite")
+		return errors.New("give --mysql-dsn (once per shard) or --sqlite, not both")
 	}
+	store, err := shard.OpenMySQL(ctx, dsns.values, taskdb.Config{})
 	if err != nil {
 		return err
 	}
@@ -215,6 +235,13 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	fmt.Fprintln(stdout, "migrations applied")
+	wrote, err := store.WriteMap(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "migrations applied to %d shard(s)\n", store.Shards())
+	if wrote {
+		fmt.Fprintf(stdout, "shard map of %d recorded in each; every toc serve must be given these DSNs in this order\n", store.Shards())
+	}
 	return nil
 }

@@ -140,6 +140,9 @@ func (fs *flagSet) bool(name string, def bool, usage string) *bool {
 	return fs.Bool(name, def, usage)
 }
 func (fs *flagSet) int(name string, def int, usage string) *int { return fs.Int(name, def, usage) }
+func (fs *flagSet) float(name string, def float64, usage string) *float64 {
+	return fs.Float64(name, def, usage)
+}
 func (fs *flagSet) duration(name string, def time.Duration, usage string) *time.Duration {
 	return fs.Duration(name, def, usage)
 }
@@ -153,9 +156,18 @@ func (fs *flagSet) list(name, usage string) *listFlag {
 	return l
 }
 
+// spaceList is list whose environment variable separates its values by
+// white space only: for values that may hold commas, such as DSNs.
+func (fs *flagSet) spaceList(name, usage string) *listFlag {
+	l := &listFlag{spaceOnly: true}
+	fs.Var(l, name, usage+" (repeatable)")
+	return l
+}
+
 type listFlag struct {
-	values  []string
-	fromEnv bool
+	values    []string
+	fromEnv   bool
+	spaceOnly bool
 }
 
 func (l *listFlag) String() string { return strings.Join(l.values, ",") }
@@ -169,6 +181,10 @@ func (l *listFlag) Set(v string) error {
 }
 
 func (l *listFlag) setAll(v string) {
-	l.values = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+	if l.spaceOnly {
+		l.values = strings.Fields(v)
+	} else {
+		l.values = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || r == ' ' })
+	}
 	l.fromEnv = true
 }

@@ -29,15 +29,16 @@ Service:
   serve      run against MySQL/MariaDB and Redis (production)
   migrate    apply the task-store migrations
 
-Client (talks to a running toc over its REST API):
+Client (talks to a running toc over its REST API; --server, --token, --json):
   schedule   schedule a job
-  get        show a job
-  cancel     cancel a pending job
+  jobs       get, cancel or reschedule a job (get, cancel: short for jobs get, jobs cancel)
+  topics     list, get, set, pause or resume topics
   dead       list, replay or purge dead letters
+  cluster    show the cluster's members, leader and slots
 
 Other:
   bench      measure toc: scheduling, firing lateness, drain, memory, recovery
-  version    print the version
+  version    print the version, module, Go version and commit
 
 Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.
 `
@@ -81,10 +82,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "dead":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
-		fmt.Fprintln(stdout, "toc", version)
+		printVersion(stdout)
 		return nil
 	case "help", "-h", "--help":
 		fmt.Fprint(stdout, usage)

@@ -26,7 +26,7 @@ import (
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
-	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/taskdb/shard"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -43,6 +43,7 @@ type serviceFlags struct {
 	callbackTimeout *time.Duration
 	maxCallback     *time.Duration
 	grace           *time.Duration
+	retention       *time.Duration
 	logFormat       *string
 	logLevel        *string
 	redisPrefix     *string
@@ -51,6 +52,9 @@ type serviceFlags struct {
 	autoCreate      *bool
 	metricsAddr     *string
 	metricsTopics   *int
+	// otlpEndpoint and traceSampleRatio turn tracing on (see tracing.go).
+	otlpEndpoint     *string
+	traceSampleRatio *float64
 }
 
 func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
@@ -59,13 +63,14 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
 		horizon:         fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
 		slots:           fs.int("slots", timer.DefaultSlots, "slot count of a topic created on first use (a power of two, fixed per topic)"),
-		node:            fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d, unique per process sharing a task store", timer.MaxNode)),
+		node:            fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d; leased from the task store: without the flag the lowest free one, with it this one or toc refuses to start", timer.MaxNode)),
 		concurrency:     fs.int("concurrency", timer.DefaultConcurrency, "webhook calls in flight"),
 		batch:           fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
 		lease:           fs.duration("lease", 0, "how long a claimed job stays with a worker before another takes it back (default: max(30s, 2×callback timeout+2s))"),
 		callbackTimeout: fs.duration("callback-timeout", webhook.DefaultTimeout, "timeout of one webhook call"),
 		maxCallback:     fs.duration("max-callback-timeout", tochttp.DefaultMaxCallbackTimeout, "longest callback_timeout_ms a topic may set (a longer one is a 400); at least --callback-timeout"),
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
+		retention:       fs.duration("attempt-retention", timer.DefaultAttemptRetention, "how long the history of webhook attempts is kept (0: forever)"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
 		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
@@ -74,6 +79,9 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
 		metricsAddr:     fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
 		metricsTopics:   fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
+		otlpEndpoint: fs.string("otlp-endpoint", "", "export OpenTelemetry spans over OTLP/HTTP to this URL, http://collector:4318 (/v1/traces is added unless the path ends with it); "+
+			"empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off"),
+		traceSampleRatio: fs.float("trace-sample-ratio", 1, "share of the traces begun at toc (a schedule without a traceparent) that are recorded, 0..1; a request's sampled flag decides for its own"),
 	}
 }
 
@@ -96,6 +104,7 @@ func (f *serviceFlags) logger(w io.Writer) (*slog.Logger, error) {
 type service struct {
 	flags        *serviceFlags
 	rdb          redis.UniversalClient
+	redisAddr    string // for messages
 	tokens       []string
 	allowPrivate bool
 	log          *slog.Logger
@@ -104,9 +113,11 @@ type service struct {
 	// openStore returns the task store, migrated. run calls it until it
 	// succeeds (serve: connect and migrate; dev: the SQLite file, open
 	// already); the caller closes what it returned.
-	openStore func(ctx context.Context) (*taskdb.Store, error)
+	openStore func(ctx context.Context) (*shard.Store, error)
 	// cluster, when set, assigns the slots (toc serve --zk).
 	cluster *slots.Cluster
+	// node is the lease of this process's node number in job ids.
+	node *nodeLease
 	// catalog is the engine's topic list once the engine exists: the
 	// cluster reads the topics from it rather than from the store again.
 	catalog atomic.Pointer[timer.Catalog]
@@ -139,6 +150,13 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-max-topics: %w", err)
 	}
+	tracer, err := f.tracer(ctx, s.log)
+	if err != nil {
+		return err
+	}
+	if tracer != nil {
+		defer stopTracer(ctx, tracer, s.log)
+	}
 	webhook, err := webhook.NewClient(webhook.Config{
 		Secrets:      f.secrets.values,
 		Timeout:      *f.callbackTimeout,
@@ -160,10 +178,11 @@ func (s *service) run(ctx context.Context) error {
 	lease := timer.LeaseFor(*f.lease, *f.callbackTimeout)
 	var (
 		assignment timer.Assignment // nil: this process owns every slot
+		shardOwner timer.ShardOwner // nil: this process scans every shard
 		onTopic    func(timer.Topic)
 	)
 	if s.cluster != nil {
-		assignment = s.cluster
+		assignment, shardOwner = s.cluster, s.cluster
 		onTopic = func(timer.Topic) { s.cluster.TopicsChanged() }
 	}
 	engineCfg := timer.Config{
@@ -177,13 +196,18 @@ func (s *service) run(ctx context.Context) error {
 			OnTopic:      onTopic,
 			NoAutoCreate: !*f.autoCreate,
 		},
+		Backstop: timer.BackstopConfig{Owner: shardOwner},
 		Worker: timer.WorkerConfig{
-			Concurrency:    *f.concurrency,
-			BatchSize:      *f.batch,
-			Lease:          lease,
-			AttemptTimeout: *f.callbackTimeout,
-			Grace:          *f.grace,
+			Concurrency:      *f.concurrency,
+			BatchSize:        *f.batch,
+			Lease:            lease,
+			AttemptTimeout:   *f.callbackTimeout,
+			Grace:            *f.grace,
+			AttemptRetention: *f.retention,
 		},
+	}
+	if tracer != nil {
+		engineCfg.Worker.Tracer = tracer
 	}
 	if err := engineCfg.Validate(); err != nil {
 		return err
@@ -191,17 +215,21 @@ func (s *service) run(ctx context.Context) error {
 
 	var (
 		storeState depState
-		store      *taskdb.Store // set once, before started
-		started    atomic.Bool   // the engine and the membership run
+		store      *shard.Store // set once, before started
+		started    atomic.Bool  // the engine and the membership run
 	)
 	ready := map[string]func(context.Context) error{
 		depTaskStore: func(ctx context.Context) error {
 			if up, err := storeState.state(); !up {
 				return cmp.Or(err, errors.New("connecting"))
 			}
-			return store.Ping(ctx)
+			err := store.Ping(ctx)
+			if errors.Is(err, shard.ErrSomeDown) {
+				return fmt.Errorf("%w: %w", tochttp.ErrDegraded, err)
+			}
+			return err
 		},
-		depRedis: func(ctx context.Context) error { return s.rdb.Ping(ctx).Err() },
+		depRedis: queue.Ready,
 	}
 	if s.cluster != nil {
 		ready[depZooKeeper] = func(context.Context) error {
@@ -243,15 +271,23 @@ func (s *service) run(ctx context.Context) error {
 		eng   *timer.Engine
 		front = &frontDoor{starting: tochttp.Starting(apiCfg)}
 	)
-	wire := func(st *taskdb.Store) error {
+	wire := func(st *shard.Store) error {
+		node, err := s.node.lease(ctx, st)
+		if err != nil {
+			return err
+		}
+		s.log.Info("node number leased", "node", node, "holder", s.node.holder)
+		engineCfg.Scheduler.Node = node
+		if s.cluster != nil {
+			s.cluster.SetShards(st.Shards())
+		}
 		store = st
 		storeState.set(true, nil) // after store: /readyz reads it once up
-		var err error
 		if eng, err = timer.New(st, queue, webhook, engineCfg); err != nil {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)
-		stats := &topicStats{store: st, queue: queue, maxTopics: metrics.MaxTopics()}
+		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics()}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
 		if err != nil {
@@ -263,6 +299,9 @@ func (s *service) run(ctx context.Context) error {
 	// A store that answers at once is wired before the API listens, so
 	// that a healthy start serves /v1 from its first request.
 	st, firstErr := s.openStore(ctx)
+	if errors.As(firstErr, new(permanentError)) {
+		return firstErr
+	}
 	if firstErr == nil {
 		if err := wire(st); err != nil {
 			return err
@@ -275,8 +314,12 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *f.addr, err)
 	}
+	var handler http.Handler = front
+	if tracer != nil {
+		handler = tracer.Middleware(front)
+	}
 	srv := &http.Server{
-		Handler:           front,
+		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       time.Minute,
 		WriteTimeout:      time.Minute,
@@ -316,8 +359,14 @@ func (s *service) run(ctx context.Context) error {
 
 	engineCtx, stopEngine := context.WithCancel(ctx)
 	defer stopEngine()
+	// The membership outlives the engine: a member that stops keeps its
+	// slots until its calls in flight are done, so that the members that
+	// take them over know its leases are finished (see timer.Handover)
+	// and need not take them back early.
+	clusterCtx, stopCluster := context.WithCancel(context.WithoutCancel(ctx))
+	defer stopCluster()
 	var wg sync.WaitGroup
-	var engineErr, serveErr, clusterErr, wireErr error
+	var engineErr, serveErr, clusterErr, wireErr, nodeErr, mapErr error
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
@@ -327,11 +376,16 @@ func (s *service) run(ctx context.Context) error {
 	wg.Go(func() {
 		if eng == nil {
 			s.log.Warn("dependency unavailable; retrying", "dep", depTaskStore, "err", firstErr)
-			var st *taskdb.Store
+			var st *shard.Store
 			err := await(engineCtx, s.log, depTaskStore, &storeState, func(ctx context.Context) (err error) {
 				st, err = s.openStore(ctx)
 				return err
 			})
+			if errors.As(err, new(permanentError)) {
+				wireErr = err
+				stopEngine()
+				return
+			}
 			if err != nil {
 				return
 			}
@@ -348,12 +402,34 @@ func (s *service) run(ctx context.Context) error {
 		}) != nil {
 			return
 		}
+		if err := queue.Ready(engineCtx); errors.Is(err, prepare.ErrClusterNode) {
+			// Not a passing state: as one server, a cluster node would fire
+			// only the jobs of its own hash slots.
+			wireErr = fmt.Errorf("--redis-addr %s: %w", s.redisAddr, err)
+			stopEngine()
+			return
+		}
 		started.Store(true)
-		wg.Go(func() { engineErr = eng.Run(engineCtx) })
+		wg.Go(func() {
+			if nodeErr = s.node.keep(engineCtx, store, s); nodeErr != nil {
+				s.log.Error("stopping: this process no longer holds its node number, and ids made with it could collide", "err", nodeErr)
+				stopEngine()
+			}
+		})
+		wg.Go(func() {
+			if mapErr = watchShardMap(engineCtx, store); mapErr != nil {
+				s.log.Error("stopping: the task store's shard map changed since this process started; restart it with the new --mysql-dsn list", "err", mapErr)
+				stopEngine()
+			}
+		})
+		wg.Go(func() {
+			engineErr = eng.Run(engineCtx)
+			stopCluster()
+		})
 		member := fmt.Sprintf("pid-%d", os.Getpid())
 		if s.cluster != nil {
 			member = s.cluster.ID()
-			wg.Go(func() { clusterErr = s.cluster.Run(engineCtx) })
+			wg.Go(func() { clusterErr = s.cluster.Run(clusterCtx) })
 		}
 		wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
 	})
@@ -370,7 +446,7 @@ func (s *service) run(ctx context.Context) error {
 	stopEngine()
 	wg.Wait()
 	s.log.Info("stopped")
-	return errors.Join(serveErr, wireErr, engineErr, clusterErr)
+	return errors.Join(serveErr, wireErr, engineErr, clusterErr, nodeErr, mapErr)
 }
 
 // frontDoor serves the API once it is wired, and tochttp.Starting before.
@@ -444,4 +520,29 @@ func explicit(fs *flagSet, name string) bool {
 		}
 	}
 	return set
+}
+
+// mapCheck is how often a running service checks that the task store's
+// shard map is still the one it started with.
+const mapCheck = 10 * time.Second
+
+// watchShardMap checks the store's shard map every mapCheck until ctx is
+// done, and returns the error of a map that changed: a shard was added by
+// toc migrate while this process ran, and it would neither find the new
+// shard's jobs nor place jobs as the others do. A check that fails
+// otherwise (a shard away) is tried again at the next.
+func watchShardMap(ctx context.Context, st *shard.Store) error {
+	tick := time.NewTicker(mapCheck)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+			var me *shard.MapError
+			if err := st.CheckMap(ctx, false); errors.As(err, &me) {
+				return err
+			}
+		}
+	}
 }

@@ -11,14 +11,15 @@ import (
 	tochttp "github.com/toc-project/toc/http"
 
 	"github.com/toc-project/toc/prepare"
-	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/taskdb/shard"
 	"github.com/toc-project/toc/timer"
 )
 
 // publishUsage writes this member's use of each busy topic to Redis every
 // second, for GET /v1/topics/{topic} on any member to sum. A topic this
-// member is not firing or throttling is left out, so idle topics cost
-// nothing: its last record lapses after 5 s, and it sums to nothing.
+// member is not firing or throttling, and has not fired for the
+// lateness window (5 min), is left out, so idle topics cost nothing: its
+// last record lapses after 5 s, and it sums to nothing.
 func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *timer.Worker, log *slog.Logger) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
@@ -32,7 +33,7 @@ func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *t
 		}
 		busy := map[string]timer.TopicUsage{}
 		for topic, u := range w.Usage() {
-			if u.InFlight > 0 || u.Held > 0 || u.Rate > 0 || u.Throttled != throttled[topic] {
+			if u.InFlight > 0 || u.Held > 0 || u.Rate > 0 || u.Throttled != throttled[topic] || len(u.Lateness) > 0 {
 				busy[topic] = u
 				throttled[topic] = u.Throttled
 			}
@@ -75,7 +76,8 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 
 // topicStats joins the task store's counts with Redis's.
 type topicStats struct {
-	store     *taskdb.Store
+	store     *shard.Store
+	counter   *jobCounter
 	queue     *prepare.Index
 	maxTopics int
 }
@@ -85,7 +87,7 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
-	counts, err := t.store.CountByStatus(ctx, name)
+	counts, err := t.counter.counts(ctx, name)
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
@@ -94,11 +96,13 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 		return tochttp.TopicStats{}, err
 	}
 	return tochttp.TopicStats{
-		Topic:    name,
-		Slots:    topic.Slots,
-		Pending:  counts[timer.StatusPending],
-		InFlight: leased,
-		Dead:     counts[timer.StatusDead],
-		NextDue:  next,
+		Topic:           name,
+		Slots:           topic.Slots,
+		Pending:         counts.pending,
+		InFlight:        leased,
+		Dead:            counts.dead,
+		CountedAt:       counts.at,
+		CountsEstimated: counts.estimated,
+		NextDue:         next,
 	}, nil
 }

@@ -1,0 +1,112 @@
+// The client's topic commands: topics list|get|set|pause|resume.
+
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+	"time"
+
+	"github.com/toc-project/toc/http/client"
+)
+
+// topicFields are the columns of a table of topics.
+var topicFields = []string{"name", "slots", "max_attempts", "rate_limit", "burst", "max_in_flight", "weight", "paused"}
+
+// topicItems is the answer of toc topics list, as the API's.
+type topicItems struct {
+	Items []client.Topic `json:"items"`
+}
+
+func topicList(ctx context.Context, c *client.Client) (any, error) {
+	t, err := c.Topics(ctx)
+	return topicItems{t}, err
+}
+
+// printTopic prints a topic, and its live usage when the answer has it.
+func printTopic(w io.Writer, t map[string]any) {
+	printTable(w, topicFields, t)
+	if u, ok := t["usage"].(map[string]any); ok {
+		fmt.Fprintln(w)
+		printTable(w, []string{"due_waiting", "in_flight", "rate", "throttled", "members"}, u)
+	}
+}
+
+// topicSettings are the flags of toc topics set: the settings given, and
+// only those, make the patch.
+func topicSettings(fs *flagSet) prepareCall {
+	var p client.TopicPatch
+	given := 0
+	toInt := func(v float64) int { return int(v) }
+	toMS := func(v float64) time.Duration { return time.Duration(v) * time.Millisecond }
+	for _, s := range []struct {
+		flag, usage string
+		float       bool
+		apply       func(v float64, reset bool)
+	}{
+		{"max-attempts", "default attempts of the topic's jobs, 1..64", false, patchOf(&p.MaxAttempts, toInt)},
+		{"rate-limit", "dispatches per second over the cluster; 0: none", true, patchOf(&p.RateLimit, func(v float64) float64 { return v })},
+		{"burst", "dispatches that may go at once after a quiet spell; needs a rate limit", false, patchOf(&p.Burst, toInt)},
+		{"max-in-flight", "webhook calls running at once over the cluster; 0: none", false, patchOf(&p.MaxInFlight, toInt)},
+		{"weight", "share of a saturated worker against other topics", false, patchOf(&p.Weight, toInt)},
+		{"retry-base-ms", "backoff of the first retry, in ms", false, patchOf(&p.RetryBase, toMS)},
+		{"retry-max-ms", "longest backoff of a retry, in ms", false, patchOf(&p.RetryMax, toMS)},
+		{"lease-ms", "how long a claimed job stays with its worker, in ms", false, patchOf(&p.Lease, toMS)},
+		{"callback-timeout-ms", "bound of one webhook call, in ms", false, patchOf(&p.CallbackTimeout, toMS)},
+	} {
+		fs.Var(&setting{float: s.float, apply: s.apply, given: &given}, s.flag, s.usage+`; "default" for the default`)
+	}
+	return func(args []string) (call, error) {
+		if given == 0 {
+			return nil, errors.New("give a setting to change")
+		}
+		return func(ctx context.Context, c *client.Client) (any, error) { return c.PatchTopic(ctx, args[0], p) }, nil
+	}
+}
+
+// patchOf returns what sets dst from the value of a flag: conv of it, or
+// back to the default.
+func patchOf[T any](dst *client.Patch[T], conv func(float64) T) func(v float64, reset bool) {
+	return func(v float64, reset bool) {
+		if reset {
+			*dst = client.Reset[T]()
+			return
+		}
+		*dst = client.Set(conv(v))
+	}
+}
+
+// maxSetting bounds a setting's value: beyond any setting's range, and
+// within a time.Duration of milliseconds.
+const maxSetting = 1e12
+
+// setting is a flag of toc topics set: given, it applies its value, or
+// the default for "default".
+type setting struct {
+	float bool
+	apply func(v float64, reset bool)
+	given *int // counts the settings given
+}
+
+func (s *setting) String() string { return "" }
+
+func (s *setting) Set(v string) error {
+	*s.given++
+	if v == "default" {
+		s.apply(0, true)
+		return nil
+	}
+	n, err := strconv.ParseFloat(v, 64)
+	if err != nil || math.IsNaN(n) || math.IsInf(n, 0) || !s.float && n != math.Trunc(n) {
+		return errors.New(`not a number, nor "default"`)
+	}
+	if math.Abs(n) > maxSetting {
+		return fmt.Errorf("out of range (at most %g)", float64(maxSetting))
+	}
+	s.apply(n, false)
+	return nil
+}
