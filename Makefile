@@ -16,7 +16,11 @@ TOC_REQUIRE_INTEGRATION ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint bench bench-go clean
+.PHONY: help run build test lint contract bench bench-go clean npm static image
+
+# The npm projects: the OpenAPI linters and TypeScript check (http/contract)
+# and the Node webhook receiver; each pins its packages in package-lock.json.
+NPM_DIRS := http/contract http/webhook/examples/nodereceiver
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -27,11 +31,13 @@ run: ## Run toc in dev mode (go run ./cmd/toc dev)
 build: ## Build bin/toc, version from git describe
 	$(GO) build -ldflags "$(LDFLAGS)" -o bin/toc ./cmd/toc
 
-test: ## go vet, then all tests with -race (TOC_REQUIRE_INTEGRATION=1 to fail instead of skip)
+test: ## npm ci where needed, go vet, then all tests with -race (TOC_REQUIRE_INTEGRATION=1 to fail instead of skip)
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory npm; \
+	else echo "npm not found: the tests of the Node receiver and the TypeScript client will skip"; fi
 	$(GO) vet ./...
 	TOC_REQUIRE_INTEGRATION=$(TOC_REQUIRE_INTEGRATION) $(GO) test -race -count=1 ./...
 
-lint: ## gofmt -l must be empty; go vet; staticcheck (version pinned here)
+lint: ## gofmt -l must be empty; go vet; staticcheck (version pinned here); the OpenAPI linters
 	@unformatted="$$(gofmt -l .)"; \
 	if [ -n "$$unformatted" ]; then \
 		echo "gofmt: these files need formatting (run gofmt -w):"; \
@@ -40,6 +46,11 @@ lint: ## gofmt -l must be empty; go vet; staticcheck (version pinned here)
 	fi
 	$(GO) vet ./...
 	$(GO) run $(STATICCHECK) ./...
+	@if command -v npm >/dev/null; then $(MAKE) --no-print-directory contract; \
+	else echo "npm not found: http/openapi.json is not linted"; fi
+
+contract: npm ## Lint http/openapi.json (Redocly, Spectral), check toc-api.d.ts is current, type-check example.ts
+	cd http/contract && npm run --silent lint && npm run --silent types:check && npm run --silent check
 
 bench: ## toc bench --short: every scenario on a throwaway MariaDB + Redis (about a minute)
 	$(GO) build -o bin/toc ./cmd/toc
@@ -47,6 +58,19 @@ bench: ## toc bench --short: every scenario on a throwaway MariaDB + Redis (abou
 
 bench-go: ## The Go benchmarks of the hot paths (scripts, task store, signer, slot hash)
 	TOC_REQUIRE_INTEGRATION=$(TOC_REQUIRE_INTEGRATION) $(GO) test -run '^$$' -bench . -benchmem ./...
+
+npm: $(NPM_DIRS:%=%/node_modules/.package-lock.json) ## npm ci in each npm project whose lock file changed
+
+# npm ci writes node_modules/.package-lock.json: newer than the lock file
+# means installed.
+%/node_modules/.package-lock.json: %/package-lock.json
+	npm ci --no-audit --no-fund --prefix $*
+
+static: ## Build and check the static binary the Dockerfile builds
+	$(GO) test -count=1 -run '^TestStaticBuild$$' ./cmd/toc
+
+image: ## docker build of cmd/toc/deploy/Dockerfile (needs a Docker engine), version from git describe
+	docker build -f cmd/toc/deploy/Dockerfile --build-arg VERSION=$(VERSION) -t toc:$(VERSION) .
 
 clean: ## Remove bin/ and test binaries, profiles (keeps toc-dev.db)
 	rm -rf bin
