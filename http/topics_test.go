@@ -35,6 +35,7 @@ type stackOpts struct {
 	attemptTimeout time.Duration
 	maxCallback    time.Duration
 	noAutoCreate   bool
+	maxTopics      int
 	// receive answers each webhook call (default: 200 at once).
 	receive func(w http.ResponseWriter, r *http.Request)
 }
@@ -105,7 +106,7 @@ func newStackEnv(t *testing.T, o stackOpts) *stackEnv {
 	}
 	lease := timer.LeaseFor(0, timeout)
 	eng, err := timer.New(store, queue, wh, timer.Config{
-		Scheduler: timer.SchedulerConfig{NoAutoCreate: o.noAutoCreate},
+		Scheduler: timer.SchedulerConfig{NoAutoCreate: o.noAutoCreate, MaxTopics: o.maxTopics},
 		Worker:    timer.WorkerConfig{AttemptTimeout: timeout, Lease: lease},
 	})
 	if err != nil {
@@ -468,6 +469,26 @@ func TestTopicDeleteNoAutoCreate(t *testing.T) {
 	}
 	e.call(t, "POST", "/v1/jobs", `{"topic": "once", "delay_ms": 0, "callback_url": "`+e.receiver+`"}`).
 		wantError(t, 400, tochttp.CodeInvalid, "topic")
+}
+
+// Past --max-topics, a job that would create a topic, a batch with such
+// jobs and a PUT of a new topic are 400s naming topic, and nothing is
+// written; the topics there are keep working.
+func TestMaxTopicsAPI(t *testing.T) {
+	e := newStackEnv(t, stackOpts{maxTopics: 2})
+	cb := `"callback_url": "` + e.receiver + `"`
+	ok(t, e.call(t, "PUT", "/v1/topics/first", `{}`), 201)
+	ok(t, e.call(t, "POST", "/v1/jobs", `{"topic": "second", "delay_ms": 0, `+cb+`}`), 201)
+
+	e.call(t, "POST", "/v1/jobs", `{"topic": "third", "delay_ms": 0, `+cb+`}`).wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "PUT", "/v1/topics/third", `{}`).wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [{"topic": "first", "delay_ms": 0, `+cb+`}, {"topic": "third", "delay_ms": 0, `+cb+`}]}`).
+		wantItems(t, 400, tochttp.CodeInvalid, itemWant{1, tochttp.CodeInvalid, "topic"})
+	e.call(t, "GET", "/v1/topics/third", "").wantError(t, 404, tochttp.CodeNotFound, "")
+
+	ok(t, e.call(t, "POST", "/v1/jobs", `{"topic": "first", "delay_ms": 0, `+cb+`}`), 201)
+	e.waitArrived(t, "first", 1, 10*time.Second)
+	e.waitArrived(t, "second", 1, 10*time.Second)
 }
 
 // Deletes racing with schedules into the topic: every schedule accepted

@@ -112,6 +112,8 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 	}
 	topics := make(map[string]topicState)
 	byKey := make(map[[2]string]*Job) // the job each key of the batch names
+	creates := 0                      // topics the batch would create
+	capped := make(map[string]bool)   // topics it may not create: MaxTopics
 	spread := -1                      // the shard of the batch's jobs placed by neither key nor business id
 	for i := range b.reqs {
 		r := &b.reqs[i]
@@ -131,6 +133,20 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 			}
 			ts = topicState{t, known}
 			topics[r.Topic] = ts
+			if !known && !s.cfg.NoAutoCreate {
+				switch err := s.roomForTopics(ctx, r.Topic, creates+1); {
+				case err == nil:
+					creates++
+				case errors.As(err, new(*FieldError)):
+					capped[r.Topic] = true
+				default:
+					return nil, err
+				}
+			}
+		}
+		if capped[r.Topic] {
+			b.results[i].Err = topicCapError(r.Topic, s.cfg.MaxTopics)
+			continue
 		}
 		if !ts.known && s.cfg.NoAutoCreate {
 			b.results[i].Err = &FieldError{Field: "topic", Message: "unknown topic " + r.Topic + "; create it first (PUT /v1/topics/" + r.Topic + ")"}

@@ -33,6 +33,14 @@ type SchedulerConfig struct {
 	// NoAutoCreate refuses jobs of unknown topics instead of creating the
 	// topic with the defaults (PUT /v1/topics/{topic} creates one).
 	NoAutoCreate bool
+	// MaxTopics caps how many topics there may be: a job that would create
+	// one more on first use, or a PutTopic of a new one, is refused with a
+	// *FieldError on "topic" (0: no cap). Topics past it cost memory, and
+	// one client with a token could otherwise create them without end.
+	// The cap holds exactly within one process; cluster members that
+	// create topics at once may pass it by those created since their
+	// catalogs last refreshed.
+	MaxTopics int
 	// Catalog is where the scheduler looks topics up and records those it
 	// creates (default: a catalog of its own, read once per topic and kept;
 	// the Engine passes the one its worker uses and refreshes).
@@ -55,6 +63,8 @@ func (c SchedulerConfig) Validate() error {
 		return invalid("Slots", "must be a power of two within 1..%d", MaxSlots)
 	case c.Node < 0 || c.Node > MaxNode:
 		return invalid("Node", "must be within 0..%d", MaxNode)
+	case c.MaxTopics < 0:
+		return invalid("MaxTopics", "must not be negative")
 	}
 	return nil
 }
@@ -78,6 +88,9 @@ type Scheduler struct {
 	groups []group
 
 	topics *Catalog
+	// creating serialises the creation of topics under MaxTopics, so that
+	// the count checked is the count created.
+	creating sync.Mutex
 
 	// indexAway, while in the future (Unix ns), skips the index write
 	// after a commit: the last one failed, so Redis is away, and a request

@@ -24,7 +24,7 @@ func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 	if s.cfg.NoAutoCreate {
 		t, err = s.store.Topic(ctx, name)
 	} else {
-		t, err = s.store.EnsureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
+		t, err = s.ensureTopic(ctx, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: s.cfg.Now()})
 	}
 	if err != nil {
 		return Topic{}, fmt.Errorf("topic %s: %w", name, err)
@@ -34,6 +34,51 @@ func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 		s.cfg.OnTopic(t)
 	}
 	return t, nil
+}
+
+// ensureTopic creates t unless it exists (TopicStore.EnsureTopic), within
+// MaxTopics.
+func (s *Scheduler) ensureTopic(ctx context.Context, t Topic) (Topic, error) {
+	if s.cfg.MaxTopics == 0 {
+		return s.store.EnsureTopic(ctx, t)
+	}
+	s.creating.Lock()
+	defer s.creating.Unlock()
+	if err := s.roomForTopics(ctx, t.Name, 1); err != nil {
+		return Topic{}, err
+	}
+	return s.store.EnsureTopic(ctx, t)
+}
+
+// roomForTopics returns a *FieldError on "topic" when n topics more than
+// the catalog holds would pass MaxTopics, unless the catalog knows the
+// topic named name already (creating it again creates nothing) or the
+// store has it (created by another process since the catalog's refresh).
+func (s *Scheduler) roomForTopics(ctx context.Context, name string, n int) error {
+	if s.cfg.MaxTopics == 0 {
+		return nil
+	}
+	if _, ok := s.topics.Get(name); ok {
+		return nil
+	}
+	if !s.topics.Loaded() {
+		if err := s.topics.Refresh(ctx); err != nil {
+			return err
+		}
+	}
+	if s.topics.Len()+n <= s.cfg.MaxTopics {
+		return nil
+	}
+	if t, err := s.store.Topic(ctx, name); err == nil {
+		s.topics.Put(t)
+		return nil
+	}
+	return topicCapError(name, s.cfg.MaxTopics)
+}
+
+// topicCapError is the answer to creating a topic past MaxTopics.
+func topicCapError(name string, max int) error {
+	return invalid("topic", "cannot create topic %s: toc holds its cap of %d topics (--max-topics); delete unused topics or raise the cap", name, max)
 }
 
 // PutTopic creates a topic or updates its defaults; see
@@ -54,9 +99,18 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 		return Topic{}, false, err
 	}
 	t.CreatedAt = s.cfg.Now()
-	if t.Slots == 0 {
-		if _, err := s.store.Topic(ctx, t.Name); errors.Is(err, ErrNotFound) {
-			t.Slots = s.cfg.Slots
+	_, err := s.store.Topic(ctx, t.Name)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		t.Slots = cmp.Or(t.Slots, s.cfg.Slots)
+	case err != nil:
+		return Topic{}, false, err
+	}
+	if err != nil && s.cfg.MaxTopics > 0 { // a new topic
+		s.creating.Lock()
+		defer s.creating.Unlock()
+		if err := s.roomForTopics(ctx, t.Name, 1); err != nil {
+			return Topic{}, false, err
 		}
 	}
 	got, created, err := s.store.PutTopic(ctx, t)

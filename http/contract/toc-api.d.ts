@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule up to 1000 jobs in one transaction, all or nothing.
-         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named).
+         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use or when creating it would pass the server's --max-topics, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named).
          */
         post: operations["scheduleJobBatch"];
         delete?: never;
@@ -333,7 +333,7 @@ export interface paths {
         get: operations["getTopic"];
         /**
          * Create a topic, or replace its settings.
-         * @description A field left out takes its default. The slot count is fixed at creation: another one answers 409. The resulting configuration is checked whole, with the worker's defaults filled in; a 400 names the field. Whether the topic is paused is kept. No body: the defaults. This process applies it at once, the others within 2 s.
+         * @description A field left out takes its default. The slot count is fixed at creation: another one answers 409. Creating a topic past the server's --max-topics is a 400 naming topic. The resulting configuration is checked whole, with the worker's defaults filled in; a 400 names the field. Whether the topic is paused is kept. No body: the defaults. This process applies it at once, the others within 2 s.
          */
         put: operations["putTopic"];
         post?: never;
@@ -559,7 +559,7 @@ export interface components {
         };
         /** @description A job to schedule: topic, callback_url and exactly one of fire_at or delay_ms. A key repeated in an object, a field name in another case, an unknown field, or a body that is not UTF-8 is a 400 naming it. */
         NewJob: {
-            /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). */
+            /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic. */
             topic: components["schemas"]["TopicName"];
             /**
              * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200), with other content 409. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
