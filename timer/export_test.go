@@ -15,7 +15,7 @@ type Steps struct {
 func StepsOf(ctx context.Context, w *Worker) *Steps {
 	s := &Steps{w: w}
 	w.load.dispatch = func(t task) { s.held = append(s.held, t) }
-	w.refreshOwned(ctx, nil)
+	w.refreshOwned(ctx)
 	w.applyCatalog(ctx)
 	return s
 }

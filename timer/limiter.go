@@ -166,6 +166,14 @@ func (l *limiter) topic(name string) *topicState {
 	return tp
 }
 
+// lookup returns the state of the named topic, or nil if the limiter has
+// none. Safe for any goroutine.
+func (l *limiter) lookup(name string) *topicState {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.topics[name]
+}
+
 // each calls fn for every topic state, under the map's read lock.
 func (l *limiter) each(fn func(*topicState)) {
 	l.mu.RLock()

@@ -169,6 +169,12 @@ type Worker struct {
 	headsAsk chan headsAnswer
 	heads    chan headsAnswer
 	asked    bool
+
+	// ownedAt is when the worker last asked the assignment what it owns
+	// (see ownedChanged); catalogAt is where it is in the catalog's log
+	// of changes (see applyCatalog).
+	ownedAt   time.Time
+	catalogAt uint64
 }
 
 // NewWorker returns a worker that fires the slots owner gives it through

@@ -63,7 +63,7 @@ func (w *Worker) Run(ctx context.Context) error {
 // loop waits for something to do and runs a pass of the claimer. It
 // alone touches the claimer's and the limiter's queues.
 func (w *Worker) loop(ctx context.Context) error {
-	owned := w.refreshOwned(ctx, nil)
+	owned := w.ownedChanged(ctx)
 	topics := w.catalog.Changed()
 	w.applyCatalog(ctx)
 	timer := time.NewTimer(time.Hour)
@@ -113,7 +113,7 @@ func (w *Worker) loop(ctx context.Context) error {
 		case <-freed:
 		case <-w.woken:
 		case <-owned:
-			owned = w.refreshOwned(ctx, owned)
+			owned = w.ownedChanged(ctx)
 		case <-topics:
 			topics = w.catalog.Changed()
 			w.applyCatalog(ctx)
@@ -250,10 +250,31 @@ func (w *Worker) startRescan() {
 	w.rescanAt = w.cfg.Now()
 }
 
+// ownedEvery is how often at most the worker asks the assignment what it
+// owns. Each ask walks every topic; a client creating topics on first use
+// changes the list thousands of times a second, and answering each change
+// at once would leave the loop no time to claim. A change after a quiet
+// spell is applied at once.
+const ownedEvery = 250 * time.Millisecond
+
+// ownedChanged refreshes what the worker owns (refreshOwned), or, within
+// ownedEvery of the last refresh, returns a channel closed when that
+// time is up, for the loop to call it again then.
+func (w *Worker) ownedChanged(ctx context.Context) <-chan struct{} {
+	now := time.Now() // the real clock: a test's fake one may never reach the next time
+	if next := w.ownedAt.Add(ownedEvery); now.Before(next) {
+		later := make(chan struct{})
+		time.AfterFunc(next.Sub(now), func() { close(later) })
+		return later
+	}
+	w.ownedAt = now
+	return w.refreshOwned(ctx)
+}
+
 // refreshOwned asks the assignment what the worker owns, queues the
 // slots it gained to be learnt and drops those it lost at once. On error
 // it keeps what it has and retries in a second.
-func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan struct{} {
+func (w *Worker) refreshOwned(ctx context.Context) <-chan struct{} {
 	var (
 		added   []slotRange
 		changed <-chan struct{}
@@ -305,17 +326,31 @@ func (w *Worker) refreshOwned(ctx context.Context, prev <-chan struct{}) <-chan 
 	return changed
 }
 
-// applyCatalog applies changed topic limits to the topics the limiter
-// knows.
+// applyCatalog applies the limits of the topics changed in the catalog
+// since the last call to the topics the limiter knows. It looks at the
+// changed topics only: a flood of topic creations changes the catalog
+// thousands of times a second, and a walk of every topic the limiter
+// knows at each change would leave the loop no time to claim.
 func (w *Worker) applyCatalog(ctx context.Context) {
-	w.lim.each(func(tp *topicState) {
+	names, next, all := w.catalog.Changes(w.catalogAt)
+	w.catalogAt = next
+	apply := func(tp *topicState) {
 		t, ok := w.catalog.Get(tp.name)
 		if !ok || (tp.known && sameTopic(tp.topic, t)) {
 			return
 		}
 		tp.topic, tp.known = t, true
 		w.lim.configure(tp, w.own.share(t))
-	})
+	}
+	if all {
+		w.lim.each(apply)
+		return
+	}
+	for _, name := range names {
+		if tp := w.lim.lookup(name); tp != nil {
+			apply(tp)
+		}
+	}
 }
 
 // learnTopic configures a topic seen for the first time from the catalog

@@ -1,0 +1,120 @@
+package timer_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/timertest"
+)
+
+// Changes names each topic created, changed or deleted since a position,
+// whether by this process (Put, Delete) or found by a Refresh, and
+// nothing for a Put or Refresh that changes nothing.
+func TestCatalogChanges(t *testing.T) {
+	ctx := t.Context()
+	store := timertest.NewStore()
+	for _, name := range []string{"a", "b"} {
+		if _, err := store.EnsureTopic(ctx, timer.Topic{Name: name, Slots: 4}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := timer.NewCatalog(store, 0, nil)
+	want := func(pos uint64, names ...string) uint64 {
+		t.Helper()
+		got, next, all := c.Changes(pos)
+		slices.Sort(got)
+		if all || !slices.Equal(got, names) {
+			t.Errorf("Changes(%d) = %v, all %v; want %v", pos, got, all, names)
+		}
+		return next
+	}
+
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pos := want(0, "a", "b")
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pos = want(pos) // read again, the same
+
+	a, _ := c.Get("a")
+	c.Put(a) // no change
+	pos = want(pos)
+	a.MaxAttempts = 3
+	c.Put(a)
+	pos = want(pos, "a")
+	c.Delete("b")
+	pos = want(pos, "b")
+
+	// Another process creates c, pauses a and deletes nothing; b comes
+	// back from the store, where it was never deleted.
+	if _, err := store.EnsureTopic(ctx, timer.Topic{Name: "c", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.PauseTopic(ctx, "a", true); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	pos = want(pos, "a", "b", "c")
+	if err := store.DeleteTopic(ctx, "c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	want(pos, "c")
+}
+
+// A reader that fell behind the bounded log is told to look at every
+// topic.
+func TestCatalogChangesBehind(t *testing.T) {
+	c := timer.NewCatalog(timertest.NewStore(), 0, nil)
+	const n = 1<<16 + 10 // past the log's bound
+	for i := range n {
+		c.Put(timer.Topic{Name: "t" + string(rune('a'+i%26)), Slots: 1, MaxAttempts: i%7 + 1})
+	}
+	if _, _, all := c.Changes(0); !all {
+		t.Error("Changes(0) after the log was dropped: all = false, want true")
+	}
+	_, next, _ := c.Changes(0)
+	c.Put(timer.Topic{Name: "new", Slots: 1})
+	if got, _, all := c.Changes(next); all || !slices.Equal(got, []string{"new"}) {
+		t.Errorf("Changes from the end = %v, all %v; want [new]", got, all)
+	}
+}
+
+// Over a store with a topic version, Refresh reads the whole list only
+// when the version moved.
+func TestCatalogRefreshReadsOnChange(t *testing.T) {
+	ctx := t.Context()
+	store := timertest.NewStore()
+	if _, err := store.EnsureTopic(ctx, timer.Topic{Name: "a", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	c := timer.NewCatalog(store, 0, nil)
+	refresh := func(reads int) {
+		t.Helper()
+		before := store.Calls("Topics")
+		if err := c.Refresh(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if got := store.Calls("Topics") - before; got != reads {
+			t.Errorf("Refresh read the list %d times, want %d", got, reads)
+		}
+	}
+	refresh(1)
+	refresh(0)
+	refresh(0)
+	if _, err := store.PauseTopic(ctx, "a", true); err != nil {
+		t.Fatal(err)
+	}
+	refresh(1)
+	if a, _ := c.Get("a"); !a.Paused {
+		t.Error("the pause made elsewhere is not in the catalog")
+	}
+	refresh(0)
+}
