@@ -232,6 +232,14 @@ type TopicStore interface {
 	DeleteTopic(ctx context.Context, name string) error
 }
 
+// TopicVersioner is a TopicStore that can tell cheaply whether the topic
+// list changed: TopicsVersion returns a number that every write of a
+// topic (create, update, pause, delete) moves. A Catalog over such a
+// store reads the whole list only when the number moved.
+type TopicVersioner interface {
+	TopicsVersion(ctx context.Context) (int64, error)
+}
+
 // HoldsTopic reports whether a job in status st keeps its topic from
 // being deleted: it may still fire (pending, firing) or be replayed
 // (dead).

@@ -33,6 +33,11 @@ func (s *Store) Topics(ctx context.Context) ([]timer.Topic, error) {
 	return s.shards[0].Topics(ctx)
 }
 
+// TopicsVersion implements timer.TopicVersioner, from shard 0.
+func (s *Store) TopicsVersion(ctx context.Context) (int64, error) {
+	return s.shards[0].TopicsVersion(ctx)
+}
+
 // PauseTopic implements timer.TopicStore, in shard 0.
 func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer.Topic, error) {
 	return s.shards[0].PauseTopic(ctx, name, paused)

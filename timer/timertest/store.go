@@ -28,11 +28,13 @@ type Store struct {
 
 	f faults
 
-	mu       sync.Mutex
-	jobs     map[timer.JobID]*row
-	keys     map[topicKey]timer.JobID
-	topics   map[string]timer.Topic
-	attempts []timer.Attempt
+	mu     sync.Mutex
+	jobs   map[timer.JobID]*row
+	keys   map[topicKey]timer.JobID
+	topics map[string]timer.Topic
+	// topicVersion counts the writes of topics (TopicsVersion).
+	topicVersion int64
+	attempts     []timer.Attempt
 }
 
 var (
@@ -412,6 +414,7 @@ func (s *Store) ensureTopic(t timer.Topic) (timer.Topic, error) {
 	}
 	stored := timer.Topic{Name: t.Name, Slots: t.Slots, MaxAttempts: t.MaxAttempts, CreatedAt: timer.TimeOf(created.UnixMilli())}
 	s.topics[t.Name] = stored
+	s.topicVersion++
 	return stored, nil
 }
 
@@ -446,6 +449,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	stored := s.topics[t.Name]
 	stored.MaxAttempts, stored.Limits = t.MaxAttempts, millisLimits(t.Limits)
 	s.topics[t.Name] = stored
+	s.topicVersion++
 	return stored, created, nil
 }
 
@@ -470,6 +474,7 @@ func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer
 	}
 	t.Paused = paused
 	s.topics[name] = t
+	s.topicVersion++
 	return t, nil
 }
 
@@ -494,7 +499,18 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 		return fmt.Errorf("delete topic %q: %w", name, inUse)
 	}
 	delete(s.topics, name)
+	s.topicVersion++
 	return nil
+}
+
+// TopicsVersion implements timer.TopicVersioner.
+func (s *Store) TopicsVersion(ctx context.Context) (int64, error) {
+	if err := s.f.call("TopicsVersion"); err != nil {
+		return 0, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.topicVersion, nil
 }
 
 // Topic implements timer.TopicStore.

@@ -52,6 +52,7 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"DeleteTopic", testDeleteTopic},
 		{"DeleteTopicRace", testDeleteTopicRace},
 		{"ListJobs", testListJobs},
+		{"TopicsVersion", testTopicsVersion},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
