@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,shards] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -29,6 +29,12 @@ topics measures toc at rest with --topics idle topics (CPU as % of one
 core, RSS), then --topics-rate jobs/s spread over them:
   toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
   toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
+
+hostile measures a steady topic's lateness at 200 jobs/s for --duration
+alone, for twice that while another client creates --hostile-topics
+topics on first use (batch calls of 1,000 jobs, one new topic each), and
+after; toc's --max-topics, set through --toc-args, refuses calls past it:
+  toc bench --scenarios hostile [--hostile-topics 10000]
 
 shards, run only when named, measures durable single-job schedules a
 second at each --concurrency (default 64) with toc serve over one task
@@ -75,6 +81,8 @@ type benchConfig struct {
 	topicsDuration time.Duration
 	topicsDrain    time.Duration
 	idleWindow     time.Duration
+	// The hostile scenario.
+	hostileTopics int
 	// The shards scenario: --concurrency, or 64.
 	shardsConcurrency []int
 
@@ -86,7 +94,8 @@ type benchConfig struct {
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchUsage)
 	fs.SetOutput(stderr)
-	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness,topics", "comma-separated scenarios to run")
+	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness,topics,hostile", "comma-separated scenarios to run")
+	hostileTopics := fs.int("hostile-topics", 0, "hostile: topics the hostile client creates (default 10000, --short 2000)")
 	stack := fs.string("stack", "real", "real, embedded or external")
 	server := fs.string("server", "", "external: toc's URL")
 	token := fs.string("token", "", "external: bearer token")
@@ -123,7 +132,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
 		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
-		topicsDrain: *topicsDrain, idleWindow: *idleWindow, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
+		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -136,7 +145,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
 		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
-		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots} {
+		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}
@@ -145,7 +154,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "shards"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -176,6 +185,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.fairness(ctx)
 		case "topics":
 			res, err = b.topics(ctx)
+		case "hostile":
+			res, err = b.hostile(ctx)
 		case "shards":
 			res, err = b.shards(ctx)
 		}
@@ -223,6 +234,7 @@ func (c *benchConfig) defaults() {
 	pick(c.short, &c.memoryJobs, 1000000, 100000)
 	pick(c.short, &c.recoverJobs, 1000000, 100000)
 	pick(c.short, &c.floodJobs, 50000, 10000)
+	pick(c.short, &c.hostileTopics, 10000, 2000)
 }
 
 // pick sets *v, when it is zero (not given), to full, or to short with

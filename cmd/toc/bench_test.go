@@ -23,6 +23,7 @@ func TestBenchRefusesBadNumbers(t *testing.T) {
 		{"--topics", "-1"},
 		{"--topic-slots", "-16"},
 		{"--topics-rate", "-1"},
+		{"--hostile-topics", "-10"},
 	} {
 		err := runBench(t.Context(), args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
