@@ -54,6 +54,18 @@ func TestDashboard(t *testing.T) {
 	retrying := postJob(t, p, map[string]any{"topic": "retrying", "delay_ms": 0, "callback_url": failing.URL, "max_attempts": 3})
 	waitJob(t, p, dying, "dead")
 	waitJob(t, p, dying2, "dead")
+	// Usage is published once a second: the topics page shows the dying
+	// topic's lateness once its calls are in it.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		_, tp := p.call(t, "GET", "/v1/topics/dying", nil)
+		usage, _ := tp["usage"].(map[string]any)
+		if n, _ := usage["lateness_calls"].(float64); n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the dying topic's usage never counted its 2 calls: %v", tp)
+		}
+	}
 	for _, id := range bounced {
 		waitJob(t, p, id, "dead")
 	}
