@@ -46,7 +46,8 @@ Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
             given by --mysql-dsn and --redis-addr; --redis-cluster starts
             a Redis Cluster of 3 masters and 3 replicas instead) and toc
-            serve as a child process of this one
+            serve as a child process of this one; --store-shards N
+            splits the task store over N mariadbds it starts
   embedded  toc dev (SQLite, in-process Redis) as a child process; memory
             and recover need Redis access and are skipped
   external  a running toc at --server (with --token and the --secret it
@@ -64,6 +65,7 @@ type benchConfig struct {
 	mysqlDSN     string
 	redisAddr    string
 	redisCluster bool
+	storeShards  int
 	short        bool
 	duration     time.Duration
 	rates        []int
@@ -103,6 +105,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	receiverAddr := fs.string("receiver-addr", "127.0.0.1:0", "where the webhook receiver listens")
 	mysqlDSN := fs.string("mysql-dsn", "", "real: use this task store instead of starting a mariadbd")
 	redisAddr := fs.string("redis-addr", "", "real: use this Redis instead of starting a redis-server (its data is flushed!)")
+	storeShards := fs.int("store-shards", 1, "real: task store shards, each on a mariadbd the bench starts (not with --mysql-dsn)")
 	redisCluster := fs.bool("redis-cluster", false, "real: start a Redis Cluster of 3 masters and 3 replicas instead of one redis-server (memory and recover are skipped)")
 	short := fs.bool("short", false, "a short run of every scenario (make bench)")
 	duration := fs.duration("duration", 0, "length of each timed run (default 10s, --short 3s)")
@@ -128,7 +131,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	cfg := benchConfig{
 		scenarios: strings.Split(*scenarios, ","), stack: *stack, server: *server, token: *token, secret: *secret,
-		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, redisCluster: *redisCluster, short: *short,
+		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, redisCluster: *redisCluster, storeShards: *storeShards, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
 		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
@@ -145,7 +148,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
 		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
-		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics} {
+		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics, "--store-shards": cfg.storeShards} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}

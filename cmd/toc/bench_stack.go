@@ -89,17 +89,27 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 		b.closers = append(b.closers, func() { r.Stop() })
 		redisAddr = r.Addr
 	}
-	if dsn == "" {
+	var dsns []string
+	switch {
+	case dsn != "" && cfg.storeShards > 1:
+		b.close()
+		return nil, errors.New("--store-shards starts its mariadbds: give it without --mysql-dsn")
+	case dsn != "":
+		dsns = []string{dsn}
+	}
+	for len(dsns) < cfg.storeShards {
 		m, err := testenv.StartMariaDB()
 		if err != nil {
 			b.close()
 			return nil, fmt.Errorf("start mariadbd: %w", err)
 		}
 		b.closers = append(b.closers, func() { m.Stop() })
-		if dsn, err = m.CreateDatabase("tocbench"); err != nil {
+		dsn, err := m.CreateDatabase("tocbench")
+		if err != nil {
 			b.close()
 			return nil, err
 		}
+		dsns = append(dsns, dsn)
 	}
 	if !cfg.redisCluster {
 		// The scenarios that read Redis (memory, recover, its CPU) read one
@@ -112,8 +122,11 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 		}
 	}
 	b.token, b.redisAddr = "bench-token", redisAddr
-	err = b.startToc(ctx, "serve", "--mysql-dsn", dsn, "--redis-addr", redisAddr, "--api-token", b.token,
-		"--webhook-secret", benchSecret, "--allow-private-callbacks")
+	args := []string{"serve", "--redis-addr", redisAddr, "--api-token", b.token, "--webhook-secret", benchSecret, "--allow-private-callbacks"}
+	for _, d := range dsns {
+		args = append(args, "--mysql-dsn", d)
+	}
+	err = b.startToc(ctx, args...)
 	if err != nil {
 		b.close()
 		return nil, err

@@ -24,6 +24,7 @@ func TestBenchRefusesBadNumbers(t *testing.T) {
 		{"--topic-slots", "-16"},
 		{"--topics-rate", "-1"},
 		{"--hostile-topics", "-10"},
+		{"--store-shards", "-1"},
 	} {
 		err := runBench(t.Context(), args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
