@@ -100,13 +100,14 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 	}
 	t.CreatedAt = s.cfg.Now()
 	_, err := s.store.Topic(ctx, t.Name)
-	switch {
-	case errors.Is(err, ErrNotFound):
-		t.Slots = cmp.Or(t.Slots, s.cfg.Slots)
-	case err != nil:
+	isNew := errors.Is(err, ErrNotFound)
+	if err != nil && !isNew {
 		return Topic{}, false, err
 	}
-	if err != nil && s.cfg.MaxTopics > 0 { // a new topic
+	if isNew {
+		t.Slots = cmp.Or(t.Slots, s.cfg.Slots)
+	}
+	if isNew && s.cfg.MaxTopics > 0 {
 		s.creating.Lock()
 		defer s.creating.Unlock()
 		if err := s.roomForTopics(ctx, t.Name, 1); err != nil {

@@ -29,9 +29,7 @@ func (b *bench) hostile(ctx context.Context) ([]result, error) {
 	steady := func(name string, d time.Duration, extra map[string]any) {
 		ids, errs := b.steady(ctx, steadyT, steadyRate, d)
 		b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
-		lat, lost, dups, early, _ := b.recv.outcome(ids)
-		res = append(res, result{Scenario: "hostile", Name: name, Count: len(ids), Errors: errs, Seconds: d.Seconds(),
-			Rate: float64(len(lat)) / d.Seconds(), Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra})
+		res = append(res, b.steadyResult("hostile", name, ids, errs, d, extra))
 	}
 
 	steady(fmt.Sprintf("steady %d/s alone", steadyRate), phase, nil)

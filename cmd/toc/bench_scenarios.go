@@ -224,12 +224,18 @@ func (b *bench) fire(ctx context.Context) ([]result, error) {
 		topic := b.topic("fire")
 		ids, errs := b.steady(ctx, topic, rate, b.cfg.duration)
 		b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
-		lat, lost, dups, early, _ := b.recv.outcome(ids)
-		res = append(res, result{Scenario: "fire", Name: fmt.Sprintf("fire %d/s pending=%d", rate, pending),
-			Count: len(ids), Errors: errs, Seconds: b.cfg.duration.Seconds(), Rate: float64(len(lat)) / b.cfg.duration.Seconds(),
-			Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra})
+		res = append(res, b.steadyResult("fire", fmt.Sprintf("fire %d/s pending=%d", rate, pending), ids, errs, b.cfg.duration, extra))
 	}
 	return res, nil
+}
+
+// steadyResult is the result of a steady run that sent ids over d with
+// errs failed requests: the calls' lateness and what was lost, fired
+// twice or early, as the receiver saw them.
+func (b *bench) steadyResult(scenario, name string, ids []string, errs int, d time.Duration, extra map[string]any) result {
+	lat, lost, dups, early, _ := b.recv.outcome(ids)
+	return result{Scenario: scenario, Name: name, Count: len(ids), Errors: errs, Seconds: d.Seconds(),
+		Rate: float64(len(lat)) / d.Seconds(), Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra}
 }
 
 // steady schedules rate jobs a second of topic for d, in a batch every
@@ -426,9 +432,7 @@ func (b *bench) fairness(ctx context.Context) ([]result, error) {
 	}
 	var res []result
 	report := func(name string, ids []string, errs int, d time.Duration, extra map[string]any) {
-		lat, lost, dups, early, _ := b.recv.outcome(ids)
-		res = append(res, result{Scenario: "fairness", Name: name, Count: len(ids), Errors: errs, Seconds: d.Seconds(),
-			Rate: float64(len(lat)) / d.Seconds(), Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra})
+		res = append(res, b.steadyResult("fairness", name, ids, errs, d, extra))
 	}
 
 	alone := b.cfg.duration

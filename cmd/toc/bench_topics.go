@@ -62,10 +62,7 @@ func (b *bench) topics(ctx context.Context) ([]result, error) {
 	b.recv.waitArrived(ctx, ids, drainStart.Add(fireLead+topicsSpread+b.cfg.topicsDrain))
 	load["drain_seconds"] = math.Round(time.Since(drainStart).Seconds()*10) / 10
 	load["drain_limit_seconds"] = (fireLead + topicsSpread + b.cfg.topicsDrain).Seconds()
-	lat, lost, dups, early, _ := b.recv.outcome(ids)
-	return append(res, result{Scenario: "topics", Name: fmt.Sprintf("topics %d/s over %d topics", rate, n),
-		Count: len(ids), Errors: errs, Seconds: d.Seconds(), Rate: float64(len(lat)) / d.Seconds(),
-		Latency: distOf(lat), Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: load}), nil
+	return append(res, b.steadyResult("topics", fmt.Sprintf("topics %d/s over %d topics", rate, n), ids, errs, d, load)), nil
 }
 
 // createTopics creates the topics names with slots slots each, with
