@@ -88,16 +88,23 @@ type call struct {
 // is run again by EVAL, which also caches the script. Any other error of
 // any call is returned (calls that succeeded stay done).
 func run(ctx context.Context, c Client, calls []call) ([]any, error) {
-	switch len(calls) {
-	case 0:
-		return nil, nil
-	case 1:
-		cl := calls[0]
-		v, err := cl.script.Run(ctx, c, cl.keys, cl.args...).Result()
+	out, errs := runEach(ctx, c, calls)
+	for _, err := range errs {
 		if err != nil {
 			return nil, err
 		}
-		return []any{v}, nil
+	}
+	return out, nil
+}
+
+// runEach is run, with each call's reply and error: out[i] and errs[i]
+// answer calls[i].
+func runEach(ctx context.Context, c Client, calls []call) (out []any, errs []error) {
+	out, errs = make([]any, len(calls)), make([]error, len(calls))
+	if len(calls) == 1 {
+		cl := calls[0]
+		out[0], errs[0] = cl.script.Run(ctx, c, cl.keys, cl.args...).Result()
+		return out, errs
 	}
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := c.Pipeline()
@@ -107,10 +114,8 @@ func run(ctx context.Context, c Client, calls []call) ([]any, error) {
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	var again []int
 	for i, cmd := range cmds {
-		if err := cmd.Err(); isNoScript(err) {
+		if isNoScript(cmd.Err()) {
 			again = append(again, i)
-		} else if err != nil {
-			return nil, err
 		}
 	}
 	if len(again) > 0 {
@@ -120,17 +125,11 @@ func run(ctx context.Context, c Client, calls []call) ([]any, error) {
 			cmds[i] = cl.script.Eval(ctx, pipe, cl.keys, cl.args...)
 		}
 		_, _ = pipe.Exec(ctx)
-		for _, i := range again {
-			if err := cmds[i].Err(); err != nil {
-				return nil, err
-			}
-		}
 	}
-	out := make([]any, len(cmds))
 	for i, cmd := range cmds {
-		out[i] = cmd.Val()
+		out[i], errs[i] = cmd.Val(), cmd.Err()
 	}
-	return out, nil
+	return out, errs
 }
 
 func isNoScript(err error) bool {

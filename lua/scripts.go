@@ -123,28 +123,53 @@ type ClaimResult struct {
 // order of due ms plus their priority's offset in aging (ties: high,
 // normal, low).
 func Claim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit int, leaseMs int64, aging Aging) (ClaimResult, error) {
-	if err := checkMillis("now", nowMs); err != nil {
-		return ClaimResult{}, fmt.Errorf("claim: %w", err)
+	rs, errs := ClaimEach(ctx, c, nowMs, aging, ClaimCall{Keys: keys, Limit: limit, LeaseMs: leaseMs})
+	return rs[0], errs[0]
+}
+
+// ClaimCall is one run of the claim script: one slot's claim.
+type ClaimCall struct {
+	Keys    slots.KeySet
+	Limit   int // 1..MaxBatch
+	LeaseMs int64
+}
+
+// ClaimEach runs Claim for each call at nowMs, in one pipeline when there
+// are several (on a Redis Cluster, one a node). rs[i] and errs[i] answer
+// calls[i]; a call that failed leaves the others standing.
+func ClaimEach(ctx context.Context, c Client, nowMs int64, aging Aging, calls ...ClaimCall) (rs []ClaimResult, errs []error) {
+	rs, errs = make([]ClaimResult, len(calls)), make([]error, len(calls))
+	bad := checkMillis("now", nowMs)
+	if bad == nil {
+		bad = aging.check()
 	}
-	if limit < 1 || limit > MaxBatch {
-		return ClaimResult{}, fmt.Errorf("claim: limit %d: not in 1..%d", limit, MaxBatch)
+	runs := make([]call, 0, len(calls))
+	at := make([]int, 0, len(calls)) // the call each run is
+	for i, cc := range calls {
+		switch {
+		case bad != nil:
+			errs[i] = fmt.Errorf("claim: %w", bad)
+		case cc.Limit < 1 || cc.Limit > MaxBatch:
+			errs[i] = fmt.Errorf("claim: limit %d: not in 1..%d", cc.Limit, MaxBatch)
+		case cc.LeaseMs < 1 || cc.LeaseMs > MaxMillis-nowMs:
+			errs[i] = fmt.Errorf("claim: lease %d ms: %w", cc.LeaseMs, ErrRange)
+		default:
+			runs = append(runs, call{claimScript, []string{cc.Keys.DueHigh, cc.Keys.Due, cc.Keys.DueLow, cc.Keys.Prepare},
+				[]any{nowMs, cc.Limit, cc.LeaseMs, aging.High, aging.Normal, aging.Low}})
+			at = append(at, i)
+		}
 	}
-	if leaseMs < 1 || leaseMs > MaxMillis-nowMs {
-		return ClaimResult{}, fmt.Errorf("claim: lease %d ms: %w", leaseMs, ErrRange)
+	replies, runErrs := runEach(ctx, c, runs)
+	for j, i := range at {
+		if err := runErrs[j]; err != nil {
+			errs[i] = fmt.Errorf("claim: %w", err)
+			continue
+		}
+		if rs[i], errs[i] = decodeClaim(replies[j]); errs[i] != nil {
+			errs[i] = fmt.Errorf("claim: %w", errs[i])
+		}
 	}
-	if err := aging.check(); err != nil {
-		return ClaimResult{}, fmt.Errorf("claim: %w", err)
-	}
-	replies, err := run(ctx, c, []call{{claimScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare},
-		[]any{nowMs, limit, leaseMs, aging.High, aging.Normal, aging.Low}}})
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claim: %w", err)
-	}
-	r, err := decodeClaim(replies[0])
-	if err != nil {
-		return ClaimResult{}, fmt.Errorf("claim: %w", err)
-	}
-	return r, nil
+	return rs, errs
 }
 
 func decodeClaim(v any) (ClaimResult, error) {

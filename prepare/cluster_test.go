@@ -76,10 +76,23 @@ func TestCluster(t *testing.T) {
 		t.Errorf("Restore = %d, %v", n, err)
 	}
 	var leases []timer.Lease
+	var calls []timer.ClaimCall // half the slots one by one, half in one pipeline
 	for i := range 16 {
-		cl, err := q.Claim(ctx, timer.Slot{Topic: "orders", Index: i}, at(64), 100, time.Second)
+		s := timer.Slot{Topic: "orders", Index: i}
+		if i%2 == 1 {
+			calls = append(calls, timer.ClaimCall{Slot: s, Limit: 100, Lease: time.Second})
+			continue
+		}
+		cl, err := q.Claim(ctx, s, at(64), 100, time.Second)
 		if err != nil {
 			t.Fatal(err)
+		}
+		leases = append(leases, cl.Leases...)
+	}
+	cls, errs := q.ClaimEach(ctx, at(64), calls)
+	for i, cl := range cls {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
 		}
 		leases = append(leases, cl.Leases...)
 	}

@@ -35,17 +35,47 @@ const SweepAttemptCap = timer.MaxAttemptsLimit
 // NextDue not after now). lease must be at least a millisecond and is
 // truncated to milliseconds.
 func (q *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit int, lease time.Duration) (timer.Claim, error) {
-	nowMs, limit, err := checkPass("claim", slot, now, limit)
-	if err != nil {
-		return timer.Claim{}, err
+	cs, errs := q.ClaimEach(ctx, now, []timer.ClaimCall{{Slot: slot, Limit: limit, Lease: lease}})
+	return cs[0], errs[0]
+}
+
+// ClaimEach implements timer.BatchClaimer: Claim of each call, in one
+// pipeline (on a Redis Cluster, one a node).
+func (q *Index) ClaimEach(ctx context.Context, now time.Time, calls []timer.ClaimCall) ([]timer.Claim, []error) {
+	out, errs := make([]timer.Claim, len(calls)), make([]error, len(calls))
+	runs := make([]lua.ClaimCall, 0, len(calls))
+	at := make([]int, 0, len(calls)) // the call each run is
+	var nowMs int64
+	for i, cc := range calls {
+		ms, limit, err := checkPass("claim", cc.Slot, now, cc.Limit)
+		if err == nil && cc.Lease < time.Millisecond {
+			err = fmt.Errorf("claim slot %s: lease %v: %w (at least 1ms)", cc.Slot, cc.Lease, timer.ErrInvalid)
+		}
+		if err != nil {
+			errs[i] = err
+			continue
+		}
+		nowMs = ms
+		runs = append(runs, lua.ClaimCall{Keys: q.Keys(cc.Slot), Limit: limit, LeaseMs: cc.Lease.Milliseconds()})
+		at = append(at, i)
 	}
-	if lease < time.Millisecond {
-		return timer.Claim{}, fmt.Errorf("claim slot %s: lease %v: %w (at least 1ms)", slot, lease, timer.ErrInvalid)
+	if len(runs) == 0 {
+		return out, errs
 	}
-	r, err := lua.Claim(ctx, q.client, q.Keys(slot), nowMs, limit, lease.Milliseconds(), aging)
-	if err != nil {
-		return timer.Claim{}, fmt.Errorf("claim slot %s: %w", slot, invalid(err))
+	rs, runErrs := lua.ClaimEach(ctx, q.client, nowMs, aging, runs...)
+	for j, i := range at {
+		slot := calls[i].Slot
+		if err := runErrs[j]; err != nil {
+			errs[i] = fmt.Errorf("claim slot %s: %w", slot, invalid(err))
+			continue
+		}
+		out[i], errs[i] = claimOf(slot, rs[j])
 	}
+	return out, errs
+}
+
+// claimOf is the timer.Claim of a claim script's reply in slot.
+func claimOf(slot timer.Slot, r lua.ClaimResult) (timer.Claim, error) {
 	c := timer.Claim{
 		Leases:     make([]timer.Lease, 0, len(r.Leased)),
 		NextDue:    timeOf(r.DueHead),
@@ -147,7 +177,10 @@ func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 	return q.sweep(ctx, lua.Sweep, slot, now, limit)
 }
 
-var _ timer.Reclaimer = (*Index)(nil)
+var (
+	_ timer.Reclaimer    = (*Index)(nil)
+	_ timer.BatchClaimer = (*Index)(nil)
+)
 
 // Reclaim implements timer.Reclaimer: Sweep of every lease of slot,
 // whatever its end.

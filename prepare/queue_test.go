@@ -377,6 +377,69 @@ func TestLeaseCycle(t *testing.T) {
 	})
 }
 
+// ClaimEach answers each call as Claim would, in one pipeline, and a bad
+// call fails alone.
+func TestClaimEach(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		q := newIndex(t, b)
+		var timers []timer.Timer
+		for id := timer.JobID(1); id <= 12; id++ {
+			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
+		}
+		if _, err := q.Add(ctx, timers); err != nil {
+			t.Fatal(err)
+		}
+		slot := func(i int) timer.Slot { return timer.Slot{Topic: "orders", Index: i} }
+		before := make([][]string, 4)
+		for i := range 4 {
+			before[i] = dueOf(t, b, q, slot(i))
+		}
+		calls := []timer.ClaimCall{
+			{Slot: slot(0), Limit: 100, Lease: time.Second},
+			{Slot: slot(1), Limit: 0, Lease: time.Second}, // bad: fails alone
+			{Slot: slot(2), Limit: 1, Lease: time.Second},
+			{Slot: timer.Slot{Topic: "orders", Index: -1}, Limit: 1, Lease: time.Second},
+			{Slot: slot(3), Limit: 100, Lease: time.Millisecond},
+		}
+		cls, errs := q.ClaimEach(ctx, at(12), calls)
+		if len(cls) != len(calls) || len(errs) != len(calls) {
+			t.Fatalf("%d claims, %d errors for %d calls", len(cls), len(errs), len(calls))
+		}
+		for _, i := range []int{1, 3} {
+			if !errors.Is(errs[i], timer.ErrInvalid) || len(cls[i].Leases) != 0 {
+				t.Errorf("call %d = %+v, %v; want ErrInvalid", i, cls[i], errs[i])
+			}
+		}
+		if got := dueOf(t, b, q, slot(1)); !slices.Equal(got, before[1]) {
+			t.Errorf("slot 1 after a bad call = %v, want %v", got, before[1])
+		}
+		for _, c := range []struct{ call, slot, leased int }{{0, 0, len(before[0])}, {2, 2, 1}, {4, 3, len(before[3])}} {
+			if errs[c.call] != nil {
+				t.Fatalf("call %d: %v", c.call, errs[c.call])
+			}
+			cl := cls[c.call]
+			if len(cl.Leases) != c.leased {
+				t.Errorf("call %d leased %d, want %d", c.call, len(cl.Leases), c.leased)
+			}
+			for _, l := range cl.Leases {
+				if l.Slot != slot(c.slot) {
+					t.Errorf("call %d: lease %d in slot %v", c.call, l.ID, l.Slot)
+				}
+			}
+			if left := dueOf(t, b, q, slot(c.slot)); len(left) != len(before[c.slot])-c.leased {
+				t.Errorf("slot %d left %v", c.slot, left)
+			}
+		}
+		if c := cls[2]; c.NextDue.IsZero() || c.NextExpiry != at(1012) {
+			t.Errorf("call 2: next due %v, next expiry %v", c.NextDue, c.NextExpiry)
+		}
+		if c := cls[4]; !c.NextDue.IsZero() || c.NextExpiry != at(13) {
+			t.Errorf("call 4: next due %v, next expiry %v", c.NextDue, c.NextExpiry)
+		}
+	})
+}
+
 func TestSweep(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
@@ -543,3 +606,4 @@ func TestLimitsClamp(t *testing.T) {
 		}
 	})
 }
+

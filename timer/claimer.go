@@ -213,11 +213,27 @@ func (c *claimer) promote(now time.Time) {
 	}
 }
 
+// claimPipeline caps the claims one round trip to Redis carries (see
+// BatchClaimer).
+const claimPipeline = 128
+
+// slotClaim is a claim planned for a slot: limit jobs, charged to its
+// topic in advance (limiter.took) and settled when the reply comes.
+type slotClaim struct {
+	st    *slotState
+	limit int
+}
+
 // runOnce is one pass: it serves every due slot the limiter lets it, in
 // the limiter's order. It returns the leases claimed (the caller loads
 // their rows), those a sweep buried (the caller marks their rows dead),
 // and whether it stopped because the worker holds as many leases as it
 // may.
+//
+// The pass plans the claims of up to claimPipeline slots, charging each
+// to its topic as if it took all it asked for, sends them in one round
+// trip, and settles each topic's charge by what its claim took; then it
+// plans again, until no topic may claim.
 func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked bool) {
 	c.pass, c.buried = nil, nil
 	now := c.cfg.now()
@@ -225,6 +241,22 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 	c.promote(now)
 	c.lim.unpark()
 	for ctx.Err() == nil {
+		claims, full := c.plan(ctx, now)
+		if len(claims) == 0 {
+			return c.pass, c.buried, full
+		}
+		c.claimAll(ctx, claims, now)
+	}
+	return c.pass, c.buried, false
+}
+
+// plan picks the slots to claim from next, in the limiter's order, up to
+// claimPipeline of them. A slot planned leaves its topic's due slots until
+// its claim is settled; a slot that only needed a sweep is swept here and
+// placed again. full reports that planning stopped because the worker may
+// hold no more leases.
+func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, full bool) {
+	for len(claims) < claimPipeline && ctx.Err() == nil {
 		tp := c.lim.pick(now)
 		if tp == nil {
 			break
@@ -233,21 +265,26 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 			c.cfg.learn(ctx, tp)
 		}
 		st, _ := tp.slots.peek()
-		ok := c.serve(ctx, st, now)
-		c.place(st, c.horizon(now))
+		limit, ok := c.claimable(ctx, st, now)
+		if limit > 0 {
+			c.lim.took(tp, limit)
+			c.unplace(st)
+			claims = append(claims, slotClaim{st: st, limit: limit})
+		} else {
+			c.place(st, c.horizon(now))
+		}
 		c.lim.requeue(tp)
 		if !ok {
-			blocked = true
-			break
+			return claims, true
 		}
 	}
-	return c.pass, c.buried, blocked
+	return claims, false
 }
 
-// serve sweeps st's expired leases and claims its due jobs. It returns
-// false when it could not claim because the worker holds all the leases
-// it may.
-func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool {
+// claimable sweeps st's expired leases and says how many of its due jobs
+// to claim now: 0 when none is due, its topic may not claim now, or the
+// worker holds all the leases it may, which ok false reports.
+func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time) (limit int, ok bool) {
 	if !st.expiry.IsZero() && !st.expiry.After(now) {
 		sweep := c.leaser.Sweep
 		if r, ok := c.leaser.(Reclaimer); ok && st.reclaim {
@@ -256,7 +293,7 @@ func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool 
 		sw, err := sweep(ctx, st.slot, now, c.cfg.batch)
 		if err != nil {
 			c.failed(ctx, st, now, "sweep", err)
-			return true
+			return 0, true
 		}
 		st.expiry = sw.NextExpiry
 		if sw.Returned+len(sw.Dead) >= c.cfg.batch {
@@ -269,31 +306,55 @@ func (c *claimer) serve(ctx context.Context, st *slotState, now time.Time) bool 
 		}
 		c.buried = append(c.buried, sw.Dead...)
 	}
+	if st.due.IsZero() || st.due.After(c.claimUntil(now)) {
+		return 0, true
+	}
+	if limit = min(c.cfg.batch, c.lim.room()); limit == 0 {
+		return 0, false
+	}
+	return c.lim.allowance(st.topic, now, limit), true // 0: the topic rests; the slot stays due
+}
+
+// claimAll runs the planned claims in one round trip, settles each
+// topic's charge by what its claim took, and places each slot again.
+func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Time) {
 	claimUntil := c.claimUntil(now)
-	if st.due.IsZero() || st.due.After(claimUntil) {
-		return true
+	calls := make([]ClaimCall, len(claims))
+	for i, sc := range claims {
+		calls[i] = ClaimCall{Slot: sc.st.slot, Limit: sc.limit, Lease: sc.st.topic.conf.Load().lease}
 	}
-	limit := min(c.cfg.batch, c.lim.room())
-	if limit == 0 {
-		return false
+	results, errs := c.claimEach(ctx, claimUntil, calls)
+	for i, sc := range claims {
+		st, tp := sc.st, sc.st.topic
+		if err := errs[i]; err != nil {
+			c.lim.untake(tp, sc.limit)
+			c.failed(ctx, st, now, "claim", err)
+			c.place(st, c.horizon(now))
+			continue
+		}
+		cl := results[i]
+		c.lim.untake(tp, sc.limit-len(cl.Leases))
+		c.cfg.obs.Claimed(st.slot, len(cl.Leases))
+		st.due, st.expiry = cl.NextDue, cl.NextExpiry
+		if len(cl.Leases) == sc.limit {
+			st.due = now // a full batch: there may be more
+		}
+		c.pass = append(c.pass, cl.Leases...)
+		c.place(st, c.horizon(now))
 	}
-	tp := st.topic
-	if limit = c.lim.allowance(tp, now, limit); limit == 0 {
-		return true // the topic rests; the slot stays due
+}
+
+// claimEach runs calls in one round trip where the leaser can, else one
+// after another.
+func (c *claimer) claimEach(ctx context.Context, now time.Time, calls []ClaimCall) ([]Claim, []error) {
+	if b, ok := c.leaser.(BatchClaimer); ok {
+		return b.ClaimEach(ctx, now, calls)
 	}
-	cl, err := c.leaser.Claim(ctx, st.slot, claimUntil, limit, tp.conf.Load().lease)
-	if err != nil {
-		c.failed(ctx, st, now, "claim", err)
-		return true
+	claims, errs := make([]Claim, len(calls)), make([]error, len(calls))
+	for i, cc := range calls {
+		claims[i], errs[i] = c.leaser.Claim(ctx, cc.Slot, now, cc.Limit, cc.Lease)
 	}
-	c.cfg.obs.Claimed(st.slot, len(cl.Leases))
-	c.lim.took(tp, len(cl.Leases))
-	st.due, st.expiry = cl.NextDue, cl.NextExpiry
-	if len(cl.Leases) == limit {
-		st.due = now // a full batch: there may be more
-	}
-	c.pass = append(c.pass, cl.Leases...)
-	return true
+	return claims, errs
 }
 
 // failed puts off a slot that Redis failed.

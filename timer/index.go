@@ -75,6 +75,26 @@ type Claim struct {
 	NextExpiry time.Time
 }
 
+// ClaimCall is one slot's claim in BatchClaimer.ClaimEach: Leaser.Claim's
+// arguments but ctx and now, which the calls of a batch share.
+type ClaimCall struct {
+	Slot  Slot
+	Limit int
+	Lease time.Duration
+}
+
+// BatchClaimer is implemented by a Leaser that can run the claims of many
+// slots in one round trip. The worker claims every slot due in a pass
+// this way: with thousands of topics nearly every due job sits alone in
+// its slot, and a round trip a slot would bound the jobs a pass can take.
+type BatchClaimer interface {
+	// ClaimEach is Leaser.Claim of each call at now. claims[i] and errs[i]
+	// answer calls[i]. A failed call's leases, if its reply was lost after
+	// it ran, come back when they expire, as after a failed Claim; the
+	// other calls stand whatever became of it.
+	ClaimEach(ctx context.Context, now time.Time, calls []ClaimCall) (claims []Claim, errs []error)
+}
+
 // Reclaimer is implemented by a Leaser that can take leases back before
 // they end: those of a holder known to be dead (see Handover), whose
 // jobs would otherwise wait out the lease.

@@ -349,6 +349,29 @@ func (l *limiter) took(tp *topicState, n int) {
 	l.vtime = tp.pass
 }
 
+// untake gives back n of the jobs tp was charged for in advance (took)
+// that its claim did not take.
+func (l *limiter) untake(tp *topicState, n int) {
+	if n == 0 {
+		return
+	}
+	tp.held.Add(int64(-n))
+	l.held.Add(int64(-n))
+	c := tp.conf.Load()
+	if c.rate > 0 {
+		tp.tokens += float64(n)
+	}
+	tp.pass -= float64(n) / c.weight
+	tp.raw = tp.pass
+	switch {
+	case tp.place == ready:
+		l.ready.fix(tp)
+	case tp.place == parked && c.unparks(tp):
+		l.leave(tp)
+		l.requeue(tp)
+	}
+}
+
 // release gives back n leases of topic, to the worker and to the topic.
 // Safe for any goroutine.
 func (l *limiter) release(topic string, n int) {
@@ -367,11 +390,17 @@ func (l *limiter) refund(topic string) { l.topic(topic).refunds.Add(1) }
 // unpark lets the parked topics below their in-flight cap claim again.
 func (l *limiter) unpark() {
 	for tp := range l.parked {
-		if c := tp.conf.Load(); !c.paused && (c.maxHeld == 0 || tp.held.Load() < c.maxHeld) {
+		if tp.conf.Load().unparks(tp) {
 			l.leave(tp)
 			l.requeue(tp)
 		}
 	}
+}
+
+// unparks reports whether tp, parked, may claim again under c: it is not
+// paused and holds fewer leases than its in-flight cap.
+func (c *topicConf) unparks(tp *topicState) bool {
+	return !c.paused && (c.maxHeld == 0 || tp.held.Load() < c.maxHeld)
 }
 
 // nextRest is when the first resting topic may claim again; zero when
