@@ -16,30 +16,53 @@ var _ timer.HeadReader = (*Index)(nil)
 // the heads of slots, and the Dead set member of a buried job.
 
 // Heads implements timer.HeadReader: it reads the first member of each
-// slot's due sets and Prepare set, all slots in one pipeline (split by
-// node on a Redis Cluster), without changing anything.
+// slot's due sets and Prepare set without changing anything. Most slots
+// read are empty (a topic's new slots, a rescan of idle ones), so one
+// pipeline first asks which of them hold anything, one EXISTS a slot over
+// its four keys, and a second reads the heads of those that do: a
+// thousand new topics cost Redis 16,000 commands, not 64,000. Pipelines
+// are split by node on a Redis Cluster (a slot's keys share a hash tag).
 func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
 	pipe := q.client.Pipeline()
-	type slotCmds struct {
-		due     [3]*redis.ZSliceCmd
-		prepare *redis.ZSliceCmd
-	}
-	cmds := make([]slotCmds, len(slots))
+	exists := make([]*redis.IntCmd, len(slots))
 	for i, s := range slots {
 		if err := checkSlot(s); err != nil {
 			return nil, fmt.Errorf("heads: %w", err)
 		}
 		keys := q.Keys(s)
-		for j, key := range keys.Dues() {
-			cmds[i].due[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
-		}
-		cmds[i].prepare = pipe.ZRangeWithScores(ctx, keys.Prepare, 0, 0)
+		d := keys.Dues()
+		exists[i] = pipe.Exists(ctx, d[0], d[1], d[2], keys.Prepare)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("heads of %d slots: %w", len(slots), err)
 	}
+	type slotCmds struct {
+		due     [3]*redis.ZSliceCmd
+		prepare *redis.ZSliceCmd
+	}
+	cmds := make([]*slotCmds, len(slots))
+	pipe = q.client.Pipeline()
+	for i, s := range slots {
+		if exists[i].Val() == 0 {
+			continue
+		}
+		keys := q.Keys(s)
+		c := &slotCmds{prepare: pipe.ZRangeWithScores(ctx, keys.Prepare, 0, 0)}
+		for j, key := range keys.Dues() {
+			c.due[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
+		}
+		cmds[i] = c
+	}
+	if pipe.Len() > 0 {
+		if _, err := pipe.Exec(ctx); err != nil {
+			return nil, fmt.Errorf("heads of %d slots: %w", len(slots), err)
+		}
+	}
 	out := make([]timer.SlotHeads, len(slots))
 	for i, c := range cmds {
+		if c == nil {
+			continue
+		}
 		due, err := earliest(c.due)
 		if err != nil {
 			return nil, fmt.Errorf("heads of slot %s: %w", slots[i], err)

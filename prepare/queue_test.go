@@ -607,3 +607,56 @@ func TestLimitsClamp(t *testing.T) {
 	})
 }
 
+// Heads reads each slot's next due time over its three due sets and its
+// next lease expiry, and nothing of an empty slot.
+func TestHeads(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		q := newIndex(t, b)
+		slot := func(i int) timer.Slot { return timer.Slot{Topic: "heads", Index: i} }
+		add := func(id timer.JobID, index int, due int64, p timer.Priority) {
+			t.Helper()
+			basis := uint64(0)
+			for slots.Of(basis, 8) != index {
+				basis++
+			}
+			tt := timer.Timer{ID: id, Topic: "heads", Slots: 8, Basis: basis, DueAt: at(due), Priority: p}
+			if _, err := q.Add(ctx, []timer.Timer{tt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		add(1, 1, 50, timer.PriorityNormal)
+		add(2, 2, 70, timer.PriorityHigh)
+		add(3, 2, 40, timer.PriorityLow)
+		add(4, 3, 10, timer.PriorityNormal) // leased below: slot 3 holds only a lease
+		add(5, 4, 10, timer.PriorityLow)    // leased below
+		add(6, 4, 90, timer.PriorityLow)
+		for _, s := range []int{3, 4} {
+			if c, err := q.Claim(ctx, slot(s), at(10), 1, time.Second); err != nil || len(c.Leases) != 1 {
+				t.Fatalf("claim slot %d = %+v, %v", s, c, err)
+			}
+		}
+		var ss []timer.Slot
+		for i := range 6 {
+			ss = append(ss, slot(i))
+		}
+		got, err := q.Heads(ctx, ss)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []timer.SlotHeads{
+			{},
+			{NextDue: at(50)},
+			{NextDue: at(40)},
+			{NextExpiry: at(1010)},
+			{NextDue: at(90), NextExpiry: at(1010)},
+			{},
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("Heads = %+v, want %+v", got, want)
+		}
+		if _, err := q.Heads(ctx, []timer.Slot{{Topic: "heads", Index: -1}}); !errors.Is(err, timer.ErrInvalid) {
+			t.Errorf("Heads of a bad slot: %v, want ErrInvalid", err)
+		}
+	})
+}
