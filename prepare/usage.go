@@ -23,31 +23,97 @@ const usageTTL = 5 * time.Second
 func (q *Index) usageKey(topic string) string { return q.cfg.Prefix + "usage:" + topic }
 
 // PublishUsage records member's use of each topic, for any member to sum
-// with Usage. Call it about once a second; a record older than 5 s is
-// ignored, and the hash expires when no member writes it for a minute.
+// with Usage: UsagePublisher.Publish of a new publisher, which writes
+// every topic.
 func (q *Index) PublishUsage(ctx context.Context, member string, usage map[string]timer.TopicUsage, now time.Time) error {
-	if len(usage) == 0 {
+	return q.NewUsagePublisher(member).Publish(ctx, usage, now)
+}
+
+// How a UsagePublisher spares Redis: a record a reader still counts (it is
+// younger than usageTTL) and that says the same is not written again
+// until it is usageRefresh old, and a hash's expiry (usageKeep after it was
+// set) is pushed on every usageKeep/2, not at every write. With thousands
+// of busy topics a write and an EXPIRE of each every second were a fifth
+// of Redis's commands.
+const (
+	usageRefresh = 2 * time.Second
+	usageKeep    = time.Minute
+)
+
+// UsagePublisher publishes one member's use of topics, once a second, for
+// any member to sum with Usage. It is not safe for concurrent use.
+type UsagePublisher struct {
+	q      *Index
+	member string
+	last   map[string]published
+}
+
+// published is what a UsagePublisher last wrote of a topic.
+type published struct {
+	body     string    // the record without its time
+	at       time.Time // when it was written
+	expireAt time.Time // when the hash's expiry was last set
+}
+
+// NewUsagePublisher returns a publisher of member's usage.
+func (q *Index) NewUsagePublisher(member string) *UsagePublisher {
+	return &UsagePublisher{q: q, member: member, last: make(map[string]published)}
+}
+
+// Publish records the member's use of each topic in usage at now: what
+// changed since the last call, and what would soon be too old to count.
+// A topic left out of usage drops out of the sums when its record is 5 s
+// old, and its hash expires when no member writes it for a minute.
+func (p *UsagePublisher) Publish(ctx context.Context, usage map[string]timer.TopicUsage, now time.Time) error {
+	for topic, last := range p.last {
+		if _, ok := usage[topic]; !ok && now.Sub(last.at) > usageTTL {
+			delete(p.last, topic)
+		}
+	}
+	pipe := p.q.client.Pipeline()
+	written := make(map[string]published)
+	for topic, u := range usage {
+		head, tail := usageParts(u)
+		body := head + tail
+		last, seen := p.last[topic]
+		if seen && last.body == body && now.Sub(last.at) < usageRefresh {
+			continue
+		}
+		key := p.q.usageKey(topic)
+		pipe.HSet(ctx, key, p.member, head+" "+strconv.FormatInt(now.UnixMilli(), 10)+tail)
+		next := published{body: body, at: now, expireAt: last.expireAt}
+		if !seen || now.Sub(last.expireAt) >= usageKeep/2 {
+			pipe.Expire(ctx, key, usageKeep)
+			next.expireAt = now
+		}
+		written[topic] = next
+	}
+	if len(written) == 0 {
 		return nil
 	}
-	pipe := q.client.Pipeline()
-	for topic, u := range usage {
-		v := strconv.FormatInt(u.InFlight, 10) + " " + strconv.FormatFloat(u.Rate, 'f', 3, 64) + " " +
-			strconv.FormatInt(u.Throttled, 10) + " " + strconv.FormatInt(now.UnixMilli(), 10)
-		if len(u.Lateness) > 0 {
-			counts := make([]string, len(u.Lateness))
-			for i, c := range u.Lateness {
-				counts[i] = strconv.FormatInt(c, 10)
-			}
-			v += " " + strings.Join(counts, ",")
-		}
-		key := q.usageKey(topic)
-		pipe.HSet(ctx, key, member, v)
-		pipe.Expire(ctx, key, time.Minute)
-	}
 	if _, err := pipe.Exec(ctx); err != nil {
-		return fmt.Errorf("publish usage of %d topics: %w", len(usage), err)
+		return fmt.Errorf("publish usage of %d topics: %w", len(written), err)
+	}
+	for topic, w := range written {
+		p.last[topic] = w
 	}
 	return nil
+}
+
+// usageParts are a usage record without its time: "in-flight rate
+// throttled", and " lateness,counts,..." when there are any. The record
+// Usage reads is head + " " + time + tail.
+func usageParts(u timer.TopicUsage) (head, tail string) {
+	head = strconv.FormatInt(u.InFlight, 10) + " " + strconv.FormatFloat(u.Rate, 'f', 3, 64) + " " +
+		strconv.FormatInt(u.Throttled, 10)
+	if len(u.Lateness) > 0 {
+		counts := make([]string, len(u.Lateness))
+		for i, c := range u.Lateness {
+			counts[i] = strconv.FormatInt(c, 10)
+		}
+		tail = " " + strings.Join(counts, ",")
+	}
+	return head, tail
 }
 
 // Usage returns topic's live use over the cluster: the usage that members

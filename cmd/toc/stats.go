@@ -16,7 +16,9 @@ import (
 )
 
 // publishUsage writes this member's use of each busy topic to Redis every
-// second, for GET /v1/topics/{topic} on any member to sum. A topic this
+// second (what changed, and what nears the age at which readers drop it;
+// see prepare.UsagePublisher), for GET /v1/topics/{topic} on any member to
+// sum. A topic this
 // member is not firing or throttling, and has not fired for the
 // lateness window (5 min), is left out, so idle topics cost nothing: its
 // last record lapses after 5 s, and it sums to nothing.
@@ -24,6 +26,7 @@ func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *t
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	failing := false
+	pub := queue.NewUsagePublisher(member)
 	throttled := map[string]int64{} // at the last publish
 	for {
 		select {
@@ -38,7 +41,7 @@ func publishUsage(ctx context.Context, queue *prepare.Index, member string, w *t
 				throttled[topic] = u.Throttled
 			}
 		}
-		err := queue.PublishUsage(ctx, member, busy, time.Now())
+		err := pub.Publish(ctx, busy, time.Now())
 		if err != nil && !failing && ctx.Err() == nil {
 			log.Warn("publish topic usage failed", "err", err)
 		}
