@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/go-sql-driver/mysql"
 
@@ -86,6 +87,18 @@ func (s *Store) maps(ctx context.Context) ([]taskdb.ShardMap, []bool, error) {
 // a map (a first start) records a new one instead of failing.
 func (s *Store) CheckMap(ctx context.Context, create bool) error {
 	ms, ok, err := s.maps(ctx)
+	// Processes that start together on new shards each record the first
+	// map, shard 0 first (initMap): one may read shard 0's map before
+	// another process has recorded it in the others. Such a gap closes
+	// within milliseconds; one that stays is a shard without the map.
+	for wait := 50 * time.Millisecond; create && err == nil && ok[0] && slices.Contains(ok, false) && wait <= time.Second; wait *= 2 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(wait):
+		}
+		ms, ok, err = s.maps(ctx)
+	}
 	if err != nil {
 		return err
 	}
