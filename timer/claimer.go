@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"math"
 	"time"
 )
 
@@ -255,6 +256,15 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 // its claim is settled; a slot that only needed a sweep is swept here and
 // placed again. full reports that planning stopped because the worker may
 // hold no more leases.
+//
+// Each claim is charged in advance for what it asks, and the charges are
+// bounded by the leases the worker may still hold. A claim asks for twice
+// what its topic's claims have been taking of late (topicState.perClaim,
+// at most a batch), so that with thousands of topics, where a claim takes
+// a job or two, a plan holds many claims, not the two or three batches
+// the worker has room for. A claim that takes all it asked for leaves its
+// slot due, and the next plan claims from it again; it counts twice in
+// perClaim, which so climbs to a batch within ten claims of a busy topic.
 func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, full bool) {
 	for len(claims) < claimPipeline && ctx.Err() == nil {
 		tp := c.lim.pick(now)
@@ -265,7 +275,8 @@ func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, 
 			c.cfg.learn(ctx, tp)
 		}
 		st, _ := tp.slots.peek()
-		limit, ok := c.claimable(ctx, st, now)
+		ask := min(c.cfg.batch, max(1, int(math.Ceil(2*tp.perClaim))))
+		limit, ok := c.claimable(ctx, st, now, ask)
 		if limit > 0 {
 			c.lim.took(tp, limit)
 			c.unplace(st)
@@ -282,9 +293,9 @@ func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, 
 }
 
 // claimable sweeps st's expired leases and says how many of its due jobs
-// to claim now: 0 when none is due, its topic may not claim now, or the
-// worker holds all the leases it may, which ok false reports.
-func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time) (limit int, ok bool) {
+// to claim now, at most ask: 0 when none is due, its topic may not claim
+// now, or the worker holds all the leases it may, which ok false reports.
+func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time, ask int) (limit int, ok bool) {
 	if !st.expiry.IsZero() && !st.expiry.After(now) {
 		sweep := c.leaser.Sweep
 		if r, ok := c.leaser.(Reclaimer); ok && st.reclaim {
@@ -309,7 +320,7 @@ func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time) (
 	if st.due.IsZero() || st.due.After(c.claimUntil(now)) {
 		return 0, true
 	}
-	if limit = min(c.cfg.batch, c.lim.room()); limit == 0 {
+	if limit = min(ask, c.lim.room()); limit == 0 {
 		return 0, false
 	}
 	return c.lim.allowance(st.topic, now, limit), true // 0: the topic rests; the slot stays due
@@ -334,6 +345,11 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 		}
 		cl := results[i]
 		c.lim.untake(tp, sc.limit-len(cl.Leases))
+		took := len(cl.Leases)
+		if took == sc.limit {
+			took = min(c.cfg.batch, 2*took) // full: it might have taken more
+		}
+		tp.perClaim += (float64(took) - tp.perClaim) / 4
 		c.cfg.obs.Claimed(st.slot, len(cl.Leases))
 		st.due, st.expiry = cl.NextDue, cl.NextExpiry
 		if len(cl.Leases) == sc.limit {

@@ -647,8 +647,11 @@ func testEngineClaimsAhead(t *testing.T, b backend) {
 	}
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
-	if len(obs.claims) == 0 || len(obs.claims) > 16 {
-		t.Fatalf("%d claims returned leases, want 1 to 16 (one pass over the slots)", len(obs.claims))
+	// Two passes over the 16 slots at most: a claim asks for twice what
+	// its topic's claims took of late (one job here), so the first pass
+	// takes two of each slot's four, and the next the rest.
+	if len(obs.claims) == 0 || len(obs.claims) > 32 {
+		t.Fatalf("%d claims returned leases, want 1 to 32 (two passes over the slots)", len(obs.claims))
 	}
 	if last := obs.claims[len(obs.claims)-1]; !last.Before(first) {
 		t.Errorf("the last claim came %v after the first job was due, want before it", last.Sub(first))

@@ -79,6 +79,10 @@ type topicState struct {
 	pass    float64   // virtual time
 	raw     float64   // virtual time before it was raised on leaving idle
 	counted int64     // dispatched at the last rate sample
+	// perClaim is a moving average of the jobs a claim of the topic
+	// takes, a full one counted twice: what the claimer asks of its next
+	// claim (see claimer.plan).
+	perClaim float64
 }
 
 func (tp *topicState) heapIndex() *int { return &tp.index }
@@ -158,7 +162,7 @@ func (l *limiter) topic(name string) *topicState {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if tp = l.topics[name]; tp == nil {
-		tp = &topicState{name: name, index: -1, topic: Topic{Name: name}}
+		tp = &topicState{name: name, index: -1, topic: Topic{Name: name}, perClaim: 1}
 		tp.slots.less = func(a, b *slotState) bool { return a.at().Before(b.at()) }
 		tp.conf.Store(&topicConf{weight: 1, timing: l.cfg.timing})
 		l.topics[name] = tp

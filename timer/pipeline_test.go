@@ -590,3 +590,50 @@ func TestStepsNotSentIsPendingAgain(t *testing.T) {
 		t.Fatalf("called %d times, want only the deferred try", n)
 	}
 }
+
+// batchLeaser is the fake index as a BatchClaimer that counts its round
+// trips and the claims each carried.
+type batchLeaser struct {
+	*timertest.Index
+	calls []int
+}
+
+func (b *batchLeaser) ClaimEach(ctx context.Context, now time.Time, calls []timer.ClaimCall) ([]timer.Claim, []error) {
+	b.calls = append(b.calls, len(calls))
+	claims, errs := make([]timer.Claim, len(calls)), make([]error, len(calls))
+	for i, c := range calls {
+		claims[i], errs[i] = b.Claim(ctx, c.Slot, now, c.Limit, c.Lease)
+	}
+	return claims, errs
+}
+
+// With hundreds of topics holding a job or two each, a pass claims them
+// in a few round trips of many claims each, not one a slot, and within
+// the worker's lease room: what a claim is charged in advance shrinks to
+// what claims have been taking.
+func TestStepsClaimManySlotsInFewRoundTrips(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	leaser := &batchLeaser{Index: r.index}
+	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
+	w, err := timer.NewWorker(r.store, r.index, leaser, r.handler, &timer.AllSlots{Catalog: catalog}, catalog,
+		timer.WorkerConfig{Now: r.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.sched.OnWake(w.Wake)
+	const topics = 300
+	for i := range topics {
+		r.schedule(t, fmt.Sprintf("t%03d", i), time.Second, 1)
+	}
+	steps := timer.StepsOf(t.Context(), w)
+	r.clock.Advance(time.Second)
+	claimed := steps.Claim(t.Context())
+	// The worker holds at most Concurrency + Prefetch = 264 leases.
+	if want := timer.DefaultConcurrency + 2*timer.DefaultBatchSize; claimed != want {
+		t.Fatalf("claimed %d, want the worker's room, %d", claimed, want)
+	}
+	// One a slot would be 264; each plan is bounded by the room left.
+	if len(leaser.calls) > 12 || leaser.calls[0] < 100 {
+		t.Errorf("%d round trips for %d claims (%v), want at most 12, the first of 100 or more", len(leaser.calls), claimed, leaser.calls)
+	}
+}
