@@ -28,6 +28,12 @@ type Jobs interface {
 	Get(ctx context.Context, id timer.JobID) (*timer.Job, error)
 	Cancel(ctx context.Context, id timer.JobID) (*timer.Job, error)
 	Reschedule(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
+	// CancelIf and RescheduleIf are Cancel and Reschedule on the condition
+	// that the job is at version version (timer.AnyVersion: at any), one
+	// conditional statement; a job at another version is left unchanged,
+	// with a *timer.VersionError.
+	CancelIf(ctx context.Context, id timer.JobID, version int64) (*timer.Job, error)
+	RescheduleIf(ctx context.Context, id timer.JobID, version int64, fireAt time.Time, delay time.Duration) (*timer.Job, error)
 	Replay(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error)
 	// Find returns a page of the jobs a query selects.
 	Find(ctx context.Context, q timer.JobQuery) ([]*timer.Job, error)

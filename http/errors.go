@@ -21,6 +21,9 @@ const (
 	CodeUnauthenticated = "unauthenticated"
 	CodeTooLarge        = "payload_too_large"
 	CodeUnavailable     = "unavailable"
+	// CodeVersionMismatch answers a change whose If-Match names another
+	// version than the job's (412, with the job's version and ETag).
+	CodeVersionMismatch = "version_mismatch"
 	// CodeMethodNotAllowed answers a method the path does not serve (405,
 	// with an Allow header).
 	CodeMethodNotAllowed = "method_not_allowed"
@@ -41,6 +44,8 @@ type errorDetail struct {
 	Code    string `json:"code"`
 	Message string `json:"message"`
 	Field   string `json:"field,omitempty"`
+	// CurrentVersion, of a version_mismatch, is the job's version.
+	CurrentVersion int64 `json:"current_version,omitempty"`
 	// Items, in a refused batch, has the error of each refused item.
 	Items []itemDetail `json:"items,omitempty"`
 }
@@ -59,6 +64,7 @@ func toDetail(err error) (int, errorDetail) {
 	var (
 		fe  *timer.FieldError
 		mbe *http.MaxBytesError
+		ve  *timer.VersionError
 	)
 	if be, ok := errors.AsType[*timer.BatchError](err); ok {
 		return batchDetail(be)
@@ -70,6 +76,8 @@ func toDetail(err error) (int, errorDetail) {
 		return http.StatusBadRequest, errorDetail{Code: CodeInvalid, Message: err.Error()}
 	case errors.As(err, &mbe):
 		return http.StatusRequestEntityTooLarge, errorDetail{Code: CodeTooLarge, Message: "request body larger than " + itoa(mbe.Limit) + " bytes"}
+	case errors.As(err, &ve):
+		return http.StatusPreconditionFailed, errorDetail{Code: CodeVersionMismatch, Message: err.Error(), CurrentVersion: ve.Have}
 	case errors.Is(err, timer.ErrNotFound):
 		return http.StatusNotFound, errorDetail{Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, timer.ErrInFlight):
@@ -119,6 +127,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if status == http.StatusUnauthorized {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="toc"`)
+	}
+	if ve, ok := errors.AsType[*timer.VersionError](err); ok {
+		w.Header().Set("ETag", etag(ve.Have))
 	}
 	writeJSON(w, status, errorBody{Error: d})
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -209,14 +210,71 @@ func (a *API) listAttempts(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, out)
 }
 
-// cancelJob: DELETE /v1/jobs/{id}.
+// cancelJob: DELETE /v1/jobs/{id}, with an optional If-Match.
 func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
-	a.withJob(w, r, a.jobs.Cancel)
+	version, err := ifMatch(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) {
+		return a.jobs.CancelIf(ctx, id, version)
+	})
 }
 
-// rescheduleJob: PATCH /v1/jobs/{id}.
+// rescheduleJob: PATCH /v1/jobs/{id}, with an optional If-Match.
 func (a *API) rescheduleJob(w http.ResponseWriter, r *http.Request) {
-	a.withWhen(w, r, false, a.jobs.Reschedule)
+	version, err := ifMatch(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.withWhen(w, r, false, func(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error) {
+		return a.jobs.RescheduleIf(ctx, id, version, fireAt, delay)
+	})
+}
+
+// ifMatch reads the If-Match header of a change: the version its entity
+// tag names, or timer.AnyVersion when there is none or it is "*". It
+// takes one strong tag, as GET /v1/jobs/{id} gives it in its ETag ("3");
+// a weak one, a list, or anything else is an error naming the header.
+func ifMatch(r *http.Request) (int64, error) {
+	vals := r.Header.Values("If-Match")
+	if len(vals) == 0 {
+		return timer.AnyVersion, nil
+	}
+	bad := &timer.FieldError{Field: "If-Match", Message: `must be one entity tag as the job's ETag gives it, like "3", or *`}
+	tag := strings.TrimSpace(vals[0])
+	if len(vals) > 1 {
+		return 0, bad
+	}
+	if tag == "*" {
+		return timer.AnyVersion, nil
+	}
+	version, ok := parseETag(tag)
+	if !ok {
+		return 0, bad
+	}
+	return version, nil
+}
+
+// etag is the entity tag of a job at version: its version, quoted.
+func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+
+// parseETag is the inverse of etag: digits between quotes, from 1, with no
+// leading zero.
+func parseETag(tag string) (int64, bool) {
+	if len(tag) < 3 || tag[0] != '"' || tag[len(tag)-1] != '"' || tag[1] == '0' {
+		return 0, false
+	}
+	digits := tag[1 : len(tag)-1]
+	for _, c := range digits {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
 }
 
 func (a *API) withWhen(w http.ResponseWriter, r *http.Request, optional bool, do func(context.Context, timer.JobID, time.Time, time.Duration) (*timer.Job, error)) {
@@ -253,5 +311,6 @@ func (a *API) withJob(w http.ResponseWriter, r *http.Request, do func(context.Co
 		a.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("ETag", etag(j.Version))
 	writeJSON(w, http.StatusOK, viewOf(j))
 }

@@ -493,6 +493,9 @@ type jobView struct {
 	Payload     json.RawMessage `json:"payload"`
 	CreatedAt   string          `json:"created_at"`
 	UpdatedAt   string          `json:"updated_at"`
+	// Version counts the changes of the job; GET answers it as the ETag,
+	// and PATCH and DELETE take it in If-Match.
+	Version int64 `json:"version"`
 
 	// NextAttemptAt is when a pending job that has failed is retried.
 	NextAttemptAt string `json:"next_attempt_at,omitempty"`
@@ -516,6 +519,7 @@ func viewOf(j *timer.Job) jobView {
 		Payload:     json.RawMessage("null"),
 		CreatedAt:   formatTime(j.CreatedAt),
 		UpdatedAt:   formatTime(j.UpdatedAt),
+		Version:     j.Version,
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -122,7 +122,7 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	called := map[string]bool{}
 	// call makes a request to route (the documented "METHOD /path") at
 	// path, and checks its answer is documented and the one wanted.
-	call := func(route, path, body string, want int) answer {
+	call := func(route, path, body string, want int, header ...string) answer {
 		t.Helper()
 		method, _, _ := strings.Cut(route, " ")
 		op, ok := ops[route]
@@ -130,7 +130,7 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 			t.Fatalf("%s is not in openapi.json", route)
 		}
 		called[route] = true
-		a := e.call(t, method, path, body)
+		a := e.call(t, method, path, body, header...)
 		if !op.documents(a.status) {
 			t.Errorf("%s %s answered %d, which openapi.json does not list for %s: %s", method, path, a.status, route, a.raw)
 		}
@@ -166,7 +166,11 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("PATCH /v1/jobs/{id}", "/v1/jobs/"+id, `{"delay_ms": 7200000}`, 200)
 	call("PATCH /v1/jobs/{id}", "/v1/jobs/"+id, `{"delay_ms": 1, "fire_at": "2030-01-01T00:00:00Z"}`, 400)
 	call("PATCH /v1/jobs/{id}", "/v1/jobs/1", `{"delay_ms": 1}`, 404)
-	call("DELETE /v1/jobs/{id}", "/v1/jobs/"+id, "", 200)
+	call("PATCH /v1/jobs/{id}", "/v1/jobs/"+id, `{"delay_ms": 1}`, 412, "If-Match", `"1"`)
+	call("PATCH /v1/jobs/{id}", "/v1/jobs/"+id, `{"delay_ms": 1}`, 400, "If-Match", `W/"2"`)
+	call("DELETE /v1/jobs/{id}", "/v1/jobs/"+id, "", 412, "If-Match", `"1"`)
+	call("DELETE /v1/jobs/{id}", "/v1/jobs/"+id, "", 400, "If-Match", "2")
+	call("DELETE /v1/jobs/{id}", "/v1/jobs/"+id, "", 200, "If-Match", `"2"`)
 	call("DELETE /v1/jobs/{id}", "/v1/jobs/"+id, "", 409)
 	call("PATCH /v1/jobs/{id}", "/v1/jobs/"+id, `{"delay_ms": 1}`, 409)
 	call("POST /v1/deadletters/{id}/replay", "/v1/deadletters/"+id+"/replay", "", 409)

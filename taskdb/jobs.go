@@ -53,7 +53,8 @@ func statusOf(status, fired int64) timer.Status {
 // large). A duplicate job id or (topic, key) returns an error wrapping
 // timer.ErrConflict; a job that does not fit its columns, one wrapping
 // timer.ErrInvalid. A zero CreatedAt is stored as the store's clock, a
-// zero UpdatedAt as CreatedAt. LastError is cut to 1,024 bytes.
+// zero UpdatedAt as CreatedAt. LastError is cut to 1,024 bytes. A new
+// row's version is the column's default, 1.
 func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	if len(jobs) == 0 {
 		return nil
@@ -132,16 +133,28 @@ func keyArg(key string) any {
 	return []byte(key)
 }
 
+// Every UPDATE of a job row moves its version in the same statement:
+// "version = version + 1" comes first in the SET list, since MySQL
+// evaluates the assignments left to right with the values already
+// assigned (SQLite with the old ones), and Fire's reads fired.
+
 // Transition moves a job from status from to status to, reporting whether
 // it was in status from. One UPDATE by primary key.
 func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.Status, now time.Time) (bool, error) {
+	return s.TransitionIf(ctx, id, from, to, timer.AnyVersion, now)
+}
+
+// TransitionIf is Transition on the condition that the row is also at
+// version version (timer.AnyVersion: at any), in the same UPDATE.
+func (s *Store) TransitionIf(ctx context.Context, id timer.JobID, from, to timer.Status, version int64, now time.Time) (bool, error) {
 	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
 	toStatus, toFired := rowStatus(to)
 	fromStatus, fromFired := rowStatus(from)
-	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET status = ?, fired = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = ?",
+	q, args := versioned("UPDATE toc_jobs SET version = version + 1, status = ?, fired = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = ?", version,
 		toStatus, toFired, now.UnixMilli(), int64(id), fromStatus, fromFired)
+	ok, err := s.updateOne(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, err)
 	}
@@ -168,7 +181,7 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	case !f.RetryAt.IsZero():
 		due = timer.CeilMillis(f.RetryAt)
 	}
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?,
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?,
 		action_time = COALESCE(?, action_time) WHERE job_id = ? AND status = ?`,
 		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(), due,
 		int64(id), int64(timer.StatusPending))
@@ -181,8 +194,15 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 // Reschedule sets a pending job's due time, reporting whether it was
 // pending.
 func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
-	ok, err := s.updateOne(ctx, "UPDATE toc_jobs SET action_time = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0",
+	return s.RescheduleIf(ctx, id, dueAt, timer.AnyVersion, now)
+}
+
+// RescheduleIf is Reschedule on the condition that the row is also at
+// version version (timer.AnyVersion: at any), in the same UPDATE.
+func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
+	q, args := versioned("UPDATE toc_jobs SET version = version + 1, action_time = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0", version,
 		timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusPending))
+	ok, err := s.updateOne(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("reschedule job %d: %w", id, err)
 	}
@@ -192,7 +212,7 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 // Replay moves a dead job back to pending at dueAt with no attempts and
 // no last error, reporting whether it was dead.
 func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET status = ?, fired = 0, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
 		WHERE job_id = ? AND status = ?`,
 		int64(timer.StatusPending), timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusDead))
 	if err != nil {
@@ -201,10 +221,20 @@ func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time
 	return ok, nil
 }
 
+// versioned adds the condition "AND version = ?" to query, an UPDATE
+// whose WHERE ends it, unless version is timer.AnyVersion.
+func versioned(query string, version int64, args ...any) (string, []any) {
+	if version == timer.AnyVersion {
+		return query, args
+	}
+	return query + " AND version = ?", append(args, version)
+}
+
 // Fire moves the jobs of ids that are pending or firing and due at or
 // before until to firing, one UPDATE by primary key per 5,000 ids, and
-// returns how many rows it matched. It sets the fired flag alone: no index
-// holds it, and gmt_modified is left as it was.
+// returns how many rows it matched. It sets the fired flag, and moves the
+// version of the rows that were pending, alone: no index holds either,
+// and gmt_modified is left as it was.
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var total int64
 	for chunk := range slices.Chunk(ids, maxInList) {
@@ -214,7 +244,7 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 			args = append(args, int64(id))
 		}
 		// "+status" as in Complete: look the ids up by primary key.
-		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET fired = 1
+		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET version = version + 1 - fired, fired = 1
 			WHERE +status = ? AND action_time <= ? AND job_id IN (`+placeholders(len(chunk))+")", args...)
 		if err != nil {
 			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
@@ -235,7 +265,7 @@ const completeChunk = 1000
 // Complete moves pending or firing jobs to done with their attempt
 // counts, one UPDATE per 1,000 jobs:
 //
-//	UPDATE toc_jobs SET status = 2, attempts = CASE job_id WHEN ? THEN ? ... END,
+//	UPDATE toc_jobs SET version = version + 1, status = 2, attempts = CASE job_id WHEN ? THEN ? ... END,
 //	fired = 0, gmt_modified = ? WHERE +status = 0 AND job_id IN (...)
 //
 // and returns how many it moved.
@@ -273,7 +303,7 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 	var b strings.Builder
 	args := make([]any, 0, 3+3*len(done))
-	b.WriteString("UPDATE toc_jobs SET status = ?, attempts = CASE job_id")
+	b.WriteString("UPDATE toc_jobs SET version = version + 1, status = ?, attempts = CASE job_id")
 	args = append(args, int64(timer.StatusDone))
 	for _, c := range done {
 		b.WriteString(" WHEN ? THEN ?")
@@ -296,7 +326,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -311,7 +341,7 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		noPayload             bool
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version)
 	if err != nil {
 		return nil, err
 	}

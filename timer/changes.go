@@ -22,8 +22,17 @@ func (s *Scheduler) Get(ctx context.Context, id JobID) (*Job, error) {
 // unknown job, and, with the job, ErrInFlight for one that is firing,
 // ErrAlreadyFired for one that is done, and ErrConflict for the rest.
 func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
-	return s.change(ctx, id, func(now time.Time) (bool, error) {
-		return s.store.Transition(ctx, id, StatusPending, StatusCancelled, now)
+	return s.CancelIf(ctx, id, AnyVersion)
+}
+
+// CancelIf is Cancel on the condition that the job is at version version
+// (AnyVersion: at any). A job at another version is left as it is, with
+// a *VersionError, whatever its status: it changed since the caller read
+// it. The condition and the change are one statement, so of two calls
+// with the same version one at most succeeds.
+func (s *Scheduler) CancelIf(ctx context.Context, id JobID, version int64) (*Job, error) {
+	return s.change(ctx, id, version, func(now time.Time) (bool, error) {
+		return s.store.TransitionIf(ctx, id, StatusPending, StatusCancelled, version, now)
 	}, func(j *Job) error {
 		_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
 		return err
@@ -34,12 +43,18 @@ func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
 // old time never fires. It fails as Cancel does for a job that is not
 // pending.
 func (s *Scheduler) Reschedule(ctx context.Context, id JobID, fireAt time.Time, delay time.Duration) (*Job, error) {
+	return s.RescheduleIf(ctx, id, AnyVersion, fireAt, delay)
+}
+
+// RescheduleIf is Reschedule on the condition that the job is at version
+// version (AnyVersion: at any), as CancelIf.
+func (s *Scheduler) RescheduleIf(ctx context.Context, id JobID, version int64, fireAt time.Time, delay time.Duration) (*Job, error) {
 	due, err := dueTime(fireAt, delay, s.cfg.Now())
 	if err != nil {
 		return nil, err
 	}
-	return s.change(ctx, id, func(now time.Time) (bool, error) {
-		return s.store.Reschedule(ctx, id, due, now)
+	return s.change(ctx, id, version, func(now time.Time) (bool, error) {
+		return s.store.RescheduleIf(ctx, id, due, version, now)
 	}, func(j *Job) error {
 		if !s.withinHorizon(j.DueAt, s.cfg.Now()) {
 			_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
@@ -58,7 +73,7 @@ func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, dela
 	if err != nil {
 		return nil, err
 	}
-	return s.change(ctx, id, func(now time.Time) (bool, error) {
+	return s.change(ctx, id, AnyVersion, func(now time.Time) (bool, error) {
 		return s.store.Replay(ctx, id, due, now)
 	}, func(j *Job) error {
 		t := s.timerOf(j)
@@ -75,8 +90,11 @@ func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, dela
 }
 
 // change runs a conditional row update, then the index update that goes
-// with it, and returns the job as it now is.
-func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.Time) (bool, error), reindex func(*Job) error) (*Job, error) {
+// with it, and returns the job as it now is. An update made on the
+// condition of version that did not happen is a *VersionError when the
+// job is at another version (versions only grow, so it was at another
+// when the update ran), a conflict of its status otherwise.
+func (s *Scheduler) change(ctx context.Context, id JobID, version int64, update func(now time.Time) (bool, error), reindex func(*Job) error) (*Job, error) {
 	ok, err := update(s.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -86,6 +104,9 @@ func (s *Scheduler) change(ctx context.Context, id JobID, update func(now time.T
 		return nil, err
 	}
 	if !ok {
+		if version != AnyVersion && j.Version != version {
+			return j, &VersionError{ID: id, Want: version, Have: j.Version}
+		}
 		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, conflictOf(j.Status))
 	}
 	if _, err := s.topic(ctx, j.Topic); err != nil {

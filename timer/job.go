@@ -25,6 +25,10 @@ var (
 	// ErrAlreadyFired means the job is done: its webhook was called and
 	// answered. It is an ErrConflict.
 	ErrAlreadyFired = fmt.Errorf("already fired: %w", ErrConflict)
+	// ErrVersionMismatch means a change made on the condition that the job
+	// is at a version found it at another: it changed since the caller
+	// read it. Nothing was changed. A *VersionError wraps it.
+	ErrVersionMismatch = errors.New("version mismatch")
 )
 
 // Defaults of a job and its retry policy.
@@ -138,7 +142,31 @@ type Job struct {
 	TraceParent string
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// Version counts the changes of the row a client can see: 1 for a new
+	// job, moved by one at every change of its status, due time, attempts
+	// or last error (see JobWriter). A change made on the condition of a
+	// version (JobWriter.TransitionIf) acts only while it is unchanged.
+	Version int64
 }
+
+// AnyVersion is the version condition that every version of a job meets:
+// a change made without one.
+const AnyVersion int64 = 0
+
+// VersionError is why a change on the condition of a version was
+// refused: job ID is at version Have, not Want. It wraps
+// ErrVersionMismatch.
+type VersionError struct {
+	ID         JobID
+	Want, Have int64
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("job %d is at version %d, not %d: it changed since it was read", e.ID, e.Have, e.Want)
+}
+
+// Unwrap makes the error match ErrVersionMismatch.
+func (e *VersionError) Unwrap() error { return ErrVersionMismatch }
 
 // SlotBasis is the number a job's slot is computed from: BizID when the
 // caller gave one, else the job id.

@@ -173,6 +173,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		TraceParent: r.TraceParent,
 		CreatedAt:   now,
 		UpdatedAt:   now,
+		Version:     1,
 	}
 }
 

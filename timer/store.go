@@ -27,14 +27,25 @@ type Store interface {
 }
 
 // JobWriter inserts jobs and moves them between statuses.
+//
+// Every change of a row moves its version (Job.Version) by one, in the
+// statement that makes the change: Transition, Complete, Fail,
+// Reschedule, Replay, and Fire when it moves a pending job to firing (not
+// when the job is already firing: nothing a client sees changes then).
 type JobWriter interface {
 	// Insert commits jobs in one transaction, all or none. It returns an
 	// error wrapping ErrConflict, and writes nothing, when a job id or a
-	// (topic, key) pair already exists.
+	// (topic, key) pair already exists. A new row is at version 1,
+	// whatever the job's Version says.
 	Insert(ctx context.Context, jobs []*Job) error
 	// Transition moves a job from status from to status to, reporting
 	// whether it was in status from.
 	Transition(ctx context.Context, id JobID, from, to Status, now time.Time) (bool, error)
+	// TransitionIf is Transition on the condition that the job is also at
+	// version version (AnyVersion: at any), checked and changed in one
+	// statement: of two calls with the same version, one at most
+	// reports true.
+	TransitionIf(ctx context.Context, id JobID, from, to Status, version int64, now time.Time) (bool, error)
 	// Fire moves the jobs of ids that are pending or firing and due at or
 	// before until to firing, in one statement, before their webhooks are
 	// called, and returns how many rows it changed; the caller reads the
@@ -53,6 +64,9 @@ type JobWriter interface {
 	// Reschedule sets a pending job's due time, reporting whether it was
 	// pending.
 	Reschedule(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
+	// RescheduleIf is Reschedule on the condition that the job is also at
+	// version version (AnyVersion: at any), as TransitionIf.
+	RescheduleIf(ctx context.Context, id JobID, dueAt time.Time, version int64, now time.Time) (bool, error)
 	// Replay moves a dead job back to pending at dueAt with its attempts
 	// and last error reset, reporting whether it was dead.
 	Replay(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)

@@ -11,7 +11,7 @@ import (
 )
 
 // jobFields are the columns of a table of jobs, and of dead letters.
-var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at"}
+var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at", "version"}
 
 // scheduleFlags are the flags of toc schedule.
 func scheduleFlags(fs *flagSet) prepareCall {
@@ -45,7 +45,31 @@ func scheduleFlags(fs *flagSet) prepareCall {
 
 // rescheduleFlags are the flags of toc jobs reschedule.
 func rescheduleFlags(fs *flagSet) prepareCall {
-	return idWhenFlags(fs, true, (*client.Client).Reschedule)
+	ifMatch := ifMatchFlag(fs)
+	return idWhenFlags(fs, true, func(c *client.Client, ctx context.Context, id uint64, w client.When) (*client.Job, error) {
+		return c.Reschedule(ctx, id, w, ifMatch()...)
+	})
+}
+
+// cancelFlags are the flags of toc jobs cancel.
+func cancelFlags(fs *flagSet) prepareCall {
+	ifMatch := ifMatchFlag(fs)
+	return onJob(func(c *client.Client, ctx context.Context, id uint64) (*client.Job, error) {
+		return c.Cancel(ctx, id, ifMatch()...)
+	})(fs)
+}
+
+// ifMatchFlag declares --if-match, and returns the options of the change
+// it asks for: none, or client.IfMatch.
+func ifMatchFlag(fs *flagSet) func() []client.ChangeOption {
+	version := fs.Int64("if-match", 0, "change the job only if it is still at this `version` (as jobs get shows it); "+
+		"if it changed since, nothing changes and the command fails with version_mismatch")
+	return func() []client.ChangeOption {
+		if *version == 0 {
+			return nil
+		}
+		return []client.ChangeOption{client.IfMatch(*version)}
+	}
 }
 
 // idWhenFlags are the flags of a command that moves the job of its ID

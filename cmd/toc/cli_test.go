@@ -115,6 +115,28 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("if-match", func(t *testing.T) {
+		id := schedule(t, "cli", hook, "--delay", "1h")
+		if f := strings.Fields(row(t, run(t, "jobs", "get", id), id)); f[len(f)-1] != "1" {
+			t.Errorf("jobs get: row %q, want version 1 last", f)
+		}
+		if j := object(t, "jobs", "reschedule", id, "--delay", "2h", "--if-match", "1"); j["version"] != float64(2) {
+			t.Errorf("reschedule --if-match 1: %v", j)
+		}
+		for _, args := range [][]string{{"jobs", "cancel", id, "--if-match", "1"}, {"jobs", "reschedule", id, "--delay", "1s", "--if-match", "1"}} {
+			r := cli(t, nil, append(args, "--server", p.url, "--token", p.token)...)
+			if r.code != 1 || !strings.Contains(r.stderr, "version_mismatch") || r.stdout != "" {
+				t.Errorf("toc %q: exit %d, stdout %q, stderr %q; want 1 and version_mismatch", args, r.code, r.stdout, r.stderr)
+			}
+		}
+		if j := object(t, "jobs", "get", id); j["status"] != "pending" || j["version"] != float64(2) {
+			t.Errorf("after stale changes: %v", j)
+		}
+		if j := object(t, "jobs", "cancel", id, "--if-match", "2"); j["status"] != "cancelled" || j["version"] != float64(3) {
+			t.Errorf("cancel --if-match 2: %v", j)
+		}
+	})
+
 	t.Run("missing job", func(t *testing.T) {
 		const missing = "999999999"
 		status, body := p.call(t, "GET", "/v1/jobs/"+missing, nil)
@@ -137,6 +159,7 @@ func TestCLI(t *testing.T) {
 			{"jobs", "get", "1", "2"},
 			{"jobs", "get", "1", "--no-such-flag"},
 			{"jobs", "reschedule", "1"},
+			{"jobs", "cancel", "1", "--if-match", "first"},
 			{"jobs", "reschedule", "1", "--delay", "1s", "--fire-at", "2030-01-01T00:00:00Z"},
 			{"jobs", "frobnicate", "1"},
 			{"topics", "set", "cli"},

@@ -50,7 +50,7 @@ type call func(ctx context.Context, c *client.Client) (any, error)
 var clientCommands = []clientCommand{
 	{name: "schedule", about: "schedule a job", flags: scheduleFlags, table: one(jobFields...)},
 	{name: "jobs get", about: "show a job", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
-	{name: "jobs cancel", about: "cancel a pending job", args: "ID", flags: onJob((*client.Client).Cancel), table: one(jobFields...)},
+	{name: "jobs cancel", about: "cancel a pending job", args: "ID", flags: cancelFlags, table: one(jobFields...)},
 	{name: "jobs reschedule", about: "move a pending job to --fire-at or --delay", args: "ID", flags: rescheduleFlags, table: one(jobFields...)},
 	{name: "jobs attempts", about: "list a job's deliveries: start, duration, status, error, response", args: "ID",
 		flags: onJob(attempts), table: attemptTable},

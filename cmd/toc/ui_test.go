@@ -169,12 +169,36 @@ func TestDashboard(t *testing.T) {
 	if got := d.text("#job-status"); got != "pending" {
 		t.Errorf("job page status %q, want pending", got)
 	}
+	if got := d.text("#job-version"); got != "1" {
+		t.Errorf("job page version %q, want 1", got)
+	}
 	d.shot("job")
 	due := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)
 	d.do(chromedp.SetValue(chromedp.CSS("#fire-at"), due.Format(time.RFC3339)), chromedp.Click(chromedp.CSS(`#reschedule button[type="submit"]`)),
 		chromedp.WaitVisible(chromedp.CSS("#message.ok")))
 	if got, err := time.Parse(time.RFC3339, d.text("#job-fire-at")); err != nil || !got.Equal(due) {
 		t.Errorf("job page after Reschedule: due %v (%v), want %v (message %q)", got, err, due, d.text("#message"))
+	}
+	if got := d.text("#job-version"); got != "2" {
+		t.Errorf("job page version after Reschedule %q, want 2", got)
+	}
+	// Changed behind the page's back: the page's cancel, made on the
+	// condition of the version it shows, is refused and changes nothing.
+	if status, body := p.call(t, "PATCH", "/v1/jobs/"+far, map[string]any{"delay_ms": 3 * 3600 * 1000}); status != http.StatusOK || body["version"] != float64(3) {
+		t.Fatalf("PATCH behind the page: %d %v", status, body)
+	}
+	d.do(chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitVisible(chromedp.CSS("#cancel.armed")),
+		chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitVisible(chromedp.CSS("#message.error")))
+	if got := d.text("#message"); !strings.Contains(got, "412 version_mismatch") || !strings.Contains(got, "Reload") {
+		t.Errorf("stale Cancel: message %q, want the 412", got)
+	}
+	if status, body := p.call(t, "GET", "/v1/jobs/"+far, nil); status != http.StatusOK || body["status"] != "pending" || body["version"] != float64(3) {
+		t.Errorf("after a stale Cancel the API says %d %v", status, body)
+	}
+	d.shot("job-stale")
+	d.do(chromedp.Reload(), chromedp.WaitVisible(chromedp.CSS("#job-version")))
+	if got := d.text("#job-version"); got != "3" {
+		t.Errorf("job page version after a reload %q, want 3", got)
 	}
 	d.do(chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitVisible(chromedp.CSS("#cancel.armed")),
 		chromedp.Click(chromedp.CSS("#cancel")), chromedp.WaitNotVisible(chromedp.CSS("#cancel")))

@@ -171,6 +171,8 @@ type request struct {
 	query  url.Values
 	body   any // sent as JSON when not nil
 	safety safety
+	// header holds headers of the call beyond those every call sends.
+	header http.Header
 }
 
 // call sends r, repeating it as its safety and the policy allow, and
@@ -249,6 +251,9 @@ func (c *Client) send(ctx context.Context, r request, body []byte, out any) (int
 	if err != nil {
 		return 0, fmt.Errorf("%s %s: %w", r.method, r.path, err)
 	}
+	for k, v := range r.header {
+		req.Header[k] = v
+	}
 	req.Header.Set("Accept", "application/json")
 	req.Header.Set("User-Agent", c.userAgent)
 	if body != nil {
@@ -301,6 +306,7 @@ func (c *Client) answerError(r request, resp *http.Response) error {
 	var eb errorBody
 	if json.Unmarshal(b, &eb) == nil && eb.Error.Code != "" {
 		e.Code, e.Message, e.Field, e.Items = eb.Error.Code, eb.Error.Message, eb.Error.Field, eb.Error.Items
+		e.CurrentVersion = eb.Error.CurrentVersion
 		return e
 	}
 	// Not the API's error: a proxy's, say. Its text, on one line.

@@ -22,7 +22,7 @@ import (
 const jobAnswer = `{"id":"4737258989562101760","topic":"orders","key":"k1","biz_id":"18446744073709551615","biz_type":"7",` +
 	`"status":"pending","fire_at":"2026-11-21T20:00:02.000Z","attempts":1,"max_attempts":16,"priority":"high",` +
 	`"last_error":"HTTP 503","last_status":503,"callback_url":"http://127.0.0.1:9001/hook","payload":{"order":42},` +
-	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:00:01.250Z","next_attempt_at":"2026-11-21T20:00:02.000Z"}`
+	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:00:01.250Z","next_attempt_at":"2026-11-21T20:00:02.000Z","version":4}`
 
 // fake is a client of srv whose waits are recorded, not slept.
 type fake struct {
@@ -155,6 +155,7 @@ func TestTypedErrors(t *testing.T) {
 		{409, `{"error":{"code":"in_flight","message":"an attempt is under way: conflict"}}`, []error{ErrInFlight, ErrConflict}, []error{ErrAlreadyFired}},
 		{409, `{"error":{"code":"already_fired","message":"done"}}`, []error{ErrAlreadyFired, ErrConflict}, []error{ErrInFlight}},
 		{409, `{"error":{"code":"conflict","message":"3 pending, 1 dead"}}`, []error{ErrConflict}, []error{ErrInFlight, ErrAlreadyFired}},
+		{412, `{"error":{"code":"version_mismatch","message":"job 1 is at version 3, not 2","current_version":3}}`, []error{ErrVersionMismatch}, []error{ErrConflict}},
 		{401, `{"error":{"code":"unauthenticated","message":"a valid bearer token is required"}}`, []error{ErrUnauthorized}, []error{ErrNotFound}},
 		{413, `{"error":{"code":"payload_too_large","message":"request body larger than 262144 bytes"}}`, []error{ErrTooLarge}, nil},
 		{405, `{"error":{"code":"method_not_allowed","message":"method PUT not allowed"}}`, []error{ErrMethodNotAllowed}, nil},
@@ -283,6 +284,10 @@ func TestRetrySafety(t *testing.T) {
 		}, 4, 4},
 		{"get", func(c *Client) error { _, err := c.Get(ctx, 1); return err }, 4, 4},
 		{"cancel", func(c *Client) error { _, err := c.Cancel(ctx, 1); return err }, 4, 4},
+		// A lost answer to a conditional change may hide its success: a
+		// repeat would find the job at the next version.
+		{"cancel if match", func(c *Client) error { _, err := c.Cancel(ctx, 1, IfMatch(2)); return err }, 4, 1},
+		{"reschedule if match", func(c *Client) error { _, err := c.Reschedule(ctx, 1, After(0), IfMatch(2)); return err }, 4, 1},
 		{"pause", func(c *Client) error { _, err := c.PauseTopic(ctx, "t"); return err }, 4, 4},
 		{"replay", func(c *Client) error { _, err := c.ReplayDead(ctx, 1, When{}); return err }, 4, 1},
 		{"replay matching", func(c *Client) error { _, err := c.ReplayMatching(ctx, DeadBulk{Topic: "t"}); return err }, 4, 1},
@@ -599,5 +604,35 @@ func TestImportsTheStandardLibraryOnly(t *testing.T) {
 				t.Errorf("%s imports %s", name, path)
 			}
 		}
+	}
+}
+
+// IfMatch sends the job's version as the If-Match header, and a 412
+// carries the job's version now.
+func TestIfMatch(t *testing.T) {
+	var ifMatch []string
+	c := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		ifMatch = append(ifMatch, r.Header.Get("If-Match"))
+		if r.Header.Get("If-Match") == `"3"` {
+			answer(w, http.StatusPreconditionFailed, `{"error":{"code":"version_mismatch","message":"job 7 is at version 4, not 3","current_version":4}}`)
+			return
+		}
+		answer(w, 200, jobAnswer)
+	})
+	ctx := t.Context()
+	j, err := c.Reschedule(ctx, 7, After(0), IfMatch(4))
+	if err != nil || j.Version != 4 {
+		t.Fatalf("Reschedule with IfMatch(4) = %+v, %v", j, err)
+	}
+	if _, err := c.Cancel(ctx, 7); err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.Cancel(ctx, 7, IfMatch(3))
+	e, ok := errors.AsType[*Error](err)
+	if !errors.Is(err, ErrVersionMismatch) || !ok || e.CurrentVersion != 4 || e.Status != http.StatusPreconditionFailed {
+		t.Fatalf("Cancel with a stale IfMatch = %v", err)
+	}
+	if want := []string{`"4"`, "", `"3"`}; !reflect.DeepEqual(ifMatch, want) {
+		t.Errorf("If-Match sent %q, want %q", ifMatch, want)
 	}
 }

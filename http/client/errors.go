@@ -19,6 +19,7 @@ const (
 	CodeConflict         = "conflict"           // 409
 	CodeInFlight         = "in_flight"          // 409: an attempt is under way
 	CodeAlreadyFired     = "already_fired"      // 409: the job is done
+	CodeVersionMismatch  = "version_mismatch"   // 412: the job changed since it was read
 	CodeTooLarge         = "payload_too_large"  // 413
 	CodeUnavailable      = "unavailable"        // 503: nothing was written
 )
@@ -47,6 +48,10 @@ var (
 	// ErrAlreadyFired: 409 already_fired, a cancel or reschedule of a job
 	// that is done. It is an ErrConflict too.
 	ErrAlreadyFired = errors.New("already fired")
+	// ErrVersionMismatch: 412 version_mismatch, a Cancel or Reschedule
+	// with IfMatch of a job that changed since that version was read;
+	// nothing changed. Error.CurrentVersion is the job's version now.
+	ErrVersionMismatch = errors.New("version mismatch")
 	// ErrTooLarge: 413 payload_too_large, a body over the server's limit.
 	ErrTooLarge = errors.New("payload too large")
 	// ErrRateLimited: 429, which toc does not send itself but a gateway in
@@ -71,6 +76,7 @@ var kinds = []struct {
 	{ErrConflict, CodeConflict, http.StatusConflict},
 	{ErrInFlight, CodeInFlight, 0},
 	{ErrAlreadyFired, CodeAlreadyFired, 0},
+	{ErrVersionMismatch, CodeVersionMismatch, http.StatusPreconditionFailed},
 	{ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrRateLimited, "", http.StatusTooManyRequests},
 	{ErrUnavailable, CodeUnavailable, http.StatusServiceUnavailable},
@@ -96,6 +102,8 @@ type Error struct {
 	// RetryAfter is how long the server asked the client to wait before
 	// trying again (its Retry-After header), 0 when it did not say.
 	RetryAfter time.Duration
+	// CurrentVersion, of ErrVersionMismatch, is the job's version now.
+	CurrentVersion int64
 	// Items, for a refused ScheduleBatch, are the refused jobs, by their
 	// index in the batch.
 	Items []ItemError
@@ -150,6 +158,8 @@ type errorBody struct {
 		Message string      `json:"message"`
 		Field   string      `json:"field"`
 		Items   []ItemError `json:"items"`
+		// CurrentVersion is of a version_mismatch.
+		CurrentVersion int64 `json:"current_version"`
 	} `json:"error"`
 }
 

@@ -63,6 +63,9 @@ type Job struct {
 	// NextAttemptAt is when a pending job that has failed is retried (the
 	// zero time otherwise).
 	NextAttemptAt time.Time
+	// Version counts the job's changes (its ETag is the version quoted):
+	// give it to IfMatch to change the job only if it is unchanged since.
+	Version int64
 }
 
 type jobJSON struct {
@@ -83,6 +86,7 @@ type jobJSON struct {
 	CreatedAt     stamp           `json:"created_at"`
 	UpdatedAt     stamp           `json:"updated_at"`
 	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
+	Version       int64           `json:"version"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -92,7 +96,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt),
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version,
 	})
 }
 
@@ -107,7 +111,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Status: w.Status, FireAt: time.Time(w.FireAt), Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
-		NextAttemptAt: time.Time(w.NextAttemptAt),
+		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version,
 	}
 	return nil
 }
@@ -273,16 +277,50 @@ func (c *Client) Get(ctx context.Context, id uint64) (*Job, error) {
 // Cancel cancels a pending job (DELETE /v1/jobs/{id}). A nil error means
 // its webhook will never be called from then on; too late, it is
 // ErrInFlight (an attempt is under way: the job may still end done) or
-// ErrAlreadyFired, and a job cancelled before is ErrConflict.
-func (c *Client) Cancel(ctx context.Context, id uint64) (*Job, error) {
-	return c.job(ctx, request{method: http.MethodDelete, path: jobPath(id, ""), safety: idempotent})
+// ErrAlreadyFired, and a job cancelled before is ErrConflict. With
+// IfMatch, a job that changed since is ErrVersionMismatch, unchanged.
+func (c *Client) Cancel(ctx context.Context, id uint64, opts ...ChangeOption) (*Job, error) {
+	return c.job(ctx, change(request{method: http.MethodDelete, path: jobPath(id, "")}, opts))
 }
 
 // Reschedule moves a pending job to w (PATCH /v1/jobs/{id}): a nil error
 // means the old time never fires and the new one will. Too late, it is
-// ErrInFlight or ErrAlreadyFired, as for Cancel.
-func (c *Client) Reschedule(ctx context.Context, id uint64, w When) (*Job, error) {
-	return c.job(ctx, request{method: http.MethodPatch, path: jobPath(id, ""), body: w.body(), safety: idempotent})
+// ErrInFlight or ErrAlreadyFired, and with IfMatch ErrVersionMismatch, as
+// for Cancel.
+func (c *Client) Reschedule(ctx context.Context, id uint64, w When, opts ...ChangeOption) (*Job, error) {
+	return c.job(ctx, change(request{method: http.MethodPatch, path: jobPath(id, ""), body: w.body()}, opts))
+}
+
+// ChangeOption qualifies a Cancel or a Reschedule.
+type ChangeOption func(*changeOptions)
+
+type changeOptions struct{ version int64 }
+
+// IfMatch makes a Cancel or Reschedule act only if the job is still at
+// version (Job.Version, as a Get or an earlier change returned it): the
+// If-Match header. A job changed since is left as it is, with an *Error
+// that is ErrVersionMismatch and carries the job's CurrentVersion.
+//
+// Such a call is repeated only after an answer that refused it (429,
+// 503), not after a transport error: had the lost attempt gone through,
+// the repeat would report the job's own change as someone else's.
+func IfMatch(version int64) ChangeOption {
+	return func(o *changeOptions) { o.version = version }
+}
+
+// change is r with its options: the If-Match header and the safety that
+// goes with it.
+func change(r request, opts []ChangeOption) request {
+	var o changeOptions
+	for _, opt := range opts {
+		opt(&o)
+	}
+	r.safety = idempotent
+	if o.version != 0 {
+		r.safety = refused
+		r.header = http.Header{"If-Match": {`"` + strconv.FormatInt(o.version, 10) + `"`}}
+	}
+	return r
 }
 
 func (c *Client) job(ctx context.Context, r request) (*Job, error) {

@@ -128,21 +128,21 @@ export interface paths {
         };
         /**
          * Look up a job.
-         * @description From the task store. next_attempt_at is there while a job that has failed waits for its next attempt.
+         * @description From the task store. next_attempt_at is there while a job that has failed waits for its next attempt. The ETag header is its version, quoted, for If-Match on PATCH and DELETE.
          */
         get: operations["getJob"];
         put?: never;
         post?: never;
         /**
          * Cancel a pending job.
-         * @description 200 means the webhook will never be called from then on: a worker moves a job from pending to firing with a conditional update of its row before it calls the webhook, and the cancel wins or loses against that update. Otherwise 409: in_flight (an attempt is under way or about to start; the job may still end done), already_fired (it is done), or conflict (cancelled, dead or purged already). A job between attempts is pending again and can be cancelled.
+         * @description 200 means the webhook will never be called from then on: a worker moves a job from pending to firing with a conditional update of its row before it calls the webhook, and the cancel wins or loses against that update. Otherwise 409: in_flight (an attempt is under way or about to start; the job may still end done), already_fired (it is done), or conflict (cancelled, dead or purged already). A job between attempts is pending again and can be cancelled. With If-Match, the cancel happens only if the job is still at that version: else 412 version_mismatch, checked before the status, and nothing changes.
          */
         delete: operations["cancelJob"];
         options?: never;
         head?: never;
         /**
          * Reschedule a pending job.
-         * @description Definite like a cancel: 200 means the old time never fires and the new one will; 409 as for a cancel.
+         * @description Definite like a cancel: 200 means the old time never fires and the new one will; 409 as for a cancel. With If-Match, only if the job is still at that version: else 412 version_mismatch and nothing changes.
          */
         patch: operations["rescheduleJob"];
         trace?: never;
@@ -605,7 +605,8 @@ export interface components {
          *         "order": 42
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
-         *       "updated_at": "2026-11-25T02:35:21.358Z"
+         *       "updated_at": "2026-11-25T02:35:21.358Z",
+         *       "version": 1
          *     }
          * @example {
          *       "id": "4737272962162360320",
@@ -626,6 +627,7 @@ export interface components {
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T03:35:22.771Z",
+         *       "version": 5,
          *       "next_attempt_at": "2026-11-25T03:35:24.770Z"
          *     }
          */
@@ -655,6 +657,11 @@ export interface components {
             created_at: components["schemas"]["Time"];
             /** @description When the row last changed; for a dead job, when it died. */
             updated_at: components["schemas"]["Time"];
+            /**
+             * Format: int64
+             * @description Counts the changes of the job: 1 when it is created, one more at every change of its status, due time, attempts or last error (a reschedule, a cancel, a worker taking it to fire, each failed attempt, done, dead, replay, purge). GET /v1/jobs/{id} answers it quoted in the ETag header; PATCH and DELETE take that in If-Match, to change the job only if it is unchanged since it was read.
+             */
+            version: number;
             /** @description When a pending job that has failed is tried again (its fire_at); left out otherwise. */
             next_attempt_at?: components["schemas"]["Time"];
         };
@@ -873,14 +880,19 @@ export interface components {
         };
         ErrorDetail: {
             /**
-             * @description One per status: 400 invalid_argument, 401 unauthenticated, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight or already_fired, 413 payload_too_large, 503 unavailable.
+             * @description One per status: 400 invalid_argument, 401 unauthenticated, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight or already_fired, 412 version_mismatch, 413 payload_too_large, 503 unavailable.
              * @enum {string}
              */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch";
             /** @description For a person; not to be parsed. */
             message: string;
             /** @description The request field or query parameter at fault, when one is; a nested key by its path (`payload.a`, `retry.base_ms`, `jobs[2].topic`). Left out when none is. */
             field?: string;
+            /**
+             * Format: int64
+             * @description version_mismatch only: the job's version now (also in the ETag header). Left out otherwise.
+             */
+            current_version?: number;
             /** @description POST /v1/jobs/batch only: the error of each refused item, by its index in jobs. */
             items?: components["schemas"]["ErrorItem"][];
         };
@@ -1013,6 +1025,25 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description version_mismatch: the job changed since the version If-Match names; nothing was changed. The body and the ETag header give its version now: read it again (GET), then decide. */
+        VersionMismatch: {
+            headers: {
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content: {
+                /**
+                 * @example {
+                 *       "error": {
+                 *         "code": "version_mismatch",
+                 *         "message": "job 4737272962162360320 is at version 3, not 2: it changed since it was read",
+                 *         "current_version": 3
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["Error"];
+            };
+        };
         /** @description payload_too_large: the body is over the server's limit (256 KiB; a batch's 32 MiB). Nothing was written. */
         PayloadTooLarge: {
             headers: {
@@ -1055,6 +1086,11 @@ export interface components {
          * @example order-42
          */
         QueryKey: string;
+        /**
+         * @description Change the job only if it is at this version: the ETag of a GET, like "3" (quotes included). If the job has changed since, 412 version_mismatch and nothing changes; the check and the change are one conditional write, so of two clients sending the same tag one at most succeeds. * matches any version, as no header does. One strong tag only: a weak tag, a list or anything else is 400 invalid_argument with field If-Match.
+         * @example "3"
+         */
+        IfMatch: string;
     };
     requestBodies: never;
     headers: {
@@ -1065,6 +1101,11 @@ export interface components {
         RetryAfter: number;
         /** @description The scheme to authenticate with. */
         WWWAuthenticate: "Bearer realm=\"toc\"";
+        /**
+         * @description The job's version, quoted: a strong entity tag, as If-Match takes it.
+         * @example "3"
+         */
+        ETag: string;
     };
     pathItems: never;
 }
@@ -1214,7 +1255,8 @@ export interface operations {
                      *             "order": 42
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
-                     *           "updated_at": "2026-11-25T02:35:21.358Z"
+                     *           "updated_at": "2026-11-25T02:35:21.358Z",
+                     *           "version": 1
                      *         }
                      *       ],
                      *       "next_cursor": ""
@@ -1276,7 +1318,8 @@ export interface operations {
                      *         "order": 42
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1307,7 +1350,8 @@ export interface operations {
                      *         "order": 42
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "version": 1
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1536,6 +1580,7 @@ export interface operations {
             /** @description The job. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1551,7 +1596,13 @@ export interface operations {
     cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Change the job only if it is at this version: the ETag of a GET, like "3" (quotes included). If the job has changed since, 412 version_mismatch and nothing changes; the check and the change are one conditional write, so of two clients sending the same tag one at most succeeds. * matches any version, as no header does. One strong tag only: a weak tag, a list or anything else is 400 invalid_argument with field If-Match.
+                 * @example "3"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description The job id. */
                 id: components["parameters"]["JobID"];
@@ -1563,6 +1614,7 @@ export interface operations {
             /** @description Cancelled: the webhook will never be called. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1585,7 +1637,8 @@ export interface operations {
                      *         "order": 42
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:40:00.125Z"
+                     *       "updated_at": "2026-11-25T02:40:00.125Z",
+                     *       "version": 2
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1603,13 +1656,20 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            412: components["responses"]["VersionMismatch"];
             503: components["responses"]["Unavailable"];
         };
     };
     rescheduleJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Change the job only if it is at this version: the ETag of a GET, like "3" (quotes included). If the job has changed since, 412 version_mismatch and nothing changes; the check and the change are one conditional write, so of two clients sending the same tag one at most succeeds. * matches any version, as no header does. One strong tag only: a weak tag, a list or anything else is 400 invalid_argument with field If-Match.
+                 * @example "3"
+                 */
+                "If-Match"?: components["parameters"]["IfMatch"];
+            };
             path: {
                 /** @description The job id. */
                 id: components["parameters"]["JobID"];
@@ -1630,6 +1690,7 @@ export interface operations {
             /** @description Moved: the old time never fires and the new one will. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -1652,7 +1713,8 @@ export interface operations {
                      *         "order": 42
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:29.530Z"
+                     *       "updated_at": "2026-11-25T02:35:29.530Z",
+                     *       "version": 2
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1670,6 +1732,7 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            412: components["responses"]["VersionMismatch"];
             413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Unavailable"];
         };
@@ -1777,7 +1840,8 @@ export interface operations {
                      *             "order": 42
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
-                     *           "updated_at": "2026-11-25T06:10:41.002Z"
+                     *           "updated_at": "2026-11-25T06:10:41.002Z",
+                     *           "version": 33
                      *         }
                      *       ],
                      *       "next": ""
@@ -2011,6 +2075,7 @@ export interface operations {
             /** @description Pending again, attempts reset. */
             200: {
                 headers: {
+                    ETag: components["headers"]["ETag"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2033,7 +2098,8 @@ export interface operations {
                      *         "order": 42
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T07:00:00.000Z"
+                     *       "updated_at": "2026-11-25T07:00:00.000Z",
+                     *       "version": 2
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];

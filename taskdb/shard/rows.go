@@ -25,6 +25,15 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	return st.Transition(ctx, id, from, to, now)
 }
 
+// TransitionIf implements timer.JobWriter.
+func (s *Store) TransitionIf(ctx context.Context, id timer.JobID, from, to timer.Status, version int64, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.TransitionIf(ctx, id, from, to, version, now)
+}
+
 // Fire implements timer.JobWriter.
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var n atomic.Int64
@@ -67,6 +76,15 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 		return false, nil
 	}
 	return st.Reschedule(ctx, id, dueAt, now)
+}
+
+// RescheduleIf implements timer.JobWriter.
+func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.RescheduleIf(ctx, id, dueAt, version, now)
 }
 
 // Replay implements timer.JobWriter.

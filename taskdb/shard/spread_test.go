@@ -91,6 +91,10 @@ func (s spread) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	return s.Store.Transition(ctx, s.enc(id), from, to, now)
 }
 
+func (s spread) TransitionIf(ctx context.Context, id timer.JobID, from, to timer.Status, version int64, now time.Time) (bool, error) {
+	return s.Store.TransitionIf(ctx, s.enc(id), from, to, version, now)
+}
+
 func (s spread) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	return s.Store.Fire(ctx, s.encIDs(ids), until, now)
 }
@@ -109,6 +113,10 @@ func (s spread) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 
 func (s spread) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
 	return s.Store.Reschedule(ctx, s.enc(id), dueAt, now)
+}
+
+func (s spread) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
+	return s.Store.RescheduleIf(ctx, s.enc(id), dueAt, version, now)
 }
 
 func (s spread) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {

@@ -116,6 +116,7 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		}
 		r.job.LastError = timer.TruncateError(j.LastError)
 		r.job.Payload = bytes.Clone(j.Payload)
+		r.job.Version = 1
 		s.jobs[j.ID] = r
 		if j.Key != "" {
 			s.keys[topicKey{j.Topic, j.Key}] = j.ID
@@ -125,16 +126,23 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 }
 
 // update runs fn on job id when it is in one of the statuses from, and
-// reports whether it was.
+// reports whether it was; it moves the job's version.
 func (s *Store) update(id timer.JobID, from []timer.Status, now time.Time, fn func(r *row)) bool {
+	return s.updateIf(id, from, timer.AnyVersion, now, fn)
+}
+
+// updateIf is update on the condition that the job is also at version
+// (timer.AnyVersion: at any).
+func (s *Store) updateIf(id timer.JobID, from []timer.Status, version int64, now time.Time, fn func(r *row)) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r, ok := s.jobs[id]
-	if !ok || !slices.Contains(from, r.job.Status) {
+	if !ok || !slices.Contains(from, r.job.Status) || (version != timer.AnyVersion && r.job.Version != version) {
 		return false
 	}
 	fn(r)
 	r.modified = now.UnixMilli()
+	r.job.Version++
 	return true
 }
 
@@ -143,10 +151,22 @@ func (s *Store) Transition(ctx context.Context, id timer.JobID, from, to timer.S
 	if err := s.f.call("Transition"); err != nil {
 		return false, err
 	}
+	return s.transition(id, from, to, timer.AnyVersion, now)
+}
+
+// TransitionIf implements timer.JobWriter.
+func (s *Store) TransitionIf(ctx context.Context, id timer.JobID, from, to timer.Status, version int64, now time.Time) (bool, error) {
+	if err := s.f.call("TransitionIf"); err != nil {
+		return false, err
+	}
+	return s.transition(id, from, to, version, now)
+}
+
+func (s *Store) transition(id timer.JobID, from, to timer.Status, version int64, now time.Time) (bool, error) {
 	if !from.Known() || !to.Known() {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, timer.ErrInvalid)
 	}
-	return s.update(id, []timer.Status{from}, now, func(r *row) { r.job.Status = to }), nil
+	return s.updateIf(id, []timer.Status{from}, version, now, func(r *row) { r.job.Status = to }), nil
 }
 
 // unfinished are the statuses Fire, Complete and Fail act on.
@@ -163,6 +183,9 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 	n := 0
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs {
+			if r.job.Status == timer.StatusPending {
+				r.job.Version++ // a firing job stays as it was
+			}
 			r.job.Status = timer.StatusFiring // taskdb leaves gmt_modified
 			n++
 		}
@@ -224,6 +247,14 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 		return false, err
 	}
 	return s.update(id, []timer.Status{timer.StatusPending}, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
+}
+
+// RescheduleIf implements timer.JobWriter.
+func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
+	if err := s.f.call("RescheduleIf"); err != nil {
+		return false, err
+	}
+	return s.updateIf(id, []timer.Status{timer.StatusPending}, version, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
 }
 
 // Replay implements timer.JobWriter.

@@ -53,6 +53,9 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"DeleteTopicRace", testDeleteTopicRace},
 		{"ListJobs", testListJobs},
 		{"TopicsVersion", testTopicsVersion},
+		{"JobVersion", testJobVersion},
+		{"VersionConditions", testVersionConditions},
+		{"VersionRace", testVersionRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

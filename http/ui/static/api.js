@@ -35,9 +35,12 @@ const reviver = typeof JSON.rawJSON === 'function' ? exact : undefined;
 
 // call sends method path (under /v1) with body as JSON, when given, and
 // returns the decoded answer; an error answer throws an APIError. A token
-// in opts.token is used instead of the stored one.
+// in opts.token is used instead of the stored one; opts.ifMatch, a job's
+// version, is sent as If-Match, so that a change of a job that changed
+// since it was shown answers 412 version_mismatch and changes nothing.
 export async function call(method, path, body, opts = {}) {
   const headers = { Accept: 'application/json' };
+  if (opts.ifMatch) headers['If-Match'] = `"${opts.ifMatch}"`;
   const t = 'token' in opts ? opts.token : token.get();
   if (t) headers.Authorization = 'Bearer ' + t;
   const init = { method, headers, cache: 'no-store', credentials: 'omit' };

@@ -1,5 +1,8 @@
 // A job's page: its fields and payload, its attempts, and cancel,
 // reschedule, replay and purge, each showing what the API answered.
+// Cancel and reschedule are made on the condition of the version shown
+// (If-Match): a job that changed since is left as it is, and the page
+// says so.
 
 import { call, path } from './api.js';
 import { el, text, link, duration, table, fields, Message, button, describe } from './dom.js';
@@ -14,13 +17,16 @@ export async function jobPage(view, params, id) {
   const message = new Message();
   const details = el('div', { id: 'job' });
   const fireAt = el('input', { id: 'fire-at', name: 'fire_at', size: 26, placeholder: '2026-01-02T15:04:05Z' });
-  const cancel = button('Cancel job', () => act(() => call('DELETE', path('jobs', id)), (j) => `Cancelled: job ${j.id} is ${j.status}.`),
+  let shown = job; // the job as the page shows it
+  const cancel = button('Cancel job', () => act(() => call('DELETE', path('jobs', id), undefined, { ifMatch: shown.version }),
+    (j) => `Cancelled: job ${j.id} is ${j.status}.`),
     { id: 'cancel', confirmLabel: 'Confirm cancel', cls: 'danger' });
   const reschedule = el('form', { id: 'reschedule', class: 'inline' }, el('label', {}, 'New due time (RFC 3339) ', fireAt),
     el('button', { type: 'submit' }, 'Reschedule'));
   reschedule.addEventListener('submit', (e) => {
     e.preventDefault();
-    act(() => call('PATCH', path('jobs', id), { fire_at: fireAt.value.trim() }), (j) => `Rescheduled: job ${j.id} is due ${j.fire_at}.`);
+    act(() => call('PATCH', path('jobs', id), { fire_at: fireAt.value.trim() }, { ifMatch: shown.version }),
+      (j) => `Rescheduled: job ${j.id} is due ${j.fire_at}.`);
   });
   const replay = button('Replay', () => act(() => call('POST', path('deadletters', id, 'replay')), (j) => `Replayed: job ${j.id} is ${j.status}, due ${j.fire_at}.`),
     { id: 'replay' });
@@ -31,6 +37,7 @@ export async function jobPage(view, params, id) {
 
   // show draws the job and offers the actions its status allows.
   function show(j) {
+    shown = j;
     details.replaceChildren(jobFields(j), el('h2', {}, 'Payload'), el('pre', { id: 'job-payload' }, JSON.stringify(j.payload, null, 2)));
     cancel.hidden = !cancellable.includes(j.status);
     reschedule.hidden = !cancellable.includes(j.status);
@@ -47,6 +54,9 @@ export async function jobPage(view, params, id) {
       show(j);
       message.ok(said(j));
     } catch (err) {
+      if (err.code === 'version_mismatch') {
+        err.message += '. Reload the page to see the job as it is now.';
+      }
       message.error(err);
     }
   }
@@ -103,5 +113,6 @@ function jobFields(j) {
     ['Callback URL', j.callback_url],
     ['Created', j.created_at],
     ['Updated', j.updated_at],
+    ['Version', String(j.version), 'job-version'],
   ].filter(Boolean));
 }
