@@ -83,6 +83,7 @@ type topicView struct {
 	Retry             retryView  `json:"retry"`
 	LeaseMS           int64      `json:"lease_ms"`
 	CallbackTimeoutMS int64      `json:"callback_timeout_ms"`
+	LatenessSLOMS     int64      `json:"lateness_slo_ms"`
 	Paused            bool       `json:"paused"`
 	CreatedAt         string     `json:"created_at"`
 	Usage             *usageView `json:"usage,omitempty"`
@@ -144,6 +145,7 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 		Retry:             retryView{BaseMS: l.Retry.Base.Milliseconds(), MaxMS: l.Retry.Max.Milliseconds()},
 		LeaseMS:           l.Lease.Milliseconds(),
 		CallbackTimeoutMS: l.CallbackTimeout.Milliseconds(),
+		LatenessSLOMS:     l.LatenessSLO.Milliseconds(),
 		Paused:            t.Paused,
 		CreatedAt:         formatTime(t.CreatedAt),
 	}
@@ -164,6 +166,7 @@ type topicRequest struct {
 	Retry             *retryRequest `json:"retry"`
 	LeaseMS           *int64        `json:"lease_ms"`
 	CallbackTimeoutMS *int64        `json:"callback_timeout_ms"`
+	LatenessSLOMS     *int64        `json:"lateness_slo_ms"`
 }
 
 type retryRequest struct {
@@ -293,6 +296,7 @@ func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
 	if err := cmp.Or(
 		ms(s, "lease_ms", "lease_ms", q.LeaseMS, &l.Lease, timer.MaxLease),
 		ms(s, "callback_timeout_ms", "callback_timeout_ms", q.CallbackTimeoutMS, &l.CallbackTimeout, maxTimeout),
+		ms(s, "lateness_slo_ms", "lateness_slo_ms", q.LatenessSLOMS, &l.LatenessSLO, timer.MaxLatenessSLO),
 	); err != nil {
 		return err
 	}

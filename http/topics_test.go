@@ -205,8 +205,13 @@ func TestTopicPatchAndValidation(t *testing.T) {
 	// What is in force reads back: burst is rate_limit/10, weight 1.
 	want(t, ok(t, e.call(t, "GET", "/v1/topics/pay", ""), 200), map[string]any{
 		"burst": 10.0, "weight": 1.0, "lease_ms": 30000.0, "callback_timeout_ms": 10000.0, "max_attempts": 16.0,
-		"retry.base_ms": 1000.0, "retry.max_ms": 600000.0, "paused": false,
+		"retry.base_ms": 1000.0, "retry.max_ms": 600000.0, "paused": false, "lateness_slo_ms": 0.0,
 	})
+	// A lateness objective is set, kept by a PATCH of another field, and
+	// dropped with null.
+	want(t, ok(t, e.call(t, "PATCH", "/v1/topics/pay", `{"lateness_slo_ms": 10}`), 200), map[string]any{"lateness_slo_ms": 10.0})
+	want(t, ok(t, e.call(t, "PATCH", "/v1/topics/pay", `{"max_in_flight": 6}`), 200), map[string]any{"lateness_slo_ms": 10.0})
+	want(t, ok(t, e.call(t, "PATCH", "/v1/topics/pay", `{"lateness_slo_ms": null, "max_in_flight": 5}`), 200), map[string]any{"lateness_slo_ms": 0.0})
 	// PATCH merges: what is left out is unchanged.
 	want(t, ok(t, e.call(t, "PATCH", "/v1/topics/pay", `{"weight": 3}`), 200), map[string]any{
 		"weight": 3.0, "rate_limit": 100.0, "max_in_flight": 5.0, "slots": 8.0,
@@ -251,6 +256,9 @@ func TestTopicPatchAndValidation(t *testing.T) {
 		{"PUT", `{"retry": {"max_ms": 500}}`, "retry.max_ms"},
 		{"PUT", `{"rate_limit": -1}`, "rate_limit"},
 		{"PUT", `{"max_in_flight": -1}`, "max_in_flight"},
+		{"PUT", `{"lateness_slo_ms": 0}`, "lateness_slo_ms"},
+		{"PUT", `{"lateness_slo_ms": 3600001}`, "lateness_slo_ms"},
+		{"PUT", `{"lateness_slo_ms": "10"}`, "lateness_slo_ms"},
 		// PATCH: the result is checked, not the fields alone. pay has a
 		// burst of 30, so dropping its rate limit leaves a burst alone.
 		{"PATCH", `{"rate_limit": 0}`, "burst"},

@@ -78,10 +78,10 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	}
 	l := t.Limits
 	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
-		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?
-		WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?,
+		lateness_slo_ms = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
 		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
-		t.Name); err != nil {
+		l.LatenessSLO.Milliseconds(), t.Name); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	if err := s.topicWritten(ctx, s.db); err != nil {
@@ -92,7 +92,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 }
 
 const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
-	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused FROM toc_topics `
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
@@ -100,10 +100,10 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		slots, maxAttempts, created        int64
 		burst, inFlight, weight            int64
 		retryBase, retryMax, lease, cbTime int64
-		paused                             int64
+		paused, slo                        int64
 	)
 	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
-		&retryBase, &retryMax, &lease, &cbTime, &paused); err != nil {
+		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo); err != nil {
 		return timer.Topic{}, err
 	}
 	t.Paused = paused != 0
@@ -112,6 +112,7 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	t.Retry = timer.RetryPolicy{Base: time.Duration(retryBase) * time.Millisecond, Max: time.Duration(retryMax) * time.Millisecond}
 	t.Lease = time.Duration(lease) * time.Millisecond
 	t.CallbackTimeout = time.Duration(cbTime) * time.Millisecond
+	t.LatenessSLO = time.Duration(slo) * time.Millisecond
 	return t, nil
 }
 

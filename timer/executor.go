@@ -57,6 +57,12 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 		tp.dispatched.Add(-1)
 		return outcome{kind: outNotSent, lease: t.lease, job: t.job, until: ns.Until, token: true}
 	}
+	if conf.slo > 0 {
+		tp.sloCalls.Add(1)
+		if late <= conf.slo {
+			tp.withinSLO.Add(1)
+		}
+	}
 	took := e.cfg.now().Sub(start)
 	e.cfg.obs.Fired(topic, attempt, late, took, err)
 	if e.history != nil && (err == nil || ctx.Err() == nil) {

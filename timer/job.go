@@ -224,6 +224,10 @@ type Limits struct {
 	// CallbackTimeout bounds one handler call; 0 means the worker's
 	// attempt timeout.
 	CallbackTimeout time.Duration
+	// LatenessSLO is the topic's lateness objective: how late after its
+	// due time a call may start and still count as on time. Workers count
+	// the calls within it (TopicUsage.WithinSLO); 0 declares none.
+	LatenessSLO time.Duration
 }
 
 // Bounds of the topic limits.
@@ -233,6 +237,8 @@ const (
 	MaxInFlight  = 1 << 16
 	MaxWeight    = 1000
 	MaxLease     = 24 * time.Hour
+	// MaxLatenessSLO bounds a topic's lateness objective.
+	MaxLatenessSLO = time.Hour
 )
 
 // Validate reports the first field of l that is out of range, named as
@@ -257,6 +263,8 @@ func (l Limits) Validate() error {
 		return invalid("lease_ms", "must be between 0 and %d", MaxLease.Milliseconds())
 	case l.CallbackTimeout < 0 || l.CallbackTimeout > MaxLease:
 		return invalid("callback_timeout_ms", "must be between 0 and %d", MaxLease.Milliseconds())
+	case l.LatenessSLO < 0 || l.LatenessSLO > MaxLatenessSLO:
+		return invalid("lateness_slo_ms", "must be between 0 and %d", MaxLatenessSLO.Milliseconds())
 	case l.Lease > 0 && l.CallbackTimeout > 0:
 		return checkLease(l.Lease, l.CallbackTimeout, "lease_ms", "callback_timeout_ms")
 	}

@@ -63,6 +63,8 @@ type topicState struct {
 	inFlight   atomic.Int64 // handler calls running
 	dispatched atomic.Int64 // handler calls started
 	throttled  atomic.Int64 // claims held back by the rate or in-flight limit
+	sloCalls   atomic.Int64 // handler calls started under a lateness objective
+	withinSLO  atomic.Int64 // of them, those that started within it
 	refunds    atomic.Int64 // rate tokens given back by jobs claimed but not sent
 	rate       atomic.Uint64
 	late       lateness // of the calls started, over the last minutes
@@ -104,6 +106,7 @@ type topicConf struct {
 	want    float64 // tokens a rate-limited claim waits for
 	maxHeld int64   // 0 unlimited
 	weight  float64
+	slo     time.Duration // the topic's lateness objective; 0 none
 	timing
 }
 
@@ -192,7 +195,7 @@ func (l *limiter) each(fn func(*topicState)) {
 // or in-flight limit.
 func (l *limiter) configure(tp *topicState, share float64) {
 	lim := tp.topic.Limits
-	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), timing: timingOf(lim, l.cfg.timing)}
+	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), slo: lim.LatenessSLO, timing: timingOf(lim, l.cfg.timing)}
 	if lim.RateLimit > 0 && share > 0 {
 		c.rate = lim.RateLimit * share
 		burst := float64(lim.Burst)
@@ -440,6 +443,8 @@ func (l *limiter) usage() map[string]TopicUsage {
 			RateShare:     c.rate,
 			InFlightShare: c.maxHeld,
 			Lateness:      tp.late.counts(l.cfg.now()),
+			SLOCalls:      tp.sloCalls.Load(),
+			WithinSLO:     tp.withinSLO.Load(),
 		}
 	})
 	return out

@@ -637,3 +637,32 @@ func TestStepsClaimManySlotsInFewRoundTrips(t *testing.T) {
 		t.Errorf("%d round trips for %d claims (%v), want at most 12, the first of 100 or more", len(leaser.calls), claimed, leaser.calls)
 	}
 }
+
+// A topic's lateness objective: the worker counts the calls it starts
+// and those of them that start within the objective; a topic without one
+// counts nothing.
+func TestStepsCountLatenessObjective(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{ClaimAhead: -1})
+	ctx := t.Context()
+	if _, _, err := r.sched.PutTopic(ctx, timer.Topic{Name: "slo", Limits: timer.Limits{LatenessSLO: 10 * time.Millisecond}}); err != nil {
+		t.Fatal(err)
+	}
+	r.schedule(t, "slo", time.Second, 2)
+	r.schedule(t, "plain", time.Second, 1)
+	r.clock.Advance(time.Second + 10*time.Millisecond) // 10 ms late: within
+	if _, fired := r.steps.Step(ctx); fired != 3 {
+		t.Fatalf("fired %d, want 3", fired)
+	}
+	r.schedule(t, "slo", time.Second, 1)
+	r.clock.Advance(time.Second + 11*time.Millisecond) // 11 ms late: not within
+	if _, fired := r.steps.Step(ctx); fired != 1 {
+		t.Fatalf("fired %d, want 1", fired)
+	}
+	u := r.worker.Usage()
+	if got := u["slo"]; got.SLOCalls != 3 || got.WithinSLO != 2 {
+		t.Errorf("slo: %d calls, %d within, want 3 and 2", got.SLOCalls, got.WithinSLO)
+	}
+	if got := u["plain"]; got.SLOCalls != 0 || got.WithinSLO != 0 {
+		t.Errorf("plain, without an objective: %d calls, %d within, want none", got.SLOCalls, got.WithinSLO)
+	}
+}

@@ -20,6 +20,11 @@ type TopicUsage struct {
 	// how late they were, per bucket of LatenessBounds (and one beyond);
 	// nil when there were none.
 	Lateness []int64
+	// SLOCalls counts the handler calls started while the topic declared
+	// a lateness objective (Limits.LatenessSLO), since the worker started;
+	// WithinSLO those of them that started within it. Their ratio is the
+	// share of calls on time.
+	SLOCalls, WithinSLO int64
 }
 
 // Usage is a topic's live use over a cluster: what its members'

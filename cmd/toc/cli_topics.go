@@ -57,6 +57,7 @@ func topicSettings(fs *flagSet) prepareCall {
 		{"retry-max-ms", "longest backoff of a retry, in ms", false, patchOf(&p.RetryMax, toMS)},
 		{"lease-ms", "how long a claimed job stays with its worker, in ms", false, patchOf(&p.Lease, toMS)},
 		{"callback-timeout-ms", "bound of one webhook call, in ms", false, patchOf(&p.CallbackTimeout, toMS)},
+		{"lateness-slo-ms", "the lateness objective: a call that starts within it of its due time is on time, in ms", false, patchOf(&p.LatenessSLO, toMS)},
 	} {
 		fs.Var(&setting{float: s.float, apply: s.apply, given: &given}, s.flag, s.usage+`; "default" for the default`)
 	}

@@ -33,8 +33,10 @@ type Topic struct {
 	// CallbackTimeout bounds one webhook call.
 	Lease           time.Duration
 	CallbackTimeout time.Duration
-	Paused          bool
-	CreatedAt       time.Time
+	// LatenessSLO is the topic's lateness objective, 0 for none.
+	LatenessSLO time.Duration
+	Paused      bool
+	CreatedAt   time.Time
 	// Usage is the topic's live use; only Topic (GET /v1/topics/{topic})
 	// reports it.
 	Usage *Usage
@@ -77,6 +79,7 @@ type topicJSON struct {
 	Retry             backoffMS  `json:"retry"`
 	LeaseMS           millis     `json:"lease_ms"`
 	CallbackTimeoutMS millis     `json:"callback_timeout_ms"`
+	LatenessSLOMS     millis     `json:"lateness_slo_ms"`
 	Paused            bool       `json:"paused"`
 	CreatedAt         stamp      `json:"created_at"`
 	Usage             *usageJSON `json:"usage,omitempty"`
@@ -103,7 +106,8 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 	w := topicJSON{
 		Name: t.Name, Slots: t.Slots, MaxAttempts: t.MaxAttempts, RateLimit: t.RateLimit, Burst: t.Burst,
 		MaxInFlight: t.MaxInFlight, Weight: t.Weight, Retry: backoffMS{millis(t.Retry.Base), millis(t.Retry.Max)},
-		LeaseMS: millis(t.Lease), CallbackTimeoutMS: millis(t.CallbackTimeout), Paused: t.Paused, CreatedAt: stamp(t.CreatedAt),
+		LeaseMS: millis(t.Lease), CallbackTimeoutMS: millis(t.CallbackTimeout), LatenessSLOMS: millis(t.LatenessSLO),
+		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt),
 	}
 	if u := t.Usage; u != nil {
 		w.Usage = &usageJSON{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled,
@@ -127,7 +131,7 @@ func (t *Topic) UnmarshalJSON(data []byte) error {
 		MaxInFlight: w.MaxInFlight, Weight: w.Weight,
 		Retry: Backoff{Base: time.Duration(w.Retry.BaseMS), Max: time.Duration(w.Retry.MaxMS)},
 		Lease: time.Duration(w.LeaseMS), CallbackTimeout: time.Duration(w.CallbackTimeoutMS),
-		Paused: w.Paused, CreatedAt: time.Time(w.CreatedAt),
+		LatenessSLO: time.Duration(w.LatenessSLOMS), Paused: w.Paused, CreatedAt: time.Time(w.CreatedAt),
 	}
 	if u := w.Usage; u != nil {
 		t.Usage = &Usage{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled,
@@ -156,6 +160,7 @@ type TopicSettings struct {
 	Retry           Backoff // (default 1 s doubling to 10 min)
 	Lease           time.Duration
 	CallbackTimeout time.Duration
+	LatenessSLO     time.Duration // the lateness objective (default none)
 }
 
 type settingsJSON struct {
@@ -168,6 +173,7 @@ type settingsJSON struct {
 	Retry             *retryJSON `json:"retry,omitempty"`
 	LeaseMS           *int64     `json:"lease_ms,omitempty"`
 	CallbackTimeoutMS *int64     `json:"callback_timeout_ms,omitempty"`
+	LatenessSLOMS     *int64     `json:"lateness_slo_ms,omitempty"`
 }
 
 type retryJSON struct {
@@ -189,6 +195,7 @@ func (s TopicSettings) MarshalJSON() ([]byte, error) {
 	w := settingsJSON{
 		Slots: s.Slots, MaxAttempts: s.MaxAttempts, RateLimit: s.RateLimit, Burst: s.Burst, MaxInFlight: s.MaxInFlight,
 		Weight: s.Weight, LeaseMS: msOrNil(s.Lease), CallbackTimeoutMS: msOrNil(s.CallbackTimeout),
+		LatenessSLOMS: msOrNil(s.LatenessSLO),
 	}
 	if s.Retry != (Backoff{}) {
 		w.Retry = &retryJSON{BaseMS: msOrNil(s.Retry.Base), MaxMS: msOrNil(s.Retry.Max)}
@@ -239,6 +246,7 @@ type TopicPatch struct {
 	RetryMax        Patch[time.Duration]
 	Lease           Patch[time.Duration]
 	CallbackTimeout Patch[time.Duration]
+	LatenessSLO     Patch[time.Duration]
 }
 
 // MarshalJSON writes p as PATCH /v1/topics/{topic} reads it (a JSON merge
@@ -252,6 +260,7 @@ func (p TopicPatch) MarshalJSON() ([]byte, error) {
 	p.Weight.put(body, "weight", asIs)
 	p.Lease.put(body, "lease_ms", inMS)
 	p.CallbackTimeout.put(body, "callback_timeout_ms", inMS)
+	p.LatenessSLO.put(body, "lateness_slo_ms", inMS)
 	if p.RetryBase.given || p.RetryMax.given {
 		retry := map[string]any{}
 		p.RetryBase.put(retry, "base_ms", inMS)

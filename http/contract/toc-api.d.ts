@@ -815,6 +815,7 @@ export interface components {
          *       },
          *       "lease_ms": 30000,
          *       "callback_timeout_ms": 10000,
+         *       "lateness_slo_ms": 0,
          *       "paused": false,
          *       "created_at": "2026-11-25T02:35:21.358Z"
          *     }
@@ -838,6 +839,8 @@ export interface components {
             lease_ms: number;
             /** @description As set, or the service's --callback-timeout. */
             callback_timeout_ms: number;
+            /** @description The topic's lateness objective: a webhook call that starts within this many ms of its due time counts as on time (toc_topic_slo_within_total of toc_topic_slo_calls_total). 0: none declared. */
+            lateness_slo_ms: number;
             /** @description A paused topic accepts jobs and fires none. */
             paused: boolean;
             created_at: components["schemas"]["Time"];
@@ -874,6 +877,8 @@ export interface components {
             lease_ms?: number | null;
             /** @description Bound of one webhook call, honoured as set; above the server's --max-callback-timeout (default 300000) a 400, never capped. Default: the service's --callback-timeout. Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default. */
             callback_timeout_ms?: number | null;
+            /** @description The topic's lateness objective in ms: workers count the webhook calls that start within it of their due time (the metrics toc_topic_slo_calls_total and toc_topic_slo_within_total). Default: none. Under PUT, left out or null: none. Under PATCH, left out: unchanged; null: none. */
+            lateness_slo_ms?: number | null;
         };
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -2199,6 +2204,7 @@ export interface operations {
                      *           },
                      *           "lease_ms": 30000,
                      *           "callback_timeout_ms": 10000,
+                     *           "lateness_slo_ms": 0,
                      *           "paused": false,
                      *           "created_at": "2026-11-25T02:35:21.358Z"
                      *         }
@@ -2247,6 +2253,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "usage": {
@@ -2313,6 +2320,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z"
                      *     }
@@ -2341,6 +2349,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z"
                      *     }
@@ -2445,6 +2454,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z"
                      *     }
@@ -2501,6 +2511,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": true,
                      *       "created_at": "2026-11-25T02:35:21.358Z"
                      *     }
@@ -2547,6 +2558,7 @@ export interface operations {
                      *       },
                      *       "lease_ms": 30000,
                      *       "callback_timeout_ms": 10000,
+                     *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z"
                      *     }

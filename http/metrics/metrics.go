@@ -196,6 +196,8 @@ var (
 	heldDesc     = prometheus.NewDesc("toc_topic_held", "Leases of the topic this process holds (running or waiting for a dispatcher).", []string{"topic"}, nil)
 	rateDesc     = prometheus.NewDesc("toc_topic_dispatch_rate", "Dispatches of the topic per second in this process, over the last second.", []string{"topic"}, nil)
 	dueDesc      = prometheus.NewDesc("toc_topic_due_waiting", "Jobs of the topic due but still in Redis: throttled, or waiting for a worker.", []string{"topic"}, nil)
+	sloCallsDesc = prometheus.NewDesc("toc_topic_slo_calls_total", "Webhook calls of the topic started in this process while it declared a lateness objective (lateness_slo_ms).", []string{"topic"}, nil)
+	withinDesc   = prometheus.NewDesc("toc_topic_slo_within_total", "Of toc_topic_slo_calls_total, the calls that started within the objective: their ratio is the share on time.", []string{"topic"}, nil)
 )
 
 type usageCollector struct {
@@ -209,10 +211,12 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- heldDesc
 	ch <- rateDesc
 	ch <- dueDesc
+	ch <- sloCallsDesc
+	ch <- withinDesc
 }
 
 func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
-	type sums struct{ inFlight, held, rate float64 }
+	type sums struct{ inFlight, held, rate, sloCalls, within float64 }
 	by := map[string]*sums{}
 	for topic, u := range c.usage() {
 		label := c.m.topic(topic)
@@ -224,11 +228,17 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		s.inFlight += float64(u.InFlight)
 		s.held += float64(u.Held)
 		s.rate += u.Rate
+		s.sloCalls += float64(u.SLOCalls)
+		s.within += float64(u.WithinSLO)
 	}
 	for label, s := range by {
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, s.inFlight, label)
 		ch <- prometheus.MustNewConstMetric(heldDesc, prometheus.GaugeValue, s.held, label)
 		ch <- prometheus.MustNewConstMetric(rateDesc, prometheus.GaugeValue, s.rate, label)
+		if s.sloCalls > 0 {
+			ch <- prometheus.MustNewConstMetric(sloCallsDesc, prometheus.CounterValue, s.sloCalls, label)
+			ch <- prometheus.MustNewConstMetric(withinDesc, prometheus.CounterValue, s.within, label)
+		}
 	}
 	if c.due == nil {
 		return

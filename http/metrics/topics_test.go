@@ -58,3 +58,37 @@ func TestLatenessByTopicBounded(t *testing.T) {
 		t.Errorf("MaxTopics -1: %v", err)
 	}
 }
+
+// A topic's lateness objective is exported as two counters, the calls
+// started under it and those within it, summed under the label bound; a
+// topic without one exports neither.
+func TestLatenessObjectiveCounters(t *testing.T) {
+	m, err := metrics.NewWith(metrics.Config{MaxTopics: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.Scheduled("a", 1) // labels go to the first topics seen
+	m.Scheduled("plain", 1)
+	m.WatchUsage(func() map[string]timer.TopicUsage {
+		return map[string]timer.TopicUsage{
+			"a":     {SLOCalls: 10, WithinSLO: 9},
+			"plain": {},
+			"b":     {SLOCalls: 5, WithinSLO: 5},
+			"c":     {SLOCalls: 1},
+		}
+	}, nil)
+	body := scrape(t, m)
+	for _, want := range []string{
+		`toc_topic_slo_calls_total{topic="a"} 10`,
+		`toc_topic_slo_within_total{topic="a"} 9`,
+		`toc_topic_slo_calls_total{topic="_other"} 6`,
+		`toc_topic_slo_within_total{topic="_other"} 5`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, `toc_topic_slo_calls_total{topic="plain"}`) {
+		t.Error("a topic without an objective exports its counters")
+	}
+}

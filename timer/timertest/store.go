@@ -488,7 +488,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 func millisLimits(l timer.Limits) timer.Limits {
 	ms := func(d time.Duration) time.Duration { return d.Truncate(time.Millisecond) }
 	l.Retry.Base, l.Retry.Max = ms(l.Retry.Base), ms(l.Retry.Max)
-	l.Lease, l.CallbackTimeout = ms(l.Lease), ms(l.CallbackTimeout)
+	l.Lease, l.CallbackTimeout, l.LatenessSLO = ms(l.Lease), ms(l.CallbackTimeout), ms(l.LatenessSLO)
 	return l
 }
 

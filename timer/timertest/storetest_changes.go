@@ -434,6 +434,7 @@ func testPutTopic(t *testing.T, s timer.Store) {
 		Retry:           timer.RetryPolicy{Base: 250 * time.Millisecond, Max: time.Minute},
 		Lease:           45 * time.Second,
 		CallbackTimeout: 20 * time.Second,
+		LatenessSLO:     15 * time.Millisecond,
 	}
 	got, _, err = s.PutTopic(ctx, timer.Topic{Name: "pay", MaxAttempts: 9, Limits: limits})
 	if err != nil || got.Limits != limits {

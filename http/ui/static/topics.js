@@ -144,6 +144,7 @@ export async function topicPage(view, params, name) {
         ['Retry backoff', `${duration(topic.retry.base_ms)} doubling to ${duration(topic.retry.max_ms)}`],
         ['Lease', duration(topic.lease_ms)],
         ['Callback timeout', duration(topic.callback_timeout_ms)],
+        ['Lateness objective', topic.lateness_slo_ms ? duration(topic.lateness_slo_ms) : 'none'],
         ['Created', topic.created_at],
       ]))),
     el('h2', {}, 'Jobs'),
