@@ -32,6 +32,7 @@ var mysqlDialect = dialect{
 	},
 	nowMillis:      "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
 	intDiv:         " DIV ",
+	unsortedGroups: " ORDER BY NULL",
 	lockMigrations: lockMySQL,
 	estimateRows:   explainRows,
 }
