@@ -32,6 +32,9 @@ type Forecaster interface {
 	Forecast(ctx context.Context, q timer.ForecastQuery) (timer.Forecast, error)
 }
 
+// The Jobs that cmd/toc serves must forecast, or the endpoint cannot.
+var _ Forecaster = (*timer.Scheduler)(nil)
+
 // forecastView is what GET /v1/topics/{topic}/forecast answers.
 type forecastView struct {
 	Topic string `json:"topic"`
