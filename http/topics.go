@@ -65,6 +65,7 @@ func (a *API) topicRoutes(r chi.Router) {
 	r.Post("/topics/{topic}/pause", a.pauseTopic(true))
 	r.Post("/topics/{topic}/resume", a.pauseTopic(false))
 	r.Get("/topics/{topic}/stats", a.topicStats)
+	r.Get("/topics/{topic}/forecast", a.forecast)
 }
 
 // topicView is a topic as the API shows it: the settings in force, the

@@ -58,6 +58,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return open(t) })
 	})
+	t.Run("Forecaster", func(t *testing.T) {
+		t.Parallel()
+		timertest.TestForecaster(t, func(t *testing.T) timertest.Forecaster { return open(t) })
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)

@@ -71,7 +71,7 @@
 // store.go holds Store, its Config and the helpers every query uses;
 // jobs.go the job rows (insert, transitions, Complete, Get, GetMany,
 // GetByKey); topics.go the topic rows; scans.go ScanPending and
-// CountByStatus; mysql.go and sqlite.go open each backend and hold its
+// CountByStatus; forecast.go Forecast; mysql.go and sqlite.go open each backend and hold its
 // dialect; migrate.go applies the migrations.
 //
 // # Migrations
@@ -100,6 +100,8 @@
 //	Transition    toc_jobs  range  PRIMARY               8        1     Using where
 //	Complete (3)  toc_jobs  range  PRIMARY               8        3     Using where
 //	CountByStatus toc_jobs  ref    toc_jobs_topic_status 258      4921  Using where; Using index
+//	Forecast      <derived2> ALL                                         Using temporary
+//	              toc_jobs  range  toc_jobs_topic_due                    Using where; Using index
 //
 // and EXPLAIN QUERY PLAN on SQLite:
 //
@@ -108,6 +110,8 @@
 //	ScanPending    SEARCH j USING COVERING INDEX toc_jobs_status_due (status=? AND action_time<?)
 //	               SEARCH t USING PRIMARY KEY (name=?) LEFT-JOIN
 //	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_status (topic=?)
+//	Forecast       SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
+//	               USE TEMP B-TREE FOR GROUP BY
 //
 // TestMariaDBExplain and TestSQLitePlans fail if a plan stops using its
 // index.

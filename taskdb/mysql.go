@@ -31,6 +31,8 @@ var mysqlDialect = dialect{
 		return errors.As(err, &me) && me.Number == 1062 // ER_DUP_ENTRY
 	},
 	nowMillis:      "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+	intDiv:         " DIV ",
+	unsortedGroups: " ORDER BY NULL",
 	lockMigrations: lockMySQL,
 	estimateRows:   explainRows,
 }

@@ -132,6 +132,11 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_status|toc_jobs_topic_due"}}},
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_status|toc_jobs_topic_due", extra: "Using index"}}},
+		// The jobs of the window are one range of the index in its order,
+		// read from the index alone; the buckets are grouped in a
+		// temporary table, unsorted.
+		{"Forecast", fmt.Sprintf(forecast, mysqlDialect.intDiv, mysqlDialect.unsortedGroups), []any{base.UnixMilli(), 10_000, "t", 0, base.UnixMilli(), base.Add(time.Hour).UnixMilli(), 1_000_001},
+			[]explain{{table: "<derived2>", typ: "ALL"}, {table: "toc_jobs", typ: "range", key: "toc_jobs_topic_due", extra: "Using index"}}},
 	}
 	// ListJobs: a topic's pending jobs from a cursor, a business id's, a
 	// key's, each a range of an index in its order (no filesort).

@@ -2,6 +2,7 @@ package taskdb
 
 import (
 	"errors"
+	"fmt"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -85,6 +86,10 @@ func TestSQLitePlans(t *testing.T) {
 		{"Transition", "UPDATE toc_jobs SET status = ? WHERE job_id = ? AND status = ?", []any{2, 1, 0}, "USING INTEGER PRIMARY KEY"},
 		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_"},
+		// The window's jobs from the covering index in its order; their
+		// grouping by bucket takes a temporary B-tree (below).
+		{"Forecast", fmt.Sprintf(forecast, sqliteDialect.intDiv, sqliteDialect.unsortedGroups), []any{0, 1000, "t", 0, 0, 3_600_000, 1_000_001},
+			"USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)"},
 	}
 	for _, tc := range tests {
 		rows, err := s.rdb.QueryContext(t.Context(), "EXPLAIN QUERY PLAN "+tc.query, tc.args...)
@@ -102,7 +107,12 @@ func TestSQLitePlans(t *testing.T) {
 		}
 		rows.Close()
 		p := strings.Join(plan, "\n")
-		if !strings.Contains(p, tc.want) || strings.Contains(p, "TEMP B-TREE") {
+		// Forecast's one sort is of the jobs by bucket, for GROUP BY.
+		sorts := strings.ReplaceAll(p, "USE TEMP B-TREE FOR GROUP BY", "")
+		if tc.name != "Forecast" {
+			sorts = p
+		}
+		if !strings.Contains(p, tc.want) || strings.Contains(sorts, "TEMP B-TREE") {
 			t.Errorf("%s: plan\n%s\nwant %q and no sort", tc.name, p, tc.want)
 		}
 		t.Logf("%s:\n%s", tc.name, p)

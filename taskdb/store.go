@@ -55,6 +55,11 @@ type dialect struct {
 	isConflict func(error) bool
 	// nowMillis is an SQL expression of the database's clock in Unix ms.
 	nowMillis string
+	// intDiv is the operator of integer division, rounding toward zero.
+	intDiv string
+	// unsortedGroups ends a GROUP BY whose groups may come in any order:
+	// MySQL sorts them unless told not to; SQLite needs nothing.
+	unsortedGroups string
 	// estimateRows returns the database's estimate of the rows a SELECT
 	// reads, which costs a few index dives however many there are; nil
 	// when the backend makes none.

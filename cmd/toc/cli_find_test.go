@@ -83,3 +83,51 @@ func TestCLIManyJobs(t *testing.T) {
 		t.Errorf("purge-all: %v", got)
 	}
 }
+
+// toc forecast against a real toc serve: a row per step with its count
+// and a bar as long as its share of the largest, and a 400 naming the
+// field as the error.
+func TestCLIForecast(t *testing.T) {
+	p := serveOn(t, "--redis-addr", testenv.Redis(t).Addr)
+	run := func(args ...string) string {
+		t.Helper()
+		r := cli(t, nil, append(args, "--server", p.url, "--token", p.token)...)
+		if r.code != 0 {
+			t.Fatalf("toc %q: exit %d\n%s%s", args, r.code, r.stdout, r.stderr)
+		}
+		return r.stdout
+	}
+	from := time.Now().UTC().Truncate(time.Hour).Add(24 * time.Hour)
+	for i, n := range []int{0, 4, 1} {
+		for range n {
+			at := from.Add(time.Duration(i)*time.Hour + 30*time.Minute).Format(time.RFC3339)
+			run("schedule", "--topic", "nightly", "--callback", "http://127.0.0.1:9/h", "--fire-at", at)
+		}
+	}
+	out := run("forecast", "nightly", "--from", from.Format(time.RFC3339), "--to", from.Add(3*time.Hour).Format(time.RFC3339), "--step", "1h")
+	t.Logf("toc forecast:\n%s", out)
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 4 || !strings.HasPrefix(lines[0], "start") || !strings.Contains(lines[0], "nightly, by 1h0m0s") {
+		t.Fatalf("toc forecast printed:\n%s", out)
+	}
+	for i, want := range []struct {
+		count int
+		bar   int
+	}{{0, 0}, {4, 40}, {1, 10}} {
+		fields := strings.Fields(lines[i+1])
+		start := from.Add(time.Duration(i) * time.Hour).Format("2006-01-02T15:04:05.000Z")
+		bar := ""
+		if len(fields) > 2 {
+			bar = fields[2]
+		}
+		if fields[0] != start || fields[1] != fmt.Sprint(want.count) || bar != strings.Repeat("#", want.bar) {
+			t.Errorf("row %d = %q, want %s, %d and a bar of %d", i, lines[i+1], start, want.count, want.bar)
+		}
+	}
+	if r := cli(t, nil, "forecast", "nightly", "--step", "10ms", "--server", p.url, "--token", p.token); r.code != 1 || !strings.Contains(r.stderr, "step") {
+		t.Errorf("forecast --step 10ms: exit %d\n%s", r.code, r.stderr)
+	}
+	if r := cli(t, nil, "forecast", "nobody", "--server", p.url, "--token", p.token); r.code != 1 || !strings.Contains(r.stderr, "404") {
+		t.Errorf("forecast of an unknown topic: exit %d\n%s", r.code, r.stderr)
+	}
+}

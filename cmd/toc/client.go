@@ -71,6 +71,8 @@ var clientCommands = []clientCommand{
 		flags: deadBulk(true), table: one("replayed", "more")},
 	{name: "dead purge-all", about: "purge the dead letters of a --signature (or all) of a topic, at a capped rate",
 		flags: deadBulk(false), table: one("purged", "more")},
+	{name: "forecast", about: "how many of a topic's jobs fall due per --step from --from to --to, as a bar chart", args: "TOPIC",
+		flags: forecastFlags, table: forecastChart},
 	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
 }
 

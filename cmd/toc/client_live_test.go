@@ -136,6 +136,20 @@ func TestClientLive(t *testing.T) {
 		if err != nil || !created || j.BizID != 1<<64-1 || j.BizType != 7 || j.Status != client.StatusPending || j.Priority != client.PriorityHigh {
 			t.Fatalf("schedule: %+v created %v, %v", j, created, err)
 		}
+		from := j.FireAt.Add(-time.Hour).Truncate(time.Second)
+		fc, err := c.Forecast(ctx, client.ForecastQuery{Topic: "live", From: from, To: from.Add(2 * time.Hour), Step: time.Hour})
+		if err != nil || !fc.Complete || len(fc.Buckets) != 2 || fc.Buckets[1].Count < 1 || !fc.Buckets[1].Start.Equal(from.Add(time.Hour)) {
+			t.Errorf("forecast: %+v %v", fc, err)
+		}
+		asServed(fc, "/v1/topics/live/forecast?from="+from.UTC().Format(time.RFC3339)+"&to="+from.Add(2*time.Hour).UTC().Format(time.RFC3339)+"&step=1h")
+		if _, err := c.Forecast(ctx, client.ForecastQuery{Topic: "live", Step: time.Millisecond}); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("forecast by the ms: %v", err)
+		} else if e, _ := errors.AsType[*client.Error](err); e.Field != "step" {
+			t.Errorf("forecast by the ms: field %q", e.Field)
+		}
+		if _, err := c.Forecast(ctx, client.ForecastQuery{Topic: "no-such-topic"}); !errors.Is(err, client.ErrNotFound) {
+			t.Errorf("forecast of an unknown topic: %v", err)
+		}
 		again, created, err := c.Schedule(ctx, req)
 		if err != nil || created || again.ID != j.ID {
 			t.Errorf("schedule with the same key: %+v created %v, %v", again, created, err)

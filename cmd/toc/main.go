@@ -34,6 +34,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
   jobs       get, cancel or reschedule a job (get, cancel: short for jobs get, jobs cancel)
   topics     list, get, set, pause or resume topics
   dead       list, replay or purge dead letters
+  forecast   how many of a topic's jobs fall due per step: tomorrow's spike, today
   cluster    show the cluster's members, leader and slots
 
 Other:
@@ -82,7 +83,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "cluster":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
 		printVersion(stdout)

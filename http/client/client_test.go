@@ -398,6 +398,11 @@ func TestRoundTrip(t *testing.T) {
 			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":0,"in_flight":0,"rate":0,"throttled":0,"members":0,"lateness_calls":0}}`},
 		{new(TopicStats), `{"topic":"orders","slots":16,"pending":10,"in_flight":1,"dead":2,"counted_at":"2026-11-21T20:00:00.000Z",` +
 			`"counts_estimated":false,"next_due_at":"","oldest_overdue_ms":0}`},
+		{new(Forecast), `{"topic":"orders","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T22:00:00.000Z","step":"1h0m0s",` +
+			`"complete":true,"buckets":[{"start":"2026-11-21T20:00:00.000Z","count":3},{"start":"2026-11-21T21:00:00.000Z","count":0}]}`},
+		{new(Forecast), `{"topic":"flood","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T20:00:02.500Z","step":"1.5s",` +
+			`"complete":false,"counted_to":"2026-11-21T20:00:01.000Z","buckets":[{"start":"2026-11-21T20:00:00.000Z","count":1000001},` +
+			`{"start":"2026-11-21T20:00:01.500Z","count":0}]}`},
 		{new(Attempt), `{"attempt":1,"started_at":"2026-11-21T20:00:00.000Z","duration_ms":12,"status_code":502,"error":"HTTP 502","response_excerpt":"bad"}`},
 		{new(Attempt), `{"attempt":2,"started_at":"2026-11-21T20:00:00.000Z","duration_ms":10000,"error":"timeout","response_excerpt":""}`},
 		{new(DeadSummary), `{"groups":[{"signature":"HTTP 502","count":4,"first_seen":"2026-11-21T20:00:00.000Z",` +
@@ -483,6 +488,11 @@ func TestRequests(t *testing.T) {
 			return err
 		}, sent{"PATCH", "/v1/topics/t", `{"burst":null,"rate_limit":0,"retry":{"max_ms":60000},"weight":2}`, "", ""}},
 		{func() error { _, err := c.TopicStats(ctx, "t"); return err }, sent{"GET", "/v1/topics/t/stats", "", "", ""}},
+		{func() error { _, err := c.Forecast(ctx, ForecastQuery{Topic: "t"}); return err }, sent{"GET", "/v1/topics/t/forecast", "", "", ""}},
+		{func() error {
+			_, err := c.Forecast(ctx, ForecastQuery{Topic: "t", From: at, To: at.Add(time.Hour), Step: 90 * time.Second})
+			return err
+		}, sent{"GET", "/v1/topics/t/forecast?from=2026-11-21T19%3A00%3A02.25Z&step=1m30s&to=2026-11-21T20%3A00%3A02.25Z", "", "", ""}},
 		{func() error {
 			_, err := c.DeadLetters(ctx, DeadQuery{Topic: "t", From: at, Error: "503", Cursor: "x"})
 			return err

@@ -420,6 +420,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/forecast": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["Topic"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Count a topic's jobs by when they fall due.
+         * @description How many of the topic's pending jobs fall due in each step from `from` to `to`, read from the task store's (topic, status, due) index without reading the jobs, so a team sees tomorrow's spike today. Every bucket is present, zeros included; the last one ends at `to`. A firing job counts at its due time, a job waiting for a retry at its retry time (when it will fire); done, cancelled and dead jobs do not count. At most 1,000 buckets, each at least 1 s. A forecast counts at most 1,000,000 jobs per task-store shard; past that `complete` is false and `counted_to` says up to when the counts are whole.
+         */
+        get: operations["getTopicForecast"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster": {
         parameters: {
             query?: never;
@@ -774,6 +797,24 @@ export interface components {
             next_due_at: components["schemas"]["Time"] | string;
             /** @description How far next_due_at is in the past; 0 when it is not. */
             oldest_overdue_ms: number;
+        };
+        Forecast: {
+            topic: components["schemas"]["TopicName"];
+            from: components["schemas"]["Time"];
+            to: components["schemas"]["Time"];
+            /** @description The bucket length, as Go writes a duration (`1h0m0s`). */
+            step: string;
+            /** @description false when a shard held more than 1,000,000 jobs of the topic in the window: counting stopped at `counted_to`. */
+            complete: boolean;
+            /** @description Present when `complete` is false: every job due before it is counted, none after it, so the bucket holding it and those after are lower bounds. */
+            counted_to?: components["schemas"]["Time"];
+            /** @description One per step from `from`, in order, zeros included. */
+            buckets: components["schemas"]["ForecastBucket"][];
+        };
+        ForecastBucket: {
+            start: components["schemas"]["Time"];
+            /** @description Pending jobs due in [start, start + step), the last bucket ending at `to`. */
+            count: number;
         };
         /** @description The backoff in force: after attempt n the next is due after min(max_ms, base_ms·2^(n-1)), its upper half jitter. */
         Retry: {
@@ -2591,6 +2632,49 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["TopicStats"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTopicForecast: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The start of the first bucket (RFC 3339); default now.
+                 * @example 2026-11-26T00:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description The end of the last bucket (RFC 3339), after `from`; default `from` + 24 h.
+                 * @example 2026-11-27T00:00:00Z
+                 */
+                to?: string;
+                /**
+                 * @description The length of a bucket in Go duration syntax (`90s`, `15m`, `1h`): at least 1 s, whole milliseconds, at most 1,000 buckets from `from` to `to`; default `1h`.
+                 * @example 1h
+                 */
+                step?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["Topic"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The count of each bucket. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Forecast"];
                 };
             };
             400: components["responses"]["BadRequest"];

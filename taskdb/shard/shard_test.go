@@ -60,6 +60,16 @@ func TestAttemptLogOnTwoShards(t *testing.T) {
 	})
 }
 
+// The forecast on two databases: each shard counts its jobs, the sums
+// are the topic's, and a shard that stops at the limit bounds what is
+// whole.
+func TestForecasterOnTwoShards(t *testing.T) {
+	timertest.TestForecaster(t, func(t *testing.T) timertest.Forecaster {
+		s, _ := openShards(t, 2)
+		return s
+	})
+}
+
 // countRows returns how many job rows each shard holds.
 func countRows(t *testing.T, s *Store) []int {
 	t.Helper()

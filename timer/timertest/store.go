@@ -40,6 +40,7 @@ type Store struct {
 var (
 	_ timer.Store      = (*Store)(nil)
 	_ timer.AttemptLog = (*Store)(nil)
+	_ timer.Forecaster = (*Store)(nil)
 )
 
 // row is a job as the task store keeps it: times in Unix milliseconds.
@@ -628,4 +629,32 @@ func (s *Store) PruneAttempts(ctx context.Context, before time.Time, limit int) 
 		return false
 	})
 	return n, nil
+}
+
+// Forecast implements timer.Forecaster as taskdb does: pending and firing
+// jobs by due time, the limit first ones. It looks at every job on each
+// call: fine for tests, not for millions of jobs.
+func (s *Store) Forecast(ctx context.Context, q timer.ForecastQuery, limit int64) (timer.Forecast, error) {
+	if err := s.f.call("Forecast"); err != nil {
+		return timer.Forecast{}, err
+	}
+	s.mu.Lock()
+	var dues []int64
+	for _, r := range s.jobs {
+		if _, ok := q.Bucket(r.due); ok && r.job.Topic == q.Topic && slices.Contains(unfinished, r.job.Status) {
+			dues = append(dues, r.due)
+		}
+	}
+	s.mu.Unlock()
+	slices.Sort(dues)
+	f := timer.Forecast{Counts: make([]int64, q.Buckets())}
+	if limit > 0 && int64(len(dues)) > limit {
+		dues = dues[:limit+1]
+		f.CountedTo = timer.TimeOf(dues[limit])
+	}
+	for _, due := range dues {
+		b, _ := q.Bucket(due)
+		f.Counts[b]++
+	}
+	return f, nil
 }

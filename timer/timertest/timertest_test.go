@@ -108,6 +108,10 @@ func sameEntry(a, b timertest.Entry) bool {
 	return a.ID == b.ID && a.Priority == b.Priority && a.At.Equal(b.At) && a.Attempt == b.Attempt
 }
 
+func TestFakeForecaster(t *testing.T) {
+	timertest.TestForecaster(t, func(t *testing.T) timertest.Forecaster { return timertest.NewStore() })
+}
+
 func TestFakeAttemptLog(t *testing.T) {
 	timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return timertest.NewStore() })
 }

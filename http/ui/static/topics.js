@@ -3,6 +3,7 @@
 
 import { call, path, query } from './api.js';
 import { el, text, link, route, duration, table, fields, Message, button, pager, searchForm, input, select, describe } from './dom.js';
+import { forecastSection } from './forecast.js';
 
 // topicsPerPage bounds the topics shown, and so the calls for their
 // counts, at once.
@@ -90,8 +91,9 @@ async function fillTopicRow(row, name) {
   row.dataset.loaded = 'true';
 }
 
-// topicPage: GET /v1/topics/{topic} and its stats, pause and resume, and
-// its jobs from GET /v1/jobs with the filters in the route's query.
+// topicPage: GET /v1/topics/{topic} and its stats, pause and resume, the
+// forecast of its jobs (forecast.js), and its jobs from GET /v1/jobs with
+// the filters in the route's query.
 export async function topicPage(view, params, name) {
   const [topic, stats] = await Promise.all([call('GET', path('topics', name)), call('GET', path('topics', name, 'stats'))]);
   const message = new Message();
@@ -116,6 +118,7 @@ export async function topicPage(view, params, name) {
   showState(topic.paused);
   const u = topic.usage || {};
   const jobs = el('section', { id: 'jobs' }, el('p', { class: 'loading' }, 'Loading jobs…'));
+  const forecast = forecastSection(name, params, (f) => { location.hash = route(['topics', name], { ...params, ...f }); });
   view.replaceChildren(
     el('h1', {}, 'Topic ', el('span', { id: 'topic-name' }, topic.name), ' ', state),
     el('p', { class: 'actions' }, pause, resume, ' ', link('Dead letters of this topic', ['deadletters'], { topic: name })),
@@ -147,6 +150,8 @@ export async function topicPage(view, params, name) {
         ['Lateness objective', topic.lateness_slo_ms ? duration(topic.lateness_slo_ms) : 'none'],
         ['Created', topic.created_at],
       ]))),
+    el('h2', {}, 'Forecast: jobs falling due'),
+    forecast.node,
     el('h2', {}, 'Jobs'),
     searchForm('job-search', [
       select('Status', 'status', params.status, statuses.map((s) => [s, s || 'any'])),
@@ -157,7 +162,7 @@ export async function topicPage(view, params, name) {
     ], (f) => { location.hash = route(['topics', name], f); }),
     jobs,
   );
-  await listJobs(jobs, name, params);
+  await Promise.all([listJobs(jobs, name, params), forecast.load()]);
 }
 
 // listJobs fills section with a page of the topic's jobs; an error answer
