@@ -111,3 +111,7 @@ func sameEntry(a, b timertest.Entry) bool {
 func TestFakeAttemptLog(t *testing.T) {
 	timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return timertest.NewStore() })
 }
+
+func TestFakeScheduleStore(t *testing.T) {
+	timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore { return timertest.NewStore() })
+}
