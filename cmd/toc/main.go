@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The zone database in the binary: schedules name IANA zones, and a
+	// static binary in a scratch image has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/toc-project/toc/internal/ratelog"
 )
