@@ -37,6 +37,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
   jobs       get, cancel or reschedule a job (get, cancel: short for jobs get, jobs cancel)
   topics     list, get, set, pause or resume topics
   dead       list, replay or purge dead letters
+  schedules  create, list, get, pause, resume or delete recurring schedules
   cluster    show the cluster's members, leader and slots
 
 Other:
@@ -85,7 +86,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "cluster":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "schedules", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
 		printVersion(stdout)
