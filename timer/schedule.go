@@ -7,6 +7,7 @@ package timer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -285,7 +286,7 @@ func (s *Schedule) Validate(parse CronParser, now time.Time) (Recurrence, error)
 	// The longest key an occurrence can have, at the latest due time.
 	probe := s.Job.Request(ScheduleID(1<<63-1), TimeOf(MaxDueMillis))
 	if err := probe.Validate(); err != nil {
-		if fe, ok := err.(*FieldError); ok {
+		if fe, ok := errors.AsType[*FieldError](err); ok {
 			return nil, invalid("job."+fe.Field, "%s", fe.Message)
 		}
 		return nil, err
