@@ -77,3 +77,74 @@ func TestMaterializersRaceOnMariaDB(t *testing.T) {
 		t.Errorf("%d jobs, want %d", len(jobs), want)
 	}
 }
+
+// A daily schedule in New York and one in Berlin, the materializer's
+// clock moved through the daylight-saving changes of 2026 over MariaDB:
+// the jobs stored are due at what the expressions say (see timer/cron):
+// no 02:30 on the day it does not exist, two 01:30s (and in Berlin two
+// 02:30s) on the day the hour repeats.
+func TestMaterializeAcrossDaylightSavingOnMariaDB(t *testing.T) {
+	s := openMariaDB(t)
+	for i, tt := range []struct {
+		expr, zone, from, to string
+		want                 []string
+	}{
+		{"30 2 * * *", "America/New_York", "2026-03-06T12:00:00-05:00", "2026-03-10T12:00:00-04:00",
+			[]string{"2026-03-07T02:30:00-05:00", "2026-03-09T02:30:00-04:00", "2026-03-10T02:30:00-04:00"}},
+		{"30 1 * * *", "America/New_York", "2026-10-31T00:00:00-04:00", "2026-11-02T12:00:00-05:00",
+			[]string{"2026-10-31T01:30:00-04:00", "2026-11-01T01:30:00-04:00", "2026-11-01T01:30:00-05:00", "2026-11-02T01:30:00-05:00"}},
+		{"0 30 2 * * *", "Europe/Berlin", "2026-10-24T12:00:00+02:00", "2026-10-26T12:00:00+01:00",
+			[]string{"2026-10-25T02:30:00+02:00", "2026-10-25T02:30:00+01:00", "2026-10-26T02:30:00+01:00"}},
+	} {
+		t.Run(tt.zone+" "+tt.expr, func(t *testing.T) {
+			loc, err := time.LoadLocation(tt.zone)
+			if err != nil {
+				t.Fatal(err)
+			}
+			from, _ := time.Parse(time.RFC3339, tt.from)
+			to, _ := time.Parse(time.RFC3339, tt.to)
+			now := from
+			clock := func() time.Time { return now }
+			sched, err := timer.NewScheduler(s, timertest.NewIndex(), timer.SchedulerConfig{Node: i, Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := timer.NewMaterializer(s, sched, timer.MaterializerConfig{Cron: cron.Parse, Now: clock})
+			if err != nil {
+				t.Fatal(err)
+			}
+			topic := "dst" + string(rune('a'+i))
+			v, err := timer.NewSchedules(s, i, cron.Parse, clock, nil).Create(t.Context(), timer.Schedule{Cron: tt.expr, TimeZone: tt.zone,
+				CatchUp: timer.CatchUpSkip, Job: timer.JobTemplate{Topic: topic, CallbackURL: "http://127.0.0.1:9/"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Passes a second apart around each occurrence; the idle hours
+			// between are skipped, as a running toc would pass them.
+			for !now.After(to) {
+				if _, err := m.RunOnce(t.Context()); err != nil {
+					t.Fatal(err)
+				}
+				sc, err := s.GetSchedule(t.Context(), v.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				now = now.Add(time.Second)
+				if skip := sc.Next.Add(-5 * time.Second); skip.After(now) {
+					now = skip
+				}
+			}
+			jobs, err := s.ListJobs(t.Context(), timer.JobQuery{Topic: topic, Limit: 100})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, j := range jobs {
+				got = append(got, j.DueAt.In(loc).Format(time.RFC3339))
+			}
+			if strings.Join(got, " ") != strings.Join(tt.want, " ") {
+				t.Errorf("jobs due\n %v\nwant\n %v", got, tt.want)
+			}
+		})
+	}
+}

@@ -131,6 +131,3 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 	c.applyHeads(batch, heads)
 	return nil
 }
-
-// MaterializeOnce runs one pass of m.
-func MaterializeOnce(ctx context.Context, m *Materializer) (int, error) { return m.runOnce(ctx) }

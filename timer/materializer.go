@@ -126,7 +126,7 @@ func (m *Materializer) Run(ctx context.Context) error {
 		case <-tick.C:
 		case <-m.wake:
 		}
-		n, err := m.runOnce(ctx)
+		n, err := m.RunOnce(ctx)
 		if err != nil && ctx.Err() == nil {
 			m.cfg.Logger.Warn("schedules not materialized; retrying", "dep", "task_store", "err", err)
 		}
@@ -138,9 +138,10 @@ func (m *Materializer) Run(ctx context.Context) error {
 	}
 }
 
-// runOnce materializes the schedules due within the lookahead, and
-// returns how many it read.
-func (m *Materializer) runOnce(ctx context.Context) (int, error) {
+// RunOnce is one pass, as Backstop.RunOnce is one scan: it materializes
+// the schedules due within the lookahead and returns how many it read.
+// Run calls it; tests that drive the clock call it directly.
+func (m *Materializer) RunOnce(ctx context.Context) (int, error) {
 	now := m.cfg.Now()
 	due, err := m.store.DueSchedules(ctx, now.Add(m.cfg.Lookahead), m.cfg.BatchSize)
 	if err != nil {

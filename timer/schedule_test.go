@@ -49,7 +49,7 @@ func (e *schedEnv) create(t testing.TB, sc timer.Schedule) timer.ScheduleView {
 
 func (e *schedEnv) pass(t testing.TB) {
 	t.Helper()
-	if _, err := timer.MaterializeOnce(t.Context(), e.m); err != nil {
+	if _, err := e.m.RunOnce(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -263,7 +263,7 @@ func TestMaterializeAgainMakesNoDuplicate(t *testing.T) {
 	e := newSchedEnv(t, t0.Add(100*time.Millisecond))
 	v := e.create(t, timer.Schedule{Cron: "* * * * * *", CatchUp: timer.CatchUpAll})
 	e.store.FailNext("AdvanceSchedule", errors.New("store away"), 1)
-	if _, err := timer.MaterializeOnce(t.Context(), e.m); err == nil {
+	if _, err := e.m.RunOnce(t.Context()); err == nil {
 		t.Fatal("the pass hid the failed advance")
 	}
 	other, err := timer.NewMaterializer(e.store, mustScheduler(t, e), timer.MaterializerConfig{Cron: cron.Parse, Now: func() time.Time { return e.now }})
@@ -273,7 +273,7 @@ func TestMaterializeAgainMakesNoDuplicate(t *testing.T) {
 	for range 5 {
 		e.now = e.now.Add(700 * time.Millisecond)
 		e.pass(t)
-		if _, err := timer.MaterializeOnce(t.Context(), other); err != nil {
+		if _, err := other.RunOnce(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
