@@ -138,6 +138,8 @@ type APIConfig struct {
 	Ready map[string]func(context.Context) error
 	// Metrics serves /metrics when set.
 	Metrics http.Handler
+	// Schedules serves /v1/schedules (nil: those routes answer 404).
+	Schedules Schedules
 	// Cluster returns what GET /v1/cluster shows: the members, the leader
 	// and the assignment (nil: a standalone process).
 	Cluster func() any
@@ -266,6 +268,7 @@ func (a *API) routes() chi.Router {
 		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
 		r.Delete("/deadletters/{id}", a.purgeDead)
 		a.topicRoutes(r)
+		a.scheduleRoutes(r)
 		r.Get("/cluster", a.cluster)
 	})
 	return r

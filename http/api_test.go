@@ -28,6 +28,7 @@ import (
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/cron"
 )
 
 // apiEnv is the API over a real engine: SQLite task store, miniredis.
@@ -95,6 +96,9 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 		t.Fatal(err)
 	}
 	cfg.AllowPrivateCallbacks = true
+	if cfg.Schedules == nil {
+		cfg.Schedules = timer.NewSchedules(store, 0, cron.Parse, nil, nil)
+	}
 	stats := &fakeStats{eng: eng}
 	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: slots.DefaultPrefix})
 	if err != nil {

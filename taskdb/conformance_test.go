@@ -62,6 +62,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		timertest.TestForecaster(t, func(t *testing.T) timertest.Forecaster { return open(t) })
 	})
+	t.Run("ScheduleStore", func(t *testing.T) {
+		t.Parallel()
+		timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore { return open(t) })
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)

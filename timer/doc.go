@@ -40,6 +40,18 @@
 // Redis lost, and loads far-future jobs as they come within the horizon.
 // The Catalog is the process's one copy of the topic list.
 //
+// # Recurring schedules
+//
+// A Schedule is a job template and a rule: a cron expression in a time
+// zone (read by a CronParser, package timer/cron) or an interval. The
+// Materializer turns each occurrence into an ordinary job a few seconds
+// ahead, through the Scheduler, under the idempotency key ScheduleKey, and
+// moves the schedule's cursor past it with a compare-and-set
+// (ScheduleWriter.AdvanceSchedule): the job first, so that a crash between
+// the two repeats the job (which the key makes the same one), never skips
+// it. Occurrences missed while no materializer ran follow the schedule's
+// CatchUp policy. Schedules holds the API's operations on them.
+//
 // # Guarantees
 //
 // A job whose row is committed fires at least once, never before its due

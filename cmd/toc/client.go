@@ -46,7 +46,7 @@ type prepareCall func(args []string) (call, error)
 type call func(ctx context.Context, c *client.Client) (any, error)
 
 // clientCommands are the client commands; a group ("jobs", "topics",
-// "dead") is the first word of several.
+// "dead", "schedules") is the first word of several.
 var clientCommands = []clientCommand{
 	{name: "schedule", about: "schedule a job", flags: scheduleFlags, table: one(jobFields...)},
 	{name: "jobs get", about: "show a job", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
@@ -73,6 +73,15 @@ var clientCommands = []clientCommand{
 		flags: deadBulk(false), table: one("purged", "more")},
 	{name: "forecast", about: "how many of a topic's jobs fall due per --step from --from to --to, as a bar chart", args: "TOPIC",
 		flags: forecastFlags, table: forecastChart},
+	{name: "schedules create", about: "create a recurring schedule: --cron (and --time-zone) or --every, and its job", flags: scheduleCreateFlags,
+		table: printSchedule},
+	{name: "schedules list", about: "list the schedules with their next fire times", flags: scheduleListFlags, table: schedulePage},
+	{name: "schedules get", about: "show a schedule and its next fire times", args: "ID", flags: onSchedule(scheduleGet), table: printSchedule},
+	{name: "schedules pause", about: "stop a schedule making jobs", args: "ID", flags: onSchedule(schedulePause), table: printSchedule},
+	{name: "schedules resume", about: "start a paused schedule again from its next occurrence", args: "ID", flags: onSchedule(scheduleResume),
+		table: printSchedule},
+	{name: "schedules delete", about: "delete a schedule (the jobs it made stay)", args: "ID", flags: onSchedule(scheduleDelete),
+		table: one("id", "deleted")},
 	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
 }
 

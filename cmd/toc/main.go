@@ -13,6 +13,9 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	// The zone database in the binary: schedules name IANA zones, and a
+	// static binary in a scratch image has no /usr/share/zoneinfo.
+	_ "time/tzdata"
 
 	"github.com/toc-project/toc/internal/ratelog"
 )
@@ -35,6 +38,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
   topics     list, get, set, pause or resume topics
   dead       list, replay or purge dead letters
   forecast   how many of a topic's jobs fall due per step: tomorrow's spike, today
+  schedules  create, list, get, pause, resume or delete recurring schedules
   cluster    show the cluster's members, leader and slots
 
 Other:
@@ -83,7 +87,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "cluster":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
 		printVersion(stdout)

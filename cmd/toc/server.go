@@ -28,6 +28,7 @@ import (
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb/shard"
 	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/cron"
 )
 
 // defaultMaxTopics is --max-topics unless set: 100,000 idle topics were
@@ -276,6 +277,7 @@ func (s *service) run(ctx context.Context) error {
 	// Wiring that needs the task store; run does it once the store answers.
 	var (
 		eng   *timer.Engine
+		mat   *timer.Materializer
 		front = &frontDoor{starting: tochttp.Starting(apiCfg)}
 	)
 	wire := func(st *shard.Store) error {
@@ -296,6 +298,13 @@ func (s *service) run(ctx context.Context) error {
 		s.catalog.Store(eng.Catalog)
 		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics()}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
+		// Every member materializes schedules: idempotency keys and the
+		// cursor's compare-and-set make that safe, and no leader's death
+		// delays an occurrence (see timer.Materializer).
+		if mat, err = timer.NewMaterializer(st, eng.Scheduler, timer.MaterializerConfig{Cron: cron.Parse, Logger: s.log}); err != nil {
+			return err
+		}
+		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, nil, mat.Wake)
 		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
 		if err != nil {
 			return err
@@ -373,7 +382,7 @@ func (s *service) run(ctx context.Context) error {
 	clusterCtx, stopCluster := context.WithCancel(context.WithoutCancel(ctx))
 	defer stopCluster()
 	var wg sync.WaitGroup
-	var engineErr, serveErr, clusterErr, wireErr, nodeErr, mapErr error
+	var engineErr, serveErr, clusterErr, wireErr, nodeErr, mapErr, matErr error
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err
@@ -433,6 +442,7 @@ func (s *service) run(ctx context.Context) error {
 			engineErr = eng.Run(engineCtx)
 			stopCluster()
 		})
+		wg.Go(func() { matErr = mat.Run(engineCtx) })
 		member := fmt.Sprintf("pid-%d", os.Getpid())
 		if s.cluster != nil {
 			member = s.cluster.ID()
@@ -453,7 +463,7 @@ func (s *service) run(ctx context.Context) error {
 	stopEngine()
 	wg.Wait()
 	s.log.Info("stopped")
-	return errors.Join(serveErr, wireErr, engineErr, clusterErr, nodeErr, mapErr)
+	return errors.Join(serveErr, wireErr, engineErr, clusterErr, nodeErr, mapErr, matErr)
 }
 
 // frontDoor serves the API once it is wired, and tochttp.Starting before.

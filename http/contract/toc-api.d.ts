@@ -483,6 +483,103 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List schedules.
+         * @description By id, a page at a time, each with its next fire times.
+         */
+        get: operations["listSchedules"];
+        put?: never;
+        /**
+         * Create a recurring schedule.
+         * @description Stores the schedule; its occurrences become ordinary jobs about 3 s before they are due, each with the idempotency key schedule:<id>:<occurrence in Unix ms>, so that restarts, failovers and the members of a cluster make one job per occurrence.
+         */
+        post: operations["createSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a schedule.
+         * @description With its next fire times.
+         */
+        get: operations["getSchedule"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a schedule.
+         * @description It makes no more jobs; those it made already (up to about 3 s ahead) stay and fire: cancel them by key if need be.
+         */
+        delete: operations["deleteSchedule"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/pause": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Pause a schedule.
+         * @description It makes no more jobs until resumed; jobs already made (up to about 3 s ahead) still fire. Pausing a paused schedule changes nothing.
+         */
+        post: operations["pauseSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/resume": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Resume a schedule.
+         * @description It starts again from its first occurrence after now: the occurrences of the pause are dropped, whatever its catch_up. Resuming a running schedule changes nothing.
+         */
+        post: operations["resumeSchedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     jobDue: {
@@ -1041,6 +1138,127 @@ export interface components {
             /** @description The job's payload as given, compacted; null when it has none. */
             payload: unknown;
         };
+        /**
+         * @description A schedule id: a positive 63-bit integer as a decimal string.
+         * @example 4737272962162360321
+         */
+        ScheduleID: string;
+        /**
+         * @description What a schedule does with occurrences missed while no toc ran (found more than 2 s after their time): skip drops them; last fires the latest of them once; all fires each, up to 1,000 (the earliest), and drops the rest. Default last.
+         * @enum {string}
+         */
+        CatchUp: "skip" | "last" | "all";
+        /** @description The job each occurrence makes: the fields of POST /v1/jobs without fire_at, delay_ms and key, which the occurrence sets (giving one is a 400 naming it). An error in it is a 400 naming job.<field>. */
+        JobTemplate: {
+            /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic. */
+            topic: components["schemas"]["TopicName"];
+            /** @description The business object the job belongs to (0: none). Jobs with the same biz_id share a slot, so fire in due order; GET, DELETE and PATCH /v1/jobs find them by it. Unsigned 64-bit: send it as a decimal string. */
+            biz_id?: components["schemas"]["Uint64Input"];
+            /** @description A kind of business object, kept and sent back as it is (0: none). */
+            biz_type?: components["schemas"]["Uint64Input"];
+            /**
+             * Format: uri
+             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does).
+             * @example https://orders.example.com/hooks/toc
+             */
+            callback_url: string;
+            /** @description Any JSON value, at most 64 KiB once compacted; sent back as it is in the webhook. null or left out: none. */
+            payload?: unknown;
+            /** @description Attempts before the job is dead; default the topic's (16 unless set). */
+            max_attempts?: number;
+            /** @description Default normal; an empty string is a 400. */
+            priority?: components["schemas"]["Priority"];
+        };
+        /** @description A recurring schedule: exactly one of cron or every_ms, and the job. Each occurrence becomes an ordinary job, due at the occurrence, with the idempotency key schedule:<id>:<occurrence in Unix ms>, made about 3 s ahead by every member; the key keeps it to one job across restarts and members. */
+        NewSchedule: {
+            /**
+             * @description A cron expression: 5 fields (minute hour day-of-month month day-of-week) or 6 with seconds first, read in time_zone. On the day a zone springs forward, a time in the skipped hour does not occur (a daily 02:30 skips that day); on the day it falls back, a time in the repeated hour occurs twice.
+             * @example 0 9 * * MON-FRI
+             * @example *\/10 * * * * *
+             */
+            cron?: string;
+            /**
+             * @description The IANA zone of cron, like Europe/Berlin; default UTC. Only with cron.
+             * @example America/New_York
+             */
+            time_zone?: string;
+            /** @description Instead of cron: an occurrence every so many milliseconds, from start_at, or from the creation (the first one every_ms after it). */
+            every_ms?: number;
+            /**
+             * Format: date-time
+             * @description No occurrence before it (RFC 3339).
+             */
+            start_at?: string;
+            /**
+             * Format: date-time
+             * @description No occurrence after it (RFC 3339); after start_at and in the future.
+             */
+            end_at?: string;
+            catch_up?: components["schemas"]["CatchUp"];
+            job: components["schemas"]["JobTemplate"];
+        };
+        /**
+         * @description A recurring schedule and its next occurrences.
+         * @example {
+         *       "id": "4737272962162360321",
+         *       "cron": "0 9 * * MON-FRI",
+         *       "time_zone": "Europe/Berlin",
+         *       "catch_up": "last",
+         *       "paused": false,
+         *       "key_prefix": "schedule:4737272962162360321:",
+         *       "next_fire_times": [
+         *         "2026-11-26T08:00:00.000Z",
+         *         "2026-11-27T08:00:00.000Z",
+         *         "2026-11-30T08:00:00.000Z",
+         *         "2026-12-01T08:00:00.000Z",
+         *         "2026-12-02T08:00:00.000Z"
+         *       ],
+         *       "job": {
+         *         "topic": "reports",
+         *         "biz_id": "0",
+         *         "biz_type": "0",
+         *         "callback_url": "https://reports.example.com/hooks/daily",
+         *         "payload": {
+         *           "report": "daily"
+         *         },
+         *         "priority": "normal"
+         *       },
+         *       "created_at": "2026-11-25T02:35:21.358Z",
+         *       "updated_at": "2026-11-25T02:35:21.358Z"
+         *     }
+         */
+        Schedule: {
+            id: components["schemas"]["ScheduleID"];
+            /** @description Its cron expression; left out for every_ms. */
+            cron?: string;
+            /** @description The zone of cron; left out for every_ms. */
+            time_zone?: string;
+            /** @description Its interval; left out for cron. */
+            every_ms?: number;
+            start_at?: components["schemas"]["Time"];
+            end_at?: components["schemas"]["Time"];
+            catch_up: components["schemas"]["CatchUp"];
+            /** @description A paused schedule makes no job; resumed, it starts from its next occurrence (those of the pause are dropped). Jobs already made (up to about 3 s ahead) still fire. */
+            paused: boolean;
+            /** @description The idempotency key of each job it makes is this prefix and the occurrence in Unix ms: GET /v1/jobs?topic=<job.topic>&key=<key_prefix><ms> finds one. */
+            key_prefix: string;
+            /** @description The next occurrences not yet made into jobs, up to 5; empty when none is left (past end_at). A paused schedule shows those it would have if resumed now. */
+            next_fire_times: components["schemas"]["Time"][];
+            /** @description The job each occurrence makes. */
+            job: {
+                topic: components["schemas"]["TopicName"];
+                biz_id: components["schemas"]["Uint64String"];
+                biz_type: components["schemas"]["Uint64String"];
+                callback_url: string;
+                /** @description The payload as given, compacted; null when none. */
+                payload: unknown;
+                /** @description Left out: the topic's default. */
+                max_attempts?: number;
+                priority: components["schemas"]["Priority"];
+            };
+            created_at: components["schemas"]["Time"];
+            updated_at: components["schemas"]["Time"];
+        };
     };
     responses: {
         /** @description invalid_argument: the request is malformed or a value is out of range; error.field names it. Nothing was written. */
@@ -1062,7 +1280,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description not_found: the job or topic does not exist. */
+        /** @description not_found: the job, topic or schedule does not exist. */
         NotFound: {
             headers: {
                 [name: string]: unknown;
@@ -1137,6 +1355,8 @@ export interface components {
          * @example "3"
          */
         IfMatch: string;
+        /** @description The schedule id. */
+        ScheduleID: components["schemas"]["ScheduleID"];
     };
     requestBodies: never;
     headers: {
@@ -2728,6 +2948,322 @@ export interface operations {
                     };
                 };
             };
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listSchedules: {
+        parameters: {
+            query?: {
+                /** @description Schedules per page. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of schedules, by id. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "schedules": [
+                     *         {
+                     *           "id": "4737272962162360321",
+                     *           "cron": "0 9 * * MON-FRI",
+                     *           "time_zone": "Europe/Berlin",
+                     *           "catch_up": "last",
+                     *           "paused": false,
+                     *           "key_prefix": "schedule:4737272962162360321:",
+                     *           "next_fire_times": [
+                     *             "2026-11-26T08:00:00.000Z",
+                     *             "2026-11-27T08:00:00.000Z",
+                     *             "2026-11-30T08:00:00.000Z",
+                     *             "2026-12-01T08:00:00.000Z",
+                     *             "2026-12-02T08:00:00.000Z"
+                     *           ],
+                     *           "job": {
+                     *             "topic": "reports",
+                     *             "biz_id": "0",
+                     *             "biz_type": "0",
+                     *             "callback_url": "https://reports.example.com/hooks/daily",
+                     *             "payload": {
+                     *               "report": "daily"
+                     *             },
+                     *             "priority": "normal"
+                     *           },
+                     *           "created_at": "2026-11-25T02:35:21.358Z",
+                     *           "updated_at": "2026-11-25T02:35:21.358Z"
+                     *         }
+                     *       ],
+                     *       "next_cursor": ""
+                     *     }
+                     */
+                    "application/json": {
+                        schedules: components["schemas"]["Schedule"][];
+                        /** @description Pass it as cursor for the next page; empty after the last (a page shorter than limit). */
+                        next_cursor: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NewSchedule"];
+            };
+        };
+        responses: {
+            /** @description Stored: the schedule with its next fire times. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4737272962162360321",
+                     *       "cron": "0 9 * * MON-FRI",
+                     *       "time_zone": "Europe/Berlin",
+                     *       "catch_up": "last",
+                     *       "paused": false,
+                     *       "key_prefix": "schedule:4737272962162360321:",
+                     *       "next_fire_times": [
+                     *         "2026-11-26T08:00:00.000Z",
+                     *         "2026-11-27T08:00:00.000Z",
+                     *         "2026-11-30T08:00:00.000Z",
+                     *         "2026-12-01T08:00:00.000Z",
+                     *         "2026-12-02T08:00:00.000Z"
+                     *       ],
+                     *       "job": {
+                     *         "topic": "reports",
+                     *         "biz_id": "0",
+                     *         "biz_type": "0",
+                     *         "callback_url": "https://reports.example.com/hooks/daily",
+                     *         "payload": {
+                     *           "report": "daily"
+                     *         },
+                     *         "priority": "normal"
+                     *       },
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4737272962162360321",
+                     *       "cron": "0 9 * * MON-FRI",
+                     *       "time_zone": "Europe/Berlin",
+                     *       "catch_up": "last",
+                     *       "paused": false,
+                     *       "key_prefix": "schedule:4737272962162360321:",
+                     *       "next_fire_times": [
+                     *         "2026-11-26T08:00:00.000Z",
+                     *         "2026-11-27T08:00:00.000Z",
+                     *         "2026-11-30T08:00:00.000Z",
+                     *         "2026-12-01T08:00:00.000Z",
+                     *         "2026-12-02T08:00:00.000Z"
+                     *       ],
+                     *       "job": {
+                     *         "topic": "reports",
+                     *         "biz_id": "0",
+                     *         "biz_type": "0",
+                     *         "callback_url": "https://reports.example.com/hooks/daily",
+                     *         "payload": {
+                     *           "report": "daily"
+                     *         },
+                     *         "priority": "normal"
+                     *       },
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    deleteSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted. */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    pauseSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule, paused. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4737272962162360321",
+                     *       "cron": "0 9 * * MON-FRI",
+                     *       "time_zone": "Europe/Berlin",
+                     *       "catch_up": "last",
+                     *       "paused": false,
+                     *       "key_prefix": "schedule:4737272962162360321:",
+                     *       "next_fire_times": [
+                     *         "2026-11-26T08:00:00.000Z",
+                     *         "2026-11-27T08:00:00.000Z",
+                     *         "2026-11-30T08:00:00.000Z",
+                     *         "2026-12-01T08:00:00.000Z",
+                     *         "2026-12-02T08:00:00.000Z"
+                     *       ],
+                     *       "job": {
+                     *         "topic": "reports",
+                     *         "biz_id": "0",
+                     *         "biz_type": "0",
+                     *         "callback_url": "https://reports.example.com/hooks/daily",
+                     *         "payload": {
+                     *           "report": "daily"
+                     *         },
+                     *         "priority": "normal"
+                     *       },
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    resumeSchedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The schedule id. */
+                id: components["parameters"]["ScheduleID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The schedule, running. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "4737272962162360321",
+                     *       "cron": "0 9 * * MON-FRI",
+                     *       "time_zone": "Europe/Berlin",
+                     *       "catch_up": "last",
+                     *       "paused": false,
+                     *       "key_prefix": "schedule:4737272962162360321:",
+                     *       "next_fire_times": [
+                     *         "2026-11-26T08:00:00.000Z",
+                     *         "2026-11-27T08:00:00.000Z",
+                     *         "2026-11-30T08:00:00.000Z",
+                     *         "2026-12-01T08:00:00.000Z",
+                     *         "2026-12-02T08:00:00.000Z"
+                     *       ],
+                     *       "job": {
+                     *         "topic": "reports",
+                     *         "biz_id": "0",
+                     *         "biz_type": "0",
+                     *         "callback_url": "https://reports.example.com/hooks/daily",
+                     *         "payload": {
+                     *           "report": "daily"
+                     *         },
+                     *         "priority": "normal"
+                     *       },
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -51,6 +51,14 @@ func TestStoreOnTwoShards(t *testing.T) {
 	})
 }
 
+// Schedules on two databases: all in shard 0.
+func TestScheduleStoreOnTwoShards(t *testing.T) {
+	timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore {
+		s, _ := openShards(t, 2)
+		return s
+	})
+}
+
 // The attempt history on two databases: split by shard, read from the
 // job's shard, pruned on both.
 func TestAttemptLogOnTwoShards(t *testing.T) {

@@ -35,6 +35,7 @@ type Store struct {
 	// topicVersion counts the writes of topics (TopicsVersion).
 	topicVersion int64
 	attempts     []timer.Attempt
+	schedules    map[timer.ScheduleID]*timer.Schedule
 }
 
 var (

@@ -115,3 +115,7 @@ func TestFakeForecaster(t *testing.T) {
 func TestFakeAttemptLog(t *testing.T) {
 	timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return timertest.NewStore() })
 }
+
+func TestFakeScheduleStore(t *testing.T) {
+	timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore { return timertest.NewStore() })
+}

@@ -7,6 +7,7 @@ import { topicsPage, topicPage } from './topics.js';
 import { jobPage } from './job.js';
 import { deadLettersPage } from './deadletters.js';
 import { clusterPage } from './cluster.js';
+import { schedulesPage } from './schedules.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -15,6 +16,7 @@ const routes = [
   [/^\/topics\/([^/]+)$/, topicPage],
   [/^\/jobs\/([^/]+)$/, jobPage],
   [/^\/deadletters$/, deadLettersPage],
+  [/^\/schedules$/, schedulesPage],
   [/^\/cluster$/, clusterPage],
 ];
 

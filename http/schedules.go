@@ -1,0 +1,401 @@
+// The schedules: POST /v1/schedules, GET /v1/schedules,
+// GET|DELETE /v1/schedules/{id}, POST /v1/schedules/{id}/pause|resume.
+
+package http
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// Schedules creates, lists, pauses, resumes and deletes recurring
+// schedules; *timer.Schedules implements it. Unknown ids wrap
+// timer.ErrNotFound; a bad schedule is a *timer.FieldError.
+type Schedules interface {
+	Create(ctx context.Context, s timer.Schedule) (timer.ScheduleView, error)
+	Get(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error)
+	// List returns up to limit schedules with an id above after, by id.
+	List(ctx context.Context, after timer.ScheduleID, limit int) ([]timer.ScheduleView, error)
+	Pause(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error)
+	Resume(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error)
+	Delete(ctx context.Context, id timer.ScheduleID) error
+}
+
+// Pages of GET /v1/schedules.
+const (
+	DefaultSchedulePage = 100
+	MaxSchedulePage     = 1000
+)
+
+// errNoSchedules answers the schedule routes of an API without them.
+var errNoSchedules = fmt.Errorf("this toc serves no schedules: %w", timer.ErrNotFound)
+
+func (a *API) scheduleRoutes(r chi.Router) {
+	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/schedules", a.createSchedule)
+	r.Get("/schedules", a.listSchedules)
+	r.Get("/schedules/{id}", a.getSchedule)
+	r.Delete("/schedules/{id}", a.deleteSchedule)
+	r.Post("/schedules/{id}/pause", a.pauseSchedule)
+	r.Post("/schedules/{id}/resume", a.resumeSchedule)
+}
+
+// scheduleRequest is the body of POST /v1/schedules. Job is decoded on
+// its own, so that its errors are named "job.<field>".
+type scheduleRequest struct {
+	Cron     *string         `json:"cron"`
+	TimeZone *string         `json:"time_zone"`
+	EveryMS  *int64          `json:"every_ms"`
+	StartAt  *string         `json:"start_at"`
+	EndAt    *string         `json:"end_at"`
+	CatchUp  *string         `json:"catch_up"`
+	Job      json.RawMessage `json:"job"`
+}
+
+// templateRequest is the job of a schedule: the fields of POST /v1/jobs
+// but the time and the key, which each occurrence sets. Those are read
+// to be refused by name rather than as unknown.
+type templateRequest struct {
+	Topic       string          `json:"topic"`
+	BizID       decimal         `json:"biz_id"`
+	BizType     decimal         `json:"biz_type"`
+	CallbackURL *string         `json:"callback_url"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts *int            `json:"max_attempts"`
+	Priority    *string         `json:"priority"`
+	FireAt      json.RawMessage `json:"fire_at"`
+	DelayMS     json.RawMessage `json:"delay_ms"`
+	Key         json.RawMessage `json:"key"`
+}
+
+// inJob names err's field under "job".
+func inJob(err error) error {
+	var fe *timer.FieldError
+	if errors.As(err, &fe) {
+		name := "job"
+		if fe.Field != "" {
+			name += "." + fe.Field
+		}
+		return &timer.FieldError{Field: name, Message: fe.Message}
+	}
+	return err
+}
+
+// template reads the job of a schedule, checking what the domain does
+// not: presence, the time and key left out, the payload's form.
+func (b *scheduleRequest) template() (timer.JobTemplate, error) {
+	if len(b.Job) == 0 || bytes.Equal(b.Job, []byte("null")) {
+		return timer.JobTemplate{}, &timer.FieldError{Field: "job", Message: "required: the job each occurrence makes"}
+	}
+	var jr templateRequest
+	if err := decodeBytes(b.Job, &jr); err != nil {
+		return timer.JobTemplate{}, inJob(err)
+	}
+	for name, raw := range map[string]json.RawMessage{"fire_at": jr.FireAt, "delay_ms": jr.DelayMS, "key": jr.Key} {
+		if raw != nil {
+			return timer.JobTemplate{}, &timer.FieldError{Field: "job." + name, Message: "set by each occurrence; leave it out"}
+		}
+	}
+	t := timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType)}
+	if jr.CallbackURL == nil || *jr.CallbackURL == "" {
+		return t, &timer.FieldError{Field: "job.callback_url", Message: "required"}
+	}
+	t.CallbackURL = *jr.CallbackURL
+	if jr.MaxAttempts != nil {
+		if *jr.MaxAttempts < 1 || *jr.MaxAttempts > timer.MaxAttemptsLimit {
+			return t, &timer.FieldError{Field: "job.max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
+		}
+		t.MaxAttempts = *jr.MaxAttempts
+	}
+	if jr.Priority != nil {
+		p, err := timer.ParsePriority(*jr.Priority)
+		if err != nil || *jr.Priority == "" {
+			return t, &timer.FieldError{Field: "job.priority", Message: "must be high, normal or low"}
+		}
+		t.Priority = p
+	}
+	if len(jr.Payload) > 0 && !bytes.Equal(jr.Payload, []byte("null")) {
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, jr.Payload); err != nil {
+			return t, &timer.FieldError{Field: "job.payload", Message: "must be a JSON value"}
+		}
+		t.Payload = compact.Bytes()
+	}
+	return t, nil
+}
+
+// schedule turns the body into a schedule for timer.Schedules.Create,
+// which checks the rest.
+func (b *scheduleRequest) schedule() (timer.Schedule, error) {
+	var s timer.Schedule
+	var err error
+	if s.Job, err = b.template(); err != nil {
+		return s, err
+	}
+	if b.Cron != nil {
+		if *b.Cron == "" {
+			return s, &timer.FieldError{Field: "cron", Message: "must be a cron expression; leave it out for every_ms"}
+		}
+		s.Cron = *b.Cron
+	}
+	if b.TimeZone != nil {
+		if *b.TimeZone == "" {
+			return s, &timer.FieldError{Field: "time_zone", Message: "must be an IANA time zone name; leave it out for UTC"}
+		}
+		s.TimeZone = *b.TimeZone
+	}
+	if b.EveryMS != nil {
+		if *b.EveryMS < timer.MinEvery.Milliseconds() || *b.EveryMS > timer.MaxEvery.Milliseconds() {
+			return s, &timer.FieldError{Field: "every_ms", Message: fmt.Sprintf("must be within %d..%d", timer.MinEvery.Milliseconds(), timer.MaxEvery.Milliseconds())}
+		}
+		s.Every = time.Duration(*b.EveryMS) * time.Millisecond
+	}
+	for _, f := range []struct {
+		name string
+		in   *string
+		out  *time.Time
+	}{{"start_at", b.StartAt, &s.StartAt}, {"end_at", b.EndAt, &s.EndAt}} {
+		if f.in == nil {
+			continue
+		}
+		t, err := time.Parse(time.RFC3339, *f.in)
+		if err != nil {
+			return s, &timer.FieldError{Field: f.name, Message: "must be an RFC 3339 time, like 2026-01-02T15:04:05Z"}
+		}
+		if !timer.ValidDue(t) {
+			return s, &timer.FieldError{Field: f.name, Message: timer.DueRange()}
+		}
+		*f.out = t
+	}
+	s.CatchUp = timer.DefaultCatchUp
+	if b.CatchUp != nil {
+		if *b.CatchUp == "" {
+			return s, &timer.FieldError{Field: "catch_up", Message: "must be skip, last or all"}
+		}
+		if s.CatchUp, err = timer.ParseCatchUp(*b.CatchUp); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// scheduleView is a schedule as the API shows it.
+type scheduleView struct {
+	ID       string `json:"id"`
+	Cron     string `json:"cron,omitempty"`
+	TimeZone string `json:"time_zone,omitempty"`
+	EveryMS  int64  `json:"every_ms,omitempty"`
+	StartAt  string `json:"start_at,omitempty"`
+	EndAt    string `json:"end_at,omitempty"`
+	CatchUp  string `json:"catch_up"`
+	Paused   bool   `json:"paused"`
+	// KeyPrefix begins the idempotency key of every job the schedule
+	// makes: the prefix, then the occurrence's time in Unix ms.
+	KeyPrefix     string       `json:"key_prefix"`
+	NextFireTimes []string     `json:"next_fire_times"`
+	Job           templateView `json:"job"`
+	CreatedAt     string       `json:"created_at"`
+	UpdatedAt     string       `json:"updated_at"`
+}
+
+type templateView struct {
+	Topic       string          `json:"topic"`
+	BizID       decimal         `json:"biz_id"`
+	BizType     decimal         `json:"biz_type"`
+	CallbackURL string          `json:"callback_url"`
+	Payload     json.RawMessage `json:"payload"`
+	MaxAttempts int             `json:"max_attempts,omitempty"`
+	Priority    string          `json:"priority"`
+}
+
+func scheduleViewOf(v timer.ScheduleView) scheduleView {
+	s := v.Schedule
+	out := scheduleView{
+		ID:            s.ID.String(),
+		Cron:          s.Cron,
+		TimeZone:      s.TimeZone,
+		EveryMS:       s.Every.Milliseconds(),
+		StartAt:       formatTime(s.StartAt),
+		EndAt:         formatTime(s.EndAt),
+		CatchUp:       s.CatchUp.String(),
+		Paused:        s.Paused,
+		KeyPrefix:     "schedule:" + s.ID.String() + ":",
+		NextFireTimes: make([]string, len(v.NextFireTimes)),
+		Job: templateView{
+			Topic:       s.Job.Topic,
+			BizID:       decimal(s.Job.BizID),
+			BizType:     decimal(s.Job.BizType),
+			CallbackURL: s.Job.CallbackURL,
+			Payload:     json.RawMessage("null"),
+			MaxAttempts: s.Job.MaxAttempts,
+			Priority:    s.Job.Priority.String(),
+		},
+		CreatedAt: formatTime(s.CreatedAt),
+		UpdatedAt: formatTime(s.UpdatedAt),
+	}
+	if s.Cron != "" && s.TimeZone == "" {
+		out.TimeZone = "UTC"
+	}
+	if len(s.Job.Payload) > 0 {
+		out.Job.Payload = s.Job.Payload
+	}
+	for i, t := range v.NextFireTimes {
+		out.NextFireTimes[i] = formatTime(t)
+	}
+	return out
+}
+
+// createSchedule: POST /v1/schedules answers 201 with the schedule and
+// its next fire times.
+func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Schedules == nil {
+		a.writeError(w, r, errNoSchedules)
+		return
+	}
+	var body scheduleRequest
+	if err := decode(r.Body, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := body.schedule()
+	if err == nil {
+		err = inJob(a.guard.Check(r.Context(), s.Job.CallbackURL))
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.cfg.Schedules.Create(r.Context(), s)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, scheduleViewOf(v))
+}
+
+// listSchedules: GET /v1/schedules?limit=N&cursor=C, by id; next_cursor
+// is "" after the last page.
+func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Schedules == nil {
+		a.writeError(w, r, errNoSchedules)
+		return
+	}
+	q := r.URL.Query()
+	for name, vals := range q {
+		switch {
+		case name != "limit" && name != "cursor":
+			a.writeError(w, r, &timer.FieldError{Field: name, Message: "not a parameter here; use limit, cursor"})
+			return
+		case len(vals) > 1:
+			a.writeError(w, r, &timer.FieldError{Field: name, Message: "given more than once"})
+			return
+		}
+	}
+	limit := DefaultSchedulePage
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxSchedulePage {
+			a.writeError(w, r, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxSchedulePage)})
+			return
+		}
+		limit = n
+	}
+	var after timer.ScheduleID
+	if s := q.Get("cursor"); s != "" {
+		id, err := timer.ParseScheduleID(s)
+		if err != nil {
+			a.writeError(w, r, &timer.FieldError{Field: "cursor", Message: "not a cursor this API returned"})
+			return
+		}
+		after = id
+	}
+	list, err := a.cfg.Schedules.List(r.Context(), after, limit)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	views := make([]scheduleView, len(list))
+	for i, v := range list {
+		views[i] = scheduleViewOf(v)
+	}
+	next := ""
+	if len(list) == limit {
+		next = list[len(list)-1].ID.String()
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"schedules": views, "next_cursor": next})
+}
+
+func scheduleID(r *http.Request) (timer.ScheduleID, error) {
+	id, err := timer.ParseScheduleID(chi.URLParam(r, "id"))
+	if err != nil {
+		return 0, &timer.FieldError{Field: "id", Message: "must be a schedule id: a positive decimal integer below 2^63"}
+	}
+	return id, nil
+}
+
+// withSchedule answers the schedule fn returns for the path's id.
+func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, fn func(context.Context, timer.ScheduleID) (timer.ScheduleView, error)) {
+	if a.cfg.Schedules == nil {
+		a.writeError(w, r, errNoSchedules)
+		return
+	}
+	id, err := scheduleID(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := fn(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, scheduleViewOf(v))
+}
+
+// getSchedule: GET /v1/schedules/{id}, with its next fire times.
+func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
+	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+		return a.cfg.Schedules.Get(ctx, id)
+	})
+}
+
+// pauseSchedule: POST /v1/schedules/{id}/pause.
+func (a *API) pauseSchedule(w http.ResponseWriter, r *http.Request) {
+	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+		return a.cfg.Schedules.Pause(ctx, id)
+	})
+}
+
+// resumeSchedule: POST /v1/schedules/{id}/resume.
+func (a *API) resumeSchedule(w http.ResponseWriter, r *http.Request) {
+	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+		return a.cfg.Schedules.Resume(ctx, id)
+	})
+}
+
+// deleteSchedule: DELETE /v1/schedules/{id} answers 204; the jobs it
+// made stay.
+func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) {
+	if a.cfg.Schedules == nil {
+		a.writeError(w, r, errNoSchedules)
+		return
+	}
+	id, err := scheduleID(r)
+	if err == nil {
+		err = a.cfg.Schedules.Delete(r.Context(), id)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
