@@ -49,6 +49,12 @@ type Catalog struct {
 	version   int64
 	versioned bool
 	fullAt    time.Time
+	// puts numbers the Puts; putAt is the number of the last Put of each
+	// topic put since the last Refresh began reading, so that a topic put
+	// while a Refresh read the list (created then, and missing from what
+	// it read) is not dropped by that Refresh.
+	puts  uint64
+	putAt map[string]uint64
 }
 
 // maxChangeLog bounds a Catalog's log of changed topics.
@@ -67,6 +73,7 @@ func NewCatalog(store TopicStore, refresh time.Duration, now func() time.Time) *
 		topics:  make(map[string]Topic),
 		misses:  make(map[string]time.Time),
 		changed: make(chan struct{}),
+		putAt:   make(map[string]uint64),
 	}
 }
 
@@ -107,6 +114,9 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 	}
 	// Read after the version: a write that the list misses moved the
 	// version past the one kept, and the next Refresh reads again.
+	c.mu.RLock()
+	began := c.puts
+	c.mu.RUnlock()
 	topics, err := c.store.Topics(ctx)
 	if err != nil {
 		return fmt.Errorf("read topics: %w", err)
@@ -124,10 +134,20 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 		next[t.Name] = t
 		delete(c.misses, t.Name)
 	}
-	for name := range c.topics {
-		if _, ok := next[name]; !ok {
-			diff = true
-			c.logChange(name)
+	for name, t := range c.topics {
+		if _, ok := next[name]; ok {
+			continue
+		}
+		if c.putAt[name] > began {
+			next[name] = t // put while the list was read: newer than it
+			continue
+		}
+		diff = true
+		c.logChange(name)
+	}
+	for name, at := range c.putAt {
+		if at <= began {
+			delete(c.putAt, name)
 		}
 	}
 	c.topics, c.loaded = next, true
@@ -176,6 +196,8 @@ func (c *Catalog) Put(t Topic) {
 	defer c.mu.Unlock()
 	old, ok := c.topics[t.Name]
 	c.topics[t.Name] = t
+	c.puts++
+	c.putAt[t.Name] = c.puts
 	delete(c.misses, t.Name)
 	if !ok || !sameTopic(old, t) {
 		c.logChange(t.Name)
@@ -188,6 +210,7 @@ func (c *Catalog) Put(t Topic) {
 func (c *Catalog) Delete(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	delete(c.putAt, name)
 	if _, ok := c.topics[name]; ok {
 		delete(c.topics, name)
 		c.logChange(name)

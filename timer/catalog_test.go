@@ -1,6 +1,7 @@
 package timer_test
 
 import (
+	"context"
 	"slices"
 	"testing"
 
@@ -117,4 +118,69 @@ func TestCatalogRefreshReadsOnChange(t *testing.T) {
 		t.Error("the pause made elsewhere is not in the catalog")
 	}
 	refresh(0)
+}
+
+// slowTopics is a store whose topic list is read as it was before a
+// topic was created: the list a Refresh reads while the scheduler
+// creates a topic and puts it in the catalog.
+type slowTopics struct {
+	*timertest.Store
+	during func() // runs after the list was read, before it is returned
+}
+
+func (s *slowTopics) Topics(ctx context.Context) ([]timer.Topic, error) {
+	ts, err := s.Store.Topics(ctx)
+	if s.during != nil {
+		s.during()
+	}
+	return ts, err
+}
+
+// A topic put while a Refresh reads the list is not dropped by that
+// Refresh: the scheduler that created it reads its slot count from the
+// catalog to index its jobs (before, a job of a brand-new topic could be
+// indexed with no slots and wait for the backstop).
+func TestCatalogRefreshKeepsWhatWasPutMeanwhile(t *testing.T) {
+	ctx := t.Context()
+	store := &slowTopics{Store: timertest.NewStore()}
+	if _, err := store.EnsureTopic(ctx, timer.Topic{Name: "old", Slots: 4}); err != nil {
+		t.Fatal(err)
+	}
+	c := timer.NewCatalog(store, 0, nil)
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	fresh := timer.Topic{Name: "fresh", Slots: 8}
+	store.during = func() {
+		if _, err := store.Store.EnsureTopic(ctx, fresh); err != nil {
+			t.Fatal(err)
+		}
+		c.Put(fresh)
+	}
+	if _, err := store.PauseTopic(ctx, "old", true); err != nil { // the version moves: the list is read
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok := c.Get("fresh"); !ok || got.Slots != 8 {
+		t.Fatalf("the topic put during the refresh: %+v, %v; want it, with 8 slots", got, ok)
+	}
+	store.during = nil
+	if err := c.Refresh(ctx); err != nil { // reads the list again: the version moved
+		t.Fatal(err)
+	}
+	if _, ok := c.Get("fresh"); !ok {
+		t.Fatal("the next refresh dropped the topic")
+	}
+	c.Delete("fresh")
+	if err := store.DeleteTopic(ctx, "fresh"); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := c.Get("fresh"); ok {
+		t.Fatal("a deleted topic is back after a refresh")
+	}
 }
