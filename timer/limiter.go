@@ -373,7 +373,9 @@ func (l *limiter) untake(tp *topicState, n int) {
 	switch {
 	case tp.place == ready:
 		l.ready.fix(tp)
-	case tp.place == parked && c.unparks(tp):
+	case tp.place == parked && c.unparks(tp), tp.place == resting && tp.tokens >= c.want:
+		// The advance charge parked the topic, or made it rest for tokens
+		// that it now has back.
 		l.leave(tp)
 		l.requeue(tp)
 	}

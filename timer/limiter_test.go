@@ -194,3 +194,53 @@ func TestLatenessBase(t *testing.T) {
 		t.Errorf("a job scheduled ahead: base %v, want the due time", got)
 	}
 }
+
+// A claim is charged in advance (took) and gives back what it did not
+// take (untake): a topic that the advance charge made rest, or parked at
+// its in-flight cap, may claim again at once when that gives it back what
+// it waits for.
+func TestUntakeEndsARestTheChargeCaused(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newTestLimiter(&now, 100, 1000)
+	tp := l.topic("t")
+	tp.topic = Topic{Name: "t", Slots: 2, Limits: Limits{RateLimit: 1000, Burst: 20}}
+	l.configure(tp, 1)
+	dueSlot(l, tp, 0, now)
+	dueSlot(l, tp, 1, now)
+
+	if got := l.pick(now); got != tp {
+		t.Fatalf("picked %v", got)
+	}
+	n := l.allowance(tp, now, 100)
+	if n != 20 {
+		t.Fatalf("allowance %d, want the burst 20", n)
+	}
+	l.took(tp, n) // the first slot's claim, charged in advance
+	if n := l.allowance(tp, now, 100); n != 0 || tp.place != resting {
+		t.Fatalf("the second slot: allowance %d, place %v; want 0 and resting", n, tp.place)
+	}
+	l.untake(tp, 19) // the first claim took one job
+	if tp.place != ready {
+		t.Fatalf("after the charge came back: place %v, want ready", tp.place)
+	}
+	if got := l.pick(now); got != tp {
+		t.Fatalf("picked %v, want the topic again at once", got)
+	}
+	if n := l.allowance(tp, now, 100); n != 19 {
+		t.Fatalf("allowance %d, want the 19 tokens given back", n)
+	}
+	l.requeue(tp)
+
+	// The in-flight cap likewise.
+	tp.topic.Limits = Limits{MaxInFlight: 3}
+	l.configure(tp, 1)
+	tp.place = serving
+	l.took(tp, l.allowance(tp, now, 100)) // up to the cap, charged in advance
+	if n := l.allowance(tp, now, 100); n != 0 || tp.place != parked {
+		t.Fatalf("at the cap: allowance %d, place %v; want 0 and parked", n, tp.place)
+	}
+	l.untake(tp, 2)
+	if tp.place == parked {
+		t.Fatal("still parked after the charge came back")
+	}
+}
