@@ -126,32 +126,53 @@ func (b *jobRequest) request() (timer.Request, error) {
 		FireAt:  fireAt,
 		Delay:   delay,
 	}
-	if b.CallbackURL == nil || *b.CallbackURL == "" {
-		return r, &timer.FieldError{Field: "callback_url", Message: "required"}
+	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority}).apply(&r); err != nil {
+		return r, err
 	}
-	r.CallbackURL = *b.CallbackURL
-	if b.MaxAttempts != nil {
-		if *b.MaxAttempts < 1 || *b.MaxAttempts > timer.MaxAttemptsLimit {
-			return r, &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
-		}
-		r.MaxAttempts = *b.MaxAttempts
+	return r, r.Validate()
+}
+
+// jobFields are the fields a job's body and a schedule's job template
+// share.
+type jobFields struct {
+	CallbackURL *string
+	Payload     json.RawMessage
+	MaxAttempts *int
+	Priority    *string
+}
+
+// apply sets f in r, checking what the scheduler does not: the callback
+// URL's presence, the attempts' range, the priority's name and the
+// payload's form. Its errors name the fields as a job's body does.
+func (f jobFields) apply(r *timer.Request) error {
+	if f.CallbackURL == nil || *f.CallbackURL == "" {
+		return &timer.FieldError{Field: "callback_url", Message: "required"}
 	}
-	if b.Priority != nil {
-		if *b.Priority == "" { // not taken as normal: leave it out for that
-			return r, &timer.FieldError{Field: "priority", Message: "must be high, normal or low"}
+	r.CallbackURL = *f.CallbackURL
+	if f.MaxAttempts != nil {
+		if *f.MaxAttempts < 1 || *f.MaxAttempts > timer.MaxAttemptsLimit {
+			return &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
 		}
-		if r.Priority, err = timer.ParsePriority(*b.Priority); err != nil {
-			return r, err
-		}
+		r.MaxAttempts = *f.MaxAttempts
 	}
-	if len(b.Payload) > 0 && !bytes.Equal(b.Payload, []byte("null")) {
+	if f.Priority != nil {
+		if *f.Priority == "" { // not taken as normal: leave it out for that
+			return &timer.FieldError{Field: "priority", Message: "must be high, normal or low"}
+		}
+		p, err := timer.ParsePriority(*f.Priority)
+		if err != nil {
+			return err
+		}
+		r.Priority = p
+	}
+	if len(f.Payload) > 0 && !bytes.Equal(f.Payload, []byte("null")) {
 		var compact bytes.Buffer
-		if err := json.Compact(&compact, b.Payload); err != nil {
-			return r, &timer.FieldError{Field: "payload", Message: "must be a JSON value"}
+		if err := json.Compact(&compact, f.Payload); err != nil {
+			return &timer.FieldError{Field: "payload", Message: "must be a JSON value"}
 		}
 		r.Payload = compact.Bytes()
 	}
-	return r, r.Validate()
+	return nil
 }
 
 // decode reads exactly one JSON value into v, refusing unknown fields,

@@ -105,32 +105,12 @@ func (b *scheduleRequest) template() (timer.JobTemplate, error) {
 			return timer.JobTemplate{}, &timer.FieldError{Field: "job." + name, Message: "set by each occurrence; leave it out"}
 		}
 	}
-	t := timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType)}
-	if jr.CallbackURL == nil || *jr.CallbackURL == "" {
-		return t, &timer.FieldError{Field: "job.callback_url", Message: "required"}
+	var r timer.Request
+	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority}).apply(&r); err != nil {
+		return timer.JobTemplate{}, inJob(err)
 	}
-	t.CallbackURL = *jr.CallbackURL
-	if jr.MaxAttempts != nil {
-		if *jr.MaxAttempts < 1 || *jr.MaxAttempts > timer.MaxAttemptsLimit {
-			return t, &timer.FieldError{Field: "job.max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}
-		}
-		t.MaxAttempts = *jr.MaxAttempts
-	}
-	if jr.Priority != nil {
-		p, err := timer.ParsePriority(*jr.Priority)
-		if err != nil || *jr.Priority == "" {
-			return t, &timer.FieldError{Field: "job.priority", Message: "must be high, normal or low"}
-		}
-		t.Priority = p
-	}
-	if len(jr.Payload) > 0 && !bytes.Equal(jr.Payload, []byte("null")) {
-		var compact bytes.Buffer
-		if err := json.Compact(&compact, jr.Payload); err != nil {
-			return t, &timer.FieldError{Field: "job.payload", Message: "must be a JSON value"}
-		}
-		t.Payload = compact.Bytes()
-	}
-	return t, nil
+	return timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType), CallbackURL: r.CallbackURL,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority}, nil
 }
 
 // schedule turns the body into a schedule for timer.Schedules.Create,
