@@ -21,7 +21,7 @@ var mysqlDialect = dialect{
 	maxVars:   65535,
 	uint64Arg: func(v uint64) any { return v },
 	// Not INSERT IGNORE, which would also turn other errors into warnings.
-	insertTopic: "INSERT INTO toc_topics (name, slots, max_attempts, gmt_create) VALUES (?, ?, ?, ?) ON DUPLICATE KEY UPDATE name = name",
+	keepTopic: " ON DUPLICATE KEY UPDATE name = name",
 	// INSERT IGNORE turns other errors into warnings too; the values are
 	// checked and cut before, and the history is best effort.
 	insertAttempts: "INSERT IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",

@@ -41,9 +41,8 @@ type dialect struct {
 	// uint64Arg turns the value of an unsigned 64-bit column into an
 	// argument.
 	uint64Arg func(uint64) any
-	// insertTopic inserts a topic (name, slots, max_attempts, gmt_create) unless one of
-	// that name exists.
-	insertTopic string
+	// keepTopic ends insertTopics: a row whose name exists is skipped.
+	keepTopic string
 	// insertAttempts begins a multi-row insert of attempts (job_id,
 	// attempt, started_at, duration_ms, status_code, error, excerpt) that
 	// skips a row whose primary key exists.
@@ -201,6 +200,12 @@ func (s *Store) updateOne(ctx context.Context, query string, args ...any) (bool,
 // placeholders returns "?, ?, ?" with n question marks.
 func placeholders(n int) string {
 	return strings.Repeat(", ?", n)[2:]
+}
+
+// rowsOf returns n copies of row, a row's placeholders, joined by commas:
+// the values of a multi-row insert.
+func rowsOf(row string, n int) string {
+	return strings.Repeat(", "+row, n)[2:]
 }
 
 // unsigned scans an unsigned 64-bit column: MySQL sends BIGINT UNSIGNED

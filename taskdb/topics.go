@@ -9,6 +9,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/toc-project/toc/timer"
@@ -19,34 +21,118 @@ import (
 // timer.DefaultSlots; any other count must be a power of two up to
 // timer.MaxSlots. A zero t.CreatedAt is stored as the store's clock.
 func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, error) {
-	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
-	if err := timer.CheckTopic("ensure topic", t); err != nil {
+	got, err := s.EnsureTopics(ctx, []timer.Topic{t})
+	if err != nil {
 		return timer.Topic{}, err
 	}
-	created := t.CreatedAt
-	if created.IsZero() {
-		created = s.now()
+	return got[0], nil
+}
+
+// topicChunk is how many topics one statement of EnsureTopics writes or
+// reads.
+const topicChunk = 500
+
+// EnsureTopics creates each topic of ts that does not exist, as
+// EnsureTopic does, and returns the stored topics in the order of ts. It
+// takes one transaction: a multi-row insert that skips existing names,
+// one read, and one move of the topic version when it created any, so
+// that a client creating thousands of topics costs the database a few
+// statements and one commit per call, not three commits a topic.
+func (s *Store) EnsureTopics(ctx context.Context, ts []timer.Topic) ([]timer.Topic, error) {
+	if len(ts) == 0 {
+		return nil, nil
 	}
-	// A DeleteTopic may remove the row between the insert and the read:
-	// then insert again, a few times, rather than answer "not found".
-	for range 3 {
-		if _, err := s.db.ExecContext(ctx, s.d.insertTopic, t.Name, int64(t.Slots), int64(t.MaxAttempts), created.UnixMilli()); err != nil {
-			return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+	now := s.now()
+	rows := make([]timer.Topic, len(ts))
+	for i, t := range ts {
+		t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
+		if err := timer.CheckTopic("ensure topic", t); err != nil {
+			return nil, err
 		}
-		got, err := s.Topic(ctx, t.Name)
-		if err == nil && got.CreatedAt.Equal(timer.TimeOf(created.UnixMilli())) {
-			// Created now, most likely: the affected-row count cannot
-			// tell (clientFoundRows), and a topic created elsewhere in
-			// the same millisecond only costs readers one more read.
-			if err := s.topicWritten(ctx, s.db); err != nil {
-				return timer.Topic{}, fmt.Errorf("ensure topic %q: %w", t.Name, err)
+		if t.CreatedAt.IsZero() {
+			t.CreatedAt = now
+		}
+		t.CreatedAt = timer.TimeOf(t.CreatedAt.UnixMilli())
+		rows[i] = t
+	}
+	stored, err := s.ensureTopics(ctx, rows)
+	if err != nil {
+		return nil, fmt.Errorf("ensure %d topics (%s first): %w", len(ts), ts[0].Name, err)
+	}
+	out := make([]timer.Topic, len(rows))
+	for i, t := range rows {
+		got, ok := stored[t.Name]
+		if !ok { // inserted or kept in this transaction, so it must be there
+			return nil, fmt.Errorf("ensure topic %q: not found after its insert", t.Name)
+		}
+		out[i] = got
+	}
+	return out, nil
+}
+
+// ensureTopics inserts rows, skipping the names that exist, and reads
+// the stored topics back, in one transaction: a DeleteTopic between the
+// insert and the read waits for its commit.
+func (s *Store) ensureTopics(ctx context.Context, rows []timer.Topic) (map[string]timer.Topic, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback() //nolint:errcheck // a no-op after Commit
+	// In name order, so that two calls creating the same topics take
+	// their row locks in the same order and cannot deadlock; stable, so
+	// that of a name given twice the first is the one inserted.
+	rows = slices.Clone(rows)
+	slices.SortStableFunc(rows, func(a, b timer.Topic) int { return strings.Compare(a.Name, b.Name) })
+	stored := make(map[string]timer.Topic, len(rows))
+	created := false
+	for chunk := range slices.Chunk(rows, topicChunk) {
+		args := make([]any, 0, 4*len(chunk))
+		names := make([]any, len(chunk))
+		for i, t := range chunk {
+			args = append(args, t.Name, int64(t.Slots), int64(t.MaxAttempts), t.CreatedAt.UnixMilli())
+			names[i] = t.Name
+		}
+		insert := "INSERT INTO toc_topics (name, slots, max_attempts, gmt_create) VALUES " + rowsOf("(?, ?, ?, ?)", len(chunk)) + s.d.keepTopic
+		if _, err := tx.ExecContext(ctx, insert, args...); err != nil {
+			return nil, err
+		}
+		if err := readTopics(ctx, tx, stored, names); err != nil {
+			return nil, err
+		}
+		// Created now, most likely, when the stored creation time is the
+		// one written: the affected-row count cannot tell
+		// (clientFoundRows), and a topic created elsewhere in the same
+		// millisecond only costs readers one more read.
+		for _, t := range chunk {
+			if got, ok := stored[t.Name]; ok && got.CreatedAt.Equal(t.CreatedAt) {
+				created = true
 			}
 		}
-		if !errors.Is(err, timer.ErrNotFound) {
-			return got, err
+	}
+	if created {
+		if err := s.topicWritten(ctx, tx); err != nil {
+			return nil, err
 		}
 	}
-	return timer.Topic{}, fmt.Errorf("ensure topic %q: deleted as soon as created, three times: %w", t.Name, timer.ErrConflict)
+	return stored, tx.Commit()
+}
+
+// readTopics reads the topics named names into m, within tx.
+func readTopics(ctx context.Context, tx *sql.Tx, m map[string]timer.Topic, names []any) error {
+	rows, err := tx.QueryContext(ctx, selectTopic+"WHERE name IN ("+placeholders(len(names))+")", names...)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		t, err := scanTopic(rows)
+		if err != nil {
+			return err
+		}
+		m[t.Name] = t
+	}
+	return rows.Err()
 }
 
 // PutTopic creates t or replaces the defaults and limits of the topic of

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 )
@@ -213,15 +214,15 @@ func (s *Scheduler) findTopic(ctx context.Context, name string) (Topic, bool, er
 	if t, ok := s.topics.Get(name); ok {
 		return t, true, nil
 	}
-	_, err := s.store.Topic(ctx, name)
+	t, err := s.store.Topic(ctx, name)
 	if errors.Is(err, ErrNotFound) {
 		return Topic{}, false, nil
 	}
 	if err != nil {
 		return Topic{}, false, fmt.Errorf("topic %s: %w", name, err)
 	}
-	t, err := s.topic(ctx, name) // known to the catalog from now on
-	return t, err == nil, err
+	s.known(t) // known to the catalog from now on
+	return t, true, nil
 }
 
 // createTopics creates the topics of b's fresh jobs that are not stored
@@ -231,13 +232,9 @@ func (s *Scheduler) createTopics(ctx context.Context, b *batch) error {
 	if len(b.unknown) == 0 {
 		return nil
 	}
-	created := make(map[string]Topic, len(b.unknown))
-	for name := range b.unknown {
-		t, err := s.topic(ctx, name)
-		if err != nil {
-			return err
-		}
-		created[name] = t
+	created, err := s.ensureTopics(ctx, slices.Sorted(maps.Keys(b.unknown)))
+	if err != nil {
+		return err
 	}
 	for n, j := range b.fresh {
 		t, ok := created[j.Topic]

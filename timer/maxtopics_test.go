@@ -117,3 +117,37 @@ func TestMaxTopicsOtherProcess(t *testing.T) {
 	_, err := s.Schedule(ctx, batchReq("b", ""))
 	capRefused(t, "schedule into a third topic", err)
 }
+
+// A batch that brings many new topics creates them in one call of the
+// store, within the cap, and every topic is known to the scheduler
+// afterwards.
+func TestBatchCreatesTopicsInOneCall(t *testing.T) {
+	ctx := t.Context()
+	for _, max := range []int{0, 300} {
+		store := timertest.NewStore()
+		s, _ := newBatchScheduler(t, store, timer.SchedulerConfig{MaxTopics: max})
+		var reqs []timer.Request
+		for i := range 500 {
+			reqs = append(reqs, batchReq(fmt.Sprintf("t%d", i%250), ""))
+		}
+		if _, err := s.ScheduleBatch(ctx, reqs); err != nil {
+			t.Fatalf("max %d: %v", max, err)
+		}
+		if n := store.Calls("EnsureTopics"); n != 1 {
+			t.Errorf("max %d: EnsureTopics called %d times, want 1", max, n)
+		}
+		if n := store.Calls("EnsureTopic"); n != 0 {
+			t.Errorf("max %d: EnsureTopic called %d times, want 0", max, n)
+		}
+		if topics, _ := store.Topics(ctx); len(topics) != 250 {
+			t.Errorf("max %d: %d topics stored, want 250", max, len(topics))
+		}
+		// A second batch over the same topics creates none.
+		if _, err := s.ScheduleBatch(ctx, reqs[:10]); err != nil {
+			t.Fatal(err)
+		}
+		if n := store.Calls("EnsureTopics"); n != 1 {
+			t.Errorf("max %d: EnsureTopics called %d times after a batch of known topics, want 1", max, n)
+		}
+	}
+}

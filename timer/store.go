@@ -222,6 +222,9 @@ type TopicStore interface {
 	// EnsureTopic creates t unless a topic of that name exists, and returns
 	// the stored topic (whose slot count and defaults win over t's).
 	EnsureTopic(ctx context.Context, t Topic) (Topic, error)
+	// EnsureTopics does what EnsureTopic does for each of ts, all or
+	// nothing, and returns the stored topics in the order of ts.
+	EnsureTopics(ctx context.Context, ts []Topic) ([]Topic, error)
 	// PutTopic creates t, or updates the defaults of the existing topic of
 	// that name, and reports whether it created it. Changing the slot count
 	// of an existing topic is an error wrapping ErrConflict.

@@ -29,11 +29,17 @@ func (s *Scheduler) topic(ctx context.Context, name string) (Topic, error) {
 	if err != nil {
 		return Topic{}, fmt.Errorf("topic %s: %w", name, err)
 	}
+	s.known(t)
+	return t, nil
+}
+
+// known puts t, read from or written to the store, in the catalog and
+// tells OnTopic.
+func (s *Scheduler) known(t Topic) {
 	s.topics.Put(t)
 	if s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(t)
 	}
-	return t, nil
 }
 
 // ensureTopic creates t unless it exists (TopicStore.EnsureTopic), within
@@ -48,6 +54,68 @@ func (s *Scheduler) ensureTopic(ctx context.Context, t Topic) (Topic, error) {
 		return Topic{}, err
 	}
 	return s.store.EnsureTopic(ctx, t)
+}
+
+// ensureTopics returns the topics named names, creating those the store
+// does not hold in one call of the store (TopicStore.EnsureTopics), within
+// MaxTopics, and makes them known as topic does: a batch that brings
+// thousands of new topics costs the task store one transaction, not
+// thousands.
+func (s *Scheduler) ensureTopics(ctx context.Context, names []string) (map[string]Topic, error) {
+	got := make(map[string]Topic, len(names))
+	var missing []Topic
+	now := s.cfg.Now()
+	for _, name := range names {
+		if t, ok := s.topics.Get(name); ok {
+			got[name] = t
+			continue
+		}
+		missing = append(missing, Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: now})
+	}
+	if len(missing) == 0 {
+		return got, nil
+	}
+	if s.cfg.MaxTopics > 0 {
+		s.creating.Lock()
+		defer s.creating.Unlock()
+		if err := s.roomForAll(ctx, missing); err != nil {
+			return nil, err
+		}
+	}
+	stored, err := s.store.EnsureTopics(ctx, missing)
+	if err != nil {
+		return nil, fmt.Errorf("create %d topics: %w", len(missing), err)
+	}
+	for _, t := range stored {
+		s.known(t)
+		got[t.Name] = t
+	}
+	return got, nil
+}
+
+// roomForAll is roomForTopics for creating every topic of ts: each needs
+// room beside the catalog's topics and those of ts before it that the
+// store does not hold either.
+func (s *Scheduler) roomForAll(ctx context.Context, ts []Topic) error {
+	if !s.topics.Loaded() {
+		if err := s.topics.Refresh(ctx); err != nil {
+			return err
+		}
+	}
+	if s.topics.Len()+len(ts) <= s.cfg.MaxTopics {
+		return nil
+	}
+	creates := 0
+	for _, t := range ts {
+		known := s.topics.Len()
+		if err := s.roomForTopics(ctx, t.Name, creates+1); err != nil {
+			return err
+		}
+		if s.topics.Len() == known { // not found in the store: it is a create
+			creates++
+		}
+	}
+	return nil
 }
 
 // roomForTopics returns a *FieldError on "topic" when n topics more than

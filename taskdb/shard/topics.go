@@ -18,6 +18,11 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	return s.shards[0].EnsureTopic(ctx, t)
 }
 
+// EnsureTopics implements timer.TopicStore, in shard 0.
+func (s *Store) EnsureTopics(ctx context.Context, ts []timer.Topic) ([]timer.Topic, error) {
+	return s.shards[0].EnsureTopics(ctx, ts)
+}
+
 // PutTopic implements timer.TopicStore, in shard 0.
 func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error) {
 	return s.shards[0].PutTopic(ctx, t)

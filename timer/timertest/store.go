@@ -431,6 +431,29 @@ func (s *Store) EnsureTopic(ctx context.Context, t timer.Topic) (timer.Topic, er
 	return s.ensureTopic(t)
 }
 
+// EnsureTopics implements timer.TopicStore: all of ts are checked before
+// any is stored.
+func (s *Store) EnsureTopics(ctx context.Context, ts []timer.Topic) ([]timer.Topic, error) {
+	if err := s.f.call("EnsureTopics"); err != nil {
+		return nil, err
+	}
+	for _, t := range ts {
+		t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
+		if err := timer.CheckTopic("ensure topic", t); err != nil {
+			return nil, err
+		}
+	}
+	out := make([]timer.Topic, len(ts))
+	for i, t := range ts {
+		got, err := s.ensureTopic(t)
+		if err != nil {
+			return nil, err
+		}
+		out[i] = got
+	}
+	return out, nil
+}
+
 func (s *Store) ensureTopic(t timer.Topic) (timer.Topic, error) {
 	t.Slots = cmp.Or(t.Slots, timer.DefaultSlots)
 	if err := timer.CheckTopic("ensure topic", t); err != nil {

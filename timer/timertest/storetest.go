@@ -43,6 +43,7 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"ScanPending", testScanPending},
 		{"ScanPendingPaging", testScanPendingPaging},
 		{"Topics", testTopics},
+		{"EnsureTopics", testEnsureTopics},
 		{"ConcurrentWriters", testConcurrentWriters},
 		{"Fire", testFire},
 		{"FiringFinishes", testFiringFinishes},

@@ -45,6 +45,14 @@ func testTopicsVersion(t *testing.T, s timer.Store) {
 		_, err := s.EnsureTopic(ctx, timer.Topic{Name: "v", Slots: 4, CreatedAt: time.Now().Add(time.Hour)})
 		return err
 	})
+	step("EnsureTopics of new topics", true, func() error {
+		_, err := s.EnsureTopics(ctx, []timer.Topic{{Name: "v"}, {Name: "v2"}, {Name: "v3"}})
+		return err
+	})
+	step("EnsureTopics of them again", false, func() error {
+		_, err := s.EnsureTopics(ctx, []timer.Topic{{Name: "v2", CreatedAt: time.Now().Add(time.Hour)}, {Name: "v3", CreatedAt: time.Now().Add(time.Hour)}})
+		return err
+	})
 	step("reads", false, func() error {
 		if _, err := s.Topic(ctx, "v"); err != nil {
 			return err
