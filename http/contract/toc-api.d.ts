@@ -708,7 +708,7 @@ export interface components {
              * @description The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
              * @example 30000
              */
-            expire_after_ms?: number;
+            expire_after_ms?: number | null;
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -1186,7 +1186,7 @@ export interface components {
              * @description As a job's expire_after_ms: each occurrence's deadline after its due time; left out or null: the topic's; -1: none.
              * @example 30000
              */
-            expire_after_ms?: number;
+            expire_after_ms?: number | null;
         };
         /** @description A recurring schedule: exactly one of cron or every_ms, and the job. Each occurrence becomes an ordinary job, due at the occurrence, with the idempotency key schedule:<id>:<occurrence in Unix ms>, made about 3 s ahead by every member; the key keeps it to one job across restarts and members. */
         NewSchedule: {
