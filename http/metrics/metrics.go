@@ -185,8 +185,8 @@ func (m *Observer) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta))
 func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
 
 // Expired counts a job that ended expired.
-func (m *Observer) Expired(topic string) { m.expired.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Observer) Throttled(topic string)     { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Expired(topic string)   { m.expired.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Throttled(topic string) { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
 
 // WatchUsage exports per-topic gauges read at each scrape: usage gives
 // this process's worker's use of each topic, due (optional) the due jobs
