@@ -70,6 +70,9 @@ type jobRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts *int            `json:"max_attempts"`
 	Priority    *string         `json:"priority"`
+	// ExpireAfterMS is the job's deadline: absent or null, its topic's;
+	// -1, none; else this many ms after its due time.
+	ExpireAfterMS *int64 `json:"expire_after_ms"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -126,7 +129,7 @@ func (b *jobRequest) request() (timer.Request, error) {
 		FireAt:  fireAt,
 		Delay:   delay,
 	}
-	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority}).apply(&r); err != nil {
+	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority, b.ExpireAfterMS}).apply(&r); err != nil {
 		return r, err
 	}
 	return r, r.Validate()
@@ -139,11 +142,19 @@ type jobFields struct {
 	Payload     json.RawMessage
 	MaxAttempts *int
 	Priority    *string
+	// ExpireAfterMS: nil, the topic's deadline; NoExpiryMS, none; else
+	// the job's own.
+	ExpireAfterMS *int64
 }
 
+// NoExpiryMS is the expire_after_ms of a job that has no deadline, even
+// when its topic has a default.
+const NoExpiryMS = -1
+
 // apply sets f in r, checking what the scheduler does not: the callback
-// URL's presence, the attempts' range, the priority's name and the
-// payload's form. Its errors name the fields as a job's body does.
+// URL's presence, the attempts' range, the priority's name, the
+// deadline's range and the payload's form. Its errors name the fields as
+// a job's body does.
 func (f jobFields) apply(r *timer.Request) error {
 	if f.CallbackURL == nil || *f.CallbackURL == "" {
 		return &timer.FieldError{Field: "callback_url", Message: "required"}
@@ -164,6 +175,16 @@ func (f jobFields) apply(r *timer.Request) error {
 			return err
 		}
 		r.Priority = p
+	}
+	if f.ExpireAfterMS != nil {
+		switch ms := *f.ExpireAfterMS; {
+		case ms == NoExpiryMS:
+			r.NoExpiry = true
+		case ms < 0 || ms > timer.MaxExpireAfter.Milliseconds():
+			return &timer.FieldError{Field: "expire_after_ms", Message: fmt.Sprintf("must be within 0..%d, or -1 for no deadline", timer.MaxExpireAfter.Milliseconds())}
+		default:
+			r.Expiry = timer.ExpireAfter(time.Duration(ms) * time.Millisecond)
+		}
 	}
 	if len(f.Payload) > 0 && !bytes.Equal(f.Payload, []byte("null")) {
 		var compact bytes.Buffer
@@ -520,6 +541,9 @@ type jobView struct {
 
 	// NextAttemptAt is when a pending job that has failed is retried.
 	NextAttemptAt string `json:"next_attempt_at,omitempty"`
+	// ExpireAfterMS and ExpireAt are the job's deadline, when it has one.
+	ExpireAfterMS *int64 `json:"expire_after_ms,omitempty"`
+	ExpireAt      string `json:"expire_at,omitempty"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -547,6 +571,10 @@ func viewOf(j *timer.Job) jobView {
 	}
 	if j.Status == timer.StatusPending && j.Attempts > 0 {
 		v.NextAttemptAt = v.FireAt
+	}
+	if j.Expiry.Set {
+		ms := j.Expiry.After.Milliseconds()
+		v.ExpireAfterMS, v.ExpireAt = &ms, formatTime(j.ExpireAt)
 	}
 	return v
 }

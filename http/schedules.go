@@ -75,6 +75,8 @@ type templateRequest struct {
 	FireAt      json.RawMessage `json:"fire_at"`
 	DelayMS     json.RawMessage `json:"delay_ms"`
 	Key         json.RawMessage `json:"key"`
+	// ExpireAfterMS: as a job's.
+	ExpireAfterMS *int64 `json:"expire_after_ms"`
 }
 
 // inJob names err's field under "job".
@@ -106,11 +108,11 @@ func (b *scheduleRequest) template() (timer.JobTemplate, error) {
 		}
 	}
 	var r timer.Request
-	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority}).apply(&r); err != nil {
+	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority, jr.ExpireAfterMS}).apply(&r); err != nil {
 		return timer.JobTemplate{}, inJob(err)
 	}
 	return timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority}, nil
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Expiry: r.Expiry, NoExpiry: r.NoExpiry}, nil
 }
 
 // schedule turns the body into a schedule for timer.Schedules.Create,
@@ -195,6 +197,9 @@ type templateView struct {
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    string          `json:"priority"`
+	// ExpireAfterMS is the occurrences' own deadline, -1 for none; absent:
+	// the topic's.
+	ExpireAfterMS *int64 `json:"expire_after_ms,omitempty"`
 }
 
 func scheduleViewOf(v timer.ScheduleView) scheduleView {
@@ -227,6 +232,13 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 	}
 	if len(s.Job.Payload) > 0 {
 		out.Job.Payload = s.Job.Payload
+	}
+	switch ms := s.Job.Expiry.After.Milliseconds(); {
+	case s.Job.Expiry.Set:
+		out.Job.ExpireAfterMS = &ms
+	case s.Job.NoExpiry:
+		ms = NoExpiryMS
+		out.Job.ExpireAfterMS = &ms
 	}
 	for i, t := range v.NextFireTimes {
 		out.NextFireTimes[i] = formatTime(t)

@@ -88,6 +88,9 @@ type topicView struct {
 	Paused            bool       `json:"paused"`
 	CreatedAt         string     `json:"created_at"`
 	Usage             *usageView `json:"usage,omitempty"`
+	// ExpireAfterMS is the deadline of the topic's jobs that set none:
+	// null for none.
+	ExpireAfterMS *int64 `json:"expire_after_ms"`
 }
 
 type retryView struct {
@@ -135,7 +138,7 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 	if burst == 0 {
 		burst = timer.DefaultBurst(l.RateLimit)
 	}
-	return topicView{
+	v := topicView{
 		Name:              t.Name,
 		Slots:             t.Slots,
 		MaxAttempts:       cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts),
@@ -150,6 +153,11 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 		Paused:            t.Paused,
 		CreatedAt:         formatTime(t.CreatedAt),
 	}
+	if t.Expiry.Set {
+		ms := t.Expiry.After.Milliseconds()
+		v.ExpireAfterMS = &ms
+	}
+	return v
 }
 
 // topicRequest is the body of PUT and PATCH /v1/topics/{topic}. A field
@@ -168,6 +176,9 @@ type topicRequest struct {
 	LeaseMS           *int64        `json:"lease_ms"`
 	CallbackTimeoutMS *int64        `json:"callback_timeout_ms"`
 	LatenessSLOMS     *int64        `json:"lateness_slo_ms"`
+	// ExpireAfterMS: 0 or more sets the deadline of the topic's jobs
+	// that set none; null (or left out of a PUT) is none.
+	ExpireAfterMS *int64 `json:"expire_after_ms"`
 }
 
 type retryRequest struct {
@@ -300,6 +311,15 @@ func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
 		ms(s, "lateness_slo_ms", "lateness_slo_ms", q.LatenessSLOMS, &l.LatenessSLO, timer.MaxLatenessSLO),
 	); err != nil {
 		return err
+	}
+	switch {
+	case q.ExpireAfterMS != nil:
+		if err := within("expire_after_ms", 0, timer.MaxExpireAfter.Milliseconds(), "; null for none")(*q.ExpireAfterMS); err != nil {
+			return err
+		}
+		t.Expiry = timer.ExpireAfter(time.Duration(*q.ExpireAfterMS) * time.Millisecond)
+	case s.reset("expire_after_ms"):
+		t.Expiry = timer.Expiry{}
 	}
 	// The whole: a value kept from before is checked again too.
 	if l.CallbackTimeout > maxTimeout {

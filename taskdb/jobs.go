@@ -5,6 +5,7 @@ package taskdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"math"
 	"slices"
@@ -17,9 +18,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 17
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 19
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -119,8 +120,18 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), status,
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
 			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
+		args = append(args, expiryArgs(j)...)
 	}
 	return b.String(), args
+}
+
+// expiryArgs are the expire_after_ms and expire_at columns of j: NULL
+// for a job without a deadline.
+func expiryArgs(j *timer.Job) []any {
+	if !j.Expiry.Set {
+		return []any{nil, nil}
+	}
+	return []any{expiryArg(j.Expiry), timer.MillisOf(j.ExpireAt)}
 }
 
 // keyArg is the idem_key of key: NULL for none, so that any number of
@@ -162,7 +173,8 @@ func (s *Store) TransitionIf(ctx context.Context, id timer.JobID, from, to timer
 }
 
 // Fail records a failed attempt of a pending or firing job: pending again,
-// dead when f.Dead is set, or cancelled when f.Stopped is, reporting
+// dead when f.Dead is set, expired when f.Expired is, or cancelled when
+// f.Stopped is, reporting
 // whether it was pending or firing.
 // The error is cut to 1,024 bytes at a UTF-8 boundary.
 func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now time.Time) (bool, error) {
@@ -176,6 +188,8 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	switch {
 	case f.Dead:
 		to = timer.StatusDead
+	case f.Expired:
+		to = timer.StatusExpired
 	case f.Stopped:
 		to = timer.StatusCancelled
 	case !f.RetryAt.IsZero():
@@ -200,11 +214,26 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 // RescheduleIf is Reschedule on the condition that the row is also at
 // version version (timer.AnyVersion: at any), in the same UPDATE.
 func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
-	q, args := versioned("UPDATE toc_jobs SET version = version + 1, action_time = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0", version,
-		timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusPending))
+	// expire_at moves with the due time; NULL + n stays NULL.
+	due := timer.MillisOf(dueAt)
+	q, args := versioned("UPDATE toc_jobs SET version = version + 1, action_time = ?, expire_at = ? + expire_after_ms, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0", version,
+		due, due, now.UnixMilli(), int64(id), int64(timer.StatusPending))
 	ok, err := s.updateOne(ctx, q, args...)
 	if err != nil {
 		return false, fmt.Errorf("reschedule job %d: %w", id, err)
+	}
+	return ok, nil
+}
+
+// Expire ends a pending or firing job whose deadline (expire_at) is
+// before now's millisecond: expired, its last error reason. One UPDATE by
+// primary key.
+func (s *Store) Expire(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, last_error = ?, gmt_modified = ?
+		WHERE job_id = ? AND status = ? AND expire_at < ?`,
+		int64(timer.StatusExpired), timer.TruncateError(reason), now.UnixMilli(), int64(id), int64(timer.StatusPending), timer.MillisOf(now))
+	if err != nil {
+		return false, fmt.Errorf("expire job %d: %w", id, err)
 	}
 	return ok, nil
 }
@@ -234,18 +263,19 @@ func versioned(query string, version int64, args ...any) (string, []any) {
 // before until to firing, one UPDATE by primary key per 5,000 ids, and
 // returns how many rows it matched. It sets the fired flag, and moves the
 // version of the rows that were pending, alone: no index holds either,
-// and gmt_modified is left as it was.
+// and gmt_modified is left as it was. A row whose deadline (expire_at) is
+// before now's millisecond is left as it is, in the same statement.
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var total int64
 	for chunk := range slices.Chunk(ids, maxInList) {
-		args := make([]any, 0, 2+len(chunk))
-		args = append(args, int64(timer.StatusPending), timer.MillisOf(until))
+		args := make([]any, 0, 3+len(chunk))
+		args = append(args, int64(timer.StatusPending), timer.MillisOf(until), timer.MillisOf(now))
 		for _, id := range chunk {
 			args = append(args, int64(id))
 		}
 		// "+status" as in Complete: look the ids up by primary key.
 		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET version = version + 1 - fired, fired = 1
-			WHERE +status = ? AND action_time <= ? AND job_id IN (`+placeholders(len(chunk))+")", args...)
+			WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND job_id IN (`+placeholders(len(chunk))+")", args...)
 		if err != nil {
 			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
 		}
@@ -326,7 +356,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -339,9 +369,10 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		priority, lastStatus  int64
 		fired                 int64
 		noPayload             bool
+		expireAfter, expireAt sql.NullInt64
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt)
 	if err != nil {
 		return nil, err
 	}
@@ -354,6 +385,10 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		j.Payload = []byte{}
 	}
 	j.CreatedAt, j.UpdatedAt = timer.TimeOf(created), timer.TimeOf(modified)
+	if expireAfter.Valid && expireAt.Valid {
+		j.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
+		j.ExpireAt = timer.TimeOf(expireAt.Int64)
+	}
 	return &j, nil
 }
 

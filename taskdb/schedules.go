@@ -5,6 +5,7 @@ package taskdb
 
 import (
 	"context"
+	"database/sql"
 	"fmt"
 	"time"
 
@@ -36,14 +37,26 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *timer.Schedule) error {
 	}
 	j := sc.Job
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, biz_id, biz_type, callback, payload,
-		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.d.uint64Arg(uint64(sc.ID)), j.Topic, s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), j.CallbackURL, j.Payload,
 		int64(j.MaxAttempts), int64(j.Priority), sc.Cron, sc.TimeZone, sc.Every.Milliseconds(),
 		msOrZero(sc.StartAt), msOrZero(sc.EndAt), int64(sc.CatchUp), boolInt(sc.Paused), msOrZero(sc.Next),
-		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli())
+		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli(), templateExpiry(j))
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", sc.ID, s.translate(err))
+	}
+	return nil
+}
+
+// templateExpiry is the expire_after_ms column of a schedule's job: NULL
+// for the topic's deadline, -1 for none, else the job's own.
+func templateExpiry(j timer.JobTemplate) any {
+	switch {
+	case j.Expiry.Set:
+		return j.Expiry.After.Milliseconds()
+	case j.NoExpiry:
+		return int64(-1)
 	}
 	return nil
 }
@@ -56,7 +69,7 @@ func boolInt(b bool) int64 {
 }
 
 const selectSchedule = `SELECT schedule_id, topic, biz_id, biz_type, callback, payload, max_attempts, priority, cron,
-	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified FROM toc_schedules `
+	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms FROM toc_schedules `
 
 func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) {
 	var (
@@ -65,9 +78,10 @@ func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) 
 		maxAttempts, priority, every      int64
 		start, end, catchUp, paused, next int64
 		created, modified                 int64
+		expireAfter                       sql.NullInt64
 	)
 	if err := row.Scan(&id, &sc.Job.Topic, &bizID, &bizType, &sc.Job.CallbackURL, &sc.Job.Payload, &maxAttempts, &priority,
-		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified); err != nil {
+		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified, &expireAfter); err != nil {
 		return nil, err
 	}
 	sc.ID, sc.Job.BizID, sc.Job.BizType = timer.ScheduleID(id), uint64(bizID), uint64(bizType)
@@ -76,6 +90,13 @@ func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) 
 	sc.StartAt, sc.EndAt, sc.Next = timeOrZero(start), timeOrZero(end), timeOrZero(next)
 	sc.CatchUp, sc.Paused = timer.CatchUp(catchUp), paused != 0
 	sc.CreatedAt, sc.UpdatedAt = timer.TimeOf(created), timer.TimeOf(modified)
+	switch {
+	case !expireAfter.Valid:
+	case expireAfter.Int64 < 0:
+		sc.Job.NoExpiry = true
+	default:
+		sc.Job.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
+	}
 	return &sc, nil
 }
 

@@ -159,15 +159,18 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	if t.Slots != 0 && t.Slots != existing.Slots {
 		return existing, false, fmt.Errorf("topic %q has %d slots, fixed at its creation: %w", t.Name, existing.Slots, timer.ErrConflict)
 	}
-	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits {
+	if err := t.Expiry.Check("expire_after_ms"); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry {
 		return existing, created, nil
 	}
 	l := t.Limits
 	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
 		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?,
-		lateness_slo_ms = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		lateness_slo_ms = ?, expire_after_ms = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
 		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
-		l.LatenessSLO.Milliseconds(), t.Name); err != nil {
+		l.LatenessSLO.Milliseconds(), expiryArg(t.Expiry), t.Name); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	if err := s.topicWritten(ctx, s.db); err != nil {
@@ -178,7 +181,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 }
 
 const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
-	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms FROM toc_topics `
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms, expire_after_ms FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
@@ -187,9 +190,10 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		burst, inFlight, weight            int64
 		retryBase, retryMax, lease, cbTime int64
 		paused, slo                        int64
+		expireAfter                        sql.NullInt64
 	)
 	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
-		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo); err != nil {
+		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo, &expireAfter); err != nil {
 		return timer.Topic{}, err
 	}
 	t.Paused = paused != 0
@@ -199,7 +203,18 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	t.Lease = time.Duration(lease) * time.Millisecond
 	t.CallbackTimeout = time.Duration(cbTime) * time.Millisecond
 	t.LatenessSLO = time.Duration(slo) * time.Millisecond
+	if expireAfter.Valid {
+		t.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
+	}
 	return t, nil
+}
+
+// expiryArg is the expire_after_ms column of e: NULL for none.
+func expiryArg(e timer.Expiry) any {
+	if !e.Set {
+		return nil
+	}
+	return e.After.Milliseconds()
 }
 
 // Topic returns one topic, or an error wrapping timer.ErrNotFound.

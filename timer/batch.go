@@ -175,6 +175,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 			}
 		}
 		j := r.job(s.ids.NextIn(s.place(r, &spread)), now)
+		j.setExpiry(r.expiryOf(ts.t))
 		if r.Key != "" {
 			byKey[[2]string{r.Topic, r.Key}] = j
 		}
@@ -226,7 +227,7 @@ func (s *Scheduler) findTopic(ctx context.Context, name string) (Topic, bool, er
 }
 
 // createTopics creates the topics of b's fresh jobs that are not stored
-// yet, and gives their jobs the topic's default attempts (a topic may
+// yet, and gives their jobs the topic's default attempts and deadline (a topic may
 // have been created with other defaults since plan looked).
 func (s *Scheduler) createTopics(ctx context.Context, b *batch) error {
 	if len(b.unknown) == 0 {
@@ -240,6 +241,9 @@ func (s *Scheduler) createTopics(ctx context.Context, b *batch) error {
 		t, ok := created[j.Topic]
 		if ok && reqOf(b, n).MaxAttempts == 0 {
 			j.MaxAttempts = cmp.Or(t.MaxAttempts, DefaultMaxAttempts)
+		}
+		if r := reqOf(b, n); ok && !r.Expiry.Set && !r.NoExpiry {
+			j.setExpiry(t.Expiry)
 		}
 	}
 	return nil

@@ -42,6 +42,9 @@ const (
 	// back to the due set at until, no attempt counted, nothing written to
 	// the store.
 	outPutBack
+	// outExpire: no attempt may start, the job's deadline has passed;
+	// mark the row expired, then ack.
+	outExpire
 )
 
 // outcome is one lease's fate, for the completer to record.
@@ -225,14 +228,27 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 		at := now.Add(policy.delayAfter(o.attempt, o.err))
 		f := Failure{Attempts: o.attempt, Error: o.err.Error(), Status: statusOf(o.err), Dead: dead, RetryAt: at}
 		result = "retry"
-		if dead {
+		switch {
+		case dead:
 			result = "dead"
+		case o.job.Expired(at):
+			// Its retry would start past its deadline: it ends now.
+			result, f.Expired = "expired", true
+			j := *o.job
+			j.Attempts, j.LastError = o.attempt, f.Error
+			f.Error = ExpireReason(&j, "its next attempt, at "+at.UTC().Format(time.RFC3339Nano)+", would start after it")
 		}
 		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return result, err
 		}
+		if f.Expired {
+			c.cfg.obs.Expired(topic)
+			return result, c.ack(ctx, o.lease)
+		}
 		return result, c.retry(ctx, o.lease, at, o.job.MaxAttempts, now)
+	case outExpire:
+		return c.expire(ctx, o, now)
 	case outBury:
 		if o.job.Status != StatusDead {
 			if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
@@ -255,6 +271,38 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 		return "moved", nil
 	}
 	return "", nil
+}
+
+// expire ends the job of o expired: no attempt could start by its
+// deadline, and none will. A row that changed since it was read (a cancel
+// or a reschedule won) is left as it is, and its lease goes back to be
+// claimed again and routed by what the row now says.
+func (c *completer) expire(ctx context.Context, o outcome, now time.Time) (string, error) {
+	ok, err := c.store.Expire(ctx, o.lease.ID, ExpireReason(o.job, "no attempt could start by it"), now)
+	if err != nil {
+		c.cfg.logf("mark expired failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
+		return "expired", err
+	}
+	if !ok {
+		if _, err := c.leaser.Defer(ctx, o.lease, now); err != nil {
+			c.cfg.logf("put back a changed job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
+			return "moved", err
+		}
+		c.wake(Wake{Slot: o.lease.Slot, DueAt: now})
+		return "moved", nil
+	}
+	c.cfg.obs.Expired(o.lease.Slot.Topic)
+	return "expired", c.ack(ctx, o.lease)
+}
+
+// ack acks one lease whose row is final, logging a failure: the lease
+// then expires, comes back, and is acked by its row.
+func (c *completer) ack(ctx context.Context, l Lease) error {
+	if _, err := c.leaser.Ack(ctx, []Lease{l}); err != nil {
+		c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", l.ID.String(), "err", err)
+		return err
+	}
+	return nil
 }
 
 // expiredOnLast is the failure of a job whose last attempt's lease

@@ -36,6 +36,12 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	conf := tp.conf.Load()
 	attempt := t.lease.Attempt + 1
 	start := e.cfg.now()
+	if t.job.Expired(start) {
+		// Loaded in time, but its call would start past its deadline (the
+		// worker was busy): never made.
+		e.lim.refund(topic)
+		return outcome{kind: outExpire, lease: t.lease, job: t.job, token: true}
+	}
 	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent}
 	if e.history != nil {
 		d.Response = new(Response)

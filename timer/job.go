@@ -81,7 +81,9 @@ type Status uint8
 // a cancel that finds the job pending is definite (the webhook is never
 // called), and one that finds it firing is refused. After a failed
 // attempt the job is pending again until its retry; after its last, dead.
-// A dead job that is purged ends purged, kept as a record.
+// A dead job that is purged ends purged, kept as a record. A job with a
+// deadline (Job.ExpireAt) that cannot start an attempt by it ends expired
+// instead of firing late.
 const (
 	StatusPending   Status = 0
 	StatusFiring    Status = 1
@@ -89,6 +91,7 @@ const (
 	StatusCancelled Status = 3
 	StatusDead      Status = 4
 	StatusPurged    Status = 5
+	StatusExpired   Status = 6
 )
 
 // String returns the status name used by the API.
@@ -106,6 +109,8 @@ func (s Status) String() string {
 		return "dead"
 	case StatusPurged:
 		return "purged"
+	case StatusExpired:
+		return "expired"
 	}
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
@@ -147,6 +152,68 @@ type Job struct {
 	// or last error (see JobWriter). A change made on the condition of a
 	// version (JobWriter.TransitionIf) acts only while it is unchanged.
 	Version int64
+	// Expiry is the job's deadline rule, its own or its topic's default
+	// when it was scheduled; the zero Expiry is none.
+	Expiry Expiry
+	// ExpireAt is the job's deadline, its due time (when scheduled or last
+	// rescheduled) plus Expiry.After: no attempt starts after it, and the
+	// job ends expired instead. Zero when it has none.
+	ExpireAt time.Time
+}
+
+// Expiry is a deadline rule: when Set, a job's webhook call must start
+// within After of its due time, or the job ends expired instead of
+// firing late; its retries too must start by then. After 0 says the job
+// must not fire late at all: a call that would start in a later
+// millisecond than the due time's is never made. The zero Expiry is none.
+type Expiry struct {
+	Set   bool
+	After time.Duration
+}
+
+// MaxExpireAfter bounds Expiry.After.
+const MaxExpireAfter = 365 * 24 * time.Hour
+
+// ExpireAfter returns the Expiry of d: a deadline d after the due time.
+func ExpireAfter(d time.Duration) Expiry { return Expiry{Set: true, After: d} }
+
+// Check reports an Expiry out of range as a *FieldError naming field.
+func (e Expiry) Check(field string) error {
+	if e.Set && (e.After < 0 || e.After > MaxExpireAfter || e.After%time.Millisecond != 0) {
+		return invalid(field, "must be whole milliseconds within 0..%d", MaxExpireAfter.Milliseconds())
+	}
+	if !e.Set && e.After != 0 {
+		return invalid(field, "an unset deadline has no length")
+	}
+	return nil
+}
+
+// Deadline is the deadline of a job due at due under e: zero for none.
+func (e Expiry) Deadline(due time.Time) time.Time {
+	if !e.Set {
+		return time.Time{}
+	}
+	return TimeOf(CeilMillis(due) + e.After.Milliseconds())
+}
+
+// Expired reports whether j has a deadline and now is past it, by the
+// millisecond: an attempt starting at now would be late beyond it. The
+// task stores decide by the same rule (Fire leaves such a job as it is;
+// Expire ends it).
+func (j *Job) Expired(now time.Time) bool {
+	return !j.ExpireAt.IsZero() && MillisOf(now) > MillisOf(j.ExpireAt)
+}
+
+// ExpireReason is the last error an expired job keeps: why it expired,
+// with its deadline, attempts and the last attempt's error.
+func ExpireReason(j *Job, why string) string {
+	msg := fmt.Sprintf("deadline passed (%s): due %s + %d ms = %s; %d attempts",
+		why, j.DueAt.UTC().Format(time.RFC3339Nano), j.Expiry.After.Milliseconds(),
+		j.ExpireAt.UTC().Format(time.RFC3339Nano), j.Attempts)
+	if j.LastError != "" {
+		msg += "; last error: " + j.LastError
+	}
+	return msg
 }
 
 // AnyVersion is the version condition that every version of a job meets:
@@ -196,6 +263,10 @@ type Topic struct {
 	// Redis and fire when the topic is resumed.
 	Paused    bool
 	CreatedAt time.Time
+	// Expiry is the deadline rule of the topic's jobs that set none of
+	// their own (Request.Expiry), copied into each when it is scheduled;
+	// the zero Expiry is none.
+	Expiry Expiry
 }
 
 // Limits are a topic's dispatch limits and per-attempt settings. Workers

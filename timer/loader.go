@@ -9,8 +9,8 @@ import (
 // The loader reads the rows of the leases a claim pass took, in one query
 // for the pass, and routes each lease by what its row says: to the
 // executor at the job's due time, or straight to the completer when the
-// row says not to fire (done, cancelled, dead, rescheduled later, or out
-// of attempts).
+// row says not to fire (done, cancelled, dead, rescheduled later, out
+// of attempts, or past its deadline).
 
 // loaderCount is the number of goroutines loading claimed rows; each
 // coalesces what is waiting into one query.
@@ -77,7 +77,8 @@ func (l *loader) load(ctx context.Context, c claimed) {
 
 // loadShard is load of leases whose rows are in one shard.
 func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.Time) {
-	jobs, err := l.fireAndGet(ctx, leases, l.cfg.now())
+	now := l.cfg.now()
+	jobs, err := l.fireAndGet(ctx, leases, now)
 	if err != nil {
 		if ctx.Err() != nil {
 			l.giveBack(leases)
@@ -96,7 +97,7 @@ func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.T
 	}
 	for _, ls := range leases {
 		j := jobs[ls.ID]
-		r := routeOf(ls, j)
+		r := routeOf(ls, j, now)
 		if l.cfg.tracer != nil && j != nil && j.TraceParent != "" {
 			l.traceClaim(ctx, ls, j, r, claimedAt)
 		}
@@ -163,7 +164,7 @@ func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) 
 type routing uint8
 
 const (
-	// routeAck: the row is gone, done, cancelled or purged; ack.
+	// routeAck: the row is gone, done, cancelled, purged or expired; ack.
 	routeAck routing = iota
 	// routeBury: the row is dead, or out of attempts; bury.
 	routeBury
@@ -171,6 +172,9 @@ const (
 	routeMoved
 	// routeFire: the row is firing; to the executor.
 	routeFire
+	// routeExpire: the row's deadline passed before Fire, which left it
+	// as it was; end it expired, never call it.
+	routeExpire
 )
 
 // String is the route's name in a claim span's outcome.
@@ -182,19 +186,25 @@ func (r routing) String() string {
 		return "dead"
 	case routeMoved:
 		return "moved"
+	case routeExpire:
+		return "expired"
 	}
 	return "fire"
 }
 
-// routeOf is where a lease goes by its row, as Fire left it.
-func routeOf(ls Lease, j *Job) routing {
+// routeOf is where a lease goes by its row, as Fire at now left it.
+func routeOf(ls Lease, j *Job, now time.Time) routing {
 	switch {
-	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged:
+	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged || j.Status == StatusExpired:
 		return routeAck
 	case j.Status == StatusDead:
 		// Dead in the row but leased in Redis: keep the index in step so
 		// the dead-letter list shows it.
 		return routeBury
+	case j.Expired(now):
+		// Past its deadline at now, so Fire left it as it was (pending, or
+		// firing when its last attempt's worker died).
+		return routeExpire
 	case j.Status == StatusPending:
 		// Rescheduled later since this timer was written, so Fire left it
 		// pending: the timer goes back at the row's time.
@@ -220,6 +230,8 @@ func (l *loader) route(ctx context.Context, ls Lease, j *Job, r routing) {
 		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
 	case routeMoved:
 		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
+	case routeExpire:
+		l.record(ctx, outcome{kind: outExpire, lease: ls, job: j, token: true})
 	}
 }
 

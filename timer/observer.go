@@ -33,6 +33,9 @@ type Observer interface {
 	// Deferred: a job of topic was not sent (its host's circuit breaker is
 	// open) and was put back without counting an attempt.
 	Deferred(topic string)
+	// Expired: a job of topic ended expired: no attempt could start by
+	// its deadline.
+	Expired(topic string)
 }
 
 // NopObserver is an Observer that does nothing.
@@ -48,6 +51,7 @@ func (NopObserver) IndexFailed(string, error)                              {}
 func (NopObserver) Assigned(int)                                           {}
 func (NopObserver) Throttled(string)                                       {}
 func (NopObserver) Deferred(string)                                        {}
+func (NopObserver) Expired(string)                                         {}
 
 // fillCommon defaults the fields every part's config has: the clock, the
 // logger (discarding) and the observer (doing nothing).

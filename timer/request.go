@@ -65,6 +65,10 @@ type Request struct {
 	// for none; the job keeps it (Job.TraceParent). An idempotent retry
 	// with another one is still the same request.
 	TraceParent string
+	// Expiry is the job's own deadline rule; unset, the job takes its
+	// topic's (Topic.Expiry) unless NoExpiry says it has none.
+	Expiry   Expiry
+	NoExpiry bool
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -96,8 +100,22 @@ func (r *Request) Validate() error {
 		return invalid("priority", "must be high, normal or low")
 	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
 		return invalid("traceparent", "must be a W3C traceparent")
+	case r.NoExpiry && r.Expiry.Set:
+		return invalid("expire_after_ms", "a job without a deadline has no deadline length")
 	}
-	return nil
+	return r.Expiry.Check("expire_after_ms")
+}
+
+// expiryOf is the deadline rule of r's job in topic t: r's own, none when
+// r says so, else the topic's.
+func (r *Request) expiryOf(t Topic) Expiry {
+	switch {
+	case r.Expiry.Set:
+		return r.Expiry
+	case r.NoExpiry:
+		return Expiry{}
+	}
+	return t.Expiry
 }
 
 // ValidKey reports whether key is a valid idempotency key: UTF-8 without
@@ -158,7 +176,7 @@ func (r *Request) due(now time.Time) (time.Time, error) {
 func (r *Request) job(id JobID, now time.Time) *Job {
 	due, _ := r.due(now)
 	now = TimeOf(now.UnixMilli())
-	return &Job{
+	j := &Job{
 		ID:          id,
 		Topic:       r.Topic,
 		Key:         r.Key,
@@ -175,6 +193,13 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		UpdatedAt:   now,
 		Version:     1,
 	}
+	j.setExpiry(r.Expiry)
+	return j
+}
+
+// setExpiry gives j the deadline rule e and its deadline.
+func (j *Job) setExpiry(e Expiry) {
+	j.Expiry, j.ExpireAt = e, e.Deadline(j.DueAt)
 }
 
 // sameAs reports whether existing, found under r's idempotency key, was
@@ -189,6 +214,8 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
+		(!r.Expiry.Set || r.Expiry == existing.Expiry) &&
+		(!r.NoExpiry || !existing.Expiry.Set) &&
 		bytes.Equal(r.Payload, existing.Payload)
 }
 

@@ -54,6 +54,8 @@ func CheckJob(j *Job) error {
 		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
 	case j.TraceParent != "" && !ValidTraceParent(j.TraceParent):
 		bad = "traceparent of " + strconv.Itoa(len(j.TraceParent)) + " bytes, not a W3C traceparent"
+	case j.Expiry.Check("expire_after_ms") != nil || j.Expiry.Set == j.ExpireAt.IsZero():
+		bad = "deadline rule " + strconv.FormatBool(j.Expiry.Set) + "/" + j.Expiry.After.String() + " with deadline " + j.ExpireAt.String()
 	default:
 		return nil
 	}
@@ -63,7 +65,7 @@ func CheckJob(j *Job) error {
 // Known reports whether s is one of the statuses a row may hold.
 func (s Status) Known() bool {
 	switch s {
-	case StatusPending, StatusFiring, StatusDone, StatusCancelled, StatusDead, StatusPurged:
+	case StatusPending, StatusFiring, StatusDone, StatusCancelled, StatusDead, StatusPurged, StatusExpired:
 		return true
 	}
 	return false

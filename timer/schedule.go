@@ -114,6 +114,10 @@ type JobTemplate struct {
 	// MaxAttempts defaults to the topic's default when zero.
 	MaxAttempts int
 	Priority    Priority
+	// Expiry and NoExpiry are the occurrences' deadline rule, as a
+	// Request's.
+	Expiry   Expiry
+	NoExpiry bool
 }
 
 // Request returns the request of the occurrence of schedule id at t: due
@@ -129,6 +133,8 @@ func (j JobTemplate) Request(id ScheduleID, t time.Time) Request {
 		Payload:     j.Payload,
 		MaxAttempts: j.MaxAttempts,
 		Priority:    j.Priority,
+		Expiry:      j.Expiry,
+		NoExpiry:    j.NoExpiry,
 	}
 }
 
@@ -378,6 +384,9 @@ func CheckSchedule(s *Schedule) error {
 		MaxAttempts: s.Job.MaxAttempts, Priority: s.Job.Priority}
 	if err := CheckJob(j); err != nil {
 		return fmt.Errorf("schedule %s: %w", s.ID, err)
+	}
+	if err := s.Job.Expiry.Check("expire_after_ms"); err != nil || (s.Job.NoExpiry && s.Job.Expiry.Set) {
+		return fmt.Errorf("schedule %s: deadline rule: %w", s.ID, ErrInvalid)
 	}
 	return nil
 }

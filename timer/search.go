@@ -83,12 +83,12 @@ type JobLister interface {
 
 // ParseStatus returns the status named s, as String names it.
 func ParseStatus(s string) (Status, error) {
-	for st := StatusPending; st <= StatusPurged; st++ {
+	for st := StatusPending; st <= StatusExpired; st++ {
 		if st.String() == s {
 			return st, nil
 		}
 	}
-	return 0, invalid("status", "%q is not one of pending, firing, done, cancelled, dead, purged", s)
+	return 0, invalid("status", "%q is not one of pending, firing, done, cancelled, dead, purged, expired", s)
 }
 
 // Find returns a page of the jobs q selects.

@@ -50,8 +50,9 @@ type JobWriter interface {
 	// before until to firing, in one statement, before their webhooks are
 	// called, and returns how many rows it changed; the caller reads the
 	// rows to learn which. A job cancelled, rescheduled later, done or dead
-	// is left as it is. Firing stays firing: an attempt whose worker died
-	// is made again.
+	// is left as it is, and so is one whose deadline has passed at now
+	// (Job.Expired): no attempt starts after it, and Expire ends it.
+	// Firing stays firing: an attempt whose worker died is made again.
 	Fire(ctx context.Context, ids []JobID, until, now time.Time) (int, error)
 	// Complete moves pending or firing jobs to done, recording their
 	// attempt counts, and returns how many it moved.
@@ -61,8 +62,15 @@ type JobWriter interface {
 	// dead when f.Dead is set. It reports whether the job was pending or
 	// firing.
 	Fail(ctx context.Context, id JobID, f Failure, now time.Time) (bool, error)
-	// Reschedule sets a pending job's due time, reporting whether it was
-	// pending.
+	// Expire ends a pending or firing job whose deadline has passed at
+	// now (Job.Expired): expired, with reason as its last error (cut to
+	// MaxLastErrorBytes). It reports whether the job was pending or
+	// firing with its deadline passed; a job rescheduled since, and so
+	// given a later deadline, is left as it is.
+	Expire(ctx context.Context, id JobID, reason string, now time.Time) (bool, error)
+	// Reschedule sets a pending job's due time, and moves its deadline
+	// (if it has one) to the new due time plus its Expiry.After,
+	// reporting whether it was pending.
 	Reschedule(ctx context.Context, id JobID, dueAt, now time.Time) (bool, error)
 	// RescheduleIf is Reschedule on the condition that the job is also at
 	// version version (AnyVersion: at any), as TransitionIf.
@@ -82,6 +90,9 @@ type Failure struct {
 	Status int
 	// Dead: it was the last attempt.
 	Dead bool
+	// Expired: the next attempt would start past the job's deadline; it
+	// ends expired, with Error as its reason.
+	Expired bool
 	// Stopped: the receiver asked to stop the job (410 Gone, ErrDiscard);
 	// it is cancelled, with this attempt and its answer recorded.
 	Stopped bool

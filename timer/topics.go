@@ -166,6 +166,9 @@ func (s *Scheduler) PutTopic(ctx context.Context, t Topic) (Topic, bool, error) 
 	if err := t.Limits.Validate(); err != nil {
 		return Topic{}, false, err
 	}
+	if err := t.Expiry.Check("expire_after_ms"); err != nil {
+		return Topic{}, false, err
+	}
 	t.CreatedAt = s.cfg.Now()
 	_, err := s.store.Topic(ctx, t.Name)
 	isNew := errors.Is(err, ErrNotFound)

@@ -23,6 +23,8 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	key := fs.string("key", "", "idempotency key")
 	bizID := fs.Uint64("biz-id", 0, "business id (slot basis)")
 	maxAttempts := fs.int("max-attempts", 0, "attempts before the job is dead (default: the topic's)")
+	expireAfter := fs.Int64("expire-after-ms", -2, "deadline in ms after the due time: a job that cannot start an attempt by then ends expired "+
+		"instead of firing late (0: must not fire late at all; -1: no deadline, even if the topic has one; default: the topic's)")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
@@ -30,6 +32,9 @@ func scheduleFlags(fs *flagSet) prepareCall {
 		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
 			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts}
+		if *expireAfter != -2 {
+			r.ExpireAfterMS = expireAfter
+		}
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return nil, errors.New("--payload is not valid JSON")

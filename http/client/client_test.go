@@ -392,10 +392,14 @@ func TestRoundTrip(t *testing.T) {
 		{new(Topic), `{"name":"flood","slots":16,"max_attempts":16,"rate_limit":15,"burst":1.5,"max_in_flight":50,"weight":1,` +
 			`"retry":{"base_ms":1000,"max_ms":600000},"lease_ms":30000,"callback_timeout_ms":10000,"lateness_slo_ms":0,"paused":true,` +
 			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":29804,"in_flight":3,"rate":12.5,"throttled":4,"members":3,` +
-			`"lateness_p50_ms":5,"lateness_p99_ms":25,"lateness_calls":1200}}`},
+			`"lateness_p50_ms":5,"lateness_p99_ms":25,"lateness_calls":1200},"expire_after_ms":30000}`},
 		{new(Topic), `{"name":"idle","slots":1,"max_attempts":3,"rate_limit":0,"burst":0,"max_in_flight":0,"weight":1,` +
 			`"retry":{"base_ms":1000,"max_ms":600000},"lease_ms":30000,"callback_timeout_ms":10000,"lateness_slo_ms":0,"paused":false,` +
-			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":0,"in_flight":0,"rate":0,"throttled":0,"members":0,"lateness_calls":0}}`},
+			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":0,"in_flight":0,"rate":0,"throttled":0,"members":0,"lateness_calls":0},"expire_after_ms":null}`},
+		{new(Job), `{"id":"4737258989562101761","topic":"otp","key":"","biz_id":"0","biz_type":"0","status":"expired",` +
+			`"fire_at":"2026-11-21T20:00:02.000Z","attempts":0,"max_attempts":16,"priority":"normal","last_error":"deadline passed",` +
+			`"last_status":0,"callback_url":"http://127.0.0.1:9001/hook","payload":null,"created_at":"2026-11-21T20:00:00.000Z",` +
+			`"updated_at":"2026-11-21T20:00:08.000Z","version":2,"expire_after_ms":5000,"expire_at":"2026-11-21T20:00:07.000Z"}`},
 		{new(TopicStats), `{"topic":"orders","slots":16,"pending":10,"in_flight":1,"dead":2,"counted_at":"2026-11-21T20:00:00.000Z",` +
 			`"counts_estimated":false,"next_due_at":"","oldest_overdue_ms":0}`},
 		{new(Forecast), `{"topic":"orders","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T22:00:00.000Z","step":"1h0m0s",` +

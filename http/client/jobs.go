@@ -24,6 +24,7 @@ const (
 	StatusCancelled Status = "cancelled" // cancelled before it fired
 	StatusDead      Status = "dead"      // its attempts ran out: a dead letter
 	StatusPurged    Status = "purged"    // a dead letter purged
+	StatusExpired   Status = "expired"   // no attempt could start by its deadline
 )
 
 // Priority orders the jobs of a slot due at about the same time.
@@ -66,6 +67,10 @@ type Job struct {
 	// Version counts the job's changes (its ETag is the version quoted):
 	// give it to IfMatch to change the job only if it is unchanged since.
 	Version int64
+	// ExpireAfter and ExpireAt are the job's deadline rule and deadline:
+	// no attempt starts after ExpireAt (zero: no deadline).
+	ExpireAfter time.Duration
+	ExpireAt    time.Time
 }
 
 type jobJSON struct {
@@ -87,17 +92,24 @@ type jobJSON struct {
 	UpdatedAt     stamp           `json:"updated_at"`
 	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
 	Version       int64           `json:"version"`
+	ExpireAfterMS *int64          `json:"expire_after_ms,omitempty"`
+	ExpireAt      stamp           `json:"expire_at,omitzero"`
 }
 
 // MarshalJSON writes j as the API does.
 func (j Job) MarshalJSON() ([]byte, error) {
-	return marshal(jobJSON{
+	w := jobJSON{
 		ID: decimal(j.ID), Topic: j.Topic, Key: j.Key, BizID: decimal(j.BizID), BizType: decimal(j.BizType),
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version,
-	})
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt),
+	}
+	if !j.ExpireAt.IsZero() {
+		ms := j.ExpireAfter.Milliseconds()
+		w.ExpireAfterMS = &ms
+	}
+	return marshal(w)
 }
 
 // UnmarshalJSON reads the API's JSON of a job.
@@ -111,7 +123,10 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Status: w.Status, FireAt: time.Time(w.FireAt), Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
-		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version,
+		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ExpireAt: time.Time(w.ExpireAt),
+	}
+	if w.ExpireAfterMS != nil {
+		j.ExpireAfter = time.Duration(*w.ExpireAfterMS) * time.Millisecond
 	}
 	return nil
 }
@@ -140,7 +155,14 @@ type JobRequest struct {
 	MaxAttempts int
 	// Priority, when not "", overrides normal.
 	Priority Priority
+	// ExpireAfterMS, when not nil, is the job's deadline in ms after its
+	// due time (0: it must not fire late at all; NoExpiry: none, even if
+	// its topic has one); nil takes the topic's.
+	ExpireAfterMS *int64
 }
+
+// NoExpiry is the ExpireAfterMS of a job without a deadline.
+const NoExpiry int64 = -1
 
 type jobRequestJSON struct {
 	Topic       string          `json:"topic"`
@@ -153,13 +175,14 @@ type jobRequestJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
+	ExpireAfter *int64          `json:"expire_after_ms,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS,
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)

@@ -40,6 +40,10 @@ type Topic struct {
 	// Usage is the topic's live use; only Topic (GET /v1/topics/{topic})
 	// reports it.
 	Usage *Usage
+	// ExpireAfter is the deadline of the topic's jobs that set none, in
+	// force when Expires.
+	ExpireAfter time.Duration
+	Expires     bool
 }
 
 // Backoff is a topic's retry backoff: Base doubled at each failed
@@ -83,6 +87,7 @@ type topicJSON struct {
 	Paused            bool       `json:"paused"`
 	CreatedAt         stamp      `json:"created_at"`
 	Usage             *usageJSON `json:"usage,omitempty"`
+	ExpireAfterMS     *millis    `json:"expire_after_ms"`
 }
 
 type backoffMS struct {
@@ -109,6 +114,10 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 		LeaseMS: millis(t.Lease), CallbackTimeoutMS: millis(t.CallbackTimeout), LatenessSLOMS: millis(t.LatenessSLO),
 		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt),
 	}
+	if t.Expires {
+		n := millis(t.ExpireAfter)
+		w.ExpireAfterMS = &n
+	}
 	if u := t.Usage; u != nil {
 		w.Usage = &usageJSON{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled,
 			Members: u.Members, LatenessCalls: u.LatenessCalls}
@@ -132,6 +141,9 @@ func (t *Topic) UnmarshalJSON(data []byte) error {
 		Retry: Backoff{Base: time.Duration(w.Retry.BaseMS), Max: time.Duration(w.Retry.MaxMS)},
 		Lease: time.Duration(w.LeaseMS), CallbackTimeout: time.Duration(w.CallbackTimeoutMS),
 		LatenessSLO: time.Duration(w.LatenessSLOMS), Paused: w.Paused, CreatedAt: time.Time(w.CreatedAt),
+	}
+	if w.ExpireAfterMS != nil {
+		t.ExpireAfter, t.Expires = time.Duration(*w.ExpireAfterMS), true
 	}
 	if u := w.Usage; u != nil {
 		t.Usage = &Usage{DueWaiting: u.DueWaiting, InFlight: u.InFlight, Rate: u.Rate, Throttled: u.Throttled,
@@ -161,6 +173,9 @@ type TopicSettings struct {
 	Lease           time.Duration
 	CallbackTimeout time.Duration
 	LatenessSLO     time.Duration // the lateness objective (default none)
+	// ExpireAfter, when not nil, is the deadline of the topic's jobs that
+	// set none (default none).
+	ExpireAfter *time.Duration
 }
 
 type settingsJSON struct {
@@ -174,6 +189,7 @@ type settingsJSON struct {
 	LeaseMS           *int64     `json:"lease_ms,omitempty"`
 	CallbackTimeoutMS *int64     `json:"callback_timeout_ms,omitempty"`
 	LatenessSLOMS     *int64     `json:"lateness_slo_ms,omitempty"`
+	ExpireAfterMS     *int64     `json:"expire_after_ms,omitempty"`
 }
 
 type retryJSON struct {
@@ -196,6 +212,10 @@ func (s TopicSettings) MarshalJSON() ([]byte, error) {
 		Slots: s.Slots, MaxAttempts: s.MaxAttempts, RateLimit: s.RateLimit, Burst: s.Burst, MaxInFlight: s.MaxInFlight,
 		Weight: s.Weight, LeaseMS: msOrNil(s.Lease), CallbackTimeoutMS: msOrNil(s.CallbackTimeout),
 		LatenessSLOMS: msOrNil(s.LatenessSLO),
+	}
+	if s.ExpireAfter != nil {
+		n := ms(*s.ExpireAfter)
+		w.ExpireAfterMS = &n
 	}
 	if s.Retry != (Backoff{}) {
 		w.Retry = &retryJSON{BaseMS: msOrNil(s.Retry.Base), MaxMS: msOrNil(s.Retry.Max)}
@@ -247,6 +267,8 @@ type TopicPatch struct {
 	Lease           Patch[time.Duration]
 	CallbackTimeout Patch[time.Duration]
 	LatenessSLO     Patch[time.Duration]
+	// ExpireAfter: Reset is no deadline.
+	ExpireAfter Patch[time.Duration]
 }
 
 // MarshalJSON writes p as PATCH /v1/topics/{topic} reads it (a JSON merge
@@ -261,6 +283,7 @@ func (p TopicPatch) MarshalJSON() ([]byte, error) {
 	p.Lease.put(body, "lease_ms", inMS)
 	p.CallbackTimeout.put(body, "callback_timeout_ms", inMS)
 	p.LatenessSLO.put(body, "lateness_slo_ms", inMS)
+	p.ExpireAfter.put(body, "expire_after_ms", inMS)
 	if p.RetryBase.given || p.RetryMax.given {
 		retry := map[string]any{}
 		p.RetryBase.put(retry, "base_ms", inMS)

@@ -639,10 +639,10 @@ export interface components {
          */
         Priority: "high" | "normal" | "low";
         /**
-         * @description pending until a worker is about to call the webhook, and again between attempts; firing while an attempt is under way (a cancel or reschedule then answers 409 in_flight); done (a 2xx), cancelled (by a cancel, or by the receiver's 410 Gone), dead (attempts ran out) or purged (a dead job purged) at the end.
+         * @description pending until a worker is about to call the webhook, and again between attempts; firing while an attempt is under way (a cancel or reschedule then answers 409 in_flight); done (a 2xx), cancelled (by a cancel, or by the receiver's 410 Gone), dead (attempts ran out), purged (a dead job purged) or expired (no attempt could start by its deadline, expire_after_ms: it never fired late; last_error says why) at the end.
          * @enum {string}
          */
-        Status: "pending" | "firing" | "done" | "cancelled" | "dead" | "purged";
+        Status: "pending" | "firing" | "done" | "cancelled" | "dead" | "purged" | "expired";
         /**
          * Format: date-time
          * @description RFC 3339 with an optional fraction, rounded up to the millisecond; after 1970-01-01T00:00:00Z and before 4199-01-01T00:00:00Z (where Redis scores stay exact), else 400. In the past: due at once.
@@ -704,6 +704,11 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /**
+             * @description The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
+             * @example 30000
+             */
+            expire_after_ms?: number | null;
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -784,6 +789,10 @@ export interface components {
             version: number;
             /** @description When a pending job that has failed is tried again (its fire_at); left out otherwise. */
             next_attempt_at?: components["schemas"]["Time"];
+            /** @description The job's deadline rule, its own or its topic's when it was scheduled: an attempt may start at most this many ms after its due time. Left out: no deadline. */
+            expire_after_ms?: number;
+            /** @description The job's deadline: its due time (as scheduled or last rescheduled) plus expire_after_ms. No attempt starts after it. Left out: no deadline. */
+            expire_at?: components["schemas"]["Time"];
         };
         /**
          * @example {
@@ -955,7 +964,8 @@ export interface components {
          *       "callback_timeout_ms": 10000,
          *       "lateness_slo_ms": 0,
          *       "paused": false,
-         *       "created_at": "2026-11-25T02:35:21.358Z"
+         *       "created_at": "2026-11-25T02:35:21.358Z",
+         *       "expire_after_ms": null
          *     }
          */
         Topic: {
@@ -983,6 +993,8 @@ export interface components {
             paused: boolean;
             created_at: components["schemas"]["Time"];
             usage?: components["schemas"]["Usage"];
+            /** @description The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none. */
+            expire_after_ms: number | null;
         };
         /**
          * @description A topic's settings. A value given must be in its range (else a 400 naming it); none is stored as another value.
@@ -1017,6 +1029,8 @@ export interface components {
             callback_timeout_ms?: number | null;
             /** @description The topic's lateness objective in ms: workers count the webhook calls that start within it of their due time (the metrics toc_topic_slo_calls_total and toc_topic_slo_within_total). Default: none. Under PUT, left out or null: none. Under PATCH, left out: unchanged; null: none. */
             lateness_slo_ms?: number | null;
+            /** @description The deadline of the topic's jobs that set none of their own, in ms after their due time; 0: they must not fire late at all. A job scheduled later takes it; jobs already scheduled keep theirs. Under PUT, left out or null: none. Under PATCH, left out: unchanged; null: none. */
+            expire_after_ms?: number | null;
         };
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -1168,6 +1182,11 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /**
+             * @description As a job's expire_after_ms: each occurrence's deadline after its due time; left out or null: the topic's; -1: none.
+             * @example 30000
+             */
+            expire_after_ms?: number | null;
         };
         /** @description A recurring schedule: exactly one of cron or every_ms, and the job. Each occurrence becomes an ordinary job, due at the occurrence, with the idempotency key schedule:<id>:<occurrence in Unix ms>, made about 3 s ahead by every member; the key keeps it to one job across restarts and members. */
         NewSchedule: {
@@ -1255,6 +1274,8 @@ export interface components {
                 /** @description Left out: the topic's default. */
                 max_attempts?: number;
                 priority: components["schemas"]["Priority"];
+                /** @description The occurrences' own deadline in ms after their due time, -1 for none; left out: the topic's. */
+                expire_after_ms?: number;
             };
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
@@ -2467,7 +2488,8 @@ export interface operations {
                      *           "callback_timeout_ms": 10000,
                      *           "lateness_slo_ms": 0,
                      *           "paused": false,
-                     *           "created_at": "2026-11-25T02:35:21.358Z"
+                     *           "created_at": "2026-11-25T02:35:21.358Z",
+                     *           "expire_after_ms": null
                      *         }
                      *       ]
                      *     }
@@ -2526,7 +2548,8 @@ export interface operations {
                      *         "lateness_calls": 59210,
                      *         "lateness_p50_ms": 2,
                      *         "lateness_p99_ms": 10
-                     *       }
+                     *       },
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2583,7 +2606,8 @@ export interface operations {
                      *       "callback_timeout_ms": 10000,
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
-                     *       "created_at": "2026-11-25T02:35:21.358Z"
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2612,7 +2636,8 @@ export interface operations {
                      *       "callback_timeout_ms": 10000,
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
-                     *       "created_at": "2026-11-25T02:35:21.358Z"
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2717,7 +2742,8 @@ export interface operations {
                      *       "callback_timeout_ms": 10000,
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
-                     *       "created_at": "2026-11-25T02:35:21.358Z"
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2774,7 +2800,8 @@ export interface operations {
                      *       "callback_timeout_ms": 10000,
                      *       "lateness_slo_ms": 0,
                      *       "paused": true,
-                     *       "created_at": "2026-11-25T02:35:21.358Z"
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2821,7 +2848,8 @@ export interface operations {
                      *       "callback_timeout_ms": 10000,
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
-                     *       "created_at": "2026-11-25T02:35:21.358Z"
+                     *       "created_at": "2026-11-25T02:35:21.358Z",
+                     *       "expire_after_ms": null
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];

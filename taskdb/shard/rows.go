@@ -69,6 +69,15 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	return st.Fail(ctx, id, f, now)
 }
 
+// Expire implements timer.JobWriter.
+func (s *Store) Expire(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.Expire(ctx, id, reason, now)
+}
+
 // Reschedule implements timer.JobWriter.
 func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
 	st, err := s.of(id)

@@ -111,6 +111,10 @@ func (s spread) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	return s.Store.Fail(ctx, s.enc(id), f, now)
 }
 
+func (s spread) Expire(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	return s.Store.Expire(ctx, s.enc(id), reason, now)
+}
+
 func (s spread) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
 	return s.Store.Reschedule(ctx, s.enc(id), dueAt, now)
 }

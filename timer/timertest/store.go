@@ -119,6 +119,9 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 		r.job.LastError = timer.TruncateError(j.LastError)
 		r.job.Payload = bytes.Clone(j.Payload)
 		r.job.Version = 1
+		if !j.ExpireAt.IsZero() {
+			r.job.ExpireAt = timer.TimeOf(timer.MillisOf(j.ExpireAt))
+		}
 		s.jobs[j.ID] = r
 		if j.Key != "" {
 			s.keys[topicKey{j.Topic, j.Key}] = j.ID
@@ -184,7 +187,7 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 	defer s.mu.Unlock()
 	n := 0
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
-		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs {
+		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs && !r.job.Expired(now) {
 			if r.job.Status == timer.StatusPending {
 				r.job.Version++ // a firing job stays as it was
 			}
@@ -233,11 +236,13 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 		switch {
 		case f.Dead:
 			r.job.Status = timer.StatusDead
+		case f.Expired:
+			r.job.Status = timer.StatusExpired
 		case f.Stopped:
 			r.job.Status = timer.StatusCancelled
 		}
 		r.job.Attempts, r.job.LastError, r.job.LastStatus = f.Attempts, timer.TruncateError(f.Error), f.Status
-		if !f.Dead && !f.Stopped && !f.RetryAt.IsZero() {
+		if !f.Dead && !f.Expired && !f.Stopped && !f.RetryAt.IsZero() {
 			r.due = timer.CeilMillis(f.RetryAt)
 		}
 	}), nil
@@ -248,7 +253,32 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 	if err := s.f.call("Reschedule"); err != nil {
 		return false, err
 	}
-	return s.update(id, []timer.Status{timer.StatusPending}, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
+	return s.update(id, []timer.Status{timer.StatusPending}, now, func(r *row) { r.reschedule(dueAt) }), nil
+}
+
+// reschedule sets r's due time, and moves its deadline with it.
+func (r *row) reschedule(dueAt time.Time) {
+	r.due = timer.MillisOf(dueAt)
+	if r.job.Expiry.Set {
+		r.job.ExpireAt = timer.TimeOf(r.due + r.job.Expiry.After.Milliseconds())
+	}
+}
+
+// Expire implements timer.JobWriter.
+func (s *Store) Expire(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	if err := s.f.call("Expire"); err != nil {
+		return false, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.jobs[id]
+	if !ok || !slices.Contains(unfinished, r.job.Status) || !r.job.Expired(now) {
+		return false, nil
+	}
+	r.job.Status, r.job.LastError = timer.StatusExpired, timer.TruncateError(reason)
+	r.modified = now.UnixMilli()
+	r.job.Version++
+	return true, nil
 }
 
 // RescheduleIf implements timer.JobWriter.
@@ -256,7 +286,7 @@ func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Tim
 	if err := s.f.call("RescheduleIf"); err != nil {
 		return false, err
 	}
-	return s.updateIf(id, []timer.Status{timer.StatusPending}, version, now, func(r *row) { r.due = timer.MillisOf(dueAt) }), nil
+	return s.updateIf(id, []timer.Status{timer.StatusPending}, version, now, func(r *row) { r.reschedule(dueAt) }), nil
 }
 
 // Replay implements timer.JobWriter.
@@ -487,6 +517,9 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	if err := t.Limits.Validate(); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
+	if err := t.Expiry.Check("expire_after_ms"); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
 	s.mu.Lock()
 	existing, ok := s.topics[t.Name]
 	s.mu.Unlock()
@@ -503,7 +536,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	stored := s.topics[t.Name]
-	stored.MaxAttempts, stored.Limits = t.MaxAttempts, millisLimits(t.Limits)
+	stored.MaxAttempts, stored.Limits, stored.Expiry = t.MaxAttempts, millisLimits(t.Limits), t.Expiry
 	s.topics[t.Name] = stored
 	s.topicVersion++
 	return stored, created, nil

@@ -57,6 +57,9 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"JobVersion", testJobVersion},
 		{"VersionConditions", testVersionConditions},
 		{"VersionRace", testVersionRace},
+		{"Deadlines", testDeadlines},
+		{"DeadlineFail", testDeadlineFail},
+		{"TopicExpiry", testTopicExpiry},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -141,3 +141,11 @@ export function select(label, name, value, options, attrs = {}) {
   return el('label', {}, label,
     el('select', { name, ...attrs }, options.map(([v, l]) => el('option', { value: v, selected: v === value }, l))));
 }
+
+// deadline is how a deadline rule (expire_after_ms) reads: none, must not
+// fire late, or how long after the due time an attempt may still start.
+export function deadline(ms) {
+  if (ms === null || ms === undefined) return 'none';
+  if (ms === 0) return 'must not fire late';
+  return `${duration(ms)} after the due time`;
+}

@@ -5,7 +5,7 @@
 // says so.
 
 import { call, path } from './api.js';
-import { el, text, link, duration, table, fields, Message, button, describe } from './dom.js';
+import { el, text, link, duration, deadline, table, fields, Message, button, describe } from './dom.js';
 
 // The states in which each action applies; the API has the last word (a
 // job that starts firing meanwhile answers 409 in_flight).
@@ -103,6 +103,7 @@ function jobFields(j) {
     ['Status', j.status, 'job-status'],
     ['Due', j.fire_at, 'job-fire-at'],
     j.next_attempt_at ? ['Next attempt', j.next_attempt_at, 'job-next-attempt'] : null,
+    j.expire_at ? ['Deadline', `${j.expire_at} (${deadline(j.expire_after_ms)})`, 'job-deadline'] : null,
     ['Key', j.key],
     ['biz_id', j.biz_id],
     ['biz_type', j.biz_type],

@@ -2,7 +2,7 @@
 // topic's page (its settings, pause and resume, and a search of its jobs).
 
 import { call, path, query } from './api.js';
-import { el, text, link, route, duration, table, fields, Message, button, pager, searchForm, input, select, describe } from './dom.js';
+import { el, text, link, route, duration, deadline, table, fields, Message, button, pager, searchForm, input, select, describe } from './dom.js';
 import { forecastSection } from './forecast.js';
 
 // topicsPerPage bounds the topics shown, and so the calls for their
@@ -12,7 +12,7 @@ const topicsPerPage = 20;
 // jobsPerPage is the limit of one search of a topic's jobs.
 const jobsPerPage = 50;
 
-const statuses = ['', 'pending', 'firing', 'done', 'cancelled', 'dead', 'purged'];
+const statuses = ['', 'pending', 'firing', 'done', 'cancelled', 'dead', 'purged', 'expired'];
 
 // topicsPage: GET /v1/topics, a page of them at a time, each row then
 // filled from GET /v1/topics/{topic}/stats and GET /v1/topics/{topic}.
@@ -148,6 +148,7 @@ export async function topicPage(view, params, name) {
         ['Lease', duration(topic.lease_ms)],
         ['Callback timeout', duration(topic.callback_timeout_ms)],
         ['Lateness objective', topic.lateness_slo_ms ? duration(topic.lateness_slo_ms) : 'none'],
+        ['Deadline of its jobs', deadline(topic.expire_after_ms), 'topic-deadline'],
         ['Created', topic.created_at],
       ]))),
     el('h2', {}, 'Forecast: jobs falling due'),
@@ -192,3 +193,4 @@ async function listJobs(section, name, params) {
     pager(['topics', name], { ...filters, cursor: params.cursor }, 'cursor', page.next_cursor),
   );
 }
+
