@@ -17,9 +17,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 17
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, window_ms) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 18
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -118,7 +118,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
 			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), status,
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
+			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent, j.Window.Milliseconds())
 	}
 	return b.String(), args
 }
@@ -326,7 +326,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, window_ms FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -339,9 +339,10 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		priority, lastStatus  int64
 		fired                 int64
 		noPayload             bool
+		window                int64
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &window)
 	if err != nil {
 		return nil, err
 	}
@@ -354,6 +355,7 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		j.Payload = []byte{}
 	}
 	j.CreatedAt, j.UpdatedAt = timer.TimeOf(created), timer.TimeOf(modified)
+	j.Window = time.Duration(window) * time.Millisecond
 	return &j, nil
 }
 

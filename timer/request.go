@@ -65,6 +65,8 @@ type Request struct {
 	// for none; the job keeps it (Job.TraceParent). An idempotent retry
 	// with another one is still the same request.
 	TraceParent string
+	// Window is the job's flexible window (Job.Window); 0 for none.
+	Window time.Duration
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -96,6 +98,8 @@ func (r *Request) Validate() error {
 		return invalid("priority", "must be high, normal or low")
 	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
 		return invalid("traceparent", "must be a W3C traceparent")
+	case !ValidWindow(r.Window):
+		return invalid("window_ms", "must be between 0 and %d", MaxWindow.Milliseconds())
 	}
 	return nil
 }
@@ -174,6 +178,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Version:     1,
+		Window:      r.Window,
 	}
 }
 
@@ -188,6 +193,7 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.BizType == existing.BizType &&
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
+		r.Window == existing.Window &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		bytes.Equal(r.Payload, existing.Payload)
 }
