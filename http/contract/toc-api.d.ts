@@ -704,6 +704,11 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /**
+             * Format: int64
+             * @description Flexible window in ms (default 0, none): toc may fire the job anywhere from its due time to this many ms after it, never before. Without pressure it fires at its due time; under its topic's rate_limit or max_in_flight, or a spike of jobs due at once, due jobs are taken in the order of the ends of their windows, so tight windows go before wide ones. A call within the window is on time for lateness and lateness_slo_ms. The window holds for the first attempt; a retry is due at its retry time. Outside 0..86400000 is a 400 naming window_ms.
+             */
+            window_ms?: number;
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -726,7 +731,8 @@ export interface components {
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T02:35:21.358Z",
-         *       "version": 1
+         *       "version": 1,
+         *       "window_ms": 0
          *     }
          * @example {
          *       "id": "4737272962162360320",
@@ -748,6 +754,7 @@ export interface components {
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T03:35:22.771Z",
          *       "version": 5,
+         *       "window_ms": 0,
          *       "next_attempt_at": "2026-11-25T03:35:24.770Z"
          *     }
          */
@@ -782,6 +789,11 @@ export interface components {
              * @description Counts the changes of the job: 1 when it is created, one more at every change of its status, due time, attempts or last error (a reschedule, a cancel, a worker taking it to fire, each failed attempt, done, dead, replay, purge). GET /v1/jobs/{id} answers it quoted in the ETag header; PATCH and DELETE take that in If-Match, to change the job only if it is unchanged since it was read.
              */
             version: number;
+            /**
+             * Format: int64
+             * @description The job's flexible window in ms: it may fire until fire_at plus this; 0 for none.
+             */
+            window_ms: number;
             /** @description When a pending job that has failed is tried again (its fire_at); left out otherwise. */
             next_attempt_at?: components["schemas"]["Time"];
         };
@@ -1522,7 +1534,8 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T02:35:21.358Z",
-                     *           "version": 1
+                     *           "version": 1,
+                     *           "window_ms": 0
                      *         }
                      *       ],
                      *       "next_cursor": ""
@@ -1585,7 +1598,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "window_ms": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1617,7 +1631,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "window_ms": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1904,7 +1919,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:40:00.125Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1980,7 +1996,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:29.530Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -2107,7 +2124,8 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T06:10:41.002Z",
-                     *           "version": 33
+                     *           "version": 33,
+                     *           "window_ms": 0
                      *         }
                      *       ],
                      *       "next": ""
@@ -2365,7 +2383,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T07:00:00.000Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
