@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/toc-project/toc/http/client"
 )
@@ -23,13 +24,17 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	key := fs.string("key", "", "idempotency key")
 	bizID := fs.Uint64("biz-id", 0, "business id (slot basis)")
 	maxAttempts := fs.int("max-attempts", 0, "attempts before the job is dead (default: the topic's)")
+	window := fs.Duration("window", 0, "flexible window: the job may fire until its due time plus this (e.g. 60s; at most 24h)")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
 			return nil, err
 		}
+		if *window < 0 || *window%time.Millisecond != 0 {
+			return nil, errors.New("--window must be whole milliseconds, not negative")
+		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window}
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return nil, errors.New("--payload is not valid JSON")

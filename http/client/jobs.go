@@ -66,6 +66,9 @@ type Job struct {
 	// Version counts the job's changes (its ETag is the version quoted):
 	// give it to IfMatch to change the job only if it is unchanged since.
 	Version int64
+	// Window is the job's flexible window: it may fire until FireAt plus
+	// Window; 0 for none.
+	Window time.Duration
 }
 
 type jobJSON struct {
@@ -87,6 +90,7 @@ type jobJSON struct {
 	UpdatedAt     stamp           `json:"updated_at"`
 	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
 	Version       int64           `json:"version"`
+	WindowMS      int64           `json:"window_ms"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -96,7 +100,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version,
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, WindowMS: ms(j.Window),
 	})
 }
 
@@ -112,6 +116,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
 		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version,
+		Window: time.Duration(w.WindowMS) * time.Millisecond,
 	}
 	return nil
 }
@@ -140,6 +145,11 @@ type JobRequest struct {
 	MaxAttempts int
 	// Priority, when not "", overrides normal.
 	Priority Priority
+	// Window, when not 0, lets toc fire the job anywhere from its due
+	// time to Window after it (whole milliseconds, at most a day): at the
+	// due time without pressure, by the ends of windows under its topic's
+	// limits or a spike.
+	Window time.Duration
 }
 
 type jobRequestJSON struct {
@@ -153,13 +163,14 @@ type jobRequestJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
+	WindowMS    int64           `json:"window_ms,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, WindowMS: ms(r.Window),
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)
