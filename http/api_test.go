@@ -225,8 +225,17 @@ func TestCreateAndGetJob(t *testing.T) {
 		t.Fatalf("create with delay: %d %s", a.status, a.raw)
 	}
 	g = e.call(t, "GET", "/v1/jobs/"+a.body["id"].(string), "")
-	if g.body["max_attempts"] != float64(timer.DefaultMaxAttempts) || g.body["payload"] != "text" {
+	if g.body["max_attempts"] != float64(timer.DefaultMaxAttempts) || g.body["payload"] != "text" || g.body["window_ms"] != float64(0) {
 		t.Errorf("defaults: %s", g.raw)
+	}
+
+	// A flexible window is kept and shown.
+	a = e.call(t, "POST", "/v1/jobs", `{"topic": "orders", "delay_ms": 1000, "window_ms": 60000, `+cb+`}`)
+	if a.status != http.StatusCreated || a.body["window_ms"] != float64(60000) {
+		t.Fatalf("create with a window: %d %s", a.status, a.raw)
+	}
+	if g = e.call(t, "GET", "/v1/jobs/"+a.body["id"].(string), ""); g.body["window_ms"] != float64(60000) {
+		t.Errorf("get with a window: %s", g.raw)
 	}
 }
 

@@ -73,6 +73,8 @@ type jobRequest struct {
 	// ExpireAfterMS is the job's deadline: absent or null, its topic's;
 	// -1, none; else this many ms after its due time.
 	ExpireAfterMS *int64 `json:"expire_after_ms"`
+	// WindowMS is the job's flexible window (timer.Job.Window).
+	WindowMS *int64 `json:"window_ms"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -131,6 +133,12 @@ func (b *jobRequest) request() (timer.Request, error) {
 	}
 	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority, b.ExpireAfterMS}).apply(&r); err != nil {
 		return r, err
+	}
+	if b.WindowMS != nil {
+		if *b.WindowMS < 0 || *b.WindowMS > timer.MaxWindow.Milliseconds() {
+			return r, &timer.FieldError{Field: "window_ms", Message: fmt.Sprintf("must be within 0..%d", timer.MaxWindow.Milliseconds())}
+		}
+		r.Window = time.Duration(*b.WindowMS) * time.Millisecond
 	}
 	return r, r.Validate()
 }
@@ -538,6 +546,9 @@ type jobView struct {
 	// Version counts the changes of the job; GET answers it as the ETag,
 	// and PATCH and DELETE take it in If-Match.
 	Version int64 `json:"version"`
+	// WindowMS is the job's flexible window: it may fire until fire_at
+	// plus this many ms; 0 for none.
+	WindowMS int64 `json:"window_ms"`
 
 	// NextAttemptAt is when a pending job that has failed is retried.
 	NextAttemptAt string `json:"next_attempt_at,omitempty"`
@@ -565,6 +576,7 @@ func viewOf(j *timer.Job) jobView {
 		CreatedAt:   formatTime(j.CreatedAt),
 		UpdatedAt:   formatTime(j.UpdatedAt),
 		Version:     j.Version,
+		WindowMS:    j.Window.Milliseconds(),
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -44,6 +44,11 @@ type AddCall struct {
 	WakeMessage string
 	// Entries are at most MaxBatch members with their due ms and attempt.
 	Entries []Entry
+	// WindowMs, when not nil, holds the flexible window of each entry
+	// (0 for none), in the order of Entries: a member with one goes in the
+	// slot's window sets, and claim takes it by Ms + its window (plus its
+	// priority's aging) among the due timers, never before Ms.
+	WindowMs []int64
 }
 
 // AddResult is the reply of one AddCall.
@@ -65,16 +70,34 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 		if len(ac.Entries) > MaxBatch {
 			return nil, fmt.Errorf("add: %d entries: more than %d", len(ac.Entries), MaxBatch)
 		}
-		args := make([]any, 0, 3+2*len(ac.Entries))
+		args := make([]any, 0, 3+3*len(ac.Entries))
 		args = append(args, string(ac.Mode), ac.WakeChannel, ac.WakeMessage)
-		for _, e := range ac.Entries {
+		if ac.WindowMs != nil && len(ac.WindowMs) != len(ac.Entries) {
+			return nil, fmt.Errorf("add: %d windows for %d entries", len(ac.WindowMs), len(ac.Entries))
+		}
+		for j, e := range ac.Entries {
 			n, err := scoreInt(e.Ms, e.Attempt)
 			if err != nil {
 				return nil, fmt.Errorf("add %s: %w", e.Member, err)
 			}
-			args = append(args, e.Member, formatScore(n))
+			end, w := "0", int64(0)
+			if ac.WindowMs != nil {
+				w = ac.WindowMs[j]
+			}
+			if w < 0 || w > MaxMillis-e.Ms {
+				return nil, fmt.Errorf("add %s: window %d ms: %w", e.Member, w, ErrRange)
+			}
+			if w > 0 {
+				m, err := scoreInt(e.Ms+w, e.Attempt)
+				if err != nil {
+					return nil, fmt.Errorf("add %s: %w", e.Member, err)
+				}
+				end = formatScore(m)
+			}
+			args = append(args, e.Member, formatScore(n), end)
 		}
-		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead}, args}
+		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
+			ac.Keys.Window, ac.Keys.WindowEnd}, args}
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
@@ -154,7 +177,8 @@ func ClaimEach(ctx context.Context, c Client, nowMs int64, aging Aging, calls ..
 		case cc.LeaseMs < 1 || cc.LeaseMs > MaxMillis-nowMs:
 			errs[i] = fmt.Errorf("claim: lease %d ms: %w", cc.LeaseMs, ErrRange)
 		default:
-			runs = append(runs, call{claimScript, []string{cc.Keys.DueHigh, cc.Keys.Due, cc.Keys.DueLow, cc.Keys.Prepare},
+			runs = append(runs, call{claimScript, []string{cc.Keys.DueHigh, cc.Keys.Due, cc.Keys.DueLow, cc.Keys.Prepare,
+				cc.Keys.Window, cc.Keys.WindowEnd},
 				[]any{nowMs, cc.Limit, cc.LeaseMs, aging.High, aging.Normal, aging.Low}})
 			at = append(at, i)
 		}

@@ -19,7 +19,7 @@ var _ timer.HeadReader = (*Index)(nil)
 // slot's due sets and Prepare set without changing anything. Most slots
 // read are empty (a topic's new slots, a rescan of idle ones), so one
 // pipeline first asks which of them hold anything, one EXISTS a slot over
-// its four keys, and a second reads the heads of those that do: a
+// its five keys, and a second reads the heads of those that do: a
 // thousand new topics cost Redis 16,000 commands, not 64,000. Pipelines
 // are split by node on a Redis Cluster (a slot's keys share a hash tag).
 func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
@@ -30,14 +30,14 @@ func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHead
 			return nil, fmt.Errorf("heads: %w", err)
 		}
 		keys := q.Keys(s)
-		d := keys.Dues()
-		exists[i] = pipe.Exists(ctx, d[0], d[1], d[2], keys.Prepare)
+		d := keys.Waiting()
+		exists[i] = pipe.Exists(ctx, d[0], d[1], d[2], d[3], keys.Prepare)
 	}
 	if _, err := pipe.Exec(ctx); err != nil {
 		return nil, fmt.Errorf("heads of %d slots: %w", len(slots), err)
 	}
 	type slotCmds struct {
-		due     [3]*redis.ZSliceCmd
+		due     [4]*redis.ZSliceCmd
 		prepare *redis.ZSliceCmd
 	}
 	cmds := make([]*slotCmds, len(slots))
@@ -48,7 +48,7 @@ func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHead
 		}
 		keys := q.Keys(s)
 		c := &slotCmds{prepare: pipe.ZRangeWithScores(ctx, keys.Prepare, 0, 0)}
-		for j, key := range keys.Dues() {
+		for j, key := range keys.Waiting() {
 			c.due[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 		}
 		cmds[i] = c

@@ -25,10 +25,10 @@ func (q *Index) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	return heads[0].NextDue, nil
 }
 
-// earliest decodes the heads of a slot's due sets, as ZRANGE key 0 0
-// WITHSCORES returned them, and returns the lowest.
-func earliest(cmds [3]*redis.ZSliceCmd) (lua.Head, error) {
-	var hs [3]lua.Head
+// earliest decodes the heads of a slot's waiting sets (KeySet.Waiting),
+// as ZRANGE key 0 0 WITHSCORES returned them, and returns the lowest.
+func earliest(cmds [4]*redis.ZSliceCmd) (lua.Head, error) {
+	var hs [4]lua.Head
 	for i, c := range cmds {
 		h, err := lua.HeadOf(c.Val())
 		if err != nil {
@@ -54,9 +54,9 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: slot count %d: %w", topic, n, timer.ErrInvalid)
 	}
 	type counts struct {
-		due           [3]*redis.IntCmd
+		due           [4]*redis.IntCmd
 		prepare, dead *redis.IntCmd
-		head          [3]*redis.ZSliceCmd
+		head          [4]*redis.ZSliceCmd
 	}
 	var next lua.Head
 	for from := 0; from < n; from += statsChunk {
@@ -65,7 +65,7 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		for i := from; i < min(from+statsChunk, n); i++ {
 			k := slots.Keys(q.cfg.Prefix, topic, i)
 			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
-			for j, key := range k.Dues() {
+			for j, key := range k.Waiting() {
 				c.due[j] = pipe.ZCard(ctx, key)
 				c.head[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 			}

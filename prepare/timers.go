@@ -34,7 +34,11 @@ func (q *Index) Restore(ctx context.Context, timers []timer.Timer) (int, []timer
 }
 
 func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer) (int, []timer.Wake, error) {
-	var g grouping[lua.Entry]
+	type windowed struct {
+		e lua.Entry
+		w int64 // ms
+	}
+	var g grouping[windowed]
 	for _, t := range timers {
 		slot, err := slotOf(t)
 		if err != nil {
@@ -47,17 +51,36 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 		if _, err := lua.Score(ms, t.Attempt); err != nil {
 			return 0, nil, fmt.Errorf("timer %d: %w: %w", t.ID, timer.ErrInvalid, err)
 		}
-		g.add(slot, lua.Entry{Member: member(t.ID, t.Priority), Ms: ms, Attempt: t.Attempt})
+		if !timer.ValidWindow(t.Window) {
+			return 0, nil, fmt.Errorf("timer %d: window %v: %w", t.ID, t.Window, timer.ErrInvalid)
+		}
+		w := t.Window.Milliseconds()
+		if _, err := lua.Score(ms+w, t.Attempt); err != nil {
+			return 0, nil, fmt.Errorf("timer %d: %w: %w", t.ID, timer.ErrInvalid, err)
+		}
+		g.add(slot, windowed{lua.Entry{Member: member(t.ID, t.Priority), Ms: ms, Attempt: t.Attempt}, w})
 	}
 	var calls []lua.AddCall
 	var callSlots []timer.Slot
 	for _, b := range g.batches() {
+		entries := make([]lua.Entry, len(b.items))
+		var windows []int64 // nil while no entry has a window
+		for i, it := range b.items {
+			entries[i] = it.e
+			if it.w > 0 && windows == nil {
+				windows = make([]int64, len(b.items))
+			}
+			if windows != nil {
+				windows[i] = it.w
+			}
+		}
 		calls = append(calls, lua.AddCall{
 			Keys:        q.Keys(b.slot),
 			Mode:        mode,
 			WakeChannel: q.cfg.WakeChannel,
 			WakeMessage: b.slot.Topic + " " + strconv.Itoa(b.slot.Index),
-			Entries:     b.items,
+			Entries:     entries,
+			WindowMs:    windows,
 		})
 		callSlots = append(callSlots, b.slot)
 	}
@@ -88,7 +111,8 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 }
 
 // Remove implements timer.Index. It removes each timer from the due set
-// of its priority.
+// of its priority, and from the slot's window sets, where a timer with a
+// window waits instead.
 func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	var g grouping[timer.Timer]
 	for _, t := range timers {
@@ -103,22 +127,31 @@ func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 		return 0, nil
 	}
 	type removal struct {
-		slot timer.Slot
-		cmd  *redis.IntCmd
+		slot    timer.Slot
+		cmd     *redis.IntCmd
+		uncount bool // windowEnd's: the same members as window's
 	}
 	var rs []removal
 	pipe := q.client.Pipeline()
 	for _, b := range batches {
 		var members [3][]any // by priority, as KeySet.Dues orders them
+		var all []any
 		for _, t := range b.items {
 			i := dueIndex(t.Priority)
-			members[i] = append(members[i], member(t.ID, t.Priority))
+			m := member(t.ID, t.Priority)
+			members[i] = append(members[i], m)
+			all = append(all, m)
 		}
-		for i, key := range q.Keys(b.slot).Dues() {
+		keys := q.Keys(b.slot)
+		for i, key := range keys.Dues() {
 			if len(members[i]) > 0 {
-				rs = append(rs, removal{b.slot, pipe.ZRem(ctx, key, members[i]...)})
+				rs = append(rs, removal{slot: b.slot, cmd: pipe.ZRem(ctx, key, members[i]...)})
 			}
 		}
+		// A member is in its due set or in window, never both; windowEnd
+		// holds the same members as window, so only window counts.
+		rs = append(rs, removal{slot: b.slot, cmd: pipe.ZRem(ctx, keys.Window, all...)},
+			removal{slot: b.slot, cmd: pipe.ZRem(ctx, keys.WindowEnd, all...), uncount: true})
 	}
 	_, _ = pipe.Exec(ctx) // each command carries its own error
 	n := 0
@@ -126,7 +159,9 @@ func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 		if err := r.cmd.Err(); err != nil {
 			return 0, fmt.Errorf("remove timers of slot %s: %w", r.slot, err)
 		}
-		n += int(r.cmd.Val())
+		if !r.uncount {
+			n += int(r.cmd.Val())
+		}
 	}
 	return n, nil
 }

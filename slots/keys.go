@@ -24,6 +24,12 @@ type KeySet struct {
 	Prepare string
 	// Dead holds the slot's exhausted jobs, scored by time of death.
 	Dead string
+	// Window holds the slot's timers with a flexible window (of any
+	// priority), scored by due time as the due sets are; WindowEnd holds
+	// the same members scored by the end of their window, the order the
+	// claim takes them in under pressure.
+	Window    string
+	WindowEnd string
 }
 
 // Keys returns the keys of slot of topic under prefix. The caller
@@ -37,11 +43,18 @@ func Keys(prefix, topic string, slot int) KeySet {
 		DueLow:  base + ":store:low",
 		Prepare: base + ":prepare",
 		Dead:    base + ":dead",
+
+		Window:    base + ":store:window",
+		WindowEnd: base + ":store:window:end",
 	}
 }
 
 // Dues returns the three due keys, highest priority first.
 func (k KeySet) Dues() [3]string { return [3]string{k.DueHigh, k.Due, k.DueLow} }
+
+// Waiting returns every key whose members wait for their due time,
+// scored by it: the three due sets, highest priority first, then Window.
+func (k KeySet) Waiting() [4]string { return [4]string{k.DueHigh, k.Due, k.DueLow, k.Window} }
 
 // Tag returns the hash tag of slot of topic, braces included.
 func Tag(topic string, slot int) string {

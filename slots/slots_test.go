@@ -112,6 +112,9 @@ func TestKeys(t *testing.T) {
 		DueLow:  "toc:{orders:7}:store:low",
 		Prepare: "toc:{orders:7}:prepare",
 		Dead:    "toc:{orders:7}:dead",
+
+		Window:    "toc:{orders:7}:store:window",
+		WindowEnd: "toc:{orders:7}:store:window:end",
 	}
 	if k != want {
 		t.Fatalf("Keys = %+v, want %+v", k, want)

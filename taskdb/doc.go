@@ -25,8 +25,9 @@
 //	  gmt_create   BIGINT
 //	  gmt_modified BIGINT
 //	  traceparent  VARCHAR(128)       W3C traceparent of the scheduling request; '' for none
+//	  window_ms    BIGINT             flexible window after action_time; 0 for none
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
-//	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts): covers the scan
+//	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)
 //
 //	toc_topics                        one row per topic

@@ -18,9 +18,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 19
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 20
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -121,6 +121,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
 			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
 		args = append(args, expiryArgs(j)...)
+		args = append(args, j.Window.Milliseconds())
 	}
 	return b.String(), args
 }
@@ -214,9 +215,10 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 // RescheduleIf is Reschedule on the condition that the row is also at
 // version version (timer.AnyVersion: at any), in the same UPDATE.
 func (s *Store) RescheduleIf(ctx context.Context, id timer.JobID, dueAt time.Time, version int64, now time.Time) (bool, error) {
-	// expire_at moves with the due time; NULL + n stays NULL.
+	// expire_at moves with the due time, counted from the end of the
+	// job's window (timer.Request.job); NULL + n stays NULL.
 	due := timer.MillisOf(dueAt)
-	q, args := versioned("UPDATE toc_jobs SET version = version + 1, action_time = ?, expire_at = ? + expire_after_ms, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0", version,
+	q, args := versioned("UPDATE toc_jobs SET version = version + 1, action_time = ?, expire_at = ? + window_ms + expire_after_ms, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = 0", version,
 		due, due, now.UnixMilli(), int64(id), int64(timer.StatusPending))
 	ok, err := s.updateOne(ctx, q, args...)
 	if err != nil {
@@ -356,7 +358,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -370,9 +372,10 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		fired                 int64
 		noPayload             bool
 		expireAfter, expireAt sql.NullInt64
+		window                int64
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window)
 	if err != nil {
 		return nil, err
 	}
@@ -389,6 +392,7 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		j.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
 		j.ExpireAt = timer.TimeOf(expireAt.Int64)
 	}
+	j.Window = time.Duration(window) * time.Millisecond
 	return &j, nil
 }
 

@@ -17,7 +17,7 @@ import (
 // in index order (no sort), then one primary key lookup in toc_topics per
 // row. A LEFT JOIN, so that a job whose topic has no row is still found,
 // with Slots 0, rather than silently skipped.
-const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, j.priority, COALESCE(t.slots, 0)
+const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, j.priority, COALESCE(t.slots, 0), j.window_ms
 	FROM toc_jobs j LEFT JOIN toc_topics t ON t.name = j.topic
 	WHERE j.status = ? AND j.action_time < ? AND (j.action_time > ? OR (j.action_time = ? AND j.job_id > ?))
 	ORDER BY j.action_time, j.job_id
@@ -54,13 +54,17 @@ func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Curso
 		var (
 			id, bizID                       unsigned
 			due, attempts, priority, nSlots int64
+			window                          int64
 			t                               timer.Timer
 		)
-		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &priority, &nSlots); err != nil {
+		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &priority, &nSlots, &window); err != nil {
 			return nil, fmt.Errorf("scan %s jobs: %w", status, err)
 		}
 		t.ID, t.Slots, t.DueAt, t.Attempt = timer.JobID(id), int(nSlots), timer.TimeOf(due), int(attempts)
 		t.Basis, t.Priority = timer.SlotBasis(t.ID, uint64(bizID)), timer.Priority(priority)
+		if attempts == 0 { // a job's window holds for its first attempt
+			t.Window = time.Duration(window) * time.Millisecond
+		}
 		timers = append(timers, t)
 	}
 	if err := rows.Err(); err != nil {

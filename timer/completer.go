@@ -350,7 +350,7 @@ func (c *completer) readd(ctx context.Context, j *Job, attempt int, now time.Tim
 	if err != nil {
 		return err
 	}
-	t := Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: attempt, Priority: j.Priority}
+	t := Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: attempt, Priority: j.Priority, Window: timerWindow(j, attempt)}
 	wakes, err := c.index.Add(ctx, []Timer{t})
 	for _, w := range wakes {
 		c.wake(w)

@@ -50,8 +50,11 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	if e.cfg.tracer != nil && t.job.TraceParent != "" {
 		span = e.startDeliver(ctx, &d)
 	}
-	late := start.Sub(latenessBase(t.job, attempt))
+	late := max(start.Sub(latenessBase(t.job, attempt)), 0)
 	tp.late.observe(late, start)
+	if windowMissed(t.job, attempt, start) {
+		tp.windowMissed.Add(1)
+	}
 	tp.dispatched.Add(1)
 	tp.inFlight.Add(1)
 	err := e.fire(ctx, d, conf.timeout)
@@ -109,14 +112,26 @@ func deliveredStatus(d Delivery, err error) int {
 	return statusOf(err)
 }
 
-// latenessBase is when an attempt was meant to start: the due time, or,
-// for a first attempt of a job scheduled already past due, the time it
-// was scheduled (it could not have fired earlier).
+// latenessBase is the latest an attempt could start and still be on
+// time: the due time, or, for a first attempt, the end of the job's
+// window (Job.WindowEnd), or the time it was scheduled when that is later
+// (a job scheduled already past due could not have fired earlier). A
+// call that starts before it is 0 late.
 func latenessBase(j *Job, attempt int) time.Time {
-	if attempt == 1 && j.CreatedAt.After(j.DueAt) {
+	if attempt != 1 {
+		return j.DueAt
+	}
+	end := j.WindowEnd()
+	if j.CreatedAt.After(end) {
 		return j.CreatedAt
 	}
-	return j.DueAt
+	return end
+}
+
+// windowMissed reports whether an attempt that started at start is the
+// first of a job with a window and started after the window's end.
+func windowMissed(j *Job, attempt int, start time.Time) bool {
+	return attempt == 1 && j.Window > 0 && start.After(j.WindowEnd())
 }
 
 func (e *executor) fire(ctx context.Context, d Delivery, timeout time.Duration) (err error) {

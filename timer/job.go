@@ -159,6 +159,12 @@ type Job struct {
 	// rescheduled) plus Expiry.After: no attempt starts after it, and the
 	// job ends expired instead. Zero when it has none.
 	ExpireAt time.Time
+	// Window is how long after DueAt the job may still fire on time: a
+	// worker fires it anywhere in [DueAt, DueAt+Window], at DueAt when
+	// nothing presses, and under pressure takes due jobs in the order of
+	// the ends of their windows (see WindowEnd). 0 (none) is the default:
+	// the job is meant to fire at DueAt. At most MaxWindow, whole ms.
+	Window time.Duration
 }
 
 // Expiry is a deadline rule: when Set, a job's webhook call must start
@@ -214,6 +220,20 @@ func ExpireReason(j *Job, why string) string {
 		msg += "; last error: " + j.LastError
 	}
 	return msg
+
+}
+
+// MaxWindow bounds a job's flexible window (Job.Window).
+const MaxWindow = 24 * time.Hour
+
+// WindowEnd is the end of j's window: the latest time its first attempt
+// is on time. It is DueAt for a job without a window.
+func (j *Job) WindowEnd() time.Time { return j.DueAt.Add(j.Window) }
+
+// ValidWindow reports whether w is a window a job may have: whole
+// milliseconds within 0..MaxWindow.
+func ValidWindow(w time.Duration) bool {
+	return w >= 0 && w <= MaxWindow && w%time.Millisecond == 0
 }
 
 // AnyVersion is the version condition that every version of a job meets:
@@ -419,6 +439,19 @@ type Timer struct {
 	// Attempt counts the dispatches already made (0 for a fresh job).
 	Attempt  int
 	Priority Priority
+	// Window is the job's flexible window while its first attempt is to
+	// come (Job.Window; 0 for a retry): the index takes due timers in the
+	// order of DueAt + Window + PriorityAging, never before DueAt.
+	Window time.Duration
+}
+
+// timerWindow is the window of the index's timer of j: a job's window
+// holds for its first attempt; a retry is due at its retry time.
+func timerWindow(j *Job, attempt int) time.Duration {
+	if attempt > 0 {
+		return 0
+	}
+	return j.Window
 }
 
 // Lease is a job claimed by a worker: it sits in its slot's Prepare set

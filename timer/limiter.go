@@ -65,9 +65,11 @@ type topicState struct {
 	throttled  atomic.Int64 // claims held back by the rate or in-flight limit
 	sloCalls   atomic.Int64 // handler calls started under a lateness objective
 	withinSLO  atomic.Int64 // of them, those that started within it
-	refunds    atomic.Int64 // rate tokens given back by jobs claimed but not sent
-	rate       atomic.Uint64
-	late       lateness // of the calls started, over the last minutes
+	// first calls of jobs with a window that started after its end
+	windowMissed atomic.Int64
+	refunds      atomic.Int64 // rate tokens given back by jobs claimed but not sent
+	rate         atomic.Uint64
+	late         lateness // of the calls started, over the last minutes
 
 	// The claim loop's alone.
 	topic   Topic
@@ -447,6 +449,7 @@ func (l *limiter) usage() map[string]TopicUsage {
 			Lateness:      tp.late.counts(l.cfg.now()),
 			SLOCalls:      tp.sloCalls.Load(),
 			WithinSLO:     tp.withinSLO.Load(),
+			WindowMissed:  tp.windowMissed.Load(),
 		}
 	})
 	return out

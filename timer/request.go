@@ -69,6 +69,8 @@ type Request struct {
 	// topic's (Topic.Expiry) unless NoExpiry says it has none.
 	Expiry   Expiry
 	NoExpiry bool
+	// Window is the job's flexible window (Job.Window); 0 for none.
+	Window time.Duration
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -102,6 +104,8 @@ func (r *Request) Validate() error {
 		return invalid("traceparent", "must be a W3C traceparent")
 	case r.NoExpiry && r.Expiry.Set:
 		return invalid("expire_after_ms", "a job without a deadline has no deadline length")
+	case !ValidWindow(r.Window):
+		return invalid("window_ms", "must be between 0 and %d", MaxWindow.Milliseconds())
 	}
 	return r.Expiry.Check("expire_after_ms")
 }
@@ -192,6 +196,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Version:     1,
+		Window:      r.Window,
 	}
 	j.setExpiry(r.Expiry)
 	return j
@@ -199,7 +204,9 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 
 // setExpiry gives j the deadline rule e and its deadline.
 func (j *Job) setExpiry(e Expiry) {
-	j.Expiry, j.ExpireAt = e, e.Deadline(j.DueAt)
+	// A deadline counts from the end of the job's window: a call within
+	// the window is on time.
+	j.Expiry, j.ExpireAt = e, e.Deadline(j.WindowEnd())
 }
 
 // sameAs reports whether existing, found under r's idempotency key, was
@@ -213,6 +220,7 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.BizType == existing.BizType &&
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
+		r.Window == existing.Window &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		(!r.Expiry.Set || r.Expiry == existing.Expiry) &&
 		(!r.NoExpiry || !existing.Expiry.Set) &&

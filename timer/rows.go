@@ -56,6 +56,8 @@ func CheckJob(j *Job) error {
 		bad = "traceparent of " + strconv.Itoa(len(j.TraceParent)) + " bytes, not a W3C traceparent"
 	case j.Expiry.Check("expire_after_ms") != nil || j.Expiry.Set == j.ExpireAt.IsZero():
 		bad = "deadline rule " + strconv.FormatBool(j.Expiry.Set) + "/" + j.Expiry.After.String() + " with deadline " + j.ExpireAt.String()
+	case !ValidWindow(j.Window):
+		bad = "window of " + j.Window.String()
 	default:
 		return nil
 	}

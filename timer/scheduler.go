@@ -261,5 +261,5 @@ func (s *Scheduler) withinHorizon(due, now time.Time) bool {
 
 func (s *Scheduler) timerOf(j *Job) Timer {
 	t, _ := s.topics.Get(j.Topic)
-	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts, Priority: j.Priority}
+	return Timer{ID: j.ID, Topic: j.Topic, Slots: t.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt, Attempt: j.Attempts, Priority: j.Priority, Window: timerWindow(j, j.Attempts)}
 }

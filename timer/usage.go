@@ -25,6 +25,10 @@ type TopicUsage struct {
 	// WithinSLO those of them that started within it. Their ratio is the
 	// share of calls on time.
 	SLOCalls, WithinSLO int64
+	// WindowMissed counts the first calls of jobs with a flexible window
+	// (Job.Window) that started after the window's end, since the worker
+	// started.
+	WindowMissed int64
 }
 
 // Usage is a topic's live use over a cluster: what its members'

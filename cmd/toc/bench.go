@@ -18,7 +18,7 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -40,6 +40,7 @@ shards, run only when named, measures durable single-job schedules a
 second at each --concurrency (default 64) with toc serve over one task
 store shard, then over two, each on a mariadbd of its own that it
 starts (--stack real only), and states the ratio:
+  toc bench --scenarios spike [--spike-jobs 100000] [--spike-window 60s] [--spike-rate 2000]
   toc bench --scenarios shards [--concurrency 64] [--duration 10s]
 
 Stacks:
@@ -76,6 +77,9 @@ type benchConfig struct {
 	recoverJobs  int
 	floodJobs    int
 	floodRate    int
+	spikeJobs    int
+	spikeWindow  time.Duration
+	spikeRate    int
 	// The topics scenario.
 	topics         int
 	topicSlots     int
@@ -117,6 +121,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	recoverJobs := fs.int("recover-jobs", 0, "recover: pending jobs within the horizon to restore (default 1000000, --short 100000)")
 	floodJobs := fs.int("flood-jobs", 0, "fairness: jobs of the flood topic due at one instant (default 50000, --short 10000)")
 	floodRate := fs.int("flood-rate", 2000, "fairness: the flood topic's rate_limit, jobs/s")
+	spikeJobs := fs.int("spike-jobs", 0, "spike: jobs due at one instant, each with a flexible window (default 100000, --short 10000)")
+	spikeWindow := fs.Duration("spike-window", time.Minute, "spike: the jobs' window_ms")
+	spikeRate := fs.int("spike-rate", 2000, "spike: the topic's rate_limit, jobs/s")
 	topics := fs.int("topics", 3000, "topics: idle topics to create")
 	topicSlots := fs.int("topic-slots", 16, "topics: slots of each topic (a power of two)")
 	topicsRate := fs.int("topics-rate", 1000, "topics: jobs/s spread uniformly over the topics (0: measure toc at rest only)")
@@ -134,6 +141,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, redisCluster: *redisCluster, storeShards: *storeShards, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
 		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
+		spikeJobs: *spikeJobs, spikeWindow: *spikeWindow, spikeRate: *spikeRate,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
@@ -148,6 +156,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	cfg.defaults()
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
 		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
+		"--spike-jobs": cfg.spikeJobs, "--spike-rate": cfg.spikeRate, "--spike-window": int(cfg.spikeWindow.Milliseconds()),
 		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics, "--store-shards": cfg.storeShards} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
@@ -157,7 +166,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -192,6 +201,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.hostile(ctx)
 		case "shards":
 			res, err = b.shards(ctx)
+		case "spike":
+			res, err = b.spike(ctx)
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", s, err)
@@ -237,6 +248,7 @@ func (c *benchConfig) defaults() {
 	pick(c.short, &c.memoryJobs, 1000000, 100000)
 	pick(c.short, &c.recoverJobs, 1000000, 100000)
 	pick(c.short, &c.floodJobs, 50000, 10000)
+	pick(c.short, &c.spikeJobs, 100000, 10000)
 	pick(c.short, &c.hostileTopics, 10000, 2000)
 }
 

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/toc-project/toc/http/client"
 )
@@ -25,13 +26,17 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	maxAttempts := fs.int("max-attempts", 0, "attempts before the job is dead (default: the topic's)")
 	expireAfter := fs.Int64("expire-after-ms", -2, "deadline in ms after the due time: a job that cannot start an attempt by then ends expired "+
 		"instead of firing late (0: must not fire late at all; -1: no deadline, even if the topic has one; default: the topic's)")
+	window := fs.Duration("window", 0, "flexible window: the job may fire until its due time plus this (e.g. 60s; at most 24h)")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
 			return nil, err
 		}
+		if *window < 0 || *window%time.Millisecond != 0 {
+			return nil, errors.New("--window must be whole milliseconds, not negative")
+		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window}
 		if *expireAfter != -2 {
 			r.ExpireAfterMS = expireAfter
 		}

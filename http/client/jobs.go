@@ -71,6 +71,9 @@ type Job struct {
 	// no attempt starts after ExpireAt (zero: no deadline).
 	ExpireAfter time.Duration
 	ExpireAt    time.Time
+	// Window is the job's flexible window: it may fire until FireAt plus
+	// Window; 0 for none.
+	Window time.Duration
 }
 
 type jobJSON struct {
@@ -94,6 +97,7 @@ type jobJSON struct {
 	Version       int64           `json:"version"`
 	ExpireAfterMS *int64          `json:"expire_after_ms,omitempty"`
 	ExpireAt      stamp           `json:"expire_at,omitzero"`
+	WindowMS      int64           `json:"window_ms"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -103,11 +107,11 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt),
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt), WindowMS: ms(j.Window),
 	}
 	if !j.ExpireAt.IsZero() {
-		ms := j.ExpireAfter.Milliseconds()
-		w.ExpireAfterMS = &ms
+		after := j.ExpireAfter.Milliseconds()
+		w.ExpireAfterMS = &after
 	}
 	return marshal(w)
 }
@@ -124,6 +128,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
 		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ExpireAt: time.Time(w.ExpireAt),
+		Window: time.Duration(w.WindowMS) * time.Millisecond,
 	}
 	if w.ExpireAfterMS != nil {
 		j.ExpireAfter = time.Duration(*w.ExpireAfterMS) * time.Millisecond
@@ -159,6 +164,11 @@ type JobRequest struct {
 	// due time (0: it must not fire late at all; NoExpiry: none, even if
 	// its topic has one); nil takes the topic's.
 	ExpireAfterMS *int64
+	// Window, when not 0, lets toc fire the job anywhere from its due
+	// time to Window after it (whole milliseconds, at most a day): at the
+	// due time without pressure, by the ends of windows under its topic's
+	// limits or a spike.
+	Window time.Duration
 }
 
 // NoExpiry is the ExpireAfterMS of a job without a deadline.
@@ -176,13 +186,14 @@ type jobRequestJSON struct {
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
 	ExpireAfter *int64          `json:"expire_after_ms,omitempty"`
+	WindowMS    int64           `json:"window_ms,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS, WindowMS: ms(r.Window),
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)

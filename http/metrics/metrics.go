@@ -203,6 +203,7 @@ var (
 	dueDesc      = prometheus.NewDesc("toc_topic_due_waiting", "Jobs of the topic due but still in Redis: throttled, or waiting for a worker.", []string{"topic"}, nil)
 	sloCallsDesc = prometheus.NewDesc("toc_topic_slo_calls_total", "Webhook calls of the topic started in this process while it declared a lateness objective (lateness_slo_ms).", []string{"topic"}, nil)
 	withinDesc   = prometheus.NewDesc("toc_topic_slo_within_total", "Of toc_topic_slo_calls_total, the calls that started within the objective: their ratio is the share on time.", []string{"topic"}, nil)
+	missedDesc   = prometheus.NewDesc("toc_window_missed_total", "First webhook calls of jobs with a flexible window (window_ms) that started after the window's end, in this process.", []string{"topic"}, nil)
 )
 
 type usageCollector struct {
@@ -218,10 +219,11 @@ func (c *usageCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- dueDesc
 	ch <- sloCallsDesc
 	ch <- withinDesc
+	ch <- missedDesc
 }
 
 func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
-	type sums struct{ inFlight, held, rate, sloCalls, within float64 }
+	type sums struct{ inFlight, held, rate, sloCalls, within, missed float64 }
 	by := map[string]*sums{}
 	for topic, u := range c.usage() {
 		label := c.m.topic(topic)
@@ -235,6 +237,7 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		s.rate += u.Rate
 		s.sloCalls += float64(u.SLOCalls)
 		s.within += float64(u.WithinSLO)
+		s.missed += float64(u.WindowMissed)
 	}
 	for label, s := range by {
 		ch <- prometheus.MustNewConstMetric(inFlightDesc, prometheus.GaugeValue, s.inFlight, label)
@@ -243,6 +246,9 @@ func (c *usageCollector) Collect(ch chan<- prometheus.Metric) {
 		if s.sloCalls > 0 {
 			ch <- prometheus.MustNewConstMetric(sloCallsDesc, prometheus.CounterValue, s.sloCalls, label)
 			ch <- prometheus.MustNewConstMetric(withinDesc, prometheus.CounterValue, s.within, label)
+		}
+		if s.missed > 0 {
+			ch <- prometheus.MustNewConstMetric(missedDesc, prometheus.CounterValue, s.missed, label)
 		}
 	}
 	if c.due == nil {

@@ -60,6 +60,9 @@ type member struct {
 // the three due sets of Redis: a member's priority names its set.
 type slotSets struct {
 	due, prepare, dead map[member]int64
+	// window holds the window ms of the members of due that have one (in
+	// Redis they wait in the slot's window sets instead).
+	window map[member]int64
 }
 
 // NewIndex returns an empty Index.
@@ -137,7 +140,7 @@ func (x *Index) entries(slot timer.Slot, set func(*slotSets) map[member]int64) [
 func (x *Index) sets(slot timer.Slot) *slotSets {
 	s := x.slots[slot]
 	if s == nil {
-		s = &slotSets{due: map[member]int64{}, prepare: map[member]int64{}, dead: map[member]int64{}}
+		s = &slotSets{due: map[member]int64{}, prepare: map[member]int64{}, dead: map[member]int64{}, window: map[member]int64{}}
 		x.slots[slot] = s
 	}
 	return s
@@ -237,9 +240,10 @@ func millis(what string, t time.Time) (int64, error) {
 
 // entry is a validated timer, ready to add.
 type entry struct {
-	slot  timer.Slot
-	m     member
-	score int64
+	slot   timer.Slot
+	m      member
+	score  int64
+	window int64 // ms
 }
 
 func entriesOf(timers []timer.Timer) ([]entry, error) {
@@ -256,7 +260,10 @@ func entriesOf(timers []timer.Timer) ([]entry, error) {
 		if t.Attempt < 0 || t.Attempt > maxAttempt {
 			return nil, fmt.Errorf("timer %d: attempt %d: %w", t.ID, t.Attempt, timer.ErrInvalid)
 		}
-		es = append(es, entry{slot, member{t.ID, t.Priority}, score(ms, t.Attempt)})
+		if !timer.ValidWindow(t.Window) || ms+t.Window.Milliseconds() > maxMillis {
+			return nil, fmt.Errorf("timer %d: window %v: %w", t.ID, t.Window, timer.ErrInvalid)
+		}
+		es = append(es, entry{slot, member{t.ID, t.Priority}, score(ms, t.Attempt), t.Window.Milliseconds()})
 	}
 	return es, nil
 }
@@ -325,6 +332,11 @@ func (x *Index) add(es []entry, restore bool) (int, []timer.Wake) {
 				added++
 			}
 			s.due[e.m] = e.score
+			if e.window > 0 {
+				s.window[e.m] = e.window
+			} else {
+				delete(s.window, e.m)
+			}
 		}
 		if w, ok := wake(slot, s, before, hadBefore); ok {
 			wakes = append(wakes, w)
@@ -363,6 +375,7 @@ func (x *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 		if s := x.slots[e.slot]; s != nil {
 			if _, ok := s.due[e.m]; ok {
 				delete(s.due, e.m)
+				delete(s.window, e.m)
 				n++
 			}
 		}
@@ -447,32 +460,28 @@ func (x *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	s := x.sets(slot)
-	// Each due set's due members, highest priority first, merged by rank.
-	var due [3][]scored
-	for i, p := range []timer.Priority{timer.PriorityHigh, timer.PriorityNormal, timer.PriorityLow} {
-		due[i] = sorted(s.due, &p, score(nowMs, maxAttempt), limit)
+	// The due members by rank: due ms + window + aging; ties high, normal,
+	// low, then those with a window (as the claim script's merge takes
+	// them), then by score and id.
+	due := sorted(s.due, nil, score(nowMs, maxAttempt), 0)
+	rank := func(e scored) int64 {
+		return msOf(e.score) + s.window[e.m] + timer.PriorityAging(e.m.p).Milliseconds()
 	}
+	group := func(e scored) int {
+		if s.window[e.m] > 0 {
+			return 3
+		}
+		return int(timer.PriorityHigh - e.m.p)
+	}
+	slices.SortStableFunc(due, func(a, b scored) int {
+		return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(group(a), group(b)))
+	})
 	base := score(nowMs+leaseMs, 0)
 	c := timer.Claim{Leases: []timer.Lease{}}
-	for len(c.Leases) < limit {
-		best, bestRank := -1, int64(0)
-		for i := range due {
-			if len(due[i]) == 0 {
-				continue
-			}
-			e := due[i][0]
-			rank := msOf(e.score) + timer.PriorityAging(e.m.p).Milliseconds()
-			if best < 0 || rank < bestRank {
-				best, bestRank = i, rank
-			}
-		}
-		if best < 0 {
-			break
-		}
-		e := due[best][0]
-		due[best] = due[best][1:]
+	for _, e := range due[:min(limit, len(due))] {
 		token := base + int64(attemptOf(e.score))
 		delete(s.due, e.m)
+		delete(s.window, e.m)
 		s.prepare[e.m] = token
 		c.Leases = append(c.Leases, timer.Lease{ID: e.m.id, Slot: slot, Attempt: attemptOf(e.score), Priority: e.m.p, Token: float64(token)})
 	}

@@ -260,7 +260,7 @@ func (s *Store) Reschedule(ctx context.Context, id timer.JobID, dueAt, now time.
 func (r *row) reschedule(dueAt time.Time) {
 	r.due = timer.MillisOf(dueAt)
 	if r.job.Expiry.Set {
-		r.job.ExpireAt = timer.TimeOf(r.due + r.job.Expiry.After.Milliseconds())
+		r.job.ExpireAt = timer.TimeOf(r.due + r.job.Window.Milliseconds() + r.job.Expiry.After.Milliseconds())
 	}
 }
 
@@ -407,6 +407,10 @@ func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, 
 	})
 	timers := make([]timer.Timer, 0, min(limit, len(rows)))
 	for _, r := range rows[:min(limit, len(rows))] {
+		var window time.Duration
+		if r.job.Attempts == 0 { // a job's window holds for its first attempt
+			window = r.job.Window
+		}
 		timers = append(timers, timer.Timer{
 			ID:       r.job.ID,
 			Topic:    r.job.Topic,
@@ -415,6 +419,7 @@ func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, 
 			DueAt:    timer.TimeOf(r.due),
 			Attempt:  r.job.Attempts,
 			Priority: r.job.Priority,
+			Window:   window,
 		})
 	}
 	return timers, nil

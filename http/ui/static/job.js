@@ -97,6 +97,16 @@ async function attemptsSection(id) {
   return section;
 }
 
+// windowText tells a job's flexible window: how long after its due time
+// it may still fire on time, and until when.
+function windowText(j) {
+  if (!j.window_ms) {
+    return 'none: due at its time';
+  }
+  const end = new Date(Date.parse(j.fire_at) + j.window_ms).toISOString();
+  return `${j.window_ms} ms, until ${end}`;
+}
+
 function jobFields(j) {
   return fields('job-fields', [
     ['Topic', link(j.topic, ['topics', j.topic])],
@@ -115,5 +125,6 @@ function jobFields(j) {
     ['Created', j.created_at],
     ['Updated', j.updated_at],
     ['Version', String(j.version), 'job-version'],
+    ['Window', windowText(j), 'job-window'],
   ].filter(Boolean));
 }
