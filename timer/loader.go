@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -77,7 +78,8 @@ func (l *loader) load(ctx context.Context, c claimed) {
 
 // loadShard is load of leases whose rows are in one shard.
 func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.Time) {
-	jobs, err := l.fireAndGet(ctx, leases, l.cfg.now())
+	now := l.cfg.now()
+	jobs, err := l.fireAndGet(ctx, leases, now)
 	if err != nil {
 		if ctx.Err() != nil {
 			l.giveBack(leases)
@@ -94,9 +96,10 @@ func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.T
 		}
 		return
 	}
+	until := l.until(now)
 	for _, ls := range leases {
 		j := jobs[ls.ID]
-		r := routeOf(ls, j)
+		r := routeOf(ls, j, until)
 		if l.cfg.tracer != nil && j != nil && j.TraceParent != "" {
 			l.traceClaim(ctx, ls, j, r, claimedAt)
 		}
@@ -171,6 +174,10 @@ const (
 	routeMoved
 	// routeFire: the row is firing; to the executor.
 	routeFire
+	// routeBusy: the row is due but another job of its concurrency key
+	// holds the key, so Fire left it pending; back to its due set
+	// shortly, no attempt counted.
+	routeBusy
 )
 
 // String is the route's name in a claim span's outcome.
@@ -182,12 +189,15 @@ func (r routing) String() string {
 		return "dead"
 	case routeMoved:
 		return "moved"
+	case routeBusy:
+		return "busy"
 	}
 	return "fire"
 }
 
-// routeOf is where a lease goes by its row, as Fire left it.
-func routeOf(ls Lease, j *Job) routing {
+// routeOf is where a lease goes by its row, as Fire left it with until
+// as its horizon.
+func routeOf(ls Lease, j *Job, until time.Time) routing {
 	switch {
 	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged:
 		return routeAck
@@ -195,6 +205,10 @@ func routeOf(ls Lease, j *Job) routing {
 		// Dead in the row but leased in Redis: keep the index in step so
 		// the dead-letter list shows it.
 		return routeBury
+	case j.Status == StatusPending && j.ConcurrencyKey != "" && !j.DueAt.After(until):
+		// Due, yet Fire left it pending: another job of its key holds
+		// the key (HoldsKey).
+		return routeBusy
 	case j.Status == StatusPending:
 		// Rescheduled later since this timer was written, so Fire left it
 		// pending: the timer goes back at the row's time.
@@ -220,7 +234,30 @@ func (l *loader) route(ctx context.Context, ls Lease, j *Job, r routing) {
 		l.record(ctx, outcome{kind: outBury, lease: ls, job: j, token: true})
 	case routeMoved:
 		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
+	case routeBusy:
+		now := l.cfg.now()
+		l.record(ctx, outcome{kind: outPutBack, lease: ls, job: j, until: now.Add(busyDelay(now.Sub(j.DueAt))), token: true})
 	}
+}
+
+// Bounds of how long a job whose concurrency key is busy waits in Redis
+// before it is claimed again.
+const (
+	busyMinDelay = 20 * time.Millisecond
+	busyMaxDelay = time.Second
+)
+
+// busyDelay is how long a due job whose concurrency key another job
+// holds goes back to its due set for, having waited waited past its due
+// time: an eighth of that wait, within busyMinDelay..busyMaxDelay, plus
+// up to a half more at random, so that a key's waiters do not come back
+// in step. A job that just came due asks again soon; one behind a long
+// holder (a slow call, or a failed attempt waiting for its retry) asks
+// about once a second, so waiters cost a claim each a second at most,
+// and take no slot of the topic's in-flight cap while they wait.
+func busyDelay(waited time.Duration) time.Duration {
+	d := min(max(waited/8, busyMinDelay), busyMaxDelay)
+	return d + rand.N(d/2+1)
 }
 
 // run loads what arrives on in, coalescing waiting passes into one query,

@@ -65,6 +65,10 @@ type Request struct {
 	// for none; the job keeps it (Job.TraceParent). An idempotent retry
 	// with another one is still the same request.
 	TraceParent string
+	// ConcurrencyKey, unless "", makes the job one of those of its topic
+	// that run one at a time (Job.ConcurrencyKey). It is bounded and
+	// formed like an idempotency key.
+	ConcurrencyKey string
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -96,6 +100,10 @@ func (r *Request) Validate() error {
 		return invalid("priority", "must be high, normal or low")
 	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
 		return invalid("traceparent", "must be a W3C traceparent")
+	case len(r.ConcurrencyKey) > MaxKeyBytes:
+		return invalid("concurrency_key", "longer than %d bytes", MaxKeyBytes)
+	case !ValidKey(r.ConcurrencyKey):
+		return invalid("concurrency_key", "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
 	}
 	return nil
 }
@@ -174,6 +182,8 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Version:     1,
+
+		ConcurrencyKey: r.ConcurrencyKey,
 	}
 }
 
@@ -189,7 +199,8 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
-		bytes.Equal(r.Payload, existing.Payload)
+		bytes.Equal(r.Payload, existing.Payload) &&
+		r.ConcurrencyKey == existing.ConcurrencyKey
 }
 
 // errKeyMismatch is returned when an idempotency key is reused with other

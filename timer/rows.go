@@ -54,6 +54,8 @@ func CheckJob(j *Job) error {
 		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
 	case j.TraceParent != "" && !ValidTraceParent(j.TraceParent):
 		bad = "traceparent of " + strconv.Itoa(len(j.TraceParent)) + " bytes, not a W3C traceparent"
+	case len(j.ConcurrencyKey) > MaxKeyBytes:
+		bad = "concurrency key of " + strconv.Itoa(len(j.ConcurrencyKey)) + " bytes"
 	default:
 		return nil
 	}

@@ -56,6 +56,9 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"JobVersion", testJobVersion},
 		{"VersionConditions", testVersionConditions},
 		{"VersionRace", testVersionRace},
+		{"ConcurrencyKeyStored", testConcurrencyKeyStored},
+		{"FireBusy", testFireBusy},
+		{"FireBusyRace", testFireBusyRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
