@@ -15,3 +15,8 @@ ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS ck_held VARBINARY(128) AS
         (IF(status = 0 AND (fired = 1 OR attempts > 0) AND concurrency_key <> '', concurrency_key, NULL)) VIRTUAL,
     ADD UNIQUE INDEX IF NOT EXISTS toc_jobs_ck_held (topic, ck_held);
+
+-- A schedule's job template keeps the concurrency key of the jobs it
+-- makes.
+ALTER TABLE toc_schedules
+    ADD COLUMN IF NOT EXISTS concurrency_key VARBINARY(128) NOT NULL DEFAULT '';
