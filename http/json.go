@@ -70,6 +70,9 @@ type jobRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts *int            `json:"max_attempts"`
 	Priority    *string         `json:"priority"`
+	// ConcurrencyKey: the topic's jobs with the same one run one at a
+	// time (timer.Job.ConcurrencyKey).
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -126,7 +129,7 @@ func (b *jobRequest) request() (timer.Request, error) {
 		FireAt:  fireAt,
 		Delay:   delay,
 	}
-	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority}).apply(&r); err != nil {
+	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority, b.ConcurrencyKey}).apply(&r); err != nil {
 		return r, err
 	}
 	return r, r.Validate()
@@ -139,6 +142,8 @@ type jobFields struct {
 	Payload     json.RawMessage
 	MaxAttempts *int
 	Priority    *string
+	// ConcurrencyKey is checked by timer.Request.Validate.
+	ConcurrencyKey string
 }
 
 // apply sets f in r, checking what the scheduler does not: the callback
@@ -165,6 +170,7 @@ func (f jobFields) apply(r *timer.Request) error {
 		}
 		r.Priority = p
 	}
+	r.ConcurrencyKey = f.ConcurrencyKey
 	if len(f.Payload) > 0 && !bytes.Equal(f.Payload, []byte("null")) {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, f.Payload); err != nil {
@@ -520,6 +526,8 @@ type jobView struct {
 
 	// NextAttemptAt is when a pending job that has failed is retried.
 	NextAttemptAt string `json:"next_attempt_at,omitempty"`
+	// ConcurrencyKey is the job's, "" for none.
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -541,6 +549,8 @@ func viewOf(j *timer.Job) jobView {
 		CreatedAt:   formatTime(j.CreatedAt),
 		UpdatedAt:   formatTime(j.UpdatedAt),
 		Version:     j.Version,
+
+		ConcurrencyKey: j.ConcurrencyKey,
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -73,8 +73,10 @@ type templateRequest struct {
 	MaxAttempts *int            `json:"max_attempts"`
 	Priority    *string         `json:"priority"`
 	FireAt      json.RawMessage `json:"fire_at"`
-	DelayMS     json.RawMessage `json:"delay_ms"`
-	Key         json.RawMessage `json:"key"`
+	// ConcurrencyKey is each occurrence's job's.
+	ConcurrencyKey string          `json:"concurrency_key"`
+	DelayMS        json.RawMessage `json:"delay_ms"`
+	Key            json.RawMessage `json:"key"`
 }
 
 // inJob names err's field under "job".
@@ -106,11 +108,11 @@ func (b *scheduleRequest) template() (timer.JobTemplate, error) {
 		}
 	}
 	var r timer.Request
-	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority}).apply(&r); err != nil {
+	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority, jr.ConcurrencyKey}).apply(&r); err != nil {
 		return timer.JobTemplate{}, inJob(err)
 	}
 	return timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority}, nil
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ConcurrencyKey: r.ConcurrencyKey}, nil
 }
 
 // schedule turns the body into a schedule for timer.Schedules.Create,
@@ -195,6 +197,8 @@ type templateView struct {
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    string          `json:"priority"`
+
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 func scheduleViewOf(v timer.ScheduleView) scheduleView {
@@ -218,6 +222,8 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 			Payload:     json.RawMessage("null"),
 			MaxAttempts: s.Job.MaxAttempts,
 			Priority:    s.Job.Priority.String(),
+
+			ConcurrencyKey: s.Job.ConcurrencyKey,
 		},
 		CreatedAt: formatTime(s.CreatedAt),
 		UpdatedAt: formatTime(s.UpdatedAt),

@@ -23,13 +23,14 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	key := fs.string("key", "", "idempotency key")
 	bizID := fs.Uint64("biz-id", 0, "business id (slot basis)")
 	maxAttempts := fs.int("max-attempts", 0, "attempts before the job is dead (default: the topic's)")
+	concurrencyKey := fs.string("concurrency-key", "", "jobs of the topic with this key are never in flight at once")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
 			return nil, err
 		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, ConcurrencyKey: *concurrencyKey}
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return nil, errors.New("--payload is not valid JSON")

@@ -66,6 +66,9 @@ type Job struct {
 	// Version counts the job's changes (its ETag is the version quoted):
 	// give it to IfMatch to change the job only if it is unchanged since.
 	Version int64
+	// ConcurrencyKey is the job's concurrency key, "" for none (see
+	// JobRequest.ConcurrencyKey).
+	ConcurrencyKey string
 }
 
 type jobJSON struct {
@@ -87,6 +90,8 @@ type jobJSON struct {
 	UpdatedAt     stamp           `json:"updated_at"`
 	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
 	Version       int64           `json:"version"`
+
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -96,7 +101,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version,
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ConcurrencyKey: j.ConcurrencyKey,
 	})
 }
 
@@ -111,7 +116,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Status: w.Status, FireAt: time.Time(w.FireAt), Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
-		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version,
+		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ConcurrencyKey: w.ConcurrencyKey,
 	}
 	return nil
 }
@@ -140,6 +145,11 @@ type JobRequest struct {
 	MaxAttempts int
 	// Priority, when not "", overrides normal.
 	Priority Priority
+	// ConcurrencyKey, when not "", makes the job one of its topic's that
+	// are never in flight at once: while a job of the key is firing or
+	// waiting for a retry, the next waits until it is done, dead or
+	// cancelled. At most 128 bytes.
+	ConcurrencyKey string
 }
 
 type jobRequestJSON struct {
@@ -153,13 +163,15 @@ type jobRequestJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
+
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ConcurrencyKey: r.ConcurrencyKey,
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)

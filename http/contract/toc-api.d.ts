@@ -704,6 +704,11 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /**
+             * @description The topic's jobs with the same concurrency key are never in flight at once, across a cluster: while one holds the key (firing, or waiting for the retry of a failed attempt) the next waits, pending, until it is done, dead or cancelled; jobs of other keys and without one are not held up. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f); a longer or malformed one is a 400 naming concurrency_key. Empty or left out: none.
+             * @example account-7
+             */
+            concurrency_key?: string;
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -726,7 +731,8 @@ export interface components {
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T02:35:21.358Z",
-         *       "version": 1
+         *       "version": 1,
+         *       "concurrency_key": ""
          *     }
          * @example {
          *       "id": "4737272962162360320",
@@ -748,7 +754,8 @@ export interface components {
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T03:35:22.771Z",
          *       "version": 5,
-         *       "next_attempt_at": "2026-11-25T03:35:24.770Z"
+         *       "next_attempt_at": "2026-11-25T03:35:24.770Z",
+         *       "concurrency_key": ""
          *     }
          */
         Job: {
@@ -784,6 +791,8 @@ export interface components {
             version: number;
             /** @description When a pending job that has failed is tried again (its fire_at); left out otherwise. */
             next_attempt_at?: components["schemas"]["Time"];
+            /** @description The job's concurrency key (see NewJob); empty for none. */
+            concurrency_key: string;
         };
         /**
          * @example {
@@ -1168,6 +1177,8 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /** @description Every occurrence's job's concurrency key (see NewJob): with one, the schedule's jobs are never in flight at once, an occurrence waiting for the one before it to end. Empty or left out: none. */
+            concurrency_key?: string;
         };
         /** @description A recurring schedule: exactly one of cron or every_ms, and the job. Each occurrence becomes an ordinary job, due at the occurrence, with the idempotency key schedule:<id>:<occurrence in Unix ms>, made about 3 s ahead by every member; the key keeps it to one job across restarts and members. */
         NewSchedule: {
@@ -1255,6 +1266,8 @@ export interface components {
                 /** @description Left out: the topic's default. */
                 max_attempts?: number;
                 priority: components["schemas"]["Priority"];
+                /** @description Left out: none. */
+                concurrency_key?: string;
             };
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
@@ -1522,7 +1535,8 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T02:35:21.358Z",
-                     *           "version": 1
+                     *           "version": 1,
+                     *           "concurrency_key": ""
                      *         }
                      *       ],
                      *       "next_cursor": ""
@@ -1585,7 +1599,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1617,7 +1632,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1904,7 +1920,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:40:00.125Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1980,7 +1997,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:29.530Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -2107,7 +2125,8 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T06:10:41.002Z",
-                     *           "version": 33
+                     *           "version": 33,
+                     *           "concurrency_key": ""
                      *         }
                      *       ],
                      *       "next": ""
@@ -2365,7 +2384,8 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T07:00:00.000Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];

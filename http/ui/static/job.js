@@ -114,5 +114,6 @@ function jobFields(j) {
     ['Created', j.created_at],
     ['Updated', j.updated_at],
     ['Version', String(j.version), 'job-version'],
+    ['Concurrency key', j.concurrency_key, 'job-concurrency-key'],
   ].filter(Boolean));
 }
