@@ -48,6 +48,9 @@ func TestInputEdges(t *testing.T) {
 		{"field in another case alone", `{"TOPIC": "edge", "delay_ms": 1, ` + cb + `}`, "TOPIC"},
 		{"duplicate key in the payload", job(`"delay_ms": 1, "payload": {"a": 1, "b": {"c": 1, "c": 2}}`), "payload.b.c"},
 		{"invalid UTF-8", job(`"delay_ms": 1, "key": "` + "\xff" + `"`), ""},
+		{"concurrency_key too long", job(`"delay_ms": 1, "concurrency_key": "` + strings.Repeat("k", 129) + `"`), "concurrency_key"},
+		{"NUL in concurrency_key", job(`"delay_ms": 1, "concurrency_key": "a\u0000b"`), "concurrency_key"},
+		{"concurrency_key not a string", job(`"delay_ms": 1, "concurrency_key": 7`), "concurrency_key"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -62,6 +65,7 @@ func TestInputEdges(t *testing.T) {
 		job(`"fire_at": "1970-01-01T00:00:00.001Z"`),
 		job(`"fire_at": "4198-12-31T23:59:59.999Z"`),
 		job(`"delay_ms": 1, "key": "ключ ✓", "payload": {"a": 1, "A": 2}`),
+		job(`"delay_ms": 1, "concurrency_key": "` + strings.Repeat("k", 128) + `"`),
 	} {
 		if a := e.call(t, "POST", "/v1/jobs", body); a.status != http.StatusCreated {
 			t.Errorf("%s: %d %s", body, a.status, a.raw)
@@ -112,6 +116,36 @@ func TestMethodNotAllowed(t *testing.T) {
 		slices.Sort(tt.allow)
 		if !slices.Equal(allow, tt.allow) {
 			t.Errorf("%s %s: Allow %v, want %v", tt.method, tt.path, allow, tt.allow)
+		}
+	}
+}
+
+// A job's concurrency key is kept and shown, in a batch too; an
+// idempotent repeat with another one is a conflict, as other content is.
+func TestConcurrencyKeyRoundTrip(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	a := e.call(t, "POST", "/v1/jobs", `{"topic": "ck", "key": "r1", "delay_ms": 60000, "concurrency_key": "account-7", `+cb+`}`)
+	if a.status != http.StatusCreated || a.body["concurrency_key"] != "account-7" {
+		t.Fatalf("POST: %d %s", a.status, a.raw)
+	}
+	if g := e.call(t, "GET", "/v1/jobs/"+a.body["id"].(string), ""); g.body["concurrency_key"] != "account-7" {
+		t.Errorf("GET: %s", g.raw)
+	}
+	if r := e.call(t, "POST", "/v1/jobs", `{"topic": "ck", "key": "r1", "delay_ms": 60000, "concurrency_key": "account-7", `+cb+`}`); r.status != http.StatusOK || r.body["id"] != a.body["id"] {
+		t.Errorf("repeat: %d %s, want 200 and job %v", r.status, r.raw, a.body["id"])
+	}
+	e.call(t, "POST", "/v1/jobs", `{"topic": "ck", "key": "r1", "delay_ms": 60000, "concurrency_key": "account-8", `+cb+`}`).
+		wantError(t, http.StatusConflict, tochttp.CodeConflict, "")
+	b := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [{"topic": "ck", "delay_ms": 1000, "concurrency_key": "a", `+cb+`},
+		{"topic": "ck", "delay_ms": 1000, `+cb+`}]}`)
+	if b.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", b.status, b.raw)
+	}
+	res := b.body["results"].([]any)
+	for i, want := range []string{"a", ""} {
+		id := res[i].(map[string]any)["id"].(string)
+		if got := e.call(t, "GET", "/v1/jobs/"+id, "").body["concurrency_key"]; got != want {
+			t.Errorf("batch item %d: concurrency_key %v, want %q", i, got, want)
 		}
 	}
 }

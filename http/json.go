@@ -75,6 +75,9 @@ type jobRequest struct {
 	ExpireAfterMS *int64 `json:"expire_after_ms"`
 	// WindowMS is the job's flexible window (timer.Job.Window).
 	WindowMS *int64 `json:"window_ms"`
+	// ConcurrencyKey: the topic's jobs with the same one run one at a
+	// time (timer.Job.ConcurrencyKey).
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -131,7 +134,7 @@ func (b *jobRequest) request() (timer.Request, error) {
 		FireAt:  fireAt,
 		Delay:   delay,
 	}
-	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority, b.ExpireAfterMS}).apply(&r); err != nil {
+	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority, b.ExpireAfterMS, b.ConcurrencyKey}).apply(&r); err != nil {
 		return r, err
 	}
 	if b.WindowMS != nil {
@@ -153,6 +156,8 @@ type jobFields struct {
 	// ExpireAfterMS: nil, the topic's deadline; NoExpiryMS, none; else
 	// the job's own.
 	ExpireAfterMS *int64
+	// ConcurrencyKey is checked by timer.Request.Validate.
+	ConcurrencyKey string
 }
 
 // NoExpiryMS is the expire_after_ms of a job that has no deadline, even
@@ -194,6 +199,7 @@ func (f jobFields) apply(r *timer.Request) error {
 			r.Expiry = timer.ExpireAfter(time.Duration(ms) * time.Millisecond)
 		}
 	}
+	r.ConcurrencyKey = f.ConcurrencyKey
 	if len(f.Payload) > 0 && !bytes.Equal(f.Payload, []byte("null")) {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, f.Payload); err != nil {
@@ -555,28 +561,31 @@ type jobView struct {
 	// ExpireAfterMS and ExpireAt are the job's deadline, when it has one.
 	ExpireAfterMS *int64 `json:"expire_after_ms,omitempty"`
 	ExpireAt      string `json:"expire_at,omitempty"`
+	// ConcurrencyKey is the job's, "" for none.
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 func viewOf(j *timer.Job) jobView {
 	v := jobView{
-		ID:          j.ID.String(),
-		Topic:       j.Topic,
-		Key:         j.Key,
-		BizID:       decimal(j.BizID),
-		BizType:     decimal(j.BizType),
-		Status:      j.Status.String(),
-		FireAt:      formatTime(j.DueAt),
-		Attempts:    j.Attempts,
-		MaxAttempts: j.MaxAttempts,
-		Priority:    j.Priority.String(),
-		LastError:   j.LastError,
-		LastStatus:  j.LastStatus,
-		CallbackURL: j.CallbackURL,
-		Payload:     json.RawMessage("null"),
-		CreatedAt:   formatTime(j.CreatedAt),
-		UpdatedAt:   formatTime(j.UpdatedAt),
-		Version:     j.Version,
-		WindowMS:    j.Window.Milliseconds(),
+		ID:             j.ID.String(),
+		Topic:          j.Topic,
+		Key:            j.Key,
+		BizID:          decimal(j.BizID),
+		BizType:        decimal(j.BizType),
+		Status:         j.Status.String(),
+		FireAt:         formatTime(j.DueAt),
+		Attempts:       j.Attempts,
+		MaxAttempts:    j.MaxAttempts,
+		Priority:       j.Priority.String(),
+		LastError:      j.LastError,
+		LastStatus:     j.LastStatus,
+		CallbackURL:    j.CallbackURL,
+		Payload:        json.RawMessage("null"),
+		CreatedAt:      formatTime(j.CreatedAt),
+		UpdatedAt:      formatTime(j.UpdatedAt),
+		Version:        j.Version,
+		WindowMS:       j.Window.Milliseconds(),
+		ConcurrencyKey: j.ConcurrencyKey,
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -77,6 +77,8 @@ type templateRequest struct {
 	Key         json.RawMessage `json:"key"`
 	// ExpireAfterMS: as a job's.
 	ExpireAfterMS *int64 `json:"expire_after_ms"`
+	// ConcurrencyKey is each occurrence's job's.
+	ConcurrencyKey string `json:"concurrency_key"`
 }
 
 // inJob names err's field under "job".
@@ -108,11 +110,12 @@ func (b *scheduleRequest) template() (timer.JobTemplate, error) {
 		}
 	}
 	var r timer.Request
-	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority, jr.ExpireAfterMS}).apply(&r); err != nil {
+	if err := (jobFields{jr.CallbackURL, jr.Payload, jr.MaxAttempts, jr.Priority, jr.ExpireAfterMS, jr.ConcurrencyKey}).apply(&r); err != nil {
 		return timer.JobTemplate{}, inJob(err)
 	}
 	return timer.JobTemplate{Topic: jr.Topic, BizID: uint64(jr.BizID), BizType: uint64(jr.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Expiry: r.Expiry, NoExpiry: r.NoExpiry}, nil
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, Expiry: r.Expiry, NoExpiry: r.NoExpiry,
+		ConcurrencyKey: r.ConcurrencyKey}, nil
 }
 
 // schedule turns the body into a schedule for timer.Schedules.Create,
@@ -199,7 +202,8 @@ type templateView struct {
 	Priority    string          `json:"priority"`
 	// ExpireAfterMS is the occurrences' own deadline, -1 for none; absent:
 	// the topic's.
-	ExpireAfterMS *int64 `json:"expire_after_ms,omitempty"`
+	ExpireAfterMS  *int64 `json:"expire_after_ms,omitempty"`
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 func scheduleViewOf(v timer.ScheduleView) scheduleView {
@@ -223,6 +227,8 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 			Payload:     json.RawMessage("null"),
 			MaxAttempts: s.Job.MaxAttempts,
 			Priority:    s.Job.Priority.String(),
+
+			ConcurrencyKey: s.Job.ConcurrencyKey,
 		},
 		CreatedAt: formatTime(s.CreatedAt),
 		UpdatedAt: formatTime(s.UpdatedAt),

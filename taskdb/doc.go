@@ -26,6 +26,9 @@
 //	  gmt_modified BIGINT
 //	  traceparent  VARCHAR(128)       W3C traceparent of the scheduling request; '' for none
 //	  window_ms    BIGINT             flexible window after action_time; 0 for none
+//	  concurrency_key VARBINARY(128)  '' for none (TEXT in SQLite)
+//	  ck_held      VARBINARY(128)     VIRTUAL: the key while the row holds it (timer.HoldsKey), else NULL
+//	  UNIQUE toc_jobs_ck_held      (topic, ck_held)    one holder per key (SQLite: a partial index)
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)

@@ -18,9 +18,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 20
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms, concurrency_key) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 21
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -88,7 +88,7 @@ func chunkJobs(jobs []*timer.Job, maxRows int) [][]*timer.Job {
 	var chunks [][]*timer.Job
 	start, size := 0, 0
 	for i, j := range jobs {
-		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL) + len(j.TraceParent)
+		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL) + len(j.TraceParent) + len(j.ConcurrencyKey)
 		if i > start && (i-start == maxRows || size+n > maxChunkBytes) {
 			chunks = append(chunks, jobs[start:i])
 			start, size = i, 0
@@ -121,7 +121,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
 			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
 		args = append(args, expiryArgs(j)...)
-		args = append(args, j.Window.Milliseconds())
+		args = append(args, j.Window.Milliseconds(), j.ConcurrencyKey)
 	}
 	return b.String(), args
 }
@@ -264,9 +264,18 @@ func versioned(query string, version int64, args ...any) (string, []any) {
 // Fire moves the jobs of ids that are pending or firing and due at or
 // before until to firing, one UPDATE by primary key per 5,000 ids, and
 // returns how many rows it matched. It sets the fired flag, and moves the
-// version of the rows that were pending, alone: no index holds either,
-// and gmt_modified is left as it was. A row whose deadline (expire_at) is
+// version of the rows that were pending, alone; gmt_modified is left as
+// it was. The flag is in no index but toc_jobs_ck_held, whose entry only
+// a row with a concurrency key has. A row whose deadline (expire_at) is
 // before now's millisecond is left as it is, in the same statement.
+//
+// A job of a concurrency key that another row holds stays pending: the
+// UPDATE that would make it a second holder breaks toc_jobs_ck_held's
+// uniqueness, and the database refuses the whole statement. Fire then
+// fires the chunk again in parts (fireKeyed): the rows without a key in
+// one UPDATE, and each row with one in its own, of which those refused
+// are busy. That costs a statement per keyed job, but only in a chunk
+// where a key was busy.
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var total int64
 	for chunk := range slices.Chunk(ids, maxInList) {
@@ -276,18 +285,69 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 			args = append(args, int64(id))
 		}
 		// "+status" as in Complete: look the ids up by primary key.
-		res, err := s.db.ExecContext(ctx, `UPDATE toc_jobs SET version = version + 1 - fired, fired = 1
-			WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND job_id IN (`+placeholders(len(chunk))+")", args...)
-		if err != nil {
-			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
+		n, err := s.exec(ctx, fireJobs+"job_id IN ("+placeholders(len(chunk))+")", args...)
+		if err != nil && s.d.isConflict(err) {
+			n, err = s.fireKeyed(ctx, args)
 		}
-		n, err := res.RowsAffected()
 		if err != nil {
 			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
 		}
 		total += n
 	}
 	return int(total), nil
+}
+
+// fireJobs is Fire's UPDATE, to which a condition on job_id is added.
+const fireJobs = `UPDATE toc_jobs SET version = version + 1 - fired, fired = 1
+	WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND `
+
+// fireKeyed is Fire of one chunk whose UPDATE a held concurrency key
+// refused; args are that UPDATE's. It fires the rows without a key in one
+// UPDATE, then the due pending rows with one, each alone, skipping those
+// whose key is held (busy), and returns how many rows it matched.
+func (s *Store) fireKeyed(ctx context.Context, args []any) (int64, error) {
+	ids := placeholders(len(args) - 3)
+	total, err := s.exec(ctx, fireJobs+"concurrency_key = '' AND job_id IN ("+ids+")", args...)
+	if err != nil {
+		return 0, err
+	}
+	rows, err := s.db.QueryContext(ctx, "SELECT job_id FROM toc_jobs WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND concurrency_key <> '' AND job_id IN ("+ids+")", args...)
+	if err != nil {
+		return 0, err
+	}
+	var keyed []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		keyed = append(keyed, id)
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	for _, id := range keyed {
+		n, err := s.exec(ctx, fireJobs+"job_id = ?", args[0], args[1], args[2], id)
+		switch {
+		case err != nil && s.d.isConflict(err):
+			// busy: another row holds the key; this one stays pending
+		case err != nil:
+			return 0, err
+		}
+		total += n
+	}
+	return total, nil
+}
+
+// exec runs a statement and returns the rows it matched.
+func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, error) {
+	res, err := s.db.ExecContext(ctx, query, args...)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
 }
 
 // completeChunk is how many completions one UPDATE takes: three
@@ -358,13 +418,13 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
 		j                     timer.Job
 		id, bizID, bizType    unsigned
-		key, payload          []byte
+		key, payload, ckey    []byte
 		status, due           int64
 		created, modified     int64
 		attempts, maxAttempts int64
@@ -375,11 +435,12 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		window                int64
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window, &ckey)
 	if err != nil {
 		return nil, err
 	}
 	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(id), string(key), uint64(bizID), uint64(bizType)
+	j.ConcurrencyKey = string(ckey)
 	j.Status, j.DueAt = statusOf(status, fired), timer.TimeOf(due)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
 	j.Priority, j.LastStatus = timer.Priority(priority), int(lastStatus)

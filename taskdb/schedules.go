@@ -37,12 +37,12 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *timer.Schedule) error {
 	}
 	j := sc.Job
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, biz_id, biz_type, callback, payload,
-		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.d.uint64Arg(uint64(sc.ID)), j.Topic, s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), j.CallbackURL, j.Payload,
 		int64(j.MaxAttempts), int64(j.Priority), sc.Cron, sc.TimeZone, sc.Every.Milliseconds(),
 		msOrZero(sc.StartAt), msOrZero(sc.EndAt), int64(sc.CatchUp), boolInt(sc.Paused), msOrZero(sc.Next),
-		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli(), templateExpiry(j))
+		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli(), templateExpiry(j), j.ConcurrencyKey)
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", sc.ID, s.translate(err))
 	}
@@ -69,7 +69,7 @@ func boolInt(b bool) int64 {
 }
 
 const selectSchedule = `SELECT schedule_id, topic, biz_id, biz_type, callback, payload, max_attempts, priority, cron,
-	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms FROM toc_schedules `
+	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key FROM toc_schedules `
 
 func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) {
 	var (
@@ -79,13 +79,15 @@ func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) 
 		start, end, catchUp, paused, next int64
 		created, modified                 int64
 		expireAfter                       sql.NullInt64
+		ckey                              []byte
 	)
 	if err := row.Scan(&id, &sc.Job.Topic, &bizID, &bizType, &sc.Job.CallbackURL, &sc.Job.Payload, &maxAttempts, &priority,
-		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified, &expireAfter); err != nil {
+		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified, &expireAfter, &ckey); err != nil {
 		return nil, err
 	}
 	sc.ID, sc.Job.BizID, sc.Job.BizType = timer.ScheduleID(id), uint64(bizID), uint64(bizType)
 	sc.Job.MaxAttempts, sc.Job.Priority = int(maxAttempts), timer.Priority(priority)
+	sc.Job.ConcurrencyKey = string(ckey)
 	sc.Every = time.Duration(every) * time.Millisecond
 	sc.StartAt, sc.EndAt, sc.Next = timeOrZero(start), timeOrZero(end), timeOrZero(next)
 	sc.CatchUp, sc.Paused = timer.CatchUp(catchUp), paused != 0

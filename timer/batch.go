@@ -193,12 +193,15 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 }
 
 // place returns the shard of r's new job: the one Schedule chose, or by
-// its key or business id, or else *spread, which the first such job of a
+// its concurrency key, idempotency key or business id, or else *spread, which the first such job of a
 // batch picks, so that a batch of jobs with neither goes to one shard
 // (one transaction) and batches take turns.
 func (s *Scheduler) place(r *Request, spread *int) int {
 	if r.shard > 0 {
 		return r.shard - 1
+	}
+	if r.ConcurrencyKey != "" {
+		return PlaceConcurrent(r.Topic, r.ConcurrencyKey, s.shards)
 	}
 	if sh := PlaceShard(r.Topic, r.Key, r.BizID, s.shards); sh >= 0 {
 		return sh

@@ -40,7 +40,7 @@ const (
 	MaxAttemptsLimit = 64
 	// MaxPayloadBytes bounds a job's opaque payload.
 	MaxPayloadBytes = 64 << 10
-	// MaxKeyBytes bounds an idempotency key.
+	// MaxKeyBytes bounds an idempotency key, and a concurrency key.
 	MaxKeyBytes = 128
 	// DefaultSlots is the slot count of a topic created without one.
 	DefaultSlots = 16
@@ -165,6 +165,10 @@ type Job struct {
 	// the ends of their windows (see WindowEnd). 0 (none) is the default:
 	// the job is meant to fire at DueAt. At most MaxWindow, whole ms.
 	Window time.Duration
+	// ConcurrencyKey names the jobs of the topic that run one at a time;
+	// "" for none. While a job holds its key (HoldsKey), no other job of
+	// the topic with the same key moves to firing: Fire leaves it pending.
+	ConcurrencyKey string
 }
 
 // Expiry is a deadline rule: when Set, a job's webhook call must start
@@ -234,6 +238,20 @@ func (j *Job) WindowEnd() time.Time { return j.DueAt.Add(j.Window) }
 // milliseconds within 0..MaxWindow.
 func ValidWindow(w time.Duration) bool {
 	return w >= 0 && w <= MaxWindow && w%time.Millisecond == 0
+}
+
+// HoldsKey reports whether j holds its concurrency key: it has one, and
+// it is firing (an attempt under way, or one whose worker died and whose
+// lease has yet to be taken over), or pending after a failed attempt,
+// waiting for its retry. A job done, dead, cancelled, or pending with no
+// attempt made holds nothing. So the next job of the key waits until the
+// previous one is done, retried out (dead) or cancelled; a job that was
+// never tried waits without holding the key.
+func HoldsKey(j *Job) bool {
+	if j.ConcurrencyKey == "" {
+		return false
+	}
+	return j.Status == StatusFiring || (j.Status == StatusPending && j.Attempts > 0)
 }
 
 // AnyVersion is the version condition that every version of a job meets:

@@ -2,6 +2,7 @@ package timer
 
 import (
 	"context"
+	"math/rand/v2"
 	"sync"
 	"time"
 )
@@ -95,9 +96,10 @@ func (l *loader) loadShard(ctx context.Context, leases []Lease, claimedAt time.T
 		}
 		return
 	}
+	until := l.until(now)
 	for _, ls := range leases {
 		j := jobs[ls.ID]
-		r := routeOf(ls, j, now)
+		r := routeOf(ls, j, now, until)
 		if l.cfg.tracer != nil && j != nil && j.TraceParent != "" {
 			l.traceClaim(ctx, ls, j, r, claimedAt)
 		}
@@ -175,6 +177,10 @@ const (
 	// routeExpire: the row's deadline passed before Fire, which left it
 	// as it was; end it expired, never call it.
 	routeExpire
+	// routeBusy: the row is due but another job of its concurrency key
+	// holds the key, so Fire left it pending; back to its due set
+	// shortly, no attempt counted.
+	routeBusy
 )
 
 // String is the route's name in a claim span's outcome.
@@ -188,12 +194,15 @@ func (r routing) String() string {
 		return "moved"
 	case routeExpire:
 		return "expired"
+	case routeBusy:
+		return "busy"
 	}
 	return "fire"
 }
 
-// routeOf is where a lease goes by its row, as Fire at now left it.
-func routeOf(ls Lease, j *Job, now time.Time) routing {
+// routeOf is where a lease goes by its row, as Fire at now, with until
+// as its horizon, left it.
+func routeOf(ls Lease, j *Job, now, until time.Time) routing {
 	switch {
 	case j == nil || j.Status == StatusDone || j.Status == StatusCancelled || j.Status == StatusPurged || j.Status == StatusExpired:
 		return routeAck
@@ -205,6 +214,10 @@ func routeOf(ls Lease, j *Job, now time.Time) routing {
 		// Past its deadline at now, so Fire left it as it was (pending, or
 		// firing when its last attempt's worker died).
 		return routeExpire
+	case j.Status == StatusPending && j.ConcurrencyKey != "" && !j.DueAt.After(until):
+		// Due, yet Fire left it pending: another job of its key holds
+		// the key (HoldsKey).
+		return routeBusy
 	case j.Status == StatusPending:
 		// Rescheduled later since this timer was written, so Fire left it
 		// pending: the timer goes back at the row's time.
@@ -232,7 +245,30 @@ func (l *loader) route(ctx context.Context, ls Lease, j *Job, r routing) {
 		l.record(ctx, outcome{kind: outMoved, lease: ls, job: j, token: true})
 	case routeExpire:
 		l.record(ctx, outcome{kind: outExpire, lease: ls, job: j, token: true})
+	case routeBusy:
+		now := l.cfg.now()
+		l.record(ctx, outcome{kind: outPutBack, lease: ls, job: j, until: now.Add(busyDelay(now.Sub(j.DueAt))), token: true})
 	}
+}
+
+// Bounds of how long a job whose concurrency key is busy waits in Redis
+// before it is claimed again.
+const (
+	busyMinDelay = 20 * time.Millisecond
+	busyMaxDelay = time.Second
+)
+
+// busyDelay is how long a due job whose concurrency key another job
+// holds goes back to its due set for, having waited waited past its due
+// time: an eighth of that wait, within busyMinDelay..busyMaxDelay, plus
+// up to a half more at random, so that a key's waiters do not come back
+// in step. A job that just came due asks again soon; one behind a long
+// holder (a slow call, or a failed attempt waiting for its retry) asks
+// about once a second, so waiters cost a claim each a second at most,
+// and take no slot of the topic's in-flight cap while they wait.
+func busyDelay(waited time.Duration) time.Duration {
+	d := min(max(waited/8, busyMinDelay), busyMaxDelay)
+	return d + rand.N(d/2+1)
 }
 
 // run loads what arrives on in, coalescing waiting passes into one query,

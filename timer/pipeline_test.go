@@ -666,3 +666,82 @@ func TestStepsCountLatenessObjective(t *testing.T) {
 		t.Errorf("plain, without an objective: %d calls, %d within, want none", got.SLOCalls, got.WithinSLO)
 	}
 }
+
+// Jobs of one concurrency key fire one at a time, the first holding its
+// key through its failed attempt's retry; jobs of another key and without
+// one fire at once; waiting for the key counts no attempt.
+func TestStepsConcurrencyKey(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{Retry: timer.RetryPolicy{Base: 10 * time.Millisecond, Max: 10 * time.Millisecond}})
+	ctx := t.Context()
+	var (
+		mu       sync.Mutex
+		inFlight = map[string]int{}
+		order    []timer.JobID
+	)
+	first := timer.JobID(0)
+	r.handler.fail = func(d timer.Delivery) error {
+		mu.Lock()
+		k := d.Job.ConcurrencyKey
+		inFlight[k]++
+		if k != "" && inFlight[k] > 1 {
+			t.Errorf("key %s: %d calls at once", k, inFlight[k])
+		}
+		if k == "k" {
+			order = append(order, d.Job.ID)
+		}
+		mu.Unlock()
+		time.Sleep(time.Millisecond) // a call that lasts, so that two at once would meet
+		mu.Lock()
+		inFlight[k]--
+		mu.Unlock()
+		if d.Job.ID == first && d.Attempt == 1 {
+			return errors.New("receiver said 500")
+		}
+		return nil
+	}
+	schedule := func(ck string) timer.JobID {
+		res, err := r.sched.Schedule(ctx, timer.Request{Topic: "orders", CallbackURL: "http://localhost/hook", ConcurrencyKey: ck})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Job.ID
+	}
+	keyed := []timer.JobID{schedule("k"), schedule("k"), schedule("k")}
+	first = keyed[0]
+	others := []timer.JobID{schedule("j"), schedule(""), schedule("")}
+	if _, fired := r.steps.Step(ctx); fired != 4 {
+		t.Fatalf("first step fired %d, want 4: one of key k, the job of key j, the two without a key", fired)
+	}
+	for _, id := range others {
+		if st := r.status(t, id); st != timer.StatusDone {
+			t.Errorf("job %d of another key or none is %s after the first step, want done", id, st)
+		}
+	}
+	for range 100 {
+		r.clock.Advance(50 * time.Millisecond)
+		r.steps.Step(ctx)
+	}
+	for _, id := range keyed {
+		j, err := r.store.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := 1
+		if id == first {
+			want = 2
+		}
+		if j.Status != timer.StatusDone || j.Attempts != want || len(r.handler.deliveries(id)) != want {
+			t.Errorf("job %d: %s after %d attempts, %d calls; want done after %d", id, j.Status, j.Attempts, len(r.handler.deliveries(id)), want)
+		}
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	// The one that failed holds the key through its retry: its two calls
+	// come before the others'.
+	if len(order) != 4 || order[0] != first || order[1] != first {
+		t.Errorf("calls of key k in order %v, want %d twice first", order, first)
+	}
+	if r.steps.Held() != 0 {
+		t.Errorf("worker still holds %d leases", r.steps.Held())
+	}
+}

@@ -71,6 +71,10 @@ type Request struct {
 	NoExpiry bool
 	// Window is the job's flexible window (Job.Window); 0 for none.
 	Window time.Duration
+	// ConcurrencyKey, unless "", makes the job one of those of its topic
+	// that run one at a time (Job.ConcurrencyKey). It is bounded and
+	// formed like an idempotency key.
+	ConcurrencyKey string
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -106,6 +110,10 @@ func (r *Request) Validate() error {
 		return invalid("expire_after_ms", "a job without a deadline has no deadline length")
 	case !ValidWindow(r.Window):
 		return invalid("window_ms", "must be between 0 and %d", MaxWindow.Milliseconds())
+	case len(r.ConcurrencyKey) > MaxKeyBytes:
+		return invalid("concurrency_key", "longer than %d bytes", MaxKeyBytes)
+	case !ValidKey(r.ConcurrencyKey):
+		return invalid("concurrency_key", "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
 	}
 	return r.Expiry.Check("expire_after_ms")
 }
@@ -181,22 +189,23 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 	due, _ := r.due(now)
 	now = TimeOf(now.UnixMilli())
 	j := &Job{
-		ID:          id,
-		Topic:       r.Topic,
-		Key:         r.Key,
-		BizID:       r.BizID,
-		BizType:     r.BizType,
-		Status:      StatusPending,
-		DueAt:       TimeOf(CeilMillis(due)),
-		MaxAttempts: cmp.Or(r.MaxAttempts, DefaultMaxAttempts),
-		Priority:    r.Priority,
-		CallbackURL: r.CallbackURL,
-		Payload:     r.Payload,
-		TraceParent: r.TraceParent,
-		CreatedAt:   now,
-		UpdatedAt:   now,
-		Version:     1,
-		Window:      r.Window,
+		ID:             id,
+		Topic:          r.Topic,
+		Key:            r.Key,
+		BizID:          r.BizID,
+		BizType:        r.BizType,
+		Status:         StatusPending,
+		DueAt:          TimeOf(CeilMillis(due)),
+		MaxAttempts:    cmp.Or(r.MaxAttempts, DefaultMaxAttempts),
+		Priority:       r.Priority,
+		CallbackURL:    r.CallbackURL,
+		Payload:        r.Payload,
+		TraceParent:    r.TraceParent,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		Version:        1,
+		Window:         r.Window,
+		ConcurrencyKey: r.ConcurrencyKey,
 	}
 	j.setExpiry(r.Expiry)
 	return j
@@ -224,7 +233,8 @@ func (r *Request) sameAs(existing *Job) bool {
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		(!r.Expiry.Set || r.Expiry == existing.Expiry) &&
 		(!r.NoExpiry || !existing.Expiry.Set) &&
-		bytes.Equal(r.Payload, existing.Payload)
+		bytes.Equal(r.Payload, existing.Payload) &&
+		r.ConcurrencyKey == existing.ConcurrencyKey
 }
 
 // errKeyMismatch is returned when an idempotency key is reused with other

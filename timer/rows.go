@@ -58,6 +58,8 @@ func CheckJob(j *Job) error {
 		bad = "deadline rule " + strconv.FormatBool(j.Expiry.Set) + "/" + j.Expiry.After.String() + " with deadline " + j.ExpireAt.String()
 	case !ValidWindow(j.Window):
 		bad = "window of " + j.Window.String()
+	case len(j.ConcurrencyKey) > MaxKeyBytes:
+		bad = "concurrency key of " + strconv.Itoa(len(j.ConcurrencyKey)) + " bytes"
 	default:
 		return nil
 	}

@@ -118,6 +118,10 @@ type JobTemplate struct {
 	// Request's.
 	Expiry   Expiry
 	NoExpiry bool
+	// ConcurrencyKey is every occurrence's job's (Job.ConcurrencyKey):
+	// with one, a schedule's jobs never overlap, the next waiting for the
+	// one before to end.
+	ConcurrencyKey string
 }
 
 // Request returns the request of the occurrence of schedule id at t: due
@@ -135,6 +139,8 @@ func (j JobTemplate) Request(id ScheduleID, t time.Time) Request {
 		Priority:    j.Priority,
 		Expiry:      j.Expiry,
 		NoExpiry:    j.NoExpiry,
+
+		ConcurrencyKey: j.ConcurrencyKey,
 	}
 }
 
@@ -381,7 +387,7 @@ func CheckSchedule(s *Schedule) error {
 		return fmt.Errorf("schedule %s: catch-up %s: %w", s.ID, s.CatchUp, ErrInvalid)
 	}
 	j := &Job{ID: JobID(s.ID), Topic: s.Job.Topic, CallbackURL: s.Job.CallbackURL, Payload: s.Job.Payload,
-		MaxAttempts: s.Job.MaxAttempts, Priority: s.Job.Priority}
+		MaxAttempts: s.Job.MaxAttempts, Priority: s.Job.Priority, ConcurrencyKey: s.Job.ConcurrencyKey}
 	if err := CheckJob(j); err != nil {
 		return fmt.Errorf("schedule %s: %w", s.ID, err)
 	}

@@ -33,11 +33,30 @@ func ShardsOf(store Store) int {
 	return 1
 }
 
+// PlaceConcurrent returns the shard, of n, of a new job of topic with
+// concurrency key ckey: every job of the key goes to one shard, whose
+// unique index lets one of them at a time hold the key (see HoldsKey).
+// It comes before the idempotency key and the business id (PlaceShard),
+// since the rule would not hold across shards; an idempotent retry of a
+// request carries the same concurrency key, so it lands in the same
+// shard, where the idempotency key's unique index catches it.
+func PlaceConcurrent(topic, ckey string, n int) int {
+	if n <= 1 {
+		return 0
+	}
+	h := fnv.New64a()
+	h.Write([]byte(topic))
+	h.Write([]byte{0, 'c'})
+	h.Write([]byte(ckey))
+	return int(h.Sum64() % uint64(n))
+}
+
 // PlaceShard returns the shard, of n, of a new job of topic: by its
 // idempotency key when it has one, so that the key's uniqueness is the
 // shard's own unique index, with no check across shards; else by its
 // business id, so that a business id's jobs are together; else -1, for
-// the caller to spread.
+// the caller to spread. A job with a concurrency key is placed by
+// PlaceConcurrent instead.
 func PlaceShard(topic, key string, bizID uint64, n int) int {
 	if n <= 1 {
 		return 0

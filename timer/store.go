@@ -52,7 +52,12 @@ type JobWriter interface {
 	// rows to learn which. A job cancelled, rescheduled later, done or dead
 	// is left as it is, and so is one whose deadline has passed at now
 	// (Job.Expired): no attempt starts after it, and Expire ends it.
-	// Firing stays firing: an attempt whose worker died is made again.
+	// Firing stays firing: an attempt whose worker died is made again. A
+	// pending job with a concurrency key that another job of its topic
+	// holds (HoldsKey) is left pending: busy; so is all but one of several
+	// pending jobs of one key among ids. Of two Fire calls racing, over
+	// one store or several processes, at most one moves a job of a key to
+	// firing: the store is the referee of the key.
 	Fire(ctx context.Context, ids []JobID, until, now time.Time) (int, error)
 	// Complete moves pending or firing jobs to done, recording their
 	// attempt counts, and returns how many it moved.

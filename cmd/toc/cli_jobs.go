@@ -27,6 +27,7 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	expireAfter := fs.Int64("expire-after-ms", -2, "deadline in ms after the due time: a job that cannot start an attempt by then ends expired "+
 		"instead of firing late (0: must not fire late at all; -1: no deadline, even if the topic has one; default: the topic's)")
 	window := fs.Duration("window", 0, "flexible window: the job may fire until its due time plus this (e.g. 60s; at most 24h)")
+	concurrencyKey := fs.string("concurrency-key", "", "jobs of the topic with this key are never in flight at once")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
@@ -36,7 +37,7 @@ func scheduleFlags(fs *flagSet) prepareCall {
 			return nil, errors.New("--window must be whole milliseconds, not negative")
 		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window, ConcurrencyKey: *concurrencyKey}
 		if *expireAfter != -2 {
 			r.ExpireAfterMS = expireAfter
 		}

@@ -69,10 +69,11 @@ func scheduleCreateFlags(fs *flagSet) prepareCall {
 	bizID := fs.Uint64("biz-id", 0, "business id of the jobs (slot basis)")
 	maxAttempts := fs.int("max-attempts", 0, "attempts before a job is dead (default: the topic's)")
 	priority := fs.string("priority", "", "high, normal or low")
+	concurrencyKey := fs.string("concurrency-key", "", "the occurrences' jobs are never in flight at once")
 	return func([]string) (call, error) {
 		r := client.ScheduleRequest{Cron: *cron, TimeZone: *zone, Every: *every, CatchUp: client.CatchUp(*catchUp),
 			Job: client.JobTemplate{Topic: *topic, CallbackURL: *callback, BizID: *bizID, MaxAttempts: *maxAttempts,
-				Priority: client.Priority(*priority)}}
+				Priority: client.Priority(*priority), ConcurrencyKey: *concurrencyKey}}
 		for _, f := range []struct {
 			name string
 			in   string

@@ -115,6 +115,18 @@ func TestCLI(t *testing.T) {
 		}
 	})
 
+	t.Run("concurrency key", func(t *testing.T) {
+		id := schedule(t, "cli", hook, "--delay", "1h", "--concurrency-key", "account-7")
+		if j := object(t, "jobs", "get", id); j["concurrency_key"] != "account-7" {
+			t.Errorf("jobs get after schedule --concurrency-key: %v", j)
+		}
+		long := strings.Repeat("k", 129)
+		r := cli(t, nil, "schedule", "--topic", "cli", "--callback", hook, "--delay", "1h", "--concurrency-key", long, "--server", p.url, "--token", p.token)
+		if r.code != 1 || !strings.Contains(r.stderr, "concurrency_key") {
+			t.Errorf("schedule with a 129-byte concurrency key: exit %d, stderr %q; want 1 naming concurrency_key", r.code, r.stderr)
+		}
+	})
+
 	t.Run("if-match", func(t *testing.T) {
 		id := schedule(t, "cli", hook, "--delay", "1h")
 		if f := strings.Fields(row(t, run(t, "jobs", "get", id), id)); f[len(f)-1] != "1" {

@@ -35,7 +35,7 @@ func TestDashboard(t *testing.T) {
 	t.Cleanup(failing.Close)
 	r := newReceiver(t, e2eSecret)
 
-	far := postJob(t, p, map[string]any{"topic": "orders", "delay_ms": 3_600_000, "window_ms": 60_000, "callback_url": r.srv.URL, "key": "order-1001",
+	far := postJob(t, p, map[string]any{"topic": "orders", "delay_ms": 3_600_000, "window_ms": 60_000, "callback_url": r.srv.URL, "key": "order-1001", "concurrency_key": "customer-7",
 		"biz_id": 1001, "payload": map[string]any{"order": "A-1001", "note": "<b>not markup</b>"}})
 	for i := range 3 {
 		postJob(t, p, map[string]any{"topic": "invoices", "delay_ms": 600_000 + i*60_000, "callback_url": r.srv.URL})
@@ -174,6 +174,9 @@ func TestDashboard(t *testing.T) {
 	}
 	if got := d.text("#job-window"); !strings.HasPrefix(got, "60000 ms, until ") {
 		t.Errorf("job page window %q, want 60000 ms and its end", got)
+	}
+	if got := d.text("#job-concurrency-key"); got != "customer-7" {
+		t.Errorf("job page concurrency key %q, want customer-7", got)
 	}
 	d.shot("job")
 	due := time.Now().Add(2 * time.Hour).UTC().Truncate(time.Second)

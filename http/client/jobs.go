@@ -74,30 +74,34 @@ type Job struct {
 	// Window is the job's flexible window: it may fire until FireAt plus
 	// Window; 0 for none.
 	Window time.Duration
+	// ConcurrencyKey is the job's concurrency key, "" for none (see
+	// JobRequest.ConcurrencyKey).
+	ConcurrencyKey string
 }
 
 type jobJSON struct {
-	ID            decimal         `json:"id"`
-	Topic         string          `json:"topic"`
-	Key           string          `json:"key"`
-	BizID         decimal         `json:"biz_id"`
-	BizType       decimal         `json:"biz_type"`
-	Status        Status          `json:"status"`
-	FireAt        stamp           `json:"fire_at"`
-	Attempts      int             `json:"attempts"`
-	MaxAttempts   int             `json:"max_attempts"`
-	Priority      Priority        `json:"priority"`
-	LastError     string          `json:"last_error"`
-	LastStatus    int             `json:"last_status"`
-	CallbackURL   string          `json:"callback_url"`
-	Payload       json.RawMessage `json:"payload"`
-	CreatedAt     stamp           `json:"created_at"`
-	UpdatedAt     stamp           `json:"updated_at"`
-	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
-	Version       int64           `json:"version"`
-	ExpireAfterMS *int64          `json:"expire_after_ms,omitempty"`
-	ExpireAt      stamp           `json:"expire_at,omitzero"`
-	WindowMS      int64           `json:"window_ms"`
+	ID             decimal         `json:"id"`
+	Topic          string          `json:"topic"`
+	Key            string          `json:"key"`
+	BizID          decimal         `json:"biz_id"`
+	BizType        decimal         `json:"biz_type"`
+	Status         Status          `json:"status"`
+	FireAt         stamp           `json:"fire_at"`
+	Attempts       int             `json:"attempts"`
+	MaxAttempts    int             `json:"max_attempts"`
+	Priority       Priority        `json:"priority"`
+	LastError      string          `json:"last_error"`
+	LastStatus     int             `json:"last_status"`
+	CallbackURL    string          `json:"callback_url"`
+	Payload        json.RawMessage `json:"payload"`
+	CreatedAt      stamp           `json:"created_at"`
+	UpdatedAt      stamp           `json:"updated_at"`
+	NextAttemptAt  stamp           `json:"next_attempt_at,omitzero"`
+	Version        int64           `json:"version"`
+	ExpireAfterMS  *int64          `json:"expire_after_ms,omitempty"`
+	ExpireAt       stamp           `json:"expire_at,omitzero"`
+	WindowMS       int64           `json:"window_ms"`
+	ConcurrencyKey string          `json:"concurrency_key"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -108,6 +112,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
 		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt), WindowMS: ms(j.Window),
+		ConcurrencyKey: j.ConcurrencyKey,
 	}
 	if !j.ExpireAt.IsZero() {
 		after := j.ExpireAfter.Milliseconds()
@@ -128,7 +133,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
 		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ExpireAt: time.Time(w.ExpireAt),
-		Window: time.Duration(w.WindowMS) * time.Millisecond,
+		Window: time.Duration(w.WindowMS) * time.Millisecond, ConcurrencyKey: w.ConcurrencyKey,
 	}
 	if w.ExpireAfterMS != nil {
 		j.ExpireAfter = time.Duration(*w.ExpireAfterMS) * time.Millisecond
@@ -169,31 +174,37 @@ type JobRequest struct {
 	// due time without pressure, by the ends of windows under its topic's
 	// limits or a spike.
 	Window time.Duration
+	// ConcurrencyKey, when not "", makes the job one of its topic's that
+	// are never in flight at once: while a job of the key is firing or
+	// waiting for a retry, the next waits until it is done, dead or
+	// cancelled. At most 128 bytes.
+	ConcurrencyKey string
 }
 
 // NoExpiry is the ExpireAfterMS of a job without a deadline.
 const NoExpiry int64 = -1
 
 type jobRequestJSON struct {
-	Topic       string          `json:"topic"`
-	Key         string          `json:"key,omitempty"`
-	BizID       decimal         `json:"biz_id,omitzero"`
-	BizType     decimal         `json:"biz_type,omitzero"`
-	FireAt      string          `json:"fire_at,omitempty"`
-	DelayMS     *int64          `json:"delay_ms,omitempty"`
-	CallbackURL string          `json:"callback_url"`
-	Payload     json.RawMessage `json:"payload,omitempty"`
-	MaxAttempts int             `json:"max_attempts,omitempty"`
-	Priority    Priority        `json:"priority,omitempty"`
-	ExpireAfter *int64          `json:"expire_after_ms,omitempty"`
-	WindowMS    int64           `json:"window_ms,omitempty"`
+	Topic          string          `json:"topic"`
+	Key            string          `json:"key,omitempty"`
+	BizID          decimal         `json:"biz_id,omitzero"`
+	BizType        decimal         `json:"biz_type,omitzero"`
+	FireAt         string          `json:"fire_at,omitempty"`
+	DelayMS        *int64          `json:"delay_ms,omitempty"`
+	CallbackURL    string          `json:"callback_url"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	Priority       Priority        `json:"priority,omitempty"`
+	ExpireAfter    *int64          `json:"expire_after_ms,omitempty"`
+	WindowMS       int64           `json:"window_ms,omitempty"`
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS, WindowMS: ms(r.Window),
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS, WindowMS: ms(r.Window), ConcurrencyKey: r.ConcurrencyKey,
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)

@@ -21,6 +21,9 @@ type JobTemplate struct {
 	Payload     json.RawMessage
 	MaxAttempts int // 0: the topic's
 	Priority    Priority
+	// ConcurrencyKey, when not "", is every occurrence's job's (see
+	// JobRequest.ConcurrencyKey).
+	ConcurrencyKey string
 }
 
 // CatchUp is what a schedule does with occurrences missed while no toc
@@ -55,6 +58,8 @@ type templateJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
+
+	ConcurrencyKey string `json:"concurrency_key,omitempty"`
 }
 
 type scheduleRequestJSON struct {
@@ -69,7 +74,7 @@ type scheduleRequestJSON struct {
 
 func templateOf(j JobTemplate) templateJSON {
 	return templateJSON{Topic: j.Topic, BizID: decimal(j.BizID), BizType: decimal(j.BizType), CallbackURL: j.CallbackURL,
-		Payload: j.Payload, MaxAttempts: j.MaxAttempts, Priority: j.Priority}
+		Payload: j.Payload, MaxAttempts: j.MaxAttempts, Priority: j.Priority, ConcurrencyKey: j.ConcurrencyKey}
 }
 
 // MarshalJSON writes r as POST /v1/schedules reads it.
@@ -143,7 +148,7 @@ func (s *Schedule) UnmarshalJSON(data []byte) error {
 		StartAt: time.Time(w.StartAt), EndAt: time.Time(w.EndAt), CatchUp: w.CatchUp, Paused: w.Paused, KeyPrefix: w.KeyPrefix,
 		NextFireTimes: make([]time.Time, len(w.NextFireTimes)),
 		Job: JobTemplate{Topic: w.Job.Topic, CallbackURL: w.Job.CallbackURL, BizID: uint64(w.Job.BizID), BizType: uint64(w.Job.BizType),
-			Payload: w.Job.Payload, MaxAttempts: w.Job.MaxAttempts, Priority: w.Job.Priority},
+			Payload: w.Job.Payload, MaxAttempts: w.Job.MaxAttempts, Priority: w.Job.Priority, ConcurrencyKey: w.Job.ConcurrencyKey},
 		CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt)}
 	if string(s.Job.Payload) == "null" {
 		s.Job.Payload = nil

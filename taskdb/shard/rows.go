@@ -146,10 +146,23 @@ func (s *Store) eachID(ids []timer.JobID, fn func(i int, ids []timer.JobID) erro
 }
 
 // GetByKey implements timer.JobReader: it looks in each shard the key
-// was placed in, under this map and the earlier ones.
+// was placed in, under this map and the earlier ones, then in the other
+// shards: a job with a concurrency key was placed by that key
+// (timer.PlaceConcurrent), not by its idempotency key.
 func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, error) {
 	var last error
-	for _, i := range s.KeyShards(topic, key) {
+	placed := s.KeyShards(topic, key)
+	for _, i := range placed {
+		j, err := s.shards[i].GetByKey(ctx, topic, key)
+		if err == nil || !errors.Is(err, timer.ErrNotFound) {
+			return j, err
+		}
+		last = err
+	}
+	for i := range s.shards {
+		if slices.Contains(placed, i) {
+			continue
+		}
 		j, err := s.shards[i].GetByKey(ctx, topic, key)
 		if err == nil || !errors.Is(err, timer.ErrNotFound) {
 			return j, err
@@ -194,20 +207,14 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 	}), nil
 }
 
-// ListJobs implements timer.JobLister over the shards that may hold the
-// jobs: a key's shards (see KeyShards) for a key, else every shard (a
-// business id's jobs are in one shard, unless a key or an earlier map
+// ListJobs implements timer.JobLister over every shard (a key's job is
+// in its key's shards, see KeyShards, unless a concurrency key placed it;
+// a business id's jobs are in one shard, unless a key or an earlier map
 // placed some elsewhere), merged in (due time, id) order, the cursor's.
 func (s *Store) ListJobs(ctx context.Context, q timer.JobQuery) ([]*timer.Job, error) {
 	shards := make(map[int][]struct{})
-	if q.Key != "" {
-		for _, i := range s.KeyShards(q.Topic, q.Key) {
-			shards[i] = nil
-		}
-	} else {
-		for i := range s.shards {
-			shards[i] = nil
-		}
+	for i := range s.shards {
+		shards[i] = nil
 	}
 	pages := make([][]*timer.Job, len(s.shards))
 	err := each(shards, func(i int, _ []struct{}) error {

@@ -2,6 +2,7 @@ package shard
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"sync"
 	"testing"
@@ -144,6 +145,66 @@ func TestPlacement(t *testing.T) {
 		r2, err := sched.Schedule(ctx, timer.Request{Topic: "orders", Key: key, FireAt: due, CallbackURL: "https://example.com/h"})
 		if err != nil || r2.Created || r2.Job.ID != r1.Job.ID {
 			t.Fatalf("repeat %s: %+v, %v; want job %v again", key, r2, err, r1.Job.ID)
+		}
+	}
+}
+
+// Jobs of one concurrency key go to one shard whatever their idempotency
+// keys and business ids, so that the shard's unique index referees the
+// key: Fire over both shards moves one job of each key to firing. A job
+// with both keys is found by its idempotency key, and a retry of its
+// request is caught.
+func TestPlacementConcurrencyKey(t *testing.T) {
+	s, _ := openShards(t, 2)
+	ctx := t.Context()
+	sched, err := timer.NewScheduler(s, timertest.NewIndex(), timer.SchedulerConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	due := time.Now().Add(2 * time.Hour)
+	shardOf := map[string]int{}
+	var ids []timer.JobID
+	for i := range 120 {
+		ck := fmt.Sprintf("account-%d", i%12)
+		req := timer.Request{Topic: "orders", Key: fmt.Sprintf("req-%d", i), BizID: uint64(i + 1), ConcurrencyKey: ck,
+			FireAt: due, CallbackURL: "https://example.com/h"}
+		r, err := sched.Schedule(ctx, req)
+		if err != nil || !r.Created {
+			t.Fatalf("schedule %d: %+v, %v", i, r, err)
+		}
+		sh := r.Job.ID.Shard()
+		if prev, ok := shardOf[ck]; ok && prev != sh {
+			t.Fatalf("concurrency key %s in shards %d and %d", ck, prev, sh)
+		}
+		shardOf[ck] = sh
+		ids = append(ids, r.Job.ID)
+		again, err := sched.Schedule(ctx, req)
+		if err != nil || again.Created || again.Job.ID != r.Job.ID {
+			t.Fatalf("retry of request %d: %+v, %v; want job %v again", i, again, err, r.Job.ID)
+		}
+		if j, err := s.GetByKey(ctx, "orders", req.Key); err != nil || j.ID != r.Job.ID {
+			t.Fatalf("GetByKey(%s) = %v, %v", req.Key, j, err)
+		}
+	}
+	if c := countRows(t, s); c[0] == 0 || c[1] == 0 {
+		t.Errorf("rows per shard %v: concurrency keys did not spread", c)
+	}
+	if n, err := s.Fire(ctx, ids, due.Add(time.Second), time.Now()); err != nil || n != 12 {
+		t.Fatalf("Fire of 120 jobs over 12 keys = %d, %v; want 12", n, err)
+	}
+	js, err := s.GetMany(ctx, ids)
+	if err != nil {
+		t.Fatal(err)
+	}
+	perKey := map[string]int{}
+	for _, j := range js {
+		if j.Status == timer.StatusFiring {
+			perKey[j.ConcurrencyKey]++
+		}
+	}
+	for ck, n := range perKey {
+		if n != 1 {
+			t.Errorf("key %s has %d jobs firing", ck, n)
 		}
 	}
 }

@@ -13,8 +13,8 @@ import (
 // an id of the sharded layout in shard n%2, in the same order, so that
 // every test of the suite runs across both databases.
 //
-// A keyed job goes where its key says, as the scheduler places it, and
-// the adapter remembers its shard.
+// A keyed job goes where its key says (its concurrency key first), as the
+// scheduler places it, and the adapter remembers its shard.
 type spread struct {
 	*Store
 	keyed *sync.Map // suite id -> shard, of keyed jobs
@@ -78,7 +78,10 @@ func (s spread) Insert(ctx context.Context, jobs []*timer.Job) error {
 			continue
 		}
 		c := *j
-		if c.Key != "" && c.ID.Valid() {
+		switch {
+		case c.ConcurrencyKey != "" && c.ID.Valid():
+			s.keyed.LoadOrStore(c.ID, timer.PlaceConcurrent(c.Topic, c.ConcurrencyKey, s.Shards()))
+		case c.Key != "" && c.ID.Valid():
 			s.keyed.LoadOrStore(c.ID, timer.PlaceShard(c.Topic, c.Key, 0, s.Shards()))
 		}
 		c.ID = s.enc(c.ID)

@@ -188,6 +188,9 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 	n := 0
 	for _, id := range slices.Compact(slices.Sorted(slices.Values(ids))) {
 		if r, ok := s.jobs[id]; ok && slices.Contains(unfinished, r.job.Status) && r.due <= untilMs && !r.job.Expired(now) {
+			if r.job.Status == timer.StatusPending && s.keyHeld(r) {
+				continue // busy: another job holds its concurrency key
+			}
 			if r.job.Status == timer.StatusPending {
 				r.job.Version++ // a firing job stays as it was
 			}
@@ -196,6 +199,21 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 		}
 	}
 	return n, nil
+}
+
+// keyHeld reports whether a job other than r's holds r's concurrency
+// key (timer.HoldsKey), as taskdb's unique index of holders would refuse
+// r's move to firing. A scan of every row: the fake is small.
+func (s *Store) keyHeld(r *row) bool {
+	if r.job.ConcurrencyKey == "" {
+		return false
+	}
+	for _, o := range s.jobs {
+		if o != r && o.job.Topic == r.job.Topic && o.job.ConcurrencyKey == r.job.ConcurrencyKey && timer.HoldsKey(&o.job) {
+			return true
+		}
+	}
+	return false
 }
 
 // Complete implements timer.JobWriter. Of an id given twice, the first

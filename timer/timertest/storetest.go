@@ -60,6 +60,9 @@ func TestStore(t *testing.T, open func(t *testing.T) timer.Store) {
 		{"Deadlines", testDeadlines},
 		{"DeadlineFail", testDeadlineFail},
 		{"TopicExpiry", testTopicExpiry},
+		{"ConcurrencyKeyStored", testConcurrencyKeyStored},
+		{"FireBusy", testFireBusy},
+		{"FireBusyRace", testFireBusyRace},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -41,7 +41,7 @@ func newSchedule(id timer.ScheduleID, nextMs int64) *timer.Schedule {
 	return &timer.Schedule{
 		ID: id,
 		Job: timer.JobTemplate{Topic: "cron", BizID: 1<<63 + 5, BizType: 7, CallbackURL: "http://127.0.0.1/hook",
-			Payload: []byte(`{"a":1}`), MaxAttempts: 3, Priority: timer.PriorityHigh},
+			Payload: []byte(`{"a":1}`), MaxAttempts: 3, Priority: timer.PriorityHigh, ConcurrencyKey: "nightly"},
 		Cron:      "*/5 * * * * *",
 		TimeZone:  "Europe/Berlin",
 		StartAt:   base.Add(-time.Hour),
@@ -75,7 +75,7 @@ func sameSchedule(got, want *timer.Schedule) bool {
 	return got.ID == want.ID && got.Job.Topic == want.Job.Topic && got.Job.BizID == want.Job.BizID &&
 		got.Job.BizType == want.Job.BizType && got.Job.CallbackURL == want.Job.CallbackURL &&
 		bytes.Equal(got.Job.Payload, want.Job.Payload) && got.Job.MaxAttempts == want.Job.MaxAttempts &&
-		got.Job.Priority == want.Job.Priority && got.Cron == want.Cron && got.TimeZone == want.TimeZone &&
+		got.Job.Priority == want.Job.Priority && got.Job.ConcurrencyKey == want.Job.ConcurrencyKey && got.Cron == want.Cron && got.TimeZone == want.TimeZone &&
 		got.Every == want.Every && got.StartAt.Equal(want.StartAt) && got.EndAt.Equal(want.EndAt) &&
 		got.CatchUp == want.CatchUp && got.Paused == want.Paused && got.Next.Equal(want.Next) &&
 		got.CreatedAt.Equal(want.CreatedAt) && got.UpdatedAt.Equal(want.UpdatedAt)

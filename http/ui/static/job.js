@@ -126,5 +126,6 @@ function jobFields(j) {
     ['Updated', j.updated_at],
     ['Version', String(j.version), 'job-version'],
     ['Window', windowText(j), 'job-window'],
+    ['Concurrency key', j.concurrency_key, 'job-concurrency-key'],
   ].filter(Boolean));
 }
