@@ -25,9 +25,16 @@
 //	  gmt_create   BIGINT
 //	  gmt_modified BIGINT
 //	  traceparent  VARCHAR(128)       W3C traceparent of the scheduling request; '' for none
+//	  group_id     VARBINARY(100)     NULL when the job is in no group
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)
+//	  INDEX  toc_jobs_group        (group_id, status): a group's counts, and whether it has a live member
+//
+//	toc_groups                        one row per group (shard 0 when sharded)
+//	  group_id   VARBINARY(100)       primary key
+//	  sealed_at, completed_at BIGINT  0: not yet
+//	  finished   TINYINT              1 once completed with its job recorded; (finished, group_id) feeds the sweep
 //
 //	toc_topics                        one row per topic
 //	  name       VARCHAR(64)          primary key

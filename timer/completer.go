@@ -84,6 +84,18 @@ type completer struct {
 	lim    *limiter
 	cat    *Catalog
 	wake   func(Wake)
+	// ended, when set, hears of the group of each member this completer
+	// ended (done, dead, cancelled by its receiver): the GroupCompleter's
+	// cue. A dead row the sweep of leases found has no job at hand; the
+	// group sweep finds those.
+	ended func(group string)
+}
+
+// groupEnded tells ended of j's group, if any.
+func (c *completer) groupEnded(j *Job) {
+	if c.ended != nil && j != nil && j.GroupID != "" {
+		c.ended(j.GroupID)
+	}
 }
 
 // record records a batch of outcomes: the step of the completer.
@@ -118,6 +130,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 			for _, o := range batch {
 				if o.kind == outDone {
 					acks = append(acks, o.lease)
+					c.groupEnded(o.job)
 				}
 			}
 		}
@@ -214,6 +227,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			c.cfg.logf("discard job failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return "cancelled", err
 		}
+		c.groupEnded(o.job)
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
 			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 			return "cancelled", err
@@ -232,6 +246,9 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return result, err
 		}
+		if dead {
+			c.groupEnded(o.job)
+		}
 		return result, c.retry(ctx, o.lease, at, o.job.MaxAttempts, now)
 	case outBury:
 		if o.job.Status != StatusDead {
@@ -239,6 +256,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 				c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 				return "dead", err
 			}
+			c.groupEnded(o.job)
 		}
 		// A Retry with one attempt allowed moves the lease to Dead, which
 		// keeps the dead-letter index in step with the row.

@@ -65,6 +65,9 @@ type Request struct {
 	// for none; the job keeps it (Job.TraceParent). An idempotent retry
 	// with another one is still the same request.
 	TraceParent string
+	// GroupID makes the job a member of an existing open group ("" for
+	// none): see Group.
+	GroupID string
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -96,6 +99,8 @@ func (r *Request) Validate() error {
 		return invalid("priority", "must be high, normal or low")
 	case r.TraceParent != "" && !ValidTraceParent(r.TraceParent):
 		return invalid("traceparent", "must be a W3C traceparent")
+	case r.GroupID != "":
+		return CheckGroupID(r.GroupID, "group_id")
 	}
 	return nil
 }
@@ -174,6 +179,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		CreatedAt:   now,
 		UpdatedAt:   now,
 		Version:     1,
+		GroupID:     r.GroupID,
 	}
 }
 
@@ -188,6 +194,7 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.BizType == existing.BizType &&
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
+		r.GroupID == existing.GroupID &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		bytes.Equal(r.Payload, existing.Payload)
 }

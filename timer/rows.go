@@ -54,6 +54,8 @@ func CheckJob(j *Job) error {
 		bad = "payload of " + strconv.Itoa(len(j.Payload)) + " bytes"
 	case j.TraceParent != "" && !ValidTraceParent(j.TraceParent):
 		bad = "traceparent of " + strconv.Itoa(len(j.TraceParent)) + " bytes, not a W3C traceparent"
+	case j.GroupID != "" && CheckGroupID(j.GroupID, "group_id") != nil:
+		bad = "group id of " + strconv.Itoa(len(j.GroupID)) + " bytes or with control characters"
 	default:
 		return nil
 	}
