@@ -45,8 +45,8 @@ type Engine struct {
 	// none): Run runs it, and the scheduler and worker tell it of every
 	// member they end.
 	Groups *GroupCompleter
-	waker   Waker
-	log     *slog.Logger
+	waker  Waker
+	log    *slog.Logger
 }
 
 // Validate reports the first field of c, or of one of its parts' configs,
