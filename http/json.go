@@ -70,6 +70,7 @@ type jobRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 	MaxAttempts *int            `json:"max_attempts"`
 	Priority    *string         `json:"priority"`
+	GroupID     *string         `json:"group_id"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -128,6 +129,13 @@ func (b *jobRequest) request() (timer.Request, error) {
 	}
 	if err := (jobFields{b.CallbackURL, b.Payload, b.MaxAttempts, b.Priority}).apply(&r); err != nil {
 		return r, err
+	}
+	// Not one of jobFields: a schedule's jobs join no group.
+	if b.GroupID != nil {
+		if err := timer.CheckGroupID(*b.GroupID, "group_id"); err != nil {
+			return r, err
+		}
+		r.GroupID = *b.GroupID
 	}
 	return r, r.Validate()
 }
@@ -520,6 +528,8 @@ type jobView struct {
 
 	// NextAttemptAt is when a pending job that has failed is retried.
 	NextAttemptAt string `json:"next_attempt_at,omitempty"`
+	// GroupID is the job's group, when it has one.
+	GroupID string `json:"group_id,omitempty"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -541,6 +551,7 @@ func viewOf(j *timer.Job) jobView {
 		CreatedAt:   formatTime(j.CreatedAt),
 		UpdatedAt:   formatTime(j.UpdatedAt),
 		Version:     j.Version,
+		GroupID:     j.GroupID,
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule up to 1000 jobs in one transaction, all or nothing.
-         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use or when creating it would pass the server's --max-topics, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named).
+         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use or when creating it would pass the server's --max-topics, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named). With `group`, every job joins that group, which is created unless it exists and sealed after the jobs unless `seal` is false; the answer names it.
          */
         post: operations["scheduleJobBatch"];
         delete?: never;
@@ -580,6 +580,72 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a group, open for members.
+         * @description A group is one main task split into many jobs. Create it, open; schedule its jobs with group_id (POST /v1/jobs or /v1/jobs/batch); seal it (POST /v1/groups/{id}/seal) once it has every member. Once sealed and every member has ended (done, cancelled, dead, purged), it completes, once, and its on_complete callback is scheduled as a job carrying the counts. A group must exist before its members, and completes only once sealed, so completion is never declared while members are still being added. The same body again answers the open group (200); another on_complete, or a sealed group, is a 409.
+         */
+        post: operations["createGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a group and its members' counts.
+         * @description Counts by status over every task store shard (one range of the (group_id, status) index per shard).
+         */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/seal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Seal a group: it takes no more members.
+         * @description From now on a job naming it is a 409; a job committed while the seal landed is taken back and refused. The group completes once every member has ended: at once if they all have (a group with no member completes with zero counts). Sealing a sealed group changes nothing.
+         */
+        post: operations["sealGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     jobDue: {
@@ -704,6 +770,8 @@ export interface components {
             max_attempts?: number;
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
+            /** @description Make the job a member of this group, which must exist (POST /v1/groups, or a batch's `group`) and be open: an unknown group is a 400 naming group_id, a sealed one a 409. The group completes once it is sealed and every member has ended (done, cancelled, dead, purged). A job with an idempotency key that names an existing job answers that job, whatever the group's state. */
+            group_id?: components["schemas"]["GroupID"];
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -784,6 +852,8 @@ export interface components {
             version: number;
             /** @description When a pending job that has failed is tried again (its fire_at); left out otherwise. */
             next_attempt_at?: components["schemas"]["Time"];
+            /** @description The job's group; left out when it has none. */
+            group_id?: components["schemas"]["GroupID"];
         };
         /**
          * @example {
@@ -1259,6 +1329,67 @@ export interface components {
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
         };
+        /**
+         * @description A group id: 1 to 100 bytes of UTF-8 without control characters (below 0x20, and 0x7f).
+         * @example order-42-export
+         */
+        GroupID: string;
+        /** @description A group's members by status, every status named (0 for none). */
+        GroupCounts: {
+            pending: number;
+            firing: number;
+            done: number;
+            cancelled: number;
+            dead: number;
+            purged: number;
+        };
+        /** @description The job a group schedules when it completes: due at once, with the idempotency key `group:<id>:complete` in its topic, so it is one job however many times the completion is found (a crash, a sweep, two members), with toc's signing, retries and dead letters. Its webhook payload is `{"group_id", "counts", "total", "created_at", "completed_at", "payload"}` (counts as in GroupCounts, at completion; payload the group's own, left out without one). */
+        GroupCallback: {
+            /**
+             * Format: uri
+             * @description Checked as a job's callback_url is, when the group is created.
+             */
+            callback_url: string;
+            /** @description Topic of the completion job; default `groups`. Keys starting `group:` in it are the groups'. */
+            topic?: components["schemas"]["TopicName"];
+            /** @description Any JSON value, at most 32 KiB once compacted, carried as `payload` in the completion's payload; null or left out: none. */
+            payload?: unknown;
+        };
+        /** @description A group to create, open: jobs join it with group_id until it is sealed. */
+        NewGroup: {
+            id: components["schemas"]["GroupID"];
+            on_complete?: components["schemas"]["GroupCallback"];
+        };
+        /** @description The group every job of the batch joins: created (open) unless a group of that id exists, which must be open and have the same on_complete (else 409); sealed once the jobs are committed unless seal is false. An item's own group_id must be this one or left out. When the batch is refused, a group it created stays, open and empty: the same batch sent again uses it. */
+        BatchGroup: {
+            id: components["schemas"]["GroupID"];
+            on_complete?: components["schemas"]["GroupCallback"];
+            /** @description Seal the group after the batch's jobs (default true). false leaves it open for more batches; POST /v1/groups/{id}/seal closes it. */
+            seal?: boolean;
+        };
+        /** @description A group: counts of its members now, and, once completed, the counts its completion carried and the completion job. */
+        Group: {
+            id: components["schemas"]["GroupID"];
+            /** @description It takes no more members. */
+            sealed: boolean;
+            /** @description It was sealed and every member had ended; the completion was declared once. */
+            completed: boolean;
+            /** @description null: none. */
+            on_complete: components["schemas"]["GroupCallback"] | null;
+            /** @description The members by status now, over every task store shard. */
+            counts: components["schemas"]["GroupCounts"];
+            /** @description The members now. */
+            total: number;
+            created_at: components["schemas"]["Time"];
+            /** @description Left out while open. */
+            sealed_at?: components["schemas"]["Time"];
+            /** @description Left out until completed. */
+            completed_at?: components["schemas"]["Time"];
+            /** @description The counts at completion, which the completion job carries; a dead member purged or replayed later changes counts, not these. */
+            completed_counts?: components["schemas"]["GroupCounts"];
+            /** @description The completion job, once scheduled (GET /v1/jobs/{id}). */
+            completion_job_id?: components["schemas"]["JobID"];
+        };
     };
     responses: {
         /** @description invalid_argument: the request is malformed or a value is out of range; error.field names it. Nothing was written. */
@@ -1357,6 +1488,8 @@ export interface components {
         IfMatch: string;
         /** @description The schedule id. */
         ScheduleID: components["schemas"]["ScheduleID"];
+        /** @description The group's id. */
+        GroupID: components["schemas"]["GroupID"];
     };
     requestBodies: never;
     headers: {
@@ -1777,6 +1910,7 @@ export interface operations {
                  */
                 "application/json": {
                     jobs: components["schemas"]["NewJob"][];
+                    group?: components["schemas"]["BatchGroup"];
                 };
             };
         };
@@ -1805,6 +1939,13 @@ export interface operations {
                      */
                     "application/json": {
                         results: components["schemas"]["BatchResult"][];
+                        /** @description The batch's group, when it had one. */
+                        group?: {
+                            id: components["schemas"]["GroupID"];
+                            sealed: boolean;
+                            created_at: components["schemas"]["Time"];
+                            sealed_at?: components["schemas"]["Time"];
+                        };
                     };
                 };
             };
@@ -3259,6 +3400,257 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "order-42-export",
+                 *       "on_complete": {
+                 *         "callback_url": "https://orders.example.com/hooks/export-done",
+                 *         "payload": {
+                 *           "export": 42
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewGroup"];
+            };
+        };
+        responses: {
+            /** @description The open group of that id, created before with the same on_complete. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description Created, open. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            /** @description The group exists with another on_complete, or is sealed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sealGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sealed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
                 };
             };
             400: components["responses"]["BadRequest"];
