@@ -11,7 +11,7 @@ import (
 )
 
 // jobFields are the columns of a table of jobs, and of dead letters.
-var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at", "version"}
+var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at", "version", "group_id"}
 
 // scheduleFlags are the flags of toc schedule.
 func scheduleFlags(fs *flagSet) prepareCall {
@@ -23,13 +23,14 @@ func scheduleFlags(fs *flagSet) prepareCall {
 	key := fs.string("key", "", "idempotency key")
 	bizID := fs.Uint64("biz-id", 0, "business id (slot basis)")
 	maxAttempts := fs.int("max-attempts", 0, "attempts before the job is dead (default: the topic's)")
+	group := fs.string("group", "", "the open group the job joins (toc groups create)")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
 			return nil, err
 		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, GroupID: *group}
 		if *payload != "" {
 			if !json.Valid([]byte(*payload)) {
 				return nil, errors.New("--payload is not valid JSON")

@@ -66,6 +66,8 @@ type Job struct {
 	// Version counts the job's changes (its ETag is the version quoted):
 	// give it to IfMatch to change the job only if it is unchanged since.
 	Version int64
+	// GroupID is the job's group, "" for none.
+	GroupID string
 }
 
 type jobJSON struct {
@@ -87,6 +89,7 @@ type jobJSON struct {
 	UpdatedAt     stamp           `json:"updated_at"`
 	NextAttemptAt stamp           `json:"next_attempt_at,omitzero"`
 	Version       int64           `json:"version"`
+	GroupID       string          `json:"group_id,omitempty"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -96,7 +99,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Status: j.Status, FireAt: stamp(j.FireAt), Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
-		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version,
+		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, GroupID: j.GroupID,
 	})
 }
 
@@ -111,7 +114,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Status: w.Status, FireAt: time.Time(w.FireAt), Attempts: w.Attempts, MaxAttempts: w.MaxAttempts,
 		Priority: w.Priority, LastError: w.LastError, LastStatus: w.LastStatus, CallbackURL: w.CallbackURL,
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
-		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version,
+		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, GroupID: w.GroupID,
 	}
 	return nil
 }
@@ -140,6 +143,9 @@ type JobRequest struct {
 	MaxAttempts int
 	// Priority, when not "", overrides normal.
 	Priority Priority
+	// GroupID, when not "", makes the job a member of that group, which
+	// must exist and be open (CreateGroup).
+	GroupID string
 }
 
 type jobRequestJSON struct {
@@ -153,13 +159,14 @@ type jobRequestJSON struct {
 	Payload     json.RawMessage `json:"payload,omitempty"`
 	MaxAttempts int             `json:"max_attempts,omitempty"`
 	Priority    Priority        `json:"priority,omitempty"`
+	GroupID     string          `json:"group_id,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
 func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
-		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority,
+		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, GroupID: r.GroupID,
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)
