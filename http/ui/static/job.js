@@ -114,5 +114,6 @@ function jobFields(j) {
     ['Created', j.created_at],
     ['Updated', j.updated_at],
     ['Version', String(j.version), 'job-version'],
+    j.group_id ? ['Group', link(j.group_id, ['groups', j.group_id], undefined, { id: 'job-group' })] : null,
   ].filter(Boolean));
 }
