@@ -269,6 +269,7 @@ func (a *API) routes() chi.Router {
 		r.Delete("/deadletters/{id}", a.purgeDead)
 		a.topicRoutes(r)
 		a.scheduleRoutes(r)
+		a.groupRoutes(r)
 		r.Get("/cluster", a.cluster)
 	})
 	return r

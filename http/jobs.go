@@ -54,7 +54,8 @@ func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, err
 // a well-formed job: each item is then decoded alone, so that its error
 // names it.
 type batchRequest struct {
-	Jobs []batchItemJSON `json:"jobs"`
+	Group *batchGroupRequest `json:"group"`
+	Jobs  []batchItemJSON    `json:"jobs"`
 }
 
 // batchItemJSON is one item of a batch, kept as it came to be decoded on
@@ -86,11 +87,14 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 	// The common case, every item well-formed, is decoded in one pass;
 	// otherwise each item is decoded alone so that its error names it.
 	var fast struct {
-		Jobs []jobRequest `json:"jobs"`
+		Group *batchGroupRequest `json:"group"`
+		Jobs  []jobRequest       `json:"jobs"`
 	}
 	var bodies []*jobRequest
 	var errs []error
+	var group *batchGroupRequest
 	if decodeBytes(raw, &fast) == nil {
+		group = fast.Group
 		bodies = make([]*jobRequest, len(fast.Jobs))
 		for i := range fast.Jobs {
 			bodies[i] = &fast.Jobs[i]
@@ -102,6 +106,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 			a.writeError(w, r, err)
 			return
 		}
+		group = body.Group
 		bodies = make([]*jobRequest, len(body.Jobs))
 		errs = make([]error, len(body.Jobs))
 		for i, item := range body.Jobs {
@@ -141,16 +146,56 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 			reqs[i].TraceParent = tp
 		}
 	}
+	if group != nil {
+		a.createGroupBatch(w, r, group, reqs)
+		return
+	}
 	res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
+	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res)})
+}
+
+func batchItems(res []timer.Result) []batchItem {
 	items := make([]batchItem, len(res))
 	for i, res := range res {
 		items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: res.Created}
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": items})
+	return items
+}
+
+// createGroupBatch is POST /v1/jobs/batch with a "group": the group is
+// created unless it exists (open, with the same on_complete), every job
+// joins it, and it is sealed after them unless "seal" is false.
+func (a *API) createGroupBatch(w http.ResponseWriter, r *http.Request, body *batchGroupRequest, reqs []timer.Request) {
+	groups, ok := a.groups(w, r)
+	if !ok {
+		return
+	}
+	g, err := a.group(r.Context(), body.ID, body.OnComplete, "group.")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	seal := body.Seal == nil || *body.Seal
+	stored, res, err := groups.ScheduleGroup(r.Context(), g, seal, reqs)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	ref := groupRef{ID: stored.ID, Sealed: !stored.SealedAt.IsZero(), CreatedAt: formatTime(stored.CreatedAt), SealedAt: formatTime(stored.SealedAt)}
+	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res), "group": ref})
+}
+
+// groupRef is the group a batch's jobs joined, in its answer: GET
+// /v1/groups/{id} counts its members.
+type groupRef struct {
+	ID        string `json:"id"`
+	Sealed    bool   `json:"sealed"`
+	CreatedAt string `json:"created_at"`
+	SealedAt  string `json:"sealed_at,omitempty"`
 }
 
 // traceParent is the W3C traceparent a scheduling request carries, which

@@ -77,7 +77,8 @@ type jobRequest struct {
 	WindowMS *int64 `json:"window_ms"`
 	// ConcurrencyKey: the topic's jobs with the same one run one at a
 	// time (timer.Job.ConcurrencyKey).
-	ConcurrencyKey string `json:"concurrency_key"`
+	ConcurrencyKey string  `json:"concurrency_key"`
+	GroupID        *string `json:"group_id"`
 }
 
 // whenRequest is the body of PATCH /v1/jobs/{id} and of a replay.
@@ -142,6 +143,13 @@ func (b *jobRequest) request() (timer.Request, error) {
 			return r, &timer.FieldError{Field: "window_ms", Message: fmt.Sprintf("must be within 0..%d", timer.MaxWindow.Milliseconds())}
 		}
 		r.Window = time.Duration(*b.WindowMS) * time.Millisecond
+	}
+	// Not one of jobFields: a schedule's jobs join no group.
+	if b.GroupID != nil {
+		if err := timer.CheckGroupID(*b.GroupID, "group_id"); err != nil {
+			return r, err
+		}
+		r.GroupID = *b.GroupID
 	}
 	return r, r.Validate()
 }
@@ -563,6 +571,8 @@ type jobView struct {
 	ExpireAt      string `json:"expire_at,omitempty"`
 	// ConcurrencyKey is the job's, "" for none.
 	ConcurrencyKey string `json:"concurrency_key"`
+	// GroupID is the job's group, when it has one.
+	GroupID string `json:"group_id,omitempty"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -586,6 +596,7 @@ func viewOf(j *timer.Job) jobView {
 		Version:        j.Version,
 		WindowMS:       j.Window.Milliseconds(),
 		ConcurrencyKey: j.ConcurrencyKey,
+		GroupID:        j.GroupID,
 	}
 	if len(j.Payload) > 0 {
 		v.Payload = j.Payload

@@ -29,9 +29,16 @@
 //	  concurrency_key VARBINARY(128)  '' for none (TEXT in SQLite)
 //	  ck_held      VARBINARY(128)     VIRTUAL: the key while the row holds it (timer.HoldsKey), else NULL
 //	  UNIQUE toc_jobs_ck_held      (topic, ck_held)    one holder per key (SQLite: a partial index)
+//	  group_id     VARBINARY(100)     NULL when the job is in no group
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms): covers the scan
 //	  INDEX  toc_jobs_topic_status (topic, status)
+//	  INDEX  toc_jobs_group        (group_id, status): a group's counts, and whether it has a live member
+//
+//	toc_groups                        one row per group (shard 0 when sharded)
+//	  group_id   VARBINARY(100)       primary key
+//	  sealed_at, completed_at BIGINT  0: not yet
+//	  finished   TINYINT              1 once completed with its job recorded; (finished, group_id) feeds the sweep
 //
 //	toc_topics                        one row per topic
 //	  name       VARCHAR(64)          primary key

@@ -18,9 +18,9 @@ import (
 // The columns of toc_jobs as Insert writes them, and one row's placeholders.
 const (
 	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms, concurrency_key) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 21
+		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms, concurrency_key, group_id) VALUES `
+	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+	jobColumns = 22
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -88,7 +88,7 @@ func chunkJobs(jobs []*timer.Job, maxRows int) [][]*timer.Job {
 	var chunks [][]*timer.Job
 	start, size := 0, 0
 	for i, j := range jobs {
-		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL) + len(j.TraceParent) + len(j.ConcurrencyKey)
+		n := 256 + len(j.Topic) + 2*(len(j.Key)+len(j.Payload)) + len(j.LastError) + len(j.CallbackURL) + len(j.TraceParent) + len(j.ConcurrencyKey) + 2*len(j.GroupID)
 		if i > start && (i-start == maxRows || size+n > maxChunkBytes) {
 			chunks = append(chunks, jobs[start:i])
 			start, size = i, 0
@@ -121,7 +121,7 @@ func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
 			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
 			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
 		args = append(args, expiryArgs(j)...)
-		args = append(args, j.Window.Milliseconds(), j.ConcurrencyKey)
+		args = append(args, j.Window.Milliseconds(), j.ConcurrencyKey, keyArg(j.GroupID))
 	}
 	return b.String(), args
 }
@@ -418,7 +418,7 @@ func completeStatement(done []timer.Completion, now time.Time) (string, []any) {
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
 const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key FROM toc_jobs `
+	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key, group_id FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	var (
@@ -433,9 +433,10 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		noPayload             bool
 		expireAfter, expireAt sql.NullInt64
 		window                int64
+		group                 []byte
 	)
 	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window, &ckey)
+		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window, &ckey, &group)
 	if err != nil {
 		return nil, err
 	}
@@ -444,7 +445,7 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	j.Status, j.DueAt = statusOf(status, fired), timer.TimeOf(due)
 	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
 	j.Priority, j.LastStatus = timer.Priority(priority), int(lastStatus)
-	j.Payload = payload
+	j.Payload, j.GroupID = payload, string(group)
 	if j.Payload == nil && !noPayload {
 		j.Payload = []byte{}
 	}

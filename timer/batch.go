@@ -45,6 +45,24 @@ func (s *Scheduler) ScheduleBatch(ctx context.Context, reqs []Request) ([]Result
 	if err := s.insertAll(ctx, b); err != nil {
 		return nil, err
 	}
+	// A job that joined a group sealed since plan read it is taken back:
+	// the whole batch, which is all or nothing.
+	sealed, err := s.sealedSince(ctx, b.fresh)
+	if err != nil || sealed != nil {
+		var items []ItemError
+		for n, j := range b.fresh {
+			if sealed[j.GroupID] {
+				items = append(items, ItemError{Index: b.at[n], Err: &groupSealedError{id: j.GroupID}})
+			}
+		}
+		if uerr := s.unwrite(ctx, b.fresh); uerr != nil {
+			return nil, errors.Join(err, uerr)
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b.results, &BatchError{Items: items}
+	}
 	s.scheduled(ctx, b.fresh, now)
 	return b.results, nil
 }
@@ -72,8 +90,44 @@ func (s *Scheduler) scheduleEach(ctx context.Context, reqs []Request) ([]Result,
 			return nil, err
 		}
 	}
+	if fresh, err = s.takeBackSealed(ctx, b, fresh); err != nil {
+		return nil, err
+	}
 	s.scheduled(ctx, fresh, now)
 	return b.results, nil
+}
+
+// takeBackSealed takes back the jobs of fresh (committed by
+// scheduleEach) that joined a group sealed since plan read it, refusing
+// their requests, and returns the others. An error means the group could
+// not be read: every job of fresh is taken back.
+func (s *Scheduler) takeBackSealed(ctx context.Context, b *batch, fresh []*Job) ([]*Job, error) {
+	sealed, err := s.sealedSince(ctx, fresh)
+	if err == nil && sealed == nil {
+		return fresh, nil
+	}
+	var keep, back []*Job
+	for _, j := range fresh {
+		if err != nil || sealed[j.GroupID] {
+			back = append(back, j)
+		} else {
+			keep = append(keep, j)
+		}
+	}
+	if uerr := s.unwrite(ctx, back); uerr != nil {
+		return nil, errors.Join(err, uerr)
+	}
+	if err != nil {
+		return nil, err
+	}
+	at := make(map[*Job]int, len(b.fresh))
+	for n, j := range b.fresh {
+		at[j] = b.at[n]
+	}
+	for _, j := range back {
+		b.results[at[j]] = Result{Err: &groupSealedError{id: j.GroupID}}
+	}
+	return keep, nil
 }
 
 // batch is what plan makes of a list of requests.
@@ -116,6 +170,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 	creates := 0                      // topics the batch would create
 	capped := make(map[string]bool)   // topics it may not create: MaxTopics
 	spread := -1                      // the shard of the batch's jobs placed by neither key nor business id
+	groups := make(map[string]*Group) // the groups fresh jobs join, as read (nil: unknown)
 	for i := range b.reqs {
 		r := &b.reqs[i]
 		if err := r.Validate(); err != nil {
@@ -173,6 +228,14 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 					return nil, fmt.Errorf("look up key: %w", err)
 				}
 			}
+		}
+		refused, err := s.joinable(ctx, r, groups)
+		if err != nil {
+			return nil, err
+		}
+		if refused != nil {
+			b.results[i].Err = refused
+			continue
 		}
 		j := r.job(s.ids.NextIn(s.place(r, &spread)), now)
 		j.setExpiry(r.expiryOf(ts.t))

@@ -109,6 +109,9 @@ func (s *Scheduler) change(ctx context.Context, id JobID, version int64, update 
 		}
 		return j, fmt.Errorf("job %d is %s: %w", id, j.Status, conflictOf(j.Status))
 	}
+	if j.Status.Ended() {
+		s.ended(j.GroupID)
+	}
 	if _, err := s.topic(ctx, j.Topic); err != nil {
 		return j, err
 	}

@@ -87,6 +87,18 @@ type completer struct {
 	lim    *limiter
 	cat    *Catalog
 	wake   func(Wake)
+	// ended, when set, hears of the group of each member this completer
+	// ended (done, dead, cancelled by its receiver): the GroupCompleter's
+	// cue. A dead row the sweep of leases found has no job at hand; the
+	// group sweep finds those.
+	ended func(group string)
+}
+
+// groupEnded tells ended of j's group, if any.
+func (c *completer) groupEnded(j *Job) {
+	if c.ended != nil && j != nil && j.GroupID != "" {
+		c.ended(j.GroupID)
+	}
 }
 
 // record records a batch of outcomes: the step of the completer.
@@ -121,6 +133,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 			for _, o := range batch {
 				if o.kind == outDone {
 					acks = append(acks, o.lease)
+					c.groupEnded(o.job)
 				}
 			}
 		}
@@ -217,6 +230,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			c.cfg.logf("discard job failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return "cancelled", err
 		}
+		c.groupEnded(o.job)
 		if _, err := c.leaser.Ack(ctx, []Lease{o.lease}); err != nil {
 			c.cfg.logf("ack failed; the lease will expire and be skipped", "dep", "redis", "job", o.lease.ID.String(), "err", err)
 			return "cancelled", err
@@ -242,7 +256,11 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return result, err
 		}
+		if dead {
+			c.groupEnded(o.job)
+		}
 		if f.Expired {
+			c.groupEnded(o.job)
 			c.cfg.obs.Expired(topic)
 			return result, c.ack(ctx, o.lease)
 		}
@@ -255,6 +273,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 				c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 				return "dead", err
 			}
+			c.groupEnded(o.job)
 		}
 		// A Retry with one attempt allowed moves the lease to Dead, which
 		// keeps the dead-letter index in step with the row.
@@ -291,6 +310,7 @@ func (c *completer) expire(ctx context.Context, o outcome, now time.Time) (strin
 		c.wake(Wake{Slot: o.lease.Slot, DueAt: now})
 		return "moved", nil
 	}
+	c.groupEnded(o.job)
 	c.cfg.obs.Expired(o.lease.Slot.Topic)
 	return "expired", c.ack(ctx, o.lease)
 }

@@ -27,6 +27,7 @@ type Config struct {
 	Scheduler SchedulerConfig
 	Worker    WorkerConfig
 	Backstop  BackstopConfig
+	Groups    GroupCompleterConfig
 	// Assignment gives the worker its slots (default: AllSlots over the
 	// store, the standalone mode).
 	Assignment Assignment
@@ -40,8 +41,12 @@ type Engine struct {
 	Backstop *Backstop
 	// Catalog is the topic list the scheduler and the worker share.
 	Catalog *Catalog
-	waker   Waker
-	log     *slog.Logger
+	// Groups completes the groups of the store (nil when the store keeps
+	// none): Run runs it, and the scheduler and worker tell it of every
+	// member they end.
+	Groups *GroupCompleter
+	waker  Waker
+	log    *slog.Logger
 }
 
 // Validate reports the first field of c, or of one of its parts' configs,
@@ -112,6 +117,18 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		log:       cfg.Logger,
 	}
 	sched.OnRepair(e.Backstop.Repair)
+	if gs, ok := store.(GroupStore); ok {
+		gc := cfg.Groups
+		if gc.Logger == nil {
+			gc.Logger = cfg.Logger
+		}
+		if gc.Now == nil {
+			gc.Now = cfg.Now
+		}
+		e.Groups = NewGroupCompleter(gs, sched, gc)
+		sched.OnEnded(e.Groups.Notify)
+		worker.OnEnded(e.Groups.Notify)
+	}
 	e.waker, _ = timers.(Waker)
 	return e, nil
 }
@@ -131,6 +148,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	run("worker", e.Worker.Run)
 	run("catalog", e.Catalog.Run)
 	run("backstop", e.Backstop.Run)
+	if e.Groups != nil {
+		run("groups", e.Groups.Run)
+	}
 	if e.waker != nil {
 		run("wakes", func(ctx context.Context) error { return e.waker.Wakes(ctx, e.Worker.Wake) })
 	}

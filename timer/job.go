@@ -115,6 +115,34 @@ func (s Status) String() string {
 	return "status(" + strconv.Itoa(int(s)) + ")"
 }
 
+// Ended reports whether a job in status s has ended: it will not fire
+// again unless replayed. A group is complete once every member has ended
+// (see GroupCompleter); this is the one place that says which statuses
+// end a job, and the task store derives its "still live" condition from
+// it (LiveStatuses).
+func (s Status) Ended() bool {
+	switch s {
+	case StatusDone, StatusCancelled, StatusDead, StatusPurged, StatusExpired:
+		return true
+	}
+	return false
+}
+
+// Statuses lists every status a row may hold, in code order: the counts
+// of a group show each of them.
+var Statuses = []Status{StatusPending, StatusFiring, StatusDone, StatusCancelled, StatusDead, StatusPurged, StatusExpired}
+
+// LiveStatuses are the statuses of Statuses that have not ended.
+func LiveStatuses() []Status {
+	var live []Status
+	for _, s := range Statuses {
+		if !s.Ended() {
+			live = append(live, s)
+		}
+	}
+	return live
+}
+
 // Job is one timeout: the row in the task store.
 type Job struct {
 	ID    JobID
@@ -169,6 +197,9 @@ type Job struct {
 	// "" for none. While a job holds its key (HoldsKey), no other job of
 	// the topic with the same key moves to firing: Fire leaves it pending.
 	ConcurrencyKey string
+	// GroupID names the group the job is a member of, "" for none (see
+	// Group).
+	GroupID string
 }
 
 // Expiry is a deadline rule: when Set, a job's webhook call must start

@@ -75,6 +75,9 @@ type Request struct {
 	// that run one at a time (Job.ConcurrencyKey). It is bounded and
 	// formed like an idempotency key.
 	ConcurrencyKey string
+	// GroupID makes the job a member of an existing open group ("" for
+	// none): see Group.
+	GroupID string
 
 	// shard is 1 + the task store shard Schedule placed the request in;
 	// 0 when the scheduler has not placed it yet.
@@ -114,6 +117,8 @@ func (r *Request) Validate() error {
 		return invalid("concurrency_key", "longer than %d bytes", MaxKeyBytes)
 	case !ValidKey(r.ConcurrencyKey):
 		return invalid("concurrency_key", "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
+	case r.GroupID != "" && CheckGroupID(r.GroupID, "group_id") != nil:
+		return CheckGroupID(r.GroupID, "group_id")
 	}
 	return r.Expiry.Check("expire_after_ms")
 }
@@ -206,6 +211,7 @@ func (r *Request) job(id JobID, now time.Time) *Job {
 		Version:        1,
 		Window:         r.Window,
 		ConcurrencyKey: r.ConcurrencyKey,
+		GroupID:        r.GroupID,
 	}
 	j.setExpiry(r.Expiry)
 	return j
@@ -230,6 +236,7 @@ func (r *Request) sameAs(existing *Job) bool {
 		r.CallbackURL == existing.CallbackURL &&
 		r.Priority == existing.Priority &&
 		r.Window == existing.Window &&
+		r.GroupID == existing.GroupID &&
 		cmp.Or(r.MaxAttempts, DefaultMaxAttempts) == existing.MaxAttempts &&
 		(!r.Expiry.Set || r.Expiry == existing.Expiry) &&
 		(!r.NoExpiry || !existing.Expiry.Set) &&

@@ -101,6 +101,7 @@ type Scheduler struct {
 	wakers  []func(Wake)
 	onPut   []func(Topic)
 	repairs []func()
+	onEnded []func(group string)
 }
 
 // Timing of the index writes after a commit.

@@ -274,6 +274,10 @@ func (w *Worker) poke() {
 	}
 }
 
+// OnEnded registers fn to hear of the group of each member the worker
+// ends (see GroupCompleter.Notify). Call it before Run.
+func (w *Worker) OnEnded(fn func(group string)) { w.complete.ended = fn }
+
 // SetTopic applies a topic's new limits at once (the scheduler's hook
 // after PUT /v1/topics); other processes learn them at their next catalog
 // refresh.

@@ -12,7 +12,7 @@ import (
 )
 
 // jobFields are the columns of a table of jobs, and of dead letters.
-var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at", "version"}
+var jobFields = []string{"id", "topic", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "updated_at", "version", "group_id"}
 
 // scheduleFlags are the flags of toc schedule.
 func scheduleFlags(fs *flagSet) prepareCall {
@@ -28,6 +28,7 @@ func scheduleFlags(fs *flagSet) prepareCall {
 		"instead of firing late (0: must not fire late at all; -1: no deadline, even if the topic has one; default: the topic's)")
 	window := fs.Duration("window", 0, "flexible window: the job may fire until its due time plus this (e.g. 60s; at most 24h)")
 	concurrencyKey := fs.string("concurrency-key", "", "jobs of the topic with this key are never in flight at once")
+	group := fs.string("group", "", "the open group the job joins (toc groups create)")
 	return func([]string) (call, error) {
 		w, err := when()
 		if err != nil {
@@ -37,7 +38,7 @@ func scheduleFlags(fs *flagSet) prepareCall {
 			return nil, errors.New("--window must be whole milliseconds, not negative")
 		}
 		r := client.JobRequest{Topic: *topic, CallbackURL: *callback, FireAt: w.FireAt, Delay: w.Delay,
-			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window, ConcurrencyKey: *concurrencyKey}
+			Key: *key, BizID: *bizID, MaxAttempts: *maxAttempts, Window: *window, ConcurrencyKey: *concurrencyKey, GroupID: *group}
 		if *expireAfter != -2 {
 			r.ExpireAfterMS = expireAfter
 		}

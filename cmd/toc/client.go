@@ -46,7 +46,7 @@ type prepareCall func(args []string) (call, error)
 type call func(ctx context.Context, c *client.Client) (any, error)
 
 // clientCommands are the client commands; a group ("jobs", "topics",
-// "dead", "schedules") is the first word of several.
+// "dead", "schedules", "groups") is the first word of several.
 var clientCommands = []clientCommand{
 	{name: "schedule", about: "schedule a job", flags: scheduleFlags, table: one(jobFields...)},
 	{name: "jobs get", about: "show a job", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
@@ -82,6 +82,11 @@ var clientCommands = []clientCommand{
 		table: printSchedule},
 	{name: "schedules delete", about: "delete a schedule (the jobs it made stay)", args: "ID", flags: onSchedule(scheduleDelete),
 		table: one("id", "deleted")},
+	{name: "groups create", about: "create an open group: jobs join it with toc schedule --group until it is sealed", args: "ID",
+		flags: groupCreateFlags, table: printGroup},
+	{name: "groups get", about: "show a group and its members' counts by status", args: "ID", flags: onGroup((*client.Client).GetGroup), table: printGroup},
+	{name: "groups seal", about: "close a group to new members: it completes once every member has ended", args: "ID",
+		flags: onGroup((*client.Client).SealGroup), table: printGroup},
 	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
 }
 

@@ -77,6 +77,8 @@ type Job struct {
 	// ConcurrencyKey is the job's concurrency key, "" for none (see
 	// JobRequest.ConcurrencyKey).
 	ConcurrencyKey string
+	// GroupID is the job's group, "" for none.
+	GroupID string
 }
 
 type jobJSON struct {
@@ -102,6 +104,7 @@ type jobJSON struct {
 	ExpireAt       stamp           `json:"expire_at,omitzero"`
 	WindowMS       int64           `json:"window_ms"`
 	ConcurrencyKey string          `json:"concurrency_key"`
+	GroupID        string          `json:"group_id,omitempty"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -112,7 +115,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
 		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt), WindowMS: ms(j.Window),
-		ConcurrencyKey: j.ConcurrencyKey,
+		ConcurrencyKey: j.ConcurrencyKey, GroupID: j.GroupID,
 	}
 	if !j.ExpireAt.IsZero() {
 		after := j.ExpireAfter.Milliseconds()
@@ -134,6 +137,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
 		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ExpireAt: time.Time(w.ExpireAt),
 		Window: time.Duration(w.WindowMS) * time.Millisecond, ConcurrencyKey: w.ConcurrencyKey,
+		GroupID: w.GroupID,
 	}
 	if w.ExpireAfterMS != nil {
 		j.ExpireAfter = time.Duration(*w.ExpireAfterMS) * time.Millisecond
@@ -179,6 +183,9 @@ type JobRequest struct {
 	// waiting for a retry, the next waits until it is done, dead or
 	// cancelled. At most 128 bytes.
 	ConcurrencyKey string
+	// GroupID, when not "", makes the job a member of that group, which
+	// must exist and be open (CreateGroup).
+	GroupID string
 }
 
 // NoExpiry is the ExpireAfterMS of a job without a deadline.
@@ -198,6 +205,7 @@ type jobRequestJSON struct {
 	ExpireAfter    *int64          `json:"expire_after_ms,omitempty"`
 	WindowMS       int64           `json:"window_ms,omitempty"`
 	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	GroupID        string          `json:"group_id,omitempty"`
 }
 
 // MarshalJSON writes r as the API reads it.
@@ -205,6 +213,7 @@ func (r JobRequest) MarshalJSON() ([]byte, error) {
 	w := jobRequestJSON{
 		Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
 		Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS, WindowMS: ms(r.Window), ConcurrencyKey: r.ConcurrencyKey,
+		GroupID: r.GroupID,
 	}
 	w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
 	return marshal(w)

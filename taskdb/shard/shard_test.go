@@ -60,6 +60,15 @@ func TestScheduleStoreOnTwoShards(t *testing.T) {
 	})
 }
 
+// Groups on two databases: the rows in shard 0, the members in both,
+// counted and checked over both.
+func TestGroupStoreOnTwoShards(t *testing.T) {
+	timertest.TestGroupStore(t, func(t *testing.T) timertest.GroupStore {
+		s, _ := openShards(t, 2)
+		return s
+	})
+}
+
 // The attempt history on two databases: split by shard, read from the
 // job's shard, pruned on both.
 func TestAttemptLogOnTwoShards(t *testing.T) {

@@ -119,3 +119,7 @@ func TestFakeAttemptLog(t *testing.T) {
 func TestFakeScheduleStore(t *testing.T) {
 	timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore { return timertest.NewStore() })
 }
+
+func TestFakeGroupStore(t *testing.T) {
+	timertest.TestGroupStore(t, func(t *testing.T) timertest.GroupStore { return timertest.NewStore() })
+}

@@ -8,6 +8,7 @@ import { jobPage } from './job.js';
 import { deadLettersPage } from './deadletters.js';
 import { clusterPage } from './cluster.js';
 import { schedulesPage } from './schedules.js';
+import { groupPage } from './groups.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -17,6 +18,7 @@ const routes = [
   [/^\/jobs\/([^/]+)$/, jobPage],
   [/^\/deadletters$/, deadLettersPage],
   [/^\/schedules$/, schedulesPage],
+  [/^\/groups\/([^/]+)$/, groupPage],
   [/^\/cluster$/, clusterPage],
 ];
 

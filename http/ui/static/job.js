@@ -127,5 +127,6 @@ function jobFields(j) {
     ['Version', String(j.version), 'job-version'],
     ['Window', windowText(j), 'job-window'],
     ['Concurrency key', j.concurrency_key, 'job-concurrency-key'],
+    j.group_id ? ['Group', link(j.group_id, ['groups', j.group_id], undefined, { id: 'job-group' })] : null,
   ].filter(Boolean));
 }
