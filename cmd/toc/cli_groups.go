@@ -13,7 +13,7 @@ import (
 )
 
 // statusOrder is the order a group's counts are printed in.
-var statusOrder = []string{"pending", "firing", "done", "cancelled", "dead", "purged"}
+var statusOrder = []string{"pending", "firing", "done", "cancelled", "dead", "purged", "expired"}
 
 // printGroup prints a group and its members' counts by status.
 func printGroup(w io.Writer, o map[string]any) {

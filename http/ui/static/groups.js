@@ -4,7 +4,7 @@
 import { call, path } from './api.js';
 import { el, text, link, table, fields } from './dom.js';
 
-const statuses = ['pending', 'firing', 'done', 'cancelled', 'dead', 'purged'];
+const statuses = ['pending', 'firing', 'done', 'cancelled', 'dead', 'purged', 'expired'];
 
 // groupPage: GET /v1/groups/{id}.
 export async function groupPage(view, params, id) {
