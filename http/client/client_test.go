@@ -22,7 +22,7 @@ import (
 const jobAnswer = `{"id":"4737258989562101760","topic":"orders","key":"k1","biz_id":"18446744073709551615","biz_type":"7",` +
 	`"status":"pending","fire_at":"2026-11-21T20:00:02.000Z","attempts":1,"max_attempts":16,"priority":"high",` +
 	`"last_error":"HTTP 503","last_status":503,"callback_url":"http://127.0.0.1:9001/hook","payload":{"order":42},` +
-	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:00:01.250Z","next_attempt_at":"2026-11-21T20:00:02.000Z","version":4}`
+	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:00:01.250Z","next_attempt_at":"2026-11-21T20:00:02.000Z","version":4,"window_ms":0,"concurrency_key":""}`
 
 // fake is a client of srv whose waits are recorded, not slept.
 type fake struct {
@@ -399,7 +399,7 @@ func TestRoundTrip(t *testing.T) {
 		{new(Job), `{"id":"4737258989562101761","topic":"otp","key":"","biz_id":"0","biz_type":"0","status":"expired",` +
 			`"fire_at":"2026-11-21T20:00:02.000Z","attempts":0,"max_attempts":16,"priority":"normal","last_error":"deadline passed",` +
 			`"last_status":0,"callback_url":"http://127.0.0.1:9001/hook","payload":null,"created_at":"2026-11-21T20:00:00.000Z",` +
-			`"updated_at":"2026-11-21T20:00:08.000Z","version":2,"expire_after_ms":5000,"expire_at":"2026-11-21T20:00:07.000Z"}`},
+			`"updated_at":"2026-11-21T20:00:08.000Z","version":2,"expire_after_ms":5000,"expire_at":"2026-11-21T20:00:07.000Z","window_ms":0,"concurrency_key":""}`},
 		{new(TopicStats), `{"topic":"orders","slots":16,"pending":10,"in_flight":1,"dead":2,"counted_at":"2026-11-21T20:00:00.000Z",` +
 			`"counts_estimated":false,"next_due_at":"","oldest_overdue_ms":0}`},
 		{new(Forecast), `{"topic":"orders","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T22:00:00.000Z","step":"1h0m0s",` +
