@@ -116,9 +116,7 @@ type service struct {
 	rdb          redis.UniversalClient
 	redisAddr    string // for messages
 	tokens       []string
-	// tokenFile, when set, is --tokens-file: the tokens in force, joined
-	// with tokens, reloaded on SIGHUP and when the file changes.
-	tokenFile    *auth.File
+	tokenFile    *auth.File // --tokens-file, joined with tokens; reloaded on SIGHUP and change (nil: none)
 	allowPrivate bool
 	log          *slog.Logger
 	// onListen is called with the API's address once it listens.
