@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics.
-         * @description Open to anyone. With --metrics-addr they are served on that address of their own instead, and this path answers 404.
+         * @description Without a tokens file (--api-token only, or auth off), open to anyone. With --tokens-file it needs a token: an admin's gets every series, another token's only the series labelled with one of its topics (the comment lines of every family, no series of other topics, none of topic="_other"). With --metrics-addr they are served on that address of their own instead, to anyone who reaches it, and this path answers 404.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -1023,10 +1023,10 @@ export interface components {
         };
         ErrorDetail: {
             /**
-             * @description One per status: 400 invalid_argument, 401 unauthenticated, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight or already_fired, 412 version_mismatch, 413 payload_too_large, 503 unavailable.
+             * @description One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired or topic_quota, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
              * @enum {string}
              */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch" | "forbidden" | "rate_limited" | "pending_quota" | "topic_quota";
             /** @description For a person; not to be parsed. */
             message: string;
             /** @description The request field or query parameter at fault, when one is; a nested key by its path (`payload.a`, `retry.base_ms`, `jobs[2].topic`). Left out when none is. */
@@ -1042,7 +1042,7 @@ export interface components {
         ErrorItem: {
             index: number;
             /** @enum {string} */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "forbidden";
             message: string;
             field?: string;
         };
@@ -1327,6 +1327,25 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description forbidden: the token's role does not allow the call (a read token's change, a topic's settings or the cluster view without admin), or the call names a topic outside the token's patterns (a batch is refused whole, `items` naming each job of such a topic). Decided by the topic's name and the token alone: it says nothing of whether the topic exists. See README, Tenants. */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description rate_limited: the token schedules faster than its `rate`; or pending_quota: its topics hold its `max_pending` jobs. Nothing was written; retry after Retry-After seconds. */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The job id. */
@@ -1453,6 +1472,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -1537,6 +1557,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1625,7 +1646,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
-            /** @description conflict: the key is already used by a job with other content. */
+            403: components["responses"]["Forbidden"];
+            /** @description conflict: the key is already used by a job with other content. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1635,6 +1657,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1682,6 +1705,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1738,6 +1762,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Unavailable"];
         };
@@ -1818,7 +1843,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            /** @description Every refused item reused an idempotency key with other content (error.items), or keys were taken concurrently twice while the batch committed. Nothing was stored. */
+            403: components["responses"]["Forbidden"];
+            /** @description Every refused item reused an idempotency key with other content (error.items), or keys were taken concurrently twice while the batch committed. Nothing was stored. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1828,6 +1854,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1912,6 +1939,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Too late, or nothing to cancel; the job is unchanged. */
             409: {
@@ -1988,6 +2016,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Too late (in_flight, already_fired), or the job has ended (conflict); it is unchanged. */
             409: {
@@ -2122,6 +2151,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2179,6 +2209,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2232,6 +2263,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2295,6 +2327,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2373,6 +2406,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: the job is not dead. */
             409: {
@@ -2420,6 +2454,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: the job is not dead. */
             409: {
@@ -2534,6 +2569,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2620,7 +2656,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
-            /** @description conflict: another slot count than the topic's. */
+            403: components["responses"]["Forbidden"];
+            /** @description conflict: another slot count than the topic's. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2654,6 +2691,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Jobs still hold the topic; the message counts them by status. */
             409: {
@@ -2725,6 +2763,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: another slot count than the topic's. */
             409: {
@@ -2782,6 +2821,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2829,6 +2869,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2856,6 +2897,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2899,6 +2941,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2922,6 +2965,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3070,7 +3114,18 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description topic_quota: the schedule's topic does not exist and creating it would pass the token's max_topics. Nothing was written. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3151,6 +3206,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -3207,6 +3263,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -3263,6 +3320,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
