@@ -34,7 +34,11 @@ func (p *proc) as(name string) *proc {
 	return &q
 }
 
-func TestTenantsEndToEnd(t *testing.T) {
+// startTenants runs toc serve on real MariaDB and Redis with the tokens
+// file tenantTokens (and the args), calling as the admin ops; it returns
+// the process, a receiver of its webhooks and the file's path.
+func startTenants(t *testing.T, args ...string) (*proc, *receiver, string) {
+	t.Helper()
 	dsn := testenv.MariaDB(t).NewDatabase(t)
 	rds := testenv.Redis(t)
 	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -43,9 +47,14 @@ func TestTenantsEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	rcv := newReceiver(t, secret)
-	p := startToc(t, "ops-token-0123456789", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr,
+	p := startToc(t, "ops-token-0123456789", append([]string{"serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr,
 		"--redis-prefix", fmt.Sprintf("ten%d:", time.Now().UnixNano()), "--tokens-file", file,
-		"--api-token", "legacy-admin", "--webhook-secret", secret, "--allow-private-callbacks")
+		"--webhook-secret", secret, "--allow-private-callbacks"}, args...)...)
+	return p, rcv, file
+}
+
+func TestTenantsEndToEnd(t *testing.T) {
+	p, rcv, file := startTenants(t, "--api-token", "legacy-admin")
 	orders, billing, viewer := p.as("orders"), p.as("billing"), p.as("viewer")
 	hook := rcv.srv.URL + "/hook"
 	job := func(topic string, delay time.Duration) map[string]any {
@@ -190,17 +199,8 @@ func TestTenantsEndToEnd(t *testing.T) {
 // bounded by its max_topics, while another tenant's jobs come due: every
 // one of them fires.
 func TestTenantTopicFlood(t *testing.T) {
-	dsn := testenv.MariaDB(t).NewDatabase(t)
-	rds := testenv.Redis(t)
-	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
-	file := filepath.Join(t.TempDir(), "tokens.json")
-	if err := os.WriteFile(file, []byte(tenantTokens), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	rcv := newReceiver(t, secret)
-	p := startToc(t, "orders-token-0123456789", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr,
-		"--redis-prefix", fmt.Sprintf("flood%d:", time.Now().UnixNano()), "--tokens-file", file,
-		"--webhook-secret", secret, "--allow-private-callbacks")
+	admin, rcv, _ := startTenants(t)
+	p := admin.as("orders")
 	ids := scheduleMany(t, p, "orders", rcv.srv.URL+"/hook", 50, time.Now().Add(2*time.Second), 5*time.Second)
 	done := rcv.expect(ids)
 	flood := p.as("flood")
