@@ -123,7 +123,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	case len(dsns.values) > timer.MaxShards:
 		return fmt.Errorf("--mysql-dsn given %d times: at most %d shards", len(dsns.values), timer.MaxShards)
 	case len(tokens.values) == 0 && *tokensFile == "" && !*noAuth:
-		return errors.New("--api-token or --tokens-file is required (or --insecure-no-auth to serve without auth)")
+		return errors.New("--api-token is required, or --tokens-file (or --insecure-no-auth to serve without auth)")
 	case *noAuth && (len(tokens.values) > 0 || *tokensFile != ""):
 		return errors.New("--insecure-no-auth turns auth off: give it without --api-token and --tokens-file")
 	case len(f.secrets.values) == 0:

@@ -222,3 +222,20 @@ func TestTenantTopicFlood(t *testing.T) {
 	rcv.wait(t, done, time.Minute)
 	rcv.check(t)
 }
+
+// A tokens file with a fault stops toc at start, naming the entry and
+// field; toc tokens hash prints what a token_sha256 entry holds.
+func TestTokensFileAtStart(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "tokens.json")
+	if err := os.WriteFile(file, []byte(`{"tokens": [{"name": "a", "token": "aaaaaaaaaaaaaaaaaaaa", "role": "write", "topics": ["[x"]}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTocCmd(t, "serve", "--mysql-dsn", "x@tcp(127.0.0.1:1)/x", "--tokens-file", file, "--webhook-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err == nil || !strings.Contains(out, "tokens[0] (a): topics[0]") {
+		t.Errorf("serve with a bad tokens file: %v\n%s", err, out)
+	}
+	out, err = runTocCmd(t, "tokens", "hash", "ops-token-0123456789")
+	if err != nil || strings.TrimSpace(out) != auth.Hash("ops-token-0123456789") {
+		t.Errorf("toc tokens hash: %v %q", err, out)
+	}
+}
