@@ -3,7 +3,6 @@ package http
 import (
 	"cmp"
 	"context"
-	"crypto/subtle"
 	"fmt"
 	"log/slog"
 	"net"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/ui"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
@@ -123,8 +123,16 @@ const (
 // APIConfig configures the API. The zero value serves without auth and
 // refuses callbacks to private addresses.
 type APIConfig struct {
-	// Tokens, when any, are the bearer tokens every /v1 call needs.
+	// Tokens, when any, are the bearer tokens every /v1 call needs, each
+	// an admin of every topic (--api-token).
 	Tokens []string
+	// TokenSet, when set, returns the tokens in force instead (a tokens
+	// file, reloaded: --tokens-file), each with its role, topics and
+	// quotas (see http/auth). It also makes /metrics on the API's address
+	// need a token (see metricsFor).
+	TokenSet func() *auth.Set
+	// staticTokens is Tokens as a set, made by NewAPI.
+	staticTokens *auth.Set
 	// MaxBodyBytes bounds a request body; MaxBatchBodyBytes a batch's.
 	MaxBodyBytes      int64
 	MaxBatchBodyBytes int64
@@ -161,7 +169,7 @@ func (c APIConfig) Validate() error {
 		return &timer.FieldError{Field: "MaxBodyBytes", Message: "must not be negative"}
 	case c.MaxBatchBodyBytes < 0:
 		return &timer.FieldError{Field: "MaxBatchBodyBytes", Message: "must not be negative"}
-	case slices.Contains(c.Tokens, ""):
+	case slices.Contains(c.Tokens, "") && c.TokenSet == nil:
 		return &timer.FieldError{Field: "Tokens", Message: "must not hold an empty token"}
 	}
 	if err := c.TopicDefaults.Validate(); err != nil {
@@ -186,6 +194,7 @@ type API struct {
 	guard  *webhook.Guard
 	router chi.Router
 	ui     http.Handler
+	quotas *quotas
 }
 
 // NewAPI returns the API over jobs, dead and stats.
@@ -207,8 +216,11 @@ func NewAPI(jobs Jobs, dead DeadLetters, stats Stats, cfg APIConfig) (*API, erro
 	d.Lease = cmp.Or(d.Lease, timer.DefaultLease)
 	d.CallbackTimeout = cmp.Or(d.CallbackTimeout, timer.DefaultAttemptTimeout)
 	cfg.MaxCallbackTimeout = cmp.Or(cfg.MaxCallbackTimeout, max(DefaultMaxCallbackTimeout, d.CallbackTimeout))
+	if err := cfg.setTokens(); err != nil {
+		return nil, err
+	}
 	guard := webhook.NewGuard(webhook.GuardConfig{AllowPrivate: cfg.AllowPrivateCallbacks, Resolver: cfg.Resolver})
-	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard, ui: ui.Handler()}
+	a := &API{jobs: jobs, dead: dead, stats: stats, cfg: cfg, log: cfg.Logger, guard: guard, ui: ui.Handler(), quotas: newQuotas()}
 	a.router = a.routes()
 	return a, nil
 }
@@ -245,7 +257,7 @@ func (a *API) routes() chi.Router {
 	})
 	r.Get("/readyz", a.ready)
 	if a.cfg.Metrics != nil {
-		r.Method(http.MethodGet, "/metrics", a.cfg.Metrics)
+		r.Method(http.MethodGet, "/metrics", metricsFor(&a.cfg))
 	}
 	// The document holds no data: a client generator or linter fetches it
 	// without a token.
@@ -286,28 +298,6 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 			}
 		}()
 		next.ServeHTTP(w, r)
-	})
-}
-
-func (a *API) authenticate(next http.Handler) http.Handler {
-	if len(a.cfg.Tokens) == 0 {
-		return next
-	}
-	tokens := make([][]byte, len(a.cfg.Tokens))
-	for i, t := range a.cfg.Tokens {
-		tokens[i] = []byte(t)
-	}
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if ok {
-			for _, t := range tokens {
-				if subtle.ConstantTimeCompare([]byte(got), t) == 1 {
-					next.ServeHTTP(w, r)
-					return
-				}
-			}
-		}
-		a.writeError(w, r, errUnauthenticated)
 	})
 }
 

@@ -22,6 +22,10 @@ func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
 		return
 	}
+	if err := allowTopic(r.Context(), f.Topic); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	if err := timeRange(q.Get, &f.From, &f.To); err != nil {
 		a.writeError(w, r, err)
 		return
@@ -51,6 +55,9 @@ func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 // purgeDead: DELETE /v1/deadletters/{id}.
 func (a *API) purgeDead(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
+	if err == nil {
+		err = a.visibleJob(r.Context(), id)
+	}
 	if err == nil {
 		err = a.dead.PurgeDead(r.Context(), id)
 	}

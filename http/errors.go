@@ -27,6 +27,18 @@ const (
 	// CodeMethodNotAllowed answers a method the path does not serve (405,
 	// with an Allow header).
 	CodeMethodNotAllowed = "method_not_allowed"
+	// CodeForbidden answers a call the token's role or topics do not
+	// allow (403).
+	CodeForbidden = "forbidden"
+	// CodeRateLimited answers a token scheduling faster than its rate
+	// (429, with Retry-After).
+	CodeRateLimited = "rate_limited"
+	// CodePendingQuota answers a token whose topics hold its max_pending
+	// jobs (429, with Retry-After).
+	CodePendingQuota = "pending_quota"
+	// CodeTopicQuota answers a token creating a topic past its
+	// max_topics (409).
+	CodeTopicQuota = "topic_quota"
 )
 
 // errMethodNotAllowed answers a method the path does not serve.
@@ -69,6 +81,16 @@ func toDetail(err error) (int, errorDetail) {
 	if be, ok := errors.AsType[*timer.BatchError](err); ok {
 		return batchDetail(be)
 	}
+	if fi, ok := errors.AsType[*forbiddenItems](err); ok {
+		d := errorDetail{Code: CodeForbidden, Message: fi.Error(), Field: "jobs", Items: make([]itemDetail, len(fi.items))}
+		for i, it := range fi.items {
+			d.Items[i] = itemDetail{Index: it.Index, Code: CodeForbidden, Message: it.Err.Error(), Field: "topic"}
+		}
+		return http.StatusForbidden, d
+	}
+	if qe, ok := errors.AsType[*quotaError](err); ok {
+		return qe.status, errorDetail{Code: qe.code, Message: qe.msg, Field: qe.field}
+	}
 	switch {
 	case errors.As(err, &fe):
 		return http.StatusBadRequest, errorDetail{Code: CodeInvalid, Message: fe.Message, Field: fe.Field}
@@ -88,6 +110,8 @@ func toDetail(err error) (int, errorDetail) {
 		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: err.Error()}
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethodNotAllowed, Message: err.Error()}
+	case errors.Is(err, errForbidden):
+		return http.StatusForbidden, errorDetail{Code: CodeForbidden, Message: err.Error()}
 	case errors.Is(err, errUnauthenticated):
 		return http.StatusUnauthorized, errorDetail{Code: CodeUnauthenticated, Message: err.Error()}
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
@@ -130,6 +154,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	}
 	if ve, ok := errors.AsType[*timer.VersionError](err); ok {
 		w.Header().Set("ETag", etag(ve.Have))
+	}
+	if qe, ok := errors.AsType[*quotaError](err); ok && qe.status == http.StatusTooManyRequests {
+		w.Header().Set("Retry-After", itoa(retryAfterSeconds(qe.retryAfter)))
 	}
 	writeJSON(w, status, errorBody{Error: d})
 }

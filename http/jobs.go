@@ -29,7 +29,17 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.TraceParent = traceParent(r.Header)
+	if err := allowTopic(r.Context(), req.Topic); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	done, err := a.admit(r.Context(), 1, []string{req.Topic})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	res, err := a.jobs.Schedule(r.Context(), req)
+	done()
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -141,6 +151,19 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, &timer.BatchError{Items: refused})
 		return
 	}
+	topics := make([]string, len(reqs))
+	for i := range reqs {
+		topics[i] = reqs[i].Topic
+	}
+	if err := allowBatch(r.Context(), topics); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	done, err := a.admit(r.Context(), len(reqs), topics)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	if tp := traceParent(r.Header); tp != "" {
 		for i := range reqs {
 			reqs[i].TraceParent = tp
@@ -151,6 +174,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
+	done()
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -235,6 +259,10 @@ type AttemptLister interface {
 func (a *API) listAttempts(w http.ResponseWriter, r *http.Request) {
 	id, err := jobID(r)
 	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := a.visibleJob(r.Context(), id); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -348,6 +376,10 @@ func isEmptyBody(err error) bool {
 func (a *API) withJob(w http.ResponseWriter, r *http.Request, do func(context.Context, timer.JobID) (*timer.Job, error)) {
 	id, err := jobID(r)
 	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := a.visibleJob(r.Context(), id); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

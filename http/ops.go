@@ -2,11 +2,11 @@ package http
 
 import (
 	"context"
-	"crypto/subtle"
 	"errors"
 	"net/http"
-	"strings"
 	"sync"
+
+	"github.com/toc-project/toc/http/auth"
 )
 
 // Values of a check in /readyz's "checks".
@@ -20,13 +20,13 @@ const (
 // readyTimeout; 503 when any of them fails. "checks" names each check with
 // "ok", "failing" or "degraded" (see ErrDegraded; 200 with status
 // "degraded" when none fails), to anyone: a probe needs no token. Only a caller with
-// a valid bearer token (or any caller when auth is off) also gets
+// an admin's bearer token (or any caller when auth is off) also gets
 // "errors", the failing checks' error text, which may name addresses.
 func (a *API) ready(w http.ResponseWriter, r *http.Request) {
-	serveReady(w, r, a.cfg.Ready, a.cfg.Tokens)
+	serveReady(w, r, a.cfg.Ready, a.cfg.tokenSet())
 }
 
-func serveReady(w http.ResponseWriter, r *http.Request, ready map[string]func(context.Context) error, tokens []string) {
+func serveReady(w http.ResponseWriter, r *http.Request, ready map[string]func(context.Context) error, tokens *auth.Set) {
 	ctx, cancel := context.WithTimeout(r.Context(), readyTimeout)
 	defer cancel()
 	checks := make(map[string]string, len(ready))
@@ -60,23 +60,10 @@ func serveReady(w http.ResponseWriter, r *http.Request, ready map[string]func(co
 		}
 	}
 	body := map[string]any{"status": status, "checks": checks}
-	if len(errs) > 0 && (len(tokens) == 0 || hasToken(r, tokens)) {
+	if len(errs) > 0 && isAdmin(r, tokens) {
 		body["errors"] = errs
 	}
 	writeJSON(w, code, body)
-}
-
-// hasToken reports whether r carries one of tokens as its bearer token.
-func hasToken(r *http.Request, tokens []string) bool {
-	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
-		return false
-	}
-	found := false
-	for _, t := range tokens {
-		found = subtle.ConstantTimeCompare([]byte(got), []byte(t)) == 1 || found
-	}
-	return found
 }
 
 // Starting returns what answers on the API's address while the service
@@ -85,15 +72,16 @@ func hasToken(r *http.Request, tokens []string) bool {
 // cfg.Metrics is set, as the API serves them; 503 unavailable, with
 // Retry-After, to everything else. Nothing is written by a call it answers.
 func Starting(cfg APIConfig) http.Handler {
+	_ = cfg.setTokens() // NewAPI reports an empty token
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]string{"status": "ok"})
 	})
 	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, r *http.Request) {
-		serveReady(w, r, cfg.Ready, cfg.Tokens)
+		serveReady(w, r, cfg.Ready, cfg.tokenSet())
 	})
 	if cfg.Metrics != nil {
-		mux.Handle("GET /metrics", cfg.Metrics)
+		mux.Handle("GET /metrics", metricsFor(&cfg))
 	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Retry-After", "1")

@@ -268,11 +268,25 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = inJob(a.guard.Check(r.Context(), s.Job.CallbackURL))
 	}
+	if err == nil {
+		err = allowTopic(r.Context(), s.Job.Topic)
+	}
+	if err == nil {
+		err = a.allowRate(r.Context(), 1)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	// The schedule's jobs will create its topic: it must fit the token's
+	// max_topics now.
+	done, err := a.roomForTopics(r.Context(), []string{s.Job.Topic})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	v, err := a.cfg.Schedules.Create(r.Context(), s)
+	done()
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -316,7 +330,7 @@ func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
 		}
 		after = id
 	}
-	list, err := a.cfg.Schedules.List(r.Context(), after, limit)
+	list, next, err := a.visibleSchedules(r.Context(), after, limit)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -324,10 +338,6 @@ func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
 	views := make([]scheduleView, len(list))
 	for i, v := range list {
 		views[i] = scheduleViewOf(v)
-	}
-	next := ""
-	if len(list) == limit {
-		next = list[len(list)-1].ID.String()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"schedules": views, "next_cursor": next})
 }
@@ -351,12 +361,69 @@ func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, fn func(conte
 		a.writeError(w, r, err)
 		return
 	}
+	if err := a.visibleSchedule(r.Context(), id); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	v, err := fn(r.Context(), id)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, scheduleViewOf(v))
+}
+
+// maxScheduleScan bounds the schedules one listing reads to fill a page
+// of those a token may see: past it the page is short, and its
+// next_cursor goes on from where the scan stopped.
+const maxScheduleScan = 10 * MaxSchedulePage
+
+// visibleSchedules returns up to limit of the schedules after after
+// that the request's token may see, and the next page's cursor ("" at
+// the end). It reads on past those it may not see, so that a page is
+// short only at the end or after maxScheduleScan schedules.
+func (a *API) visibleSchedules(ctx context.Context, after timer.ScheduleID, limit int) ([]timer.ScheduleView, string, error) {
+	p := principalFrom(ctx)
+	var out []timer.ScheduleView
+	for scanned := 0; ; {
+		list, err := a.cfg.Schedules.List(ctx, after, limit)
+		if err != nil {
+			return nil, "", err
+		}
+		scanned += len(list)
+		for _, v := range list {
+			if p == nil || p.Allows(v.Job.Topic) {
+				out = append(out, v)
+			}
+			after = v.ID
+			if len(out) == limit {
+				return out, after.String(), nil
+			}
+		}
+		if len(list) < limit {
+			return out, "", nil
+		}
+		if scanned >= maxScheduleScan {
+			return out, after.String(), nil
+		}
+	}
+}
+
+// visibleSchedule returns nil when the request's token may see schedule
+// id; one of a topic it may not use is answered as a missing one.
+func (a *API) visibleSchedule(ctx context.Context, id timer.ScheduleID) error {
+	p := principalFrom(ctx)
+	if p == nil || p.AllTopics() {
+		return nil
+	}
+	v, err := a.cfg.Schedules.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !p.Allows(v.Job.Topic) {
+		return fmt.Errorf("get schedule %s: %w", id, timer.ErrNotFound)
+	}
+	return nil
 }
 
 // getSchedule: GET /v1/schedules/{id}, with its next fire times.
@@ -388,6 +455,9 @@ func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id, err := scheduleID(r)
+	if err == nil {
+		err = a.visibleSchedule(r.Context(), id)
+	}
 	if err == nil {
 		err = a.cfg.Schedules.Delete(r.Context(), id)
 	}

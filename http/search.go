@@ -4,6 +4,7 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -25,7 +26,7 @@ const (
 // &fire_after=T1&fire_before=T2&limit=N&cursor=C, in (due time, id)
 // order; next_cursor is "" after the last page.
 func (a *API) findJobs(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.URL.Query(), "topic", "status", "biz_id", "key", "fire_after", "fire_before", "limit", "cursor")
+	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "status", "biz_id", "key", "fire_after", "fire_before", "limit", "cursor")
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -49,7 +50,7 @@ func (a *API) findJobs(w http.ResponseWriter, r *http.Request) {
 // cancelMatching: DELETE /v1/jobs?topic=T&(biz_id=B|key=K) cancels every
 // pending job of the business object, each definitely (see Cancel).
 func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.URL.Query(), "topic", "biz_id", "key")
+	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "biz_id", "key")
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -66,7 +67,7 @@ func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
 // {"fire_at"} or {"delay_ms"} moves every pending job of the business
 // object, each definitely (see Reschedule).
 func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.URL.Query(), "topic", "biz_id", "key")
+	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "biz_id", "key")
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -91,7 +92,7 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
 
 // jobQuery reads a timer.JobQuery from the query parameters allowed; any
 // other parameter, or one given twice, is a 400 naming it.
-func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
+func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQuery, error) {
 	for name, vals := range v {
 		if !slices.Contains(allowed, name) {
 			return timer.JobQuery{}, &timer.FieldError{Field: name, Message: "not a parameter here; use " + strings.Join(allowed, ", ")}
@@ -140,6 +141,9 @@ func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
 		q.Limit = n
 	}
 	var err error
+	if err := allowTopic(ctx, q.Topic); err != nil {
+		return q, err
+	}
 	q.After, err = timer.ParseCursor(v.Get("cursor"), "cursor")
 	if err != nil {
 		return q, err

@@ -20,7 +20,7 @@ func topicName(r *http.Request) (string, error) {
 	if !timer.ValidTopic(name) {
 		return "", &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
 	}
-	return name, nil
+	return name, allowTopic(r.Context(), name)
 }
 
 // topicStats: GET /v1/topics/{topic}/stats.
@@ -346,7 +346,13 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	done, err := a.roomForTopics(r.Context(), []string{name})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	got, created, err := a.jobs.PutTopic(r.Context(), t)
+	done()
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -451,6 +457,7 @@ func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	topics = visibleTopics(r.Context(), topics)
 	items := make([]topicView, len(topics))
 	for i, t := range topics {
 		items[i] = a.topicViewOf(t)

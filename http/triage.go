@@ -22,7 +22,7 @@ const (
 func (a *API) deadSummary(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := timer.DeadFilter{Topic: q.Get("topic")}
-	if err := deadRange(q.Get, &f); err != nil {
+	if err := deadRange(r.Context(), q.Get, &f); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -84,7 +84,7 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, counted string, a
 	}
 	f := timer.DeadFilter{Topic: b.Topic, Signature: b.Signature}
 	get := func(k string) string { return map[string]string{"from": b.From, "to": b.To}[k] }
-	if err := deadRange(get, &f); err != nil {
+	if err := deadRange(r.Context(), get, &f); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -109,9 +109,12 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, counted string, a
 }
 
 // deadRange checks f's topic and reads its from and to through get.
-func deadRange(get func(string) string, f *timer.DeadFilter) error {
+func deadRange(ctx context.Context, get func(string) string, f *timer.DeadFilter) error {
 	if !timer.ValidTopic(f.Topic) {
 		return &timer.FieldError{Field: "topic", Message: "a topic name is required"}
+	}
+	if err := allowTopic(ctx, f.Topic); err != nil {
+		return err
 	}
 	return timeRange(get, &f.From, &f.To)
 }

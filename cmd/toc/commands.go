@@ -13,6 +13,7 @@ import (
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
+	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
@@ -104,6 +105,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisFlags := addRedisFlags(fs)
 	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
 	fs.alias("api-token", "TOC_API_TOKENS")
+	tokensFile := fs.string("tokens-file", "", "JSON file of scoped tokens, {\"tokens\": [{\"name\", \"token\" or \"token_sha256\", \"role\", \"topics\", quotas}]}; reloaded on SIGHUP and when it changes (see README, Tenants)")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
 	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
@@ -120,8 +122,10 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("--mysql-dsn is required")
 	case len(dsns.values) > timer.MaxShards:
 		return fmt.Errorf("--mysql-dsn given %d times: at most %d shards", len(dsns.values), timer.MaxShards)
-	case len(tokens.values) == 0 && !*noAuth:
-		return errors.New("--api-token is required (or --insecure-no-auth to serve without auth)")
+	case len(tokens.values) == 0 && *tokensFile == "" && !*noAuth:
+		return errors.New("--api-token is required, or --tokens-file (or --insecure-no-auth to serve without auth)")
+	case *noAuth && (len(tokens.values) > 0 || *tokensFile != ""):
+		return errors.New("--insecure-no-auth turns auth off: give it without --api-token and --tokens-file")
 	case len(f.secrets.values) == 0:
 		return errors.New("--webhook-secret is required: callbacks are always signed")
 	}
@@ -130,6 +134,16 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	routeLibraryLogs(log)
+	var tokenFile *auth.File
+	if *tokensFile != "" {
+		admins, err := auth.Admins(tokens.values)
+		if err != nil {
+			return fmt.Errorf("--api-token: %w", err)
+		}
+		if tokenFile, err = auth.OpenFile(*tokensFile, admins, log); err != nil {
+			return fmt.Errorf("--tokens-file: %w", err)
+		}
+	}
 	// The task store is opened by run, which retries it until it answers;
 	// the cluster reads its topics only once it has (run starts the
 	// membership after the store and Redis).
@@ -170,7 +184,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer rdb.Close()
-	s := &service{flags: f, rdb: rdb, redisAddr: *redisFlags.addr, tokens: tokens.values, allowPrivate: *allowPrivate, log: log, openStore: openStore,
+	s := &service{flags: f, rdb: rdb, redisAddr: *redisFlags.addr, tokens: tokens.values, tokenFile: tokenFile, allowPrivate: *allowPrivate, log: log, openStore: openStore,
 		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
 	if servers := splitList(zkServers.values); len(servers) > 0 {
 		s.cluster, err = slots.NewCluster(slots.ClusterConfig{

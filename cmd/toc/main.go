@@ -44,6 +44,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
 
 Other:
   bench      measure toc: scheduling, firing lateness, drain, memory, recovery
+  tokens     hash TOKEN: print the token_sha256 of a token for --tokens-file
   version    print the version, module, Go version and commit
 
 Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.
@@ -90,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(ctx, rest, stdout, stderr)
 	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "groups", "cluster":
 		return runClient(ctx, cmd, rest, stdout, stderr)
+	case "tokens":
+		return runTokens(rest, stdout, stderr)
 	case "version", "--version":
 		printVersion(stdout)
 		return nil

@@ -12,16 +12,19 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
+	"os/signal"
 	runtimepprof "runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/prepare"
@@ -113,6 +116,7 @@ type service struct {
 	rdb          redis.UniversalClient
 	redisAddr    string // for messages
 	tokens       []string
+	tokenFile    *auth.File // --tokens-file, joined with tokens; reloaded on SIGHUP and change (nil: none)
 	allowPrivate bool
 	log          *slog.Logger
 	// onListen is called with the API's address once it listens.
@@ -267,6 +271,9 @@ func (s *service) run(ctx context.Context) error {
 		Logger:                s.log,
 		Ready:                 ready,
 	}
+	if s.tokenFile != nil {
+		apiCfg.TokenSet = s.tokenFile.Set
+	}
 	if *f.metricsAddr == "" {
 		apiCfg.Metrics = metrics.Handler()
 	}
@@ -383,6 +390,12 @@ func (s *service) run(ctx context.Context) error {
 	defer stopCluster()
 	var wg sync.WaitGroup
 	var engineErr, serveErr, clusterErr, wireErr, nodeErr, mapErr, matErr error
+	if s.tokenFile != nil {
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		wg.Go(func() { _ = s.tokenFile.Run(engineCtx, hup, 0) })
+	}
 	wg.Go(func() {
 		if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
 			serveErr = err

@@ -85,6 +85,16 @@ type topicStats struct {
 	maxTopics int
 }
 
+// PendingJobs is topic's pending jobs as the stats count them (exact
+// while small, a recent recount or the estimate for a big topic), for a
+// token's max_pending.
+func (t *topicStats) PendingJobs(ctx context.Context, topic string) (int64, error) {
+	counts, err := t.counter.counts(ctx, topic)
+	return counts.pending, err
+}
+
+var _ tochttp.PendingCounter = (*topicStats)(nil)
+
 func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.TopicStats, error) {
 	topic, err := t.store.Topic(ctx, name)
 	if err != nil {

@@ -101,7 +101,7 @@ function loginForm() {
   const form = el('form', { id: 'login-form', class: 'login' },
     el('h1', {}, 'Log in'),
     el('label', {}, 'API token', input),
-    el('p', { class: 'hint' }, 'One of the server\'s --api-token values. It is kept in this tab only (sessionStorage) and sent as a bearer token.'),
+    el('p', { class: 'hint' }, 'One of the server\'s tokens (--api-token, or --tokens-file: the dashboard then shows only that token\'s topics). It is kept in this tab only (sessionStorage) and sent as a bearer token.'),
     submit, message);
   form.addEventListener('submit', async (e) => {
     e.preventDefault();

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/toc-project/toc/http/auth"
+)
+
+// runTokens: toc tokens hash [TOKEN], printing the token_sha256 of a
+// token for --tokens-file. Without TOKEN it reads one line from stdin,
+// so that the secret need not be in the shell's history.
+func runTokens(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "hash" || len(args) > 2 {
+		fmt.Fprintln(stderr, "usage: toc tokens hash [TOKEN]   (without TOKEN: read from stdin)")
+		return exitError{2}
+	}
+	var token string
+	if len(args) == 2 {
+		token = args[1]
+	} else {
+		line, err := bufio.NewReader(os.Stdin).ReadString('\n')
+		if err != nil && err != io.EOF {
+			return fmt.Errorf("read the token: %w", err)
+		}
+		token = strings.TrimRight(line, "\r\n")
+	}
+	if len(token) < auth.MinTokenLength {
+		fmt.Fprintf(stderr, "toc: a token of a tokens file has at least %d characters\n", auth.MinTokenLength)
+		return exitError{2}
+	}
+	fmt.Fprintln(stdout, auth.Hash(token))
+	return nil
+}
