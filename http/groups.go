@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -64,7 +65,7 @@ func (a *API) group(ctx context.Context, id string, cb *callbackRequest, prefix 
 		return g, err
 	}
 	if cb == nil {
-		return g, nil
+		return g, allowTopic(ctx, groupTopic(&g))
 	}
 	if cb.CallbackURL == nil || *cb.CallbackURL == "" {
 		return g, &timer.FieldError{Field: prefix + "on_complete.callback_url", Message: "required"}
@@ -89,7 +90,35 @@ func (a *API) group(ctx context.Context, id string, cb *callbackRequest, prefix 
 		}
 		g.OnComplete.Payload = compact.Bytes()
 	}
-	return g, nil
+	return g, allowTopic(ctx, groupTopic(&g))
+}
+
+// groupTopic is the topic a group belongs to, for tokens scoped to
+// topics: its completion job's.
+func groupTopic(g *timer.Group) string {
+	if g.OnComplete != nil && g.OnComplete.Topic != "" {
+		return g.OnComplete.Topic
+	}
+	return timer.DefaultGroupTopic
+}
+
+// visibleGroup returns nil when the request's token may see group id: auth
+// off, a token of every topic, or one whose topics hold the group's
+// (groupTopic). Another tenant's group is answered as a missing one, word
+// for word as the task store words it.
+func visibleGroup(ctx context.Context, groups Groups, id string) error {
+	p := principalFrom(ctx)
+	if p == nil || p.AllTopics() {
+		return nil
+	}
+	v, err := groups.Group(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !p.Allows(groupTopic(v.Group)) {
+		return fmt.Errorf("get group %q: %w", id, timer.ErrNotFound)
+	}
+	return nil
 }
 
 func (a *API) groups(w http.ResponseWriter, r *http.Request) (Groups, bool) {
@@ -141,6 +170,10 @@ func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	if err := visibleGroup(r.Context(), groups, id); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	v, err := groups.Group(r.Context(), id)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -157,6 +190,10 @@ func (a *API) sealGroup(w http.ResponseWriter, r *http.Request) {
 	}
 	id := chi.URLParam(r, "id")
 	if err := timer.CheckGroupID(id, "id"); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if err := visibleGroup(r.Context(), groups, id); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

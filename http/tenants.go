@@ -53,6 +53,9 @@ var routeRoles = map[string]auth.Role{
 	"POST /v1/schedules/{id}/pause":    auth.Write,
 	"POST /v1/schedules/{id}/resume":   auth.Write,
 	"GET /v1/cluster":                  auth.Admin,
+	"POST /v1/groups":                  auth.Write,
+	"GET /v1/groups/{id}":              auth.Read,
+	"POST /v1/groups/{id}/seal":        auth.Write,
 }
 
 // errForbidden answers a call the token's role or topics do not allow.

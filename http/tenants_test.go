@@ -225,3 +225,28 @@ func TestRouteRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A group belongs to its completion job's topic: a token outside it may
+// not create one there, and another tenant's group is a missing one.
+func TestTenantGroups(t *testing.T) {
+	e := tenantsEnv(t)
+	orders, billing := bearerOf("orders"), bearerOf("billing")
+	group := func(id, topic string) string {
+		return `{"id": "` + id + `", "on_complete": {"callback_url": "http://127.0.0.1:9/done", "topic": "` + topic + `"}}`
+	}
+	e.call(t, "POST", "/v1/groups", group("g-billing", "billing"), orders...).wantError(t, 403, tochttp.CodeForbidden, "")
+	if a := e.call(t, "POST", "/v1/groups", group("g1", "orders"), orders...); a.status != http.StatusCreated {
+		t.Fatalf("create a group in scope: %d %s", a.status, a.raw)
+	}
+	missing := e.call(t, "GET", "/v1/groups/no-such-group", "", orders...)
+	for _, c := range []struct{ method, path string }{{"GET", "/v1/groups/g1"}, {"POST", "/v1/groups/g1/seal"}} {
+		a := e.call(t, c.method, c.path, "", billing...)
+		a.wantError(t, 404, tochttp.CodeNotFound, "")
+		if strings.ReplaceAll(string(a.raw), "g1", "no-such-group") != string(missing.raw) {
+			t.Errorf("%s %s by another tenant = %s, want the body of a missing group %s", c.method, c.path, a.raw, missing.raw)
+		}
+	}
+	if a := e.call(t, "GET", "/v1/groups/g1", "", orders...); a.status != 200 || a.body["sealed"] != false {
+		t.Errorf("the owner reads its group: %d %s", a.status, a.raw)
+	}
+}
