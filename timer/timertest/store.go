@@ -36,6 +36,7 @@ type Store struct {
 	topicVersion int64
 	attempts     []timer.Attempt
 	schedules    map[timer.ScheduleID]*timer.Schedule
+	audit        []*timer.AuditEntry
 }
 
 var (

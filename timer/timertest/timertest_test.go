@@ -119,3 +119,7 @@ func TestFakeAttemptLog(t *testing.T) {
 func TestFakeScheduleStore(t *testing.T) {
 	timertest.TestScheduleStore(t, func(t *testing.T) timer.ScheduleStore { return timertest.NewStore() })
 }
+
+func TestFakeAuditLog(t *testing.T) {
+	timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog { return timertest.NewStore() })
+}
