@@ -227,6 +227,8 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("DELETE /v1/schedules/{id}", "/v1/schedules/"+sid, "", 404)
 	call("DELETE /v1/schedules/{id}", "/v1/schedules/x", "", 400)
 	call("GET /v1/cluster", "/v1/cluster", "", 200)
+	call("GET /v1/audit", "/v1/audit?limit=10&action=topic.pause", "", 200)
+	call("GET /v1/audit", "/v1/audit?action=nope", "", 400)
 	call("GET /v1/openapi.json", "/v1/openapi.json", "", 200)
 	call("GET /healthz", "/healthz", "", 200)
 	call("GET /readyz", "/readyz", "", 200)

@@ -580,6 +580,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log.
+         * @description Every admin and bulk action taken through this API, newest first: a topic's settings (PUT, PATCH), pause, resume and delete; a dead letter's replay or purge, one or by filter; a cancel or reschedule by business id or key; a schedule's pause, resume or delete. Each entry says who (the caller: token#N for the Nth of the server's tokens, anonymous without tokens), what (action, topic, target, details), when (at) and how many jobs it changed (jobs). An action the engine refused (404, 409, 503) is recorded with its error; a request refused as invalid before anything changed (400) is not. An action is recorded before it is answered; if its entry cannot be written the action still stands, and its answer carries the header Toc-Audit: unrecorded.
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     jobDue: {
@@ -1258,6 +1278,53 @@ export interface components {
             };
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
+        };
+        /** @description One recorded admin or bulk action. */
+        AuditEntry: {
+            /** @description The entry's number; a later entry has a higher one. */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the action ended.
+             */
+            at: string;
+            /** @description The caller: token#N for the Nth of the server's tokens (--token), anonymous when the server takes none. */
+            who: string;
+            /**
+             * @description What was done.
+             * @enum {string}
+             */
+            action: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+            /** @description The topic acted on; absent for none (a purge by job id, a schedule deleted). */
+            topic?: string;
+            /** @description What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=). */
+            target?: string;
+            /** @description What the action was given and answered; each key only for the actions named (settings: topic.put and topic.patch, the topic's settings after the change). */
+            details?: {
+                /** @description topic.put: whether it created the topic. */
+                created?: boolean;
+                settings?: components["schemas"]["Topic"];
+                /** @description deadletter.replay: the replayed job's due time; jobs.reschedule_bulk: the fire_at given. */
+                fire_at?: string;
+                /** @description jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none). */
+                delay_ms?: number | null;
+                /** @description jobs.cancel_bulk, jobs.reschedule_bulk: jobs that matched but could not be changed. */
+                too_late?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: the most dead letters it could act on. */
+                limit?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: dead letters a second. */
+                rate?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: whether more matched than the limit. */
+                more?: boolean;
+                /** @description The details were too long to keep (over 4 KiB). */
+                truncated?: boolean;
+            };
+            /** @description How many jobs the action changed; a bulk action that failed part way counts those it changed before. */
+            jobs: number;
+            /** @enum {string} */
+            result: "ok" | "failed";
+            /** @description Why the action failed (result failed). */
+            error?: string;
         };
     };
     responses: {
@@ -3259,6 +3326,95 @@ export interface operations {
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                /** @description Only entries of this action. */
+                action?: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+                /** @description Only entries of this topic. */
+                topic?: string;
+                /** @description Only entries of this caller, as who shows it. */
+                who?: string;
+                /** @description Only entries at or after this time (RFC 3339). */
+                since?: string;
+                /** @description Only entries before this time (RFC 3339); after since. */
+                until?: string;
+                /** @description Entries per page. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "entries": [
+                     *         {
+                     *           "id": 3,
+                     *           "at": "2026-11-26T16:20:01.250Z",
+                     *           "who": "token#1",
+                     *           "action": "deadletter.replay_bulk",
+                     *           "topic": "orders",
+                     *           "target": "signature=HTTP+503",
+                     *           "details": {
+                     *             "limit": 1000,
+                     *             "rate": 500,
+                     *             "delay_ms": null,
+                     *             "more": false
+                     *           },
+                     *           "jobs": 42,
+                     *           "result": "ok"
+                     *         },
+                     *         {
+                     *           "id": 2,
+                     *           "at": "2026-11-26T16:19:40.000Z",
+                     *           "who": "token#1",
+                     *           "action": "topic.delete",
+                     *           "topic": "old",
+                     *           "jobs": 0,
+                     *           "result": "failed",
+                     *           "error": "delete topic \"old\": topic old still has jobs (3 pending); it can be deleted once none is pending or dead"
+                     *         },
+                     *         {
+                     *           "id": 1,
+                     *           "at": "2026-11-26T16:18:02.512Z",
+                     *           "who": "token#2",
+                     *           "action": "jobs.cancel_bulk",
+                     *           "topic": "orders",
+                     *           "target": "biz_id=1001",
+                     *           "details": {
+                     *             "too_late": 0
+                     *           },
+                     *           "jobs": 2,
+                     *           "result": "ok"
+                     *         }
+                     *       ],
+                     *       "next_cursor": ""
+                     *     }
+                     */
+                    "application/json": {
+                        entries: components["schemas"]["AuditEntry"][];
+                        /** @description Pass it as cursor for the next page; empty after the last (a page shorter than limit). */
+                        next_cursor: string;
+                    };
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -59,6 +59,7 @@ type Observer struct {
 	rejected  *prometheus.CounterVec
 	openHosts prometheus.Gauge
 	throttled *prometheus.CounterVec
+	audit     prometheus.Counter
 
 	maxTopics int
 	mu        sync.Mutex
@@ -113,7 +114,8 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.rejected = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_breaker_rejected_total", Help: "Jobs not sent, and deferred without counting an attempt, because their callback host's circuit breaker was open."}, []string{"topic"})
 	m.openHosts = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_breaker_open_hosts", Help: "Callback hosts whose circuit breaker is open or half-open."})
 	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_topic_throttled_total", Help: "Claims held back by the topic's rate_limit or max_in_flight; the jobs wait in Redis."}, []string{"topic"})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled,
+	m.audit = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_audit_unrecorded_total", Help: "Admin and bulk actions done whose audit log entry could not be written (logged at error level instead)."})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.audit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -182,6 +184,10 @@ func (m *Observer) BreakerOpened()             { m.opened.Inc() }
 func (m *Observer) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta)) }
 func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Observer) Throttled(topic string)     { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+
+// AuditUnrecorded counts an action whose audit entry was not written
+// (tochttp.APIConfig.AuditFailed).
+func (m *Observer) AuditUnrecorded() { m.audit.Inc() }
 
 // WatchUsage exports per-topic gauges read at each scrape: usage gives
 // this process's worker's use of each topic, due (optional) the due jobs

@@ -8,6 +8,7 @@ import { jobPage } from './job.js';
 import { deadLettersPage } from './deadletters.js';
 import { clusterPage } from './cluster.js';
 import { schedulesPage } from './schedules.js';
+import { auditPage } from './audit.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -18,6 +19,7 @@ const routes = [
   [/^\/deadletters$/, deadLettersPage],
   [/^\/schedules$/, schedulesPage],
   [/^\/cluster$/, clusterPage],
+  [/^\/audit$/, auditPage],
 ];
 
 const home = '#/topics';
