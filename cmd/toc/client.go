@@ -83,6 +83,8 @@ var clientCommands = []clientCommand{
 	{name: "schedules delete", about: "delete a schedule (the jobs it made stay)", args: "ID", flags: onSchedule(scheduleDelete),
 		table: one("id", "deleted")},
 	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
+	{name: "audit", about: "list the audit log, newest first: who did which admin or bulk action, when, on how many jobs",
+		flags: auditFlags, table: auditPage},
 }
 
 // clientAliases are the short forms of client commands.

@@ -40,6 +40,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
   forecast   how many of a topic's jobs fall due per step: tomorrow's spike, today
   schedules  create, list, get, pause, resume or delete recurring schedules
   cluster    show the cluster's members, leader and slots
+  audit      list the audit log: who did which admin or bulk action, when, on how many jobs
 
 Other:
   bench      measure toc: scheduling, firing lateness, drain, memory, recovery
@@ -87,7 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "cluster":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "cluster", "audit":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "version", "--version":
 		printVersion(stdout)

@@ -266,6 +266,7 @@ func (s *service) run(ctx context.Context) error {
 		AllowPrivateCallbacks: s.allowPrivate,
 		Logger:                s.log,
 		Ready:                 ready,
+		AuditFailed:           metrics.AuditUnrecorded,
 	}
 	if *f.metricsAddr == "" {
 		apiCfg.Metrics = metrics.Handler()
@@ -305,6 +306,7 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, nil, mat.Wake)
+		apiCfg.Audit = st
 		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
 		if err != nil {
 			return err
