@@ -69,6 +69,10 @@ func (a *API) purgeDead(w http.ResponseWriter, r *http.Request) {
 	n := auditNote{action: auditDeadPurge, target: "job " + id.String()}
 	if err == nil {
 		n.jobs = 1
+		// The row stays, purged: its topic files the entry under it.
+		if j, gerr := a.jobs.Get(r.Context(), id); gerr == nil {
+			n.topic = j.Topic
+		}
 	}
 	a.audit(w, r, n, err)
 	if err != nil {

@@ -79,7 +79,7 @@ func TestServeAuditTrail(t *testing.T) {
 		{"topic.delete", "audited", "", 0},
 		{"deadletter.purge_bulk", "auditdead", "signature=HTTP+400", 1},
 		{"deadletter.replay_bulk", "auditdead", "", 2},
-		{"deadletter.purge", "", "job " + purged, 1},
+		{"deadletter.purge", "auditdead", "job " + purged, 1},
 		{"deadletter.replay", "auditdead", "job " + replayed, 1},
 		{"jobs.cancel_bulk", "audited", "biz_id=5", 3},
 		{"topic.resume", "audited", "", 0},
@@ -110,7 +110,7 @@ func TestServeAuditTrail(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, next, err := c.Audit(t.Context(), client.AuditQuery{Topic: "auditdead", Limit: 3})
-	if err != nil || len(got) != 3 || next == "" || got[0].Action != "deadletter.purge_bulk" || got[0].Jobs != 1 || got[0].At.Before(start) {
+	if err != nil || len(got) != 3 || next == "" || got[0].Action != "deadletter.purge_bulk" || got[2].Action != "deadletter.purge" || got[0].Jobs != 1 || got[0].At.Before(start) {
 		t.Fatalf("client Audit(topic auditdead, limit 3) = %+v, %q, %v", got, next, err)
 	}
 	rest, next, err := c.Audit(t.Context(), client.AuditQuery{Topic: "auditdead", Limit: 3, Cursor: next})

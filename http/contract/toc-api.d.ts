@@ -1295,7 +1295,7 @@ export interface components {
              * @enum {string}
              */
             action: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
-            /** @description The topic acted on; absent for none (a purge by job id, a schedule deleted). */
+            /** @description The topic acted on; absent for none (a schedule deleted, or a job id that names no job). */
             topic?: string;
             /** @description What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=). */
             target?: string;
