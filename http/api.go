@@ -148,6 +148,13 @@ type APIConfig struct {
 	Metrics http.Handler
 	// Schedules serves /v1/schedules (nil: those routes answer 404).
 	Schedules Schedules
+	// Audit keeps the audit log of admin and bulk actions, which GET
+	// /v1/audit lists (nil: nothing is recorded and that route answers
+	// 404).
+	Audit timer.AuditLog
+	// AuditFailed, when set, hears of each audit entry that could not be
+	// written (the action stands; see http/audit.go).
+	AuditFailed func()
 	// Cluster returns what GET /v1/cluster shows: the members, the leader
 	// and the assignment (nil: a standalone process).
 	Cluster func() any
@@ -283,6 +290,7 @@ func (a *API) routes() chi.Router {
 		a.scheduleRoutes(r)
 		a.groupRoutes(r)
 		r.Get("/cluster", a.cluster)
+		r.Get("/audit", a.listAudit)
 	})
 	return r
 }

@@ -99,6 +99,9 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	if cfg.Schedules == nil {
 		cfg.Schedules = timer.NewSchedules(store, 0, cron.Parse, nil, nil)
 	}
+	if cfg.Audit == nil {
+		cfg.Audit = store
+	}
 	stats := &fakeStats{eng: eng}
 	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: slots.DefaultPrefix})
 	if err != nil {

@@ -1,16 +1,26 @@
 package http
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/toc-project/toc/timer"
 )
 
 // replayDead: POST /v1/deadletters/{id}/replay; the body is optional.
 func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
-	a.withWhen(w, r, true, a.jobs.Replay)
+	a.withWhen(w, r, true, func(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error) {
+		j, err := a.jobs.Replay(ctx, id, fireAt, delay)
+		n := auditNote{action: auditDeadReplay, target: "job " + id.String()}
+		if err == nil {
+			n.topic, n.jobs, n.details = j.Topic, 1, map[string]string{"fire_at": formatTime(j.DueAt)}
+		}
+		a.audit(w, r, n, err)
+		return j, err
+	})
 }
 
 // listDead: GET /v1/deadletters?topic=T&from=T1&to=T2&error=TEXT&limit=N&after=CURSOR,
@@ -58,9 +68,20 @@ func (a *API) purgeDead(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.visibleJob(r.Context(), id)
 	}
-	if err == nil {
-		err = a.dead.PurgeDead(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
+	err = a.dead.PurgeDead(r.Context(), id)
+	n := auditNote{action: auditDeadPurge, target: "job " + id.String()}
+	if err == nil {
+		n.jobs = 1
+		// The row stays, purged: its topic files the entry under it.
+		if j, gerr := a.jobs.Get(r.Context(), id); gerr == nil {
+			n.topic = j.Topic
+		}
+	}
+	a.audit(w, r, n, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -247,6 +247,8 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("POST /v1/groups/{id}/seal", "/v1/groups/g1/seal", "", 200)
 	call("POST /v1/groups/{id}/seal", "/v1/groups/nope/seal", "", 404)
 	call("GET /v1/cluster", "/v1/cluster", "", 200)
+	call("GET /v1/audit", "/v1/audit?limit=10&action=topic.pause", "", 200)
+	call("GET /v1/audit", "/v1/audit?action=nope", "", 400)
 	call("GET /v1/openapi.json", "/v1/openapi.json", "", 200)
 	call("GET /healthz", "/healthz", "", 200)
 	call("GET /readyz", "/readyz", "", 200)

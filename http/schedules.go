@@ -350,8 +350,9 @@ func scheduleID(r *http.Request) (timer.ScheduleID, error) {
 	return id, nil
 }
 
-// withSchedule answers the schedule fn returns for the path's id.
-func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, fn func(context.Context, timer.ScheduleID) (timer.ScheduleView, error)) {
+// withSchedule answers the schedule fn returns for the path's id,
+// recording it in the audit log as audited ("": a read, not recorded).
+func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, audited string, fn func(context.Context, timer.ScheduleID) (timer.ScheduleView, error)) {
 	if a.cfg.Schedules == nil {
 		a.writeError(w, r, errNoSchedules)
 		return
@@ -366,6 +367,13 @@ func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, fn func(conte
 		return
 	}
 	v, err := fn(r.Context(), id)
+	if audited != "" {
+		n := auditNote{action: audited, target: "schedule " + id.String()}
+		if err == nil {
+			n.topic = v.Job.Topic
+		}
+		a.audit(w, r, n, err)
+	}
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -428,21 +436,21 @@ func (a *API) visibleSchedule(ctx context.Context, id timer.ScheduleID) error {
 
 // getSchedule: GET /v1/schedules/{id}, with its next fire times.
 func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+	a.withSchedule(w, r, "", func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
 		return a.cfg.Schedules.Get(ctx, id)
 	})
 }
 
 // pauseSchedule: POST /v1/schedules/{id}/pause.
 func (a *API) pauseSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+	a.withSchedule(w, r, auditSchedulePause, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
 		return a.cfg.Schedules.Pause(ctx, id)
 	})
 }
 
 // resumeSchedule: POST /v1/schedules/{id}/resume.
 func (a *API) resumeSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
+	a.withSchedule(w, r, auditScheduleResume, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
 		return a.cfg.Schedules.Resume(ctx, id)
 	})
 }
@@ -458,9 +466,12 @@ func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = a.visibleSchedule(r.Context(), id)
 	}
-	if err == nil {
-		err = a.cfg.Schedules.Delete(r.Context(), id)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
+	err = a.cfg.Schedules.Delete(r.Context(), id)
+	a.audit(w, r, auditNote{action: auditScheduleDelete, target: "schedule " + id.String()}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

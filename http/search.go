@@ -56,6 +56,8 @@ func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := a.jobs.CancelMatching(r.Context(), q)
+	a.audit(w, r, auditNote{action: auditJobsCancelBulk, topic: q.Topic, target: matchText(q), jobs: b.Changed,
+		details: map[string]int{"too_late": b.TooLate}}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -83,6 +85,14 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	b, err := a.jobs.RescheduleMatching(r.Context(), q, fireAt, delay)
+	details := map[string]any{"too_late": b.TooLate}
+	if body.FireAt != nil {
+		details["fire_at"] = *body.FireAt
+	}
+	if body.DelayMS != nil {
+		details["delay_ms"] = *body.DelayMS
+	}
+	a.audit(w, r, auditNote{action: auditJobsRescheduleBulk, topic: q.Topic, target: matchText(q), jobs: b.Changed, details: details}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -93,13 +103,8 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
 // jobQuery reads a timer.JobQuery from the query parameters allowed; any
 // other parameter, or one given twice, is a 400 naming it.
 func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQuery, error) {
-	for name, vals := range v {
-		if !slices.Contains(allowed, name) {
-			return timer.JobQuery{}, &timer.FieldError{Field: name, Message: "not a parameter here; use " + strings.Join(allowed, ", ")}
-		}
-		if len(vals) > 1 {
-			return timer.JobQuery{}, &timer.FieldError{Field: name, Message: "given more than once"}
-		}
+	if err := onlyParams(v, allowed...); err != nil {
+		return timer.JobQuery{}, err
 	}
 	q := timer.JobQuery{Topic: v.Get("topic"), Key: v.Get("key"), Limit: DefaultJobPage}
 	if !timer.ValidTopic(q.Topic) {
@@ -149,4 +154,28 @@ func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQu
 		return q, err
 	}
 	return q, q.Check()
+}
+
+// onlyParams reports, naming it, a parameter of v not allowed or given
+// more than once.
+func onlyParams(v url.Values, allowed ...string) error {
+	for name, vals := range v {
+		if !slices.Contains(allowed, name) {
+			return &timer.FieldError{Field: name, Message: "not a parameter here; use " + strings.Join(allowed, ", ")}
+		}
+		if len(vals) > 1 {
+			return &timer.FieldError{Field: name, Message: "given more than once"}
+		}
+	}
+	return nil
+}
+
+// matchText is the business identity a bulk cancel or reschedule selects,
+// as an audit entry's target.
+func matchText(q timer.JobQuery) string {
+	biz := ""
+	if q.BizID != 0 {
+		biz = strconv.FormatUint(q.BizID, 10)
+	}
+	return filterText("biz_id", biz, "key", q.Key)
 }

@@ -56,6 +56,7 @@ var routeRoles = map[string]auth.Role{
 	"POST /v1/groups":                  auth.Write,
 	"GET /v1/groups/{id}":              auth.Read,
 	"POST /v1/groups/{id}/seal":        auth.Write,
+	"GET /v1/audit":                    auth.Admin,
 }
 
 // errForbidden answers a call the token's role or topics do not allow.

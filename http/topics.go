@@ -353,6 +353,7 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 	}
 	got, created, err := a.jobs.PutTopic(r.Context(), t)
 	done()
+	a.auditTopic(w, r, auditTopicPut, name, got, created, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -385,6 +386,7 @@ func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	got, _, err := a.jobs.PutTopic(r.Context(), t)
+	a.auditTopic(w, r, auditTopicPatch, t.Name, got, false, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -395,11 +397,17 @@ func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
 // pauseTopic: POST /v1/topics/{topic}/pause and /resume.
 func (a *API) pauseTopic(paused bool) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		var t timer.Topic
 		name, err := topicName(r)
-		if err == nil {
-			t, err = a.jobs.PauseTopic(r.Context(), name, paused)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
 		}
+		t, err := a.jobs.PauseTopic(r.Context(), name, paused)
+		action := auditTopicResume
+		if paused {
+			action = auditTopicPause
+		}
+		a.audit(w, r, auditNote{action: action, topic: name}, err)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -412,9 +420,12 @@ func (a *API) pauseTopic(paused bool) http.HandlerFunc {
 // is pending, firing or dead (409 otherwise, counting them).
 func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	name, err := topicName(r)
-	if err == nil {
-		err = a.jobs.DeleteTopic(r.Context(), name)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
+	err = a.jobs.DeleteTopic(r.Context(), name)
+	a.audit(w, r, auditNote{action: auditTopicDelete, topic: name}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -463,4 +474,17 @@ func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
 		items[i] = a.topicViewOf(t)
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+}
+
+// auditTopic records a change of a topic's settings, with the settings it
+// has after (none when it failed).
+func (a *API) auditTopic(w http.ResponseWriter, r *http.Request, action, name string, got timer.Topic, created bool, err error) {
+	n := auditNote{action: action, topic: name}
+	switch {
+	case err == nil && action == auditTopicPut:
+		n.details = map[string]any{"created": created, "settings": a.topicViewOf(got)}
+	case err == nil:
+		n.details = map[string]any{"settings": a.topicViewOf(got)}
+	}
+	a.audit(w, r, n, err)
 }

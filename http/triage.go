@@ -54,7 +54,7 @@ type bulkRequest struct {
 
 // replayMatching: POST /v1/deadletters/replay.
 func (a *API) replayMatching(w http.ResponseWriter, r *http.Request) {
-	a.bulkDead(w, r, "replayed", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
+	a.bulkDead(w, r, auditDeadReplayBulk, "replayed", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
 		when := whenRequest{DelayMS: b.DelayMS}
 		_, delay, err := when.when(true)
 		return func(ctx context.Context, j *timer.Job) error {
@@ -66,7 +66,7 @@ func (a *API) replayMatching(w http.ResponseWriter, r *http.Request) {
 
 // purgeMatching: POST /v1/deadletters/purge.
 func (a *API) purgeMatching(w http.ResponseWriter, r *http.Request) {
-	a.bulkDead(w, r, "purged", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
+	a.bulkDead(w, r, auditDeadPurgeBulk, "purged", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
 		if b.DelayMS != nil {
 			return nil, &timer.FieldError{Field: "delay_ms", Message: "a purge has no due time"}
 		}
@@ -75,8 +75,8 @@ func (a *API) purgeMatching(w http.ResponseWriter, r *http.Request) {
 }
 
 // bulkDead acts on the dead letters a bulkRequest selects and answers
-// {counted: N, "more": bool}.
-func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, counted string, action func(bulkRequest) (func(context.Context, *timer.Job) error, error)) {
+// {counted: N, "more": bool}, recorded in the audit log as audited.
+func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted string, action func(bulkRequest) (func(context.Context, *timer.Job) error, error)) {
 	var b bulkRequest
 	if err := decode(r.Body, &b); err != nil {
 		a.writeError(w, r, err)
@@ -101,6 +101,8 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, counted string, a
 		rate = *b.Rate
 	}
 	n, more, err := a.dead.Each(r.Context(), f, limit, rate, act)
+	a.audit(w, r, auditNote{action: audited, topic: f.Topic, target: filterText("signature", b.Signature, "from", b.From, "to", b.To),
+		jobs: n, details: map[string]any{"limit": limit, "rate": rate, "delay_ms": b.DelayMS, "more": more}}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

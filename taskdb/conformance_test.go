@@ -70,6 +70,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		timertest.TestGroupStore(t, func(t *testing.T) timertest.GroupStore { return open(t) })
 	})
+	t.Run("AuditLog", func(t *testing.T) {
+		t.Parallel()
+		timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog { return open(t) })
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)

@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -104,16 +103,4 @@ func CheckTopic(what string, t Topic) error {
 
 // TruncateError returns lastErr as a row keeps it: valid UTF-8, cut at a
 // rune boundary to at most MaxLastErrorBytes.
-func TruncateError(lastErr string) string {
-	if !utf8.ValidString(lastErr) {
-		lastErr = strings.ToValidUTF8(lastErr, "\uFFFD")
-	}
-	if len(lastErr) <= MaxLastErrorBytes {
-		return lastErr
-	}
-	i := MaxLastErrorBytes
-	for i > 0 && !utf8.RuneStart(lastErr[i]) {
-		i--
-	}
-	return lastErr[:i]
-}
+func TruncateError(lastErr string) string { return truncateUTF8(lastErr, MaxLastErrorBytes) }

@@ -88,6 +88,8 @@ var clientCommands = []clientCommand{
 	{name: "groups seal", about: "close a group to new members: it completes once every member has ended", args: "ID",
 		flags: onGroup((*client.Client).SealGroup), table: printGroup},
 	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
+	{name: "audit", about: "list the audit log, newest first: who did which admin or bulk action, when, on how many jobs",
+		flags: auditFlags, table: auditPage},
 }
 
 // clientAliases are the short forms of client commands.

@@ -41,6 +41,7 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
   schedules  create, list, get, pause, resume or delete recurring schedules
   groups     create, get or seal groups of jobs
   cluster    show the cluster's members, leader and slots
+  audit      list the audit log: who did which admin or bulk action, when, on how many jobs
 
 Other:
   bench      measure toc: scheduling, firing lateness, drain, memory, recovery
@@ -89,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "groups", "cluster":
+	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "groups", "cluster", "audit":
 		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "tokens":
 		return runTokens(rest, stdout, stderr)

@@ -270,6 +270,7 @@ func (s *service) run(ctx context.Context) error {
 		AllowPrivateCallbacks: s.allowPrivate,
 		Logger:                s.log,
 		Ready:                 ready,
+		AuditFailed:           metrics.AuditUnrecorded,
 	}
 	if s.tokenFile != nil {
 		apiCfg.TokenSet = s.tokenFile.Set
@@ -312,6 +313,7 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, nil, mat.Wake)
+		apiCfg.Audit = st
 		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
 		if err != nil {
 			return err

@@ -60,6 +60,7 @@ type Observer struct {
 	openHosts prometheus.Gauge
 	throttled *prometheus.CounterVec
 	expired   *prometheus.CounterVec
+	audit     prometheus.Counter
 
 	maxTopics int
 	mu        sync.Mutex
@@ -115,7 +116,8 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.openHosts = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_breaker_open_hosts", Help: "Callback hosts whose circuit breaker is open or half-open."})
 	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_topic_throttled_total", Help: "Claims held back by the topic's rate_limit or max_in_flight; the jobs wait in Redis."}, []string{"topic"})
 	m.expired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_expired_total", Help: "Jobs that ended expired: no attempt could start by their deadline (expire_after_ms), so they never fired late."}, []string{"topic"})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired,
+	m.audit = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_audit_unrecorded_total", Help: "Admin and bulk actions done whose audit log entry could not be written (logged at error level instead)."})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -187,6 +189,10 @@ func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.to
 // Expired counts a job that ended expired.
 func (m *Observer) Expired(topic string)   { m.expired.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Observer) Throttled(topic string) { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+
+// AuditUnrecorded counts an action whose audit entry was not written
+// (tochttp.APIConfig.AuditFailed).
+func (m *Observer) AuditUnrecorded() { m.audit.Inc() }
 
 // WatchUsage exports per-topic gauges read at each scrape: usage gives
 // this process's worker's use of each topic, due (optional) the due jobs

@@ -332,3 +332,11 @@ func TestFirstMapRace(t *testing.T) {
 		}
 	}
 }
+
+// The audit log on two databases: all in shard 0.
+func TestAuditLogOnTwoShards(t *testing.T) {
+	timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog {
+		s, _ := openShards(t, 2)
+		return s
+	})
+}

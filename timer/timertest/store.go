@@ -37,6 +37,7 @@ type Store struct {
 	attempts     []timer.Attempt
 	schedules    map[timer.ScheduleID]*timer.Schedule
 	groups       map[string]*timer.Group
+	audit        []*timer.AuditEntry
 }
 
 var (

@@ -123,3 +123,7 @@ func TestFakeScheduleStore(t *testing.T) {
 func TestFakeGroupStore(t *testing.T) {
 	timertest.TestGroupStore(t, func(t *testing.T) timertest.GroupStore { return timertest.NewStore() })
 }
+
+func TestFakeAuditLog(t *testing.T) {
+	timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog { return timertest.NewStore() })
+}

@@ -9,6 +9,7 @@ import { deadLettersPage } from './deadletters.js';
 import { clusterPage } from './cluster.js';
 import { schedulesPage } from './schedules.js';
 import { groupPage } from './groups.js';
+import { auditPage } from './audit.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -20,6 +21,7 @@ const routes = [
   [/^\/schedules$/, schedulesPage],
   [/^\/groups\/([^/]+)$/, groupPage],
   [/^\/cluster$/, clusterPage],
+  [/^\/audit$/, auditPage],
 ];
 
 const home = '#/topics';
