@@ -53,7 +53,7 @@ export interface paths {
         };
         /**
          * Prometheus metrics.
-         * @description Open to anyone. With --metrics-addr they are served on that address of their own instead, and this path answers 404.
+         * @description Without a tokens file (--api-token only, or auth off), open to anyone. With --tokens-file it needs a token: an admin's gets every series, another token's only the series labelled with one of its topics (the comment lines of every family, no series of other topics, none of topic="_other"). With --metrics-addr they are served on that address of their own instead, to anyone who reaches it, and this path answers 404.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -107,7 +107,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule up to 1000 jobs in one transaction, all or nothing.
-         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use or when creating it would pass the server's --max-topics, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named).
+         * @description Every item is checked before anything is written. Any refused item (invalid, of an unknown topic when topics are not created on first use or when creating it would pass the server's --max-topics, or with an idempotency key already used for other content, in the store or earlier in the batch) fails the whole batch: nothing is stored (no job, no timer, no topic of first use), and the answer is 400 invalid_argument, or 409 conflict when every refused item reused a key, with error.field `jobs` and error.items naming each refused item by index. A key that matches an existing job with the same content answers that job (created false), as for POST /v1/jobs. If another request takes a key of the batch while it commits, the batch looks its keys up once more: the same content answers the existing job, other content fails the batch (409, the item named). With `group`, every job joins that group, which is created unless it exists and sealed after the jobs unless `seal` is false; the answer names it.
          */
         post: operations["scheduleJobBatch"];
         delete?: never;
@@ -580,6 +580,92 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/groups": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a group, open for members.
+         * @description A group is one main task split into many jobs. Create it, open; schedule its jobs with group_id (POST /v1/jobs or /v1/jobs/batch); seal it (POST /v1/groups/{id}/seal) once it has every member. Once sealed and every member has ended (done, cancelled, dead, purged), it completes, once, and its on_complete callback is scheduled as a job carrying the counts. A group must exist before its members, and completes only once sealed, so completion is never declared while members are still being added. The same body again answers the open group (200); another on_complete, or a sealed group, is a 409.
+         */
+        post: operations["createGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        /**
+         * Get a group and its members' counts.
+         * @description Counts by status over every task store shard (one range of the (group_id, status) index per shard).
+         */
+        get: operations["getGroup"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/groups/{id}/seal": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Seal a group: it takes no more members.
+         * @description From now on a job naming it is a 409; a job committed while the seal landed is taken back and refused. The group completes once every member has ended: at once if they all have (a group with no member completes with zero counts). Sealing a sealed group changes nothing.
+         */
+        post: operations["sealGroup"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/audit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List the audit log.
+         * @description Every admin and bulk action taken through this API, newest first: a topic's settings (PUT, PATCH), pause, resume and delete; a dead letter's replay or purge, one or by filter; a cancel or reschedule by business id or key; a schedule's pause, resume or delete. Each entry says who (the caller: its token's name (the tokens file's entry; api-token, api-token-2, ... for --api-token), anonymous without tokens), what (action, topic, target, details), when (at) and how many jobs it changed (jobs). An action the engine refused (404, 409, 503) is recorded with its error; a request refused as invalid before anything changed (400) is not. An action is recorded before it is answered; if its entry cannot be written the action still stands, and its answer carries the header Toc-Audit: unrecorded.
+         */
+        get: operations["listAudit"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     jobDue: {
@@ -709,6 +795,18 @@ export interface components {
              * @example 30000
              */
             expire_after_ms?: number | null;
+            /**
+             * Format: int64
+             * @description Flexible window in ms (default 0, none): toc may fire the job anywhere from its due time to this many ms after it, never before. Without pressure it fires at its due time; under its topic's rate_limit or max_in_flight, or a spike of jobs due at once, due jobs are taken in the order of the ends of their windows, so tight windows go before wide ones. A call within the window is on time for lateness and lateness_slo_ms. The window holds for the first attempt; a retry is due at its retry time. Outside 0..86400000 is a 400 naming window_ms.
+             */
+            window_ms?: number;
+            /**
+             * @description The topic's jobs with the same concurrency key are never in flight at once, across a cluster: while one holds the key (firing, or waiting for the retry of a failed attempt) the next waits, pending, until it is done, dead or cancelled; jobs of other keys and without one are not held up. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f); a longer or malformed one is a 400 naming concurrency_key. Empty or left out: none.
+             * @example account-7
+             */
+            concurrency_key?: string;
+            /** @description Make the job a member of this group, which must exist (POST /v1/groups, or a batch's `group`) and be open: an unknown group is a 400 naming group_id, a sealed one a 409. The group completes once it is sealed and every member has ended (done, cancelled, dead, purged). A job with an idempotency key that names an existing job answers that job, whatever the group's state. */
+            group_id?: components["schemas"]["GroupID"];
         } & (unknown | unknown);
         /**
          * @description A job as the task store holds it.
@@ -731,7 +829,9 @@ export interface components {
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T02:35:21.358Z",
-         *       "version": 1
+         *       "version": 1,
+         *       "window_ms": 0,
+         *       "concurrency_key": ""
          *     }
          * @example {
          *       "id": "4737272962162360320",
@@ -753,7 +853,9 @@ export interface components {
          *       "created_at": "2026-11-25T02:35:21.358Z",
          *       "updated_at": "2026-11-25T03:35:22.771Z",
          *       "version": 5,
-         *       "next_attempt_at": "2026-11-25T03:35:24.770Z"
+         *       "window_ms": 0,
+         *       "next_attempt_at": "2026-11-25T03:35:24.770Z",
+         *       "concurrency_key": ""
          *     }
          */
         Job: {
@@ -793,6 +895,15 @@ export interface components {
             expire_after_ms?: number;
             /** @description The job's deadline: its due time (as scheduled or last rescheduled) plus expire_after_ms. No attempt starts after it. Left out: no deadline. */
             expire_at?: components["schemas"]["Time"];
+            /**
+             * Format: int64
+             * @description The job's flexible window in ms: it may fire until fire_at plus this; 0 for none.
+             */
+            window_ms: number;
+            /** @description The job's concurrency key (see NewJob); empty for none. */
+            concurrency_key: string;
+            /** @description The job's group; left out when it has none. */
+            group_id?: components["schemas"]["GroupID"];
         };
         /**
          * @example {
@@ -1037,10 +1148,10 @@ export interface components {
         };
         ErrorDetail: {
             /**
-             * @description One per status: 400 invalid_argument, 401 unauthenticated, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight or already_fired, 412 version_mismatch, 413 payload_too_large, 503 unavailable.
+             * @description One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired or topic_quota, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
              * @enum {string}
              */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch" | "forbidden" | "rate_limited" | "pending_quota" | "topic_quota";
             /** @description For a person; not to be parsed. */
             message: string;
             /** @description The request field or query parameter at fault, when one is; a nested key by its path (`payload.a`, `retry.base_ms`, `jobs[2].topic`). Left out when none is. */
@@ -1056,7 +1167,7 @@ export interface components {
         ErrorItem: {
             index: number;
             /** @enum {string} */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "forbidden";
             message: string;
             field?: string;
         };
@@ -1187,6 +1298,8 @@ export interface components {
              * @example 30000
              */
             expire_after_ms?: number | null;
+            /** @description Every occurrence's job's concurrency key (see NewJob): with one, the schedule's jobs are never in flight at once, an occurrence waiting for the one before it to end. Empty or left out: none. */
+            concurrency_key?: string;
         };
         /** @description A recurring schedule: exactly one of cron or every_ms, and the job. Each occurrence becomes an ordinary job, due at the occurrence, with the idempotency key schedule:<id>:<occurrence in Unix ms>, made about 3 s ahead by every member; the key keeps it to one job across restarts and members. */
         NewSchedule: {
@@ -1276,9 +1389,120 @@ export interface components {
                 priority: components["schemas"]["Priority"];
                 /** @description The occurrences' own deadline in ms after their due time, -1 for none; left out: the topic's. */
                 expire_after_ms?: number;
+                /** @description Left out: none. */
+                concurrency_key?: string;
             };
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
+        };
+        /**
+         * @description A group id: 1 to 100 bytes of UTF-8 without control characters (below 0x20, and 0x7f).
+         * @example order-42-export
+         */
+        GroupID: string;
+        /** @description A group's members by status, every status named (0 for none). */
+        GroupCounts: {
+            pending: number;
+            firing: number;
+            done: number;
+            cancelled: number;
+            dead: number;
+            purged: number;
+            expired: number;
+        };
+        /** @description The job a group schedules when it completes: due at once, with the idempotency key `group:<id>:complete` in its topic, so it is one job however many times the completion is found (a crash, a sweep, two members), with toc's signing, retries and dead letters. Its webhook payload is `{"group_id", "counts", "total", "created_at", "completed_at", "payload"}` (counts as in GroupCounts, at completion; payload the group's own, left out without one). */
+        GroupCallback: {
+            /**
+             * Format: uri
+             * @description Checked as a job's callback_url is, when the group is created.
+             */
+            callback_url: string;
+            /** @description Topic of the completion job; default `groups`. Keys starting `group:` in it are the groups'. */
+            topic?: components["schemas"]["TopicName"];
+            /** @description Any JSON value, at most 32 KiB once compacted, carried as `payload` in the completion's payload; null or left out: none. */
+            payload?: unknown;
+        };
+        /** @description A group to create, open: jobs join it with group_id until it is sealed. */
+        NewGroup: {
+            id: components["schemas"]["GroupID"];
+            on_complete?: components["schemas"]["GroupCallback"];
+        };
+        /** @description The group every job of the batch joins: created (open) unless a group of that id exists, which must be open and have the same on_complete (else 409); sealed once the jobs are committed unless seal is false. An item's own group_id must be this one or left out. When the batch is refused, a group it created stays, open and empty: the same batch sent again uses it. */
+        BatchGroup: {
+            id: components["schemas"]["GroupID"];
+            on_complete?: components["schemas"]["GroupCallback"];
+            /** @description Seal the group after the batch's jobs (default true). false leaves it open for more batches; POST /v1/groups/{id}/seal closes it. */
+            seal?: boolean;
+        };
+        /** @description A group: counts of its members now, and, once completed, the counts its completion carried and the completion job. */
+        Group: {
+            id: components["schemas"]["GroupID"];
+            /** @description It takes no more members. */
+            sealed: boolean;
+            /** @description It was sealed and every member had ended; the completion was declared once. */
+            completed: boolean;
+            /** @description null: none. */
+            on_complete: components["schemas"]["GroupCallback"] | null;
+            /** @description The members by status now, over every task store shard. */
+            counts: components["schemas"]["GroupCounts"];
+            /** @description The members now. */
+            total: number;
+            created_at: components["schemas"]["Time"];
+            /** @description Left out while open. */
+            sealed_at?: components["schemas"]["Time"];
+            /** @description Left out until completed. */
+            completed_at?: components["schemas"]["Time"];
+            /** @description The counts at completion, which the completion job carries; a dead member purged or replayed later changes counts, not these. */
+            completed_counts?: components["schemas"]["GroupCounts"];
+            /** @description The completion job, once scheduled (GET /v1/jobs/{id}). */
+            completion_job_id?: components["schemas"]["JobID"];
+        };
+        /** @description One recorded admin or bulk action. */
+        AuditEntry: {
+            /** @description The entry's number; a later entry has a higher one. */
+            id: number;
+            /**
+             * Format: date-time
+             * @description When the action ended.
+             */
+            at: string;
+            /** @description The caller: its token's name (the tokens file's entry; api-token, api-token-2, ... for --api-token), anonymous when the server takes none. */
+            who: string;
+            /**
+             * @description What was done.
+             * @enum {string}
+             */
+            action: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+            /** @description The topic acted on; absent for none (a schedule deleted, or a job id that names no job). */
+            topic?: string;
+            /** @description What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=). */
+            target?: string;
+            /** @description What the action was given and answered; each key only for the actions named (settings: topic.put and topic.patch, the topic's settings after the change). */
+            details?: {
+                /** @description topic.put: whether it created the topic. */
+                created?: boolean;
+                settings?: components["schemas"]["Topic"];
+                /** @description deadletter.replay: the replayed job's due time; jobs.reschedule_bulk: the fire_at given. */
+                fire_at?: string;
+                /** @description jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none). */
+                delay_ms?: number | null;
+                /** @description jobs.cancel_bulk, jobs.reschedule_bulk: jobs that matched but could not be changed. */
+                too_late?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: the most dead letters it could act on. */
+                limit?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: dead letters a second. */
+                rate?: number;
+                /** @description deadletter.replay_bulk, deadletter.purge_bulk: whether more matched than the limit. */
+                more?: boolean;
+                /** @description The details were too long to keep (over 4 KiB). */
+                truncated?: boolean;
+            };
+            /** @description How many jobs the action changed; a bulk action that failed part way counts those it changed before. */
+            jobs: number;
+            /** @enum {string} */
+            result: "ok" | "failed";
+            /** @description Why the action failed (result failed). */
+            error?: string;
         };
     };
     responses: {
@@ -1348,6 +1572,25 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description forbidden: the token's role does not allow the call (a read token's change, a topic's settings or the cluster view without admin), or the call names a topic outside the token's patterns (a batch is refused whole, `items` naming each job of such a topic). Decided by the topic's name and the token alone: it says nothing of whether the topic exists. See README, Tenants. */
+        Forbidden: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
+        /** @description rate_limited: the token schedules faster than its `rate`; or pending_quota: its topics hold its `max_pending` jobs. Nothing was written; retry after Retry-After seconds. */
+        TooManyRequests: {
+            headers: {
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The job id. */
@@ -1378,6 +1621,8 @@ export interface components {
         IfMatch: string;
         /** @description The schedule id. */
         ScheduleID: components["schemas"]["ScheduleID"];
+        /** @description The group's id. */
+        GroupID: components["schemas"]["GroupID"];
     };
     requestBodies: never;
     headers: {
@@ -1474,6 +1719,7 @@ export interface operations {
                     "text/plain": string;
                 };
             };
+            401: components["responses"]["Unauthenticated"];
             404: components["responses"]["NotFound"];
         };
     };
@@ -1543,7 +1789,9 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T02:35:21.358Z",
-                     *           "version": 1
+                     *           "version": 1,
+                     *           "window_ms": 0,
+                     *           "concurrency_key": ""
                      *         }
                      *       ],
                      *       "next_cursor": ""
@@ -1558,6 +1806,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1606,7 +1855,9 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "window_ms": 0,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1638,7 +1889,9 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:21.358Z",
-                     *       "version": 1
+                     *       "version": 1,
+                     *       "window_ms": 0,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1646,7 +1899,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
-            /** @description conflict: the key is already used by a job with other content. */
+            403: components["responses"]["Forbidden"];
+            /** @description conflict: the key is already used by a job with other content. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1656,6 +1910,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1703,6 +1958,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1759,6 +2015,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Unavailable"];
         };
@@ -1798,6 +2055,7 @@ export interface operations {
                  */
                 "application/json": {
                     jobs: components["schemas"]["NewJob"][];
+                    group?: components["schemas"]["BatchGroup"];
                 };
             };
         };
@@ -1826,6 +2084,13 @@ export interface operations {
                      */
                     "application/json": {
                         results: components["schemas"]["BatchResult"][];
+                        /** @description The batch's group, when it had one. */
+                        group?: {
+                            id: components["schemas"]["GroupID"];
+                            sealed: boolean;
+                            created_at: components["schemas"]["Time"];
+                            sealed_at?: components["schemas"]["Time"];
+                        };
                     };
                 };
             };
@@ -1839,7 +2104,8 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
-            /** @description Every refused item reused an idempotency key with other content (error.items), or keys were taken concurrently twice while the batch committed. Nothing was stored. */
+            403: components["responses"]["Forbidden"];
+            /** @description Every refused item reused an idempotency key with other content (error.items), or keys were taken concurrently twice while the batch committed. Nothing was stored. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -1849,6 +2115,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -1925,7 +2192,9 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:40:00.125Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -1933,6 +2202,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Too late, or nothing to cancel; the job is unchanged. */
             409: {
@@ -2001,7 +2271,9 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T02:35:29.530Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -2009,6 +2281,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Too late (in_flight, already_fired), or the job has ended (conflict); it is unchanged. */
             409: {
@@ -2128,7 +2401,9 @@ export interface operations {
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
                      *           "updated_at": "2026-11-25T06:10:41.002Z",
-                     *           "version": 33
+                     *           "version": 33,
+                     *           "window_ms": 0,
+                     *           "concurrency_key": ""
                      *         }
                      *       ],
                      *       "next": ""
@@ -2143,6 +2418,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2200,6 +2476,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2253,6 +2530,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2316,6 +2594,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             /** @description not_found: the topic does not exist. */
             404: {
                 headers: {
@@ -2386,7 +2665,9 @@ export interface operations {
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
                      *       "updated_at": "2026-11-25T07:00:00.000Z",
-                     *       "version": 2
+                     *       "version": 2,
+                     *       "window_ms": 0,
+                     *       "concurrency_key": ""
                      *     }
                      */
                     "application/json": components["schemas"]["Job"];
@@ -2394,6 +2675,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: the job is not dead. */
             409: {
@@ -2441,6 +2723,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: the job is not dead. */
             409: {
@@ -2557,6 +2840,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2645,7 +2929,8 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
-            /** @description conflict: another slot count than the topic's. */
+            403: components["responses"]["Forbidden"];
+            /** @description conflict: another slot count than the topic's. topic_quota: the call would create a topic past the token's max_topics; nothing was written. */
             409: {
                 headers: {
                     [name: string]: unknown;
@@ -2679,6 +2964,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description Jobs still hold the topic; the message counts them by status. */
             409: {
@@ -2751,6 +3037,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             /** @description conflict: another slot count than the topic's. */
             409: {
@@ -2809,6 +3096,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2857,6 +3145,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2884,6 +3173,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2927,6 +3217,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -2950,6 +3241,7 @@ export interface operations {
                 };
             };
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3098,7 +3390,18 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description topic_quota: the schedule's topic does not exist and creating it would pass the token's max_topics. Nothing was written. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["TooManyRequests"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -3179,6 +3482,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -3235,6 +3539,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
@@ -3291,6 +3596,358 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    createGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "id": "order-42-export",
+                 *       "on_complete": {
+                 *         "callback_url": "https://orders.example.com/hooks/export-done",
+                 *         "payload": {
+                 *           "export": 42
+                 *         }
+                 *       }
+                 *     }
+                 */
+                "application/json": components["schemas"]["NewGroup"];
+            };
+        };
+        responses: {
+            /** @description The open group of that id, created before with the same on_complete. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            /** @description Created, open. */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            /** @description The group exists with another on_complete, or is sealed. */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The group. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    sealGroup: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The group's id. */
+                id: components["parameters"]["GroupID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Sealed. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "id": "order-42-export",
+                     *       "sealed": true,
+                     *       "completed": true,
+                     *       "on_complete": {
+                     *         "callback_url": "https://orders.example.com/hooks/export-done",
+                     *         "topic": "groups",
+                     *         "payload": {
+                     *           "export": 42
+                     *         }
+                     *       },
+                     *       "counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "total": 1000,
+                     *       "created_at": "2026-11-26T16:00:00.000Z",
+                     *       "sealed_at": "2026-11-26T16:00:00.120Z",
+                     *       "completed_at": "2026-11-26T16:05:12.345Z",
+                     *       "completed_counts": {
+                     *         "pending": 0,
+                     *         "firing": 0,
+                     *         "done": 990,
+                     *         "cancelled": 3,
+                     *         "dead": 7,
+                     *         "purged": 0,
+                     *         "expired": 0
+                     *       },
+                     *       "completion_job_id": "4737272986646609921"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["Group"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    listAudit: {
+        parameters: {
+            query?: {
+                /** @description Only entries of this action. */
+                action?: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+                /** @description Only entries of this topic. */
+                topic?: string;
+                /** @description Only entries of this caller, as who shows it. */
+                who?: string;
+                /** @description Only entries at or after this time (RFC 3339). */
+                since?: string;
+                /** @description Only entries before this time (RFC 3339); after since. */
+                until?: string;
+                /** @description Entries per page. */
+                limit?: number;
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of entries, newest first. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "entries": [
+                     *         {
+                     *           "id": 3,
+                     *           "at": "2026-11-26T16:20:01.250Z",
+                     *           "who": "api-token",
+                     *           "action": "deadletter.replay_bulk",
+                     *           "topic": "orders",
+                     *           "target": "signature=HTTP+503",
+                     *           "details": {
+                     *             "limit": 1000,
+                     *             "rate": 500,
+                     *             "delay_ms": null,
+                     *             "more": false
+                     *           },
+                     *           "jobs": 42,
+                     *           "result": "ok"
+                     *         },
+                     *         {
+                     *           "id": 2,
+                     *           "at": "2026-11-26T16:19:40.000Z",
+                     *           "who": "api-token",
+                     *           "action": "topic.delete",
+                     *           "topic": "old",
+                     *           "jobs": 0,
+                     *           "result": "failed",
+                     *           "error": "delete topic \"old\": topic old still has jobs (3 pending); it can be deleted once none is pending or dead"
+                     *         },
+                     *         {
+                     *           "id": 1,
+                     *           "at": "2026-11-26T16:18:02.512Z",
+                     *           "who": "orders",
+                     *           "action": "jobs.cancel_bulk",
+                     *           "topic": "orders",
+                     *           "target": "biz_id=1001",
+                     *           "details": {
+                     *             "too_late": 0
+                     *           },
+                     *           "jobs": 2,
+                     *           "result": "ok"
+                     *         }
+                     *       ],
+                     *       "next_cursor": ""
+                     *     }
+                     */
+                    "application/json": {
+                        entries: components["schemas"]["AuditEntry"][];
+                        /** @description Pass it as cursor for the next page; empty after the last (a page shorter than limit). */
+                        next_cursor: string;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
             503: components["responses"]["Unavailable"];
         };
