@@ -129,8 +129,8 @@ func TestCLI(t *testing.T) {
 
 	t.Run("if-match", func(t *testing.T) {
 		id := schedule(t, "cli", hook, "--delay", "1h")
-		if f := strings.Fields(row(t, run(t, "jobs", "get", id), id)); f[len(f)-1] != "1" {
-			t.Errorf("jobs get: row %q, want version 1 last", f)
+		if f := strings.Fields(row(t, run(t, "jobs", "get", id), id)); f[slices.Index(jobFields, "version")] != "1" {
+			t.Errorf("jobs get: row %q, want version 1 in its column", f)
 		}
 		if j := object(t, "jobs", "reschedule", id, "--delay", "2h", "--if-match", "1"); j["version"] != float64(2) {
 			t.Errorf("reschedule --if-match 1: %v", j)

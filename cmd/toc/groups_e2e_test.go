@@ -146,7 +146,7 @@ func testGroupOfThousand(t *testing.T, shards int) {
 	if members != total-dead-cancelled {
 		t.Errorf("%d members answered, want %d", members, total-dead-cancelled)
 	}
-	want := map[string]int64{"pending": 0, "firing": 0, "done": total - dead - cancelled, "dead": dead, "cancelled": cancelled, "purged": 0}
+	want := map[string]int64{"pending": 0, "firing": 0, "done": total - dead - cancelled, "dead": dead, "cancelled": cancelled, "expired": 0, "purged": 0}
 	if err != nil || got.GroupID != "export-42" || got.Total != total || got.Payload["export"] != 42 || fmt.Sprint(got.Counts) != fmt.Sprint(want) {
 		t.Errorf("completion payload %+v (%v), want counts %v", got, err, want)
 	}
