@@ -3,6 +3,7 @@ package deadletter
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/redis/go-redis/v9"
@@ -18,10 +19,15 @@ type Config struct {
 	// hold '{' or '}' (see slots.ValidPrefix), and should be the prefix
 	// the timer index writes under (prepare.Config.Prefix).
 	Prefix string
+	// NamespacePrefixes are the key prefixes of the topics of other
+	// namespaces, as prepare.Config's.
+	NamespacePrefixes map[string]string
 }
 
 // Validate returns a *timer.FieldError naming the first invalid field.
-func (c Config) Validate() error { return slots.CheckPrefix(c.Prefix) }
+func (c Config) Validate() error {
+	return errors.Join(slots.CheckPrefix(c.Prefix), slots.CheckPrefixes(c.NamespacePrefixes))
+}
 
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
@@ -34,8 +40,9 @@ func (c Config) withDefaults() Config {
 // letters (the task store is: see Letters) and nothing lists them; a
 // purge clears a member a failed Forget, or an older version, left.
 type Box struct {
-	client redis.UniversalClient
-	prefix string
+	client     redis.UniversalClient
+	prefix     string
+	namespaces map[string]string
 }
 
 // New returns the Box of the keys under cfg.Prefix, or an error wrapping
@@ -44,10 +51,12 @@ func New(client redis.UniversalClient, cfg Config) (*Box, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("deadletter config: %w", err)
 	}
-	return &Box{client: client, prefix: cfg.withDefaults().Prefix}, nil
+	return &Box{client: client, prefix: cfg.withDefaults().Prefix, namespaces: cfg.NamespacePrefixes}, nil
 }
 
-func (b *Box) key(topic string, slot int) string { return slots.Keys(b.prefix, topic, slot).Dead }
+func (b *Box) key(topic string, slot int) string {
+	return slots.Keys(slots.PrefixOf(b.prefix, b.namespaces, topic), topic, slot).Dead
+}
 
 // Purge deletes dead job id, of any priority, from slot, reporting
 // whether it was there.

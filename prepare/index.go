@@ -31,6 +31,11 @@ type Config struct {
 	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
 	// hold '{' or '}', which would take the hash tag away from the slot's.
 	Prefix string
+	// NamespacePrefixes are the key prefixes of the slots of the topics
+	// of other namespaces than the default, by namespace (see
+	// slots.PrefixOf); Prefix for a namespace it does not hold. Wake-ups,
+	// marks and usage stay under Prefix.
+	NamespacePrefixes map[string]string
 	// WakeChannel is the pub/sub channel of wake-ups; Prefix followed by
 	// DefaultWakeSuffix when empty.
 	WakeChannel string
@@ -40,7 +45,9 @@ type Config struct {
 }
 
 // Validate returns a *timer.FieldError naming the first invalid field.
-func (c Config) Validate() error { return slots.CheckPrefix(c.Prefix) }
+func (c Config) Validate() error {
+	return errors.Join(slots.CheckPrefix(c.Prefix), slots.CheckPrefixes(c.NamespacePrefixes))
+}
 
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
@@ -81,7 +88,12 @@ func New(client redis.UniversalClient, cfg Config) (*Index, error) {
 
 // Keys returns the keys of slot.
 func (q *Index) Keys(slot timer.Slot) slots.KeySet {
-	return slots.Keys(q.cfg.Prefix, slot.Topic, slot.Index)
+	return slots.Keys(q.prefixOf(slot.Topic), slot.Topic, slot.Index)
+}
+
+// prefixOf returns the key prefix of topic's slots.
+func (q *Index) prefixOf(topic string) string {
+	return slots.PrefixOf(q.cfg.Prefix, q.cfg.NamespacePrefixes, topic)
 }
 
 func checkSlot(s timer.Slot) error {

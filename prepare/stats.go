@@ -63,7 +63,7 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		pipe := q.client.Pipeline()
 		cs := make([]counts, 0, statsChunk)
 		for i := from; i < min(from+statsChunk, n); i++ {
-			k := slots.Keys(q.cfg.Prefix, topic, i)
+			k := slots.Keys(q.prefixOf(topic), topic, i)
 			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
 			for j, key := range k.Waiting() {
 				c.due[j] = pipe.ZCard(ctx, key)

@@ -171,7 +171,7 @@ func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 		pipe := q.client.Pipeline()
 		var cmds []*redis.IntCmd
 		for i := from; i < min(from+statsChunk, n); i++ {
-			for _, key := range slots.Keys(q.cfg.Prefix, topic, i).Waiting() {
+			for _, key := range slots.Keys(q.prefixOf(topic), topic, i).Waiting() {
 				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
 			}
 		}

@@ -3,6 +3,8 @@ package slots
 import (
 	"strconv"
 	"strings"
+
+	"github.com/toc-project/toc/timer"
 )
 
 // DefaultPrefix starts every key when no other prefix is configured.
@@ -47,6 +49,20 @@ func Keys(prefix, topic string, slot int) KeySet {
 		Window:    base + ":store:window",
 		WindowEnd: base + ":store:window:end",
 	}
+}
+
+// PrefixOf returns the key prefix of topic's slots: that of its namespace
+// in byNamespace (see timer.QualifiedTopic), or prefix, of the default
+// namespace and of any namespace byNamespace does not hold.
+func PrefixOf(prefix string, byNamespace map[string]string, topic string) string {
+	if len(byNamespace) > 0 {
+		if ns, _ := timer.SplitTopic(topic); ns != "" {
+			if p, ok := byNamespace[ns]; ok {
+				return p
+			}
+		}
+	}
+	return prefix
 }
 
 // Dues returns the three due keys, highest priority first.

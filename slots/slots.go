@@ -59,6 +59,20 @@ func CheckPrefix(prefix string) error {
 	return nil
 }
 
+// CheckPrefixes checks the key prefixes of namespaces (see PrefixOf) as
+// CheckPrefix does, naming the field NamespacePrefixes[<namespace>].
+func CheckPrefixes(byNamespace map[string]string) error {
+	for ns, prefix := range byNamespace {
+		if !timer.ValidNamespace(ns) {
+			return &timer.FieldError{Field: "NamespacePrefixes", Message: fmt.Sprintf("%q is not a namespace name", ns)}
+		}
+		if prefix == "" || !ValidPrefix(prefix) {
+			return &timer.FieldError{Field: "NamespacePrefixes[" + ns + "]", Message: fmt.Sprintf("%q is empty or holds '{' or '}'", prefix)}
+		}
+	}
+	return nil
+}
+
 // ValidPrefix reports whether prefix can start every key: it must not hold
 // '{' or '}', which would take the hash tag away from the slot's.
 func ValidPrefix(prefix string) bool {

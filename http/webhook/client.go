@@ -49,6 +49,11 @@ type Config struct {
 	// while a secret is rotated both can be given and the receiver may
 	// verify with either.
 	Secrets []string
+	// NamespaceSecrets sign the calls of the topics of other namespaces
+	// than the default, by namespace (see timer.QualifiedTopic), in place
+	// of Secrets: a namespace's receivers need not trust another's. A
+	// namespace it does not hold signs with Secrets.
+	NamespaceSecrets map[string][]string
 	// Timeout bounds one attempt whose ctx has no deadline (default
 	// DefaultTimeout). A ctx with a deadline is the caller's bound, and
 	// is honoured as it is, longer or shorter: the worker sets it from
@@ -130,7 +135,27 @@ func (c Config) Validate() error {
 			return &timer.FieldError{Field: "Secrets[" + strconv.Itoa(i) + "]", Message: err.Error()}
 		}
 	}
+	for ns, secrets := range c.NamespaceSecrets {
+		field := "NamespaceSecrets[" + ns + "]"
+		if len(secrets) == 0 {
+			return &timer.FieldError{Field: field, Message: "at least one is required"}
+		}
+		for i, s := range secrets {
+			if _, err := parseSecret(s); err != nil {
+				return &timer.FieldError{Field: field + "[" + strconv.Itoa(i) + "]", Message: err.Error()}
+			}
+		}
+	}
 	return nil
+}
+
+// parseSecrets returns the keys of secrets, which Validate checked.
+func parseSecrets(secrets []string) [][]byte {
+	keys := make([][]byte, len(secrets))
+	for i, s := range secrets {
+		keys[i], _ = parseSecret(s)
+	}
+	return keys
 }
 
 // Client is the timer.Handler that POSTs each job to its callback URL,
@@ -170,6 +195,7 @@ func (c Config) Validate() error {
 type Client struct {
 	cfg     Config
 	keys    [][]byte
+	nsKeys  map[string][][]byte // by namespace (Config.NamespaceSecrets)
 	client  *http.Client
 	breaker *breaker // nil when disabled
 }
@@ -182,13 +208,10 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("webhook config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	keys := make([][]byte, len(cfg.Secrets))
-	for i, s := range cfg.Secrets {
-		key, err := parseSecret(s)
-		if err != nil {
-			return nil, fmt.Errorf("webhook config: Secrets[%d]: %w", i, err)
-		}
-		keys[i] = key
+	keys := parseSecrets(cfg.Secrets)
+	nsKeys := make(map[string][][]byte, len(cfg.NamespaceSecrets))
+	for ns, secrets := range cfg.NamespaceSecrets {
+		nsKeys[ns] = parseSecrets(secrets)
 	}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivate {
@@ -210,7 +233,7 @@ func NewClient(cfg Config) (*Client, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Client{cfg: cfg, keys: keys, client: client, breaker: newBreaker(cfg)}, nil
+	return &Client{cfg: cfg, keys: keys, nsKeys: nsKeys, client: client, breaker: newBreaker(cfg)}, nil
 }
 
 // requestBody is the JSON body of a webhook.
@@ -258,7 +281,7 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	h.Set("Idempotency-Key", id)
 	h.Set("webhook-id", id)
 	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	h.Set("webhook-signature", c.signatures(id, now.Unix(), body))
+	h.Set("webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body))
 	h.Set("toc-attempt", strconv.Itoa(d.Attempt))
 	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
 	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
@@ -303,7 +326,7 @@ func encodeBody(d timer.Delivery) ([]byte, error) {
 	j := d.Job
 	v := requestBody{
 		ID:      j.ID.String(),
-		Topic:   j.Topic,
+		Topic:   timer.TopicName(j.Topic), // as the namespace's client knows it
 		Key:     j.Key,
 		BizID:   j.BizID,
 		BizType: j.BizType,
@@ -391,10 +414,20 @@ func drainClose(body io.ReadCloser, limit int64) {
 	_ = body.Close()
 }
 
-// signatures is the webhook-signature header: one entry per secret.
-func (c *Client) signatures(msgID string, ts int64, body []byte) string {
-	sigs := make([]string, len(c.keys))
-	for i, key := range c.keys {
+// keysOf returns the keys that sign the calls of topic: its namespace's.
+func (c *Client) keysOf(topic string) [][]byte {
+	if ns, _ := timer.SplitTopic(topic); ns != "" {
+		if keys, ok := c.nsKeys[ns]; ok {
+			return keys
+		}
+	}
+	return c.keys
+}
+
+// signatures is the webhook-signature header: one entry per key.
+func (c *Client) signatures(keys [][]byte, msgID string, ts int64, body []byte) string {
+	sigs := make([]string, len(keys))
+	for i, key := range keys {
 		sigs[i] = Sign(key, msgID, ts, body)
 	}
 	return strings.Join(sigs, " ")

@@ -2,6 +2,7 @@ package webhook_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -251,6 +252,46 @@ func TestWebhookSecretRotation(t *testing.T) {
 	other, _ := standardwebhooks.NewWebhook(webhook.NewSecret())
 	if err := other.Verify(got.body, got.header); err == nil {
 		t.Error("an unrelated secret verifies")
+	}
+}
+
+func TestWebhookNamespaceSecrets(t *testing.T) {
+	rec := &recorder{}
+	srv := newServer(t, rec)
+	sandbox := webhook.NewSecret()
+	wh := newClient(t, webhook.Config{Secrets: []string{testSecret}, NamespaceSecrets: map[string][]string{"sandbox": {sandbox}}})
+	verifies := func(secret string, got received) bool {
+		lib, err := standardwebhooks.NewWebhook(secret)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lib.Verify(got.body, got.header) == nil
+	}
+	for _, c := range []struct {
+		topic, secret, other string
+	}{
+		{"sandbox.orders", sandbox, testSecret},
+		{"orders", testSecret, sandbox},
+		{"staging.orders", testSecret, sandbox}, // a namespace without secrets of its own
+	} {
+		j := testJob(srv.URL)
+		j.Topic = c.topic
+		if err := wh.Fire(t.Context(), delivery(j, 1)); err != nil {
+			t.Fatalf("Fire: %v", err)
+		}
+		got := rec.last(t)
+		if !verifies(c.secret, got) || verifies(c.other, got) {
+			t.Errorf("a call of %s: verifies with its namespace's secret %v, with the other's %v; want true, false", c.topic, verifies(c.secret, got), verifies(c.other, got))
+		}
+		var body struct{ Topic string }
+		if err := json.Unmarshal(got.body, &body); err != nil || body.Topic != timer.TopicName(c.topic) {
+			t.Errorf("a call of %s: body topic %q (%v), want %q: the name its namespace knows", c.topic, body.Topic, err, timer.TopicName(c.topic))
+		}
+	}
+	for _, bad := range []map[string][]string{{"sandbox": nil}, {"sandbox": {"not-a-secret"}}} {
+		if _, err := webhook.NewClient(webhook.Config{Secrets: []string{testSecret}, NamespaceSecrets: bad}); err == nil || !strings.Contains(err.Error(), "NamespaceSecrets[sandbox]") {
+			t.Errorf("NamespaceSecrets %v: %v, want an error naming NamespaceSecrets[sandbox]", bad, err)
+		}
 	}
 }
 
