@@ -133,6 +133,11 @@ type APIConfig struct {
 	TokenSet func() *auth.Set
 	// staticTokens is Tokens as a set, made by NewAPI.
 	staticTokens *auth.Set
+	// Namespaces are the namespaces besides the default one, by name,
+	// with what the API enforces of each (see Namespace). Their tokens
+	// come from TokenSet; a token of a namespace gives and sees topic
+	// names, and toc holds them qualified by it (timer.QualifiedTopic).
+	Namespaces map[string]Namespace
 	// MaxBodyBytes bounds a request body; MaxBatchBodyBytes a batch's.
 	MaxBodyBytes      int64
 	MaxBatchBodyBytes int64

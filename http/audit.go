@@ -141,7 +141,7 @@ type auditView struct {
 }
 
 func auditViewOf(e *timer.AuditEntry) auditView {
-	v := auditView{ID: e.ID, At: formatTime(e.At), Who: e.Who, Action: e.Action, Topic: e.Topic, Target: e.Target,
+	v := auditView{ID: e.ID, At: formatTime(e.At), Who: e.Who, Action: e.Action, Topic: shownTopic(e.Topic), Target: e.Target,
 		Jobs: e.Jobs, Result: "ok", Error: e.Error}
 	if e.Details != "" && json.Valid([]byte(e.Details)) {
 		v.Details = json.RawMessage(e.Details)
@@ -162,7 +162,7 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errNoAudit)
 		return
 	}
-	q, err := auditQuery(r.URL.Query())
+	q, err := auditQuery(r.Context(), r.URL.Query())
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -172,9 +172,15 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	views := make([]auditView, len(entries))
-	for i, e := range entries {
-		views[i] = auditViewOf(e)
+	// An admin of a namespace sees its topics' entries only: a page may
+	// hold fewer than the limit, and next_cursor goes on from the last
+	// entry read.
+	p := principalFrom(r.Context())
+	views := make([]auditView, 0, len(entries))
+	for _, e := range entries {
+		if p == nil || p.AllTopics() || p.Allows(e.Topic) {
+			views = append(views, auditViewOf(e))
+		}
 	}
 	next := ""
 	if len(entries) == q.Limit {
@@ -185,7 +191,7 @@ func (a *API) listAudit(w http.ResponseWriter, r *http.Request) {
 
 // auditQuery reads the query of GET /v1/audit; an unknown parameter, one
 // given twice, or a bad value is a 400 naming it.
-func auditQuery(v url.Values) (timer.AuditQuery, error) {
+func auditQuery(ctx context.Context, v url.Values) (timer.AuditQuery, error) {
 	if err := onlyParams(v, "action", "topic", "who", "since", "until", "limit", "cursor"); err != nil {
 		return timer.AuditQuery{}, err
 	}
@@ -193,7 +199,8 @@ func auditQuery(v url.Values) (timer.AuditQuery, error) {
 	if q.Action != "" && !slices.Contains(AuditActions, q.Action) {
 		return q, &timer.FieldError{Field: "action", Message: "must be one of " + strings.Join(AuditActions, ", ")}
 	}
-	if q.Topic != "" && !timer.ValidTopic(q.Topic) {
+	topic, err := qualify(ctx, "topic", q.Topic)
+	if q.Topic = topic; err != nil {
 		return q, &timer.FieldError{Field: "topic", Message: "must be a topic name: 1 to 64 of a-z, 0-9, _ and -"}
 	}
 	if len(q.Who) > timer.MaxAuditWhoBytes {
@@ -218,7 +225,6 @@ func auditQuery(v url.Values) (timer.AuditQuery, error) {
 		}
 		q.Limit = n
 	}
-	var err error
 	if q.After, err = timer.ParseAuditCursor(v.Get("cursor"), "cursor"); err != nil {
 		return q, err
 	}

@@ -27,9 +27,10 @@ func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
 // from the task store's dead rows, in the order they died.
 func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
-	f := timer.DeadQuery{Topic: q.Get("topic"), ErrorContains: q.Get("error")}
-	if !timer.ValidTopic(f.Topic) {
-		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: "a topic name is required"})
+	f := timer.DeadQuery{ErrorContains: q.Get("error")}
+	var err error
+	if f.Topic, err = requiredTopic(r.Context(), q.Get("topic")); err != nil {
+		a.writeError(w, r, err)
 		return
 	}
 	if err := allowTopic(r.Context(), f.Topic); err != nil {

@@ -77,7 +77,7 @@ func (a *API) forecast(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	out := forecastView{
-		Topic: topic, From: formatTime(q.From), To: formatTime(q.To), Step: q.Step.String(),
+		Topic: shownTopic(topic), From: formatTime(q.From), To: formatTime(q.To), Step: q.Step.String(),
 		Complete: f.CountedTo.IsZero(), CountedTo: formatTime(f.CountedTo),
 		Buckets: make([]forecastBucket, len(f.Counts)),
 	}

@@ -65,23 +65,29 @@ func (a *API) group(ctx context.Context, id string, cb *callbackRequest, prefix 
 		return g, err
 	}
 	if cb == nil {
+		if ns := namespaceOf(ctx); ns != "" {
+			// The completion job's topic is what places a group.
+			return g, &timer.FieldError{Field: prefix + "on_complete", Message: "required of a group in namespace " + ns}
+		}
 		return g, allowTopic(ctx, groupTopic(&g))
 	}
 	if cb.CallbackURL == nil || *cb.CallbackURL == "" {
 		return g, &timer.FieldError{Field: prefix + "on_complete.callback_url", Message: "required"}
 	}
-	if err := a.guard.Check(ctx, *cb.CallbackURL); err != nil {
+	if err := a.checkCallback(ctx, *cb.CallbackURL); err != nil {
 		if fe, ok := err.(*timer.FieldError); ok {
 			return g, &timer.FieldError{Field: prefix + "on_complete." + fe.Field, Message: fe.Message}
 		}
 		return g, err
 	}
 	g.OnComplete = &timer.GroupCallback{CallbackURL: *cb.CallbackURL}
+	topic := timer.DefaultGroupTopic
 	if cb.Topic != nil {
-		if !timer.ValidTopic(*cb.Topic) {
-			return g, &timer.FieldError{Field: prefix + "on_complete.topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
-		}
-		g.OnComplete.Topic = *cb.Topic
+		topic = *cb.Topic
+	}
+	var err error
+	if g.OnComplete.Topic, err = qualify(ctx, prefix+"on_complete.topic", topic); err != nil {
+		return g, err
 	}
 	if len(cb.Payload) > 0 && !bytes.Equal(cb.Payload, []byte("null")) {
 		var compact bytes.Buffer
@@ -261,7 +267,7 @@ func groupViewOf(v timer.GroupView) groupView {
 		out.CompletionJobID = g.CompletionJob.String()
 	}
 	if cb := g.OnComplete; cb != nil {
-		out.OnComplete = &callbackView{CallbackURL: cb.CallbackURL, Topic: cb.Topic, Payload: json.RawMessage("null")}
+		out.OnComplete = &callbackView{CallbackURL: cb.CallbackURL, Topic: shownTopic(cb.Topic), Payload: json.RawMessage("null")}
 		if len(cb.Payload) > 0 {
 			out.OnComplete.Payload = cb.Payload
 		}

@@ -57,7 +57,10 @@ func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, err
 	if err != nil {
 		return req, err
 	}
-	return req, a.guard.Check(ctx, req.CallbackURL)
+	if req.Topic, err = qualify(ctx, "topic", req.Topic); err != nil {
+		return req, err
+	}
+	return req, a.checkCallback(ctx, req.CallbackURL)
 }
 
 // batchRequest is the body of POST /v1/jobs/batch when some item is not
@@ -137,9 +140,12 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
 			reqs[i], err = jb.request()
 		}
 		if err == nil {
+			reqs[i].Topic, err = qualify(r.Context(), "topic", reqs[i].Topic)
+		}
+		if err == nil {
 			var seen bool
 			if err, seen = checkedURL[reqs[i].CallbackURL]; !seen {
-				err = a.guard.Check(r.Context(), reqs[i].CallbackURL)
+				err = a.checkCallback(r.Context(), reqs[i].CallbackURL)
 				checkedURL[reqs[i].CallbackURL] = err
 			}
 		}

@@ -578,7 +578,7 @@ type jobView struct {
 func viewOf(j *timer.Job) jobView {
 	v := jobView{
 		ID:             j.ID.String(),
-		Topic:          j.Topic,
+		Topic:          shownTopic(j.Topic),
 		Key:            j.Key,
 		BizID:          decimal(j.BizID),
 		BizType:        decimal(j.BizType),

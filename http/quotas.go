@@ -305,7 +305,7 @@ func metricsFor(cfg *APIConfig) http.Handler {
 			writeJSON(w, http.StatusUnauthorized, errorBody{Error: errorDetail{Code: CodeUnauthenticated, Message: errUnauthenticated.Error()}})
 			return
 		}
-		if p.Role == auth.Admin {
+		if p.Role == auth.Admin && !p.Fenced {
 			h.ServeHTTP(w, r)
 			return
 		}
@@ -335,6 +335,9 @@ func topicSeries(text []byte, p *auth.Principal) []byte {
 			continue
 		}
 		if topic, ok := topicLabel(line); ok && p.Allows(topic) {
+			if shown := shownTopic(topic); shown != topic {
+				line = strings.Replace(line, `topic="`+topic+`"`, `topic="`+shown+`"`, 1)
+			}
 			out.WriteString(line)
 			out.WriteByte('\n')
 		}

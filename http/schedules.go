@@ -220,7 +220,7 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 		KeyPrefix:     "schedule:" + s.ID.String() + ":",
 		NextFireTimes: make([]string, len(v.NextFireTimes)),
 		Job: templateView{
-			Topic:       s.Job.Topic,
+			Topic:       shownTopic(s.Job.Topic),
 			BizID:       decimal(s.Job.BizID),
 			BizType:     decimal(s.Job.BizType),
 			CallbackURL: s.Job.CallbackURL,
@@ -266,7 +266,11 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 	}
 	s, err := body.schedule()
 	if err == nil {
-		err = inJob(a.guard.Check(r.Context(), s.Job.CallbackURL))
+		s.Job.Topic, err = qualify(r.Context(), "topic", s.Job.Topic)
+		err = inJob(err)
+	}
+	if err == nil {
+		err = inJob(a.checkCallback(r.Context(), s.Job.CallbackURL))
 	}
 	if err == nil {
 		err = allowTopic(r.Context(), s.Job.Topic)

@@ -106,9 +106,10 @@ func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQu
 	if err := onlyParams(v, allowed...); err != nil {
 		return timer.JobQuery{}, err
 	}
-	q := timer.JobQuery{Topic: v.Get("topic"), Key: v.Get("key"), Limit: DefaultJobPage}
-	if !timer.ValidTopic(q.Topic) {
-		return q, &timer.FieldError{Field: "topic", Message: "a topic name is required"}
+	q := timer.JobQuery{Key: v.Get("key"), Limit: DefaultJobPage}
+	var err error
+	if q.Topic, err = requiredTopic(ctx, v.Get("topic")); err != nil {
+		return q, err
 	}
 	if s := v.Get("status"); s != "" {
 		for name := range strings.SplitSeq(s, ",") {
@@ -145,7 +146,6 @@ func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQu
 		}
 		q.Limit = n
 	}
-	var err error
 	if err := allowTopic(ctx, q.Topic); err != nil {
 		return q, err
 	}

@@ -131,7 +131,7 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 // never on whether the topic exists.
 func allowTopic(ctx context.Context, topic string) error {
 	if p := principalFrom(ctx); p != nil && !p.Allows(topic) {
-		return fmt.Errorf("token %s may not use topic %s (its topics: %s): %w", p.Name, topic, strings.Join(p.Topics, ", "), errForbidden)
+		return fmt.Errorf("token %s may not use topic %s (its topics: %s): %w", p.Name, shownTopic(topic), strings.Join(p.Topics, ", "), errForbidden)
 	}
 	return nil
 }

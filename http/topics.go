@@ -16,9 +16,12 @@ import (
 
 // topicName is the {topic} of the path, which must be a topic name.
 func topicName(r *http.Request) (string, error) {
-	name := chi.URLParam(r, "topic")
-	if !timer.ValidTopic(name) {
-		return "", &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
+	name, err := qualify(r.Context(), "topic", chi.URLParam(r, "topic"))
+	if err == nil && name == "" {
+		err = &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
+	}
+	if err != nil {
+		return "", err
 	}
 	return name, allowTopic(r.Context(), name)
 }
@@ -39,7 +42,7 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
 		overdue = now.Sub(st.NextDue).Milliseconds()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
-		"topic":             st.Topic,
+		"topic":             shownTopic(st.Topic),
 		"slots":             st.Slots,
 		"pending":           st.Pending,
 		"in_flight":         st.InFlight,
@@ -139,7 +142,7 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 		burst = timer.DefaultBurst(l.RateLimit)
 	}
 	v := topicView{
-		Name:              t.Name,
+		Name:              shownTopic(t.Name),
 		Slots:             t.Slots,
 		MaxAttempts:       cmp.Or(t.MaxAttempts, timer.DefaultMaxAttempts),
 		RateLimit:         l.RateLimit,

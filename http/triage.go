@@ -112,8 +112,9 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted 
 
 // deadRange checks f's topic and reads its from and to through get.
 func deadRange(ctx context.Context, get func(string) string, f *timer.DeadFilter) error {
-	if !timer.ValidTopic(f.Topic) {
-		return &timer.FieldError{Field: "topic", Message: "a topic name is required"}
+	var err error
+	if f.Topic, err = requiredTopic(ctx, f.Topic); err != nil {
+		return err
 	}
 	if err := allowTopic(ctx, f.Topic); err != nil {
 		return err

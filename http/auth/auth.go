@@ -15,8 +15,11 @@
 // and token_sha256 (its SHA-256, hex, so that the file need hold no
 // secret), a role (admin, write or read) and, but for an admin, the topic
 // patterns it may use (path.Match syntax: "*", "?", "[a-z]"). Quotas are
-// optional, 0 or absent meaning none. A file with any fault is refused
-// whole, the error naming the entry and the field.
+// optional, 0 or absent meaning none. In a toc with namespaces
+// (--namespaces-file) an entry may name its namespace ("namespace":
+// "sandbox"; absent: the default one), and every token, admins too, uses
+// only the topics of its own. A file with any fault is refused whole, the
+// error naming the entry and the field.
 //
 // A presented bearer token is looked up by its SHA-256, so a token_sha256
 // entry works as a token entry does, and no comparison runs over the
@@ -35,6 +38,9 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"strings"
+
+	"github.com/toc-project/toc/timer"
 )
 
 // Role is what a token may do.
@@ -86,21 +92,35 @@ type Principal struct {
 	Name string
 	Role Role
 	// Topics are the patterns of the topics the token may use; nil for an
-	// admin, who may use every topic.
+	// admin, who may use every topic of its namespace.
 	Topics []string
+	// Namespace is the namespace of the token's topics: "" for the
+	// default one (see timer.QualifiedTopic).
+	Namespace string
+	// Fenced is set when toc has namespaces besides the default: p then
+	// uses only the topics of its own, even as an admin.
+	Fenced bool
 	Quotas
 }
 
-// AllTopics reports whether p may use every topic.
-func (p *Principal) AllTopics() bool { return p.Role == Admin || slices.Contains(p.Topics, "*") }
+// AllTopics reports whether p may use every topic toc holds.
+func (p *Principal) AllTopics() bool {
+	return !p.Fenced && (p.Role == Admin || slices.Contains(p.Topics, "*"))
+}
 
-// Allows reports whether p may use topic.
+// Allows reports whether p may use topic, a topic as toc holds it
+// (qualified by its namespace): one of p's namespace whose name matches
+// one of p's patterns.
 func (p *Principal) Allows(topic string) bool {
-	if p.AllTopics() {
+	ns, name := timer.SplitTopic(topic)
+	if ns != p.Namespace {
+		return false
+	}
+	if p.Role == Admin || slices.Contains(p.Topics, "*") {
 		return true
 	}
 	for _, pat := range p.Topics {
-		if ok, _ := path.Match(pat, topic); ok {
+		if ok, _ := path.Match(pat, name); ok {
 			return true
 		}
 	}
@@ -175,6 +195,19 @@ func Admins(tokens []string) (*Set, error) {
 	return s, nil
 }
 
+// Fenced returns the tokens of s fenced in their namespaces: what the
+// --api-token admins are in a toc with namespaces (admins of the default
+// one).
+func (s *Set) Fenced() *Set {
+	f := &Set{byDigest: make(map[[sha256.Size]byte]*Principal, s.Len())}
+	for _, d := range s.digests {
+		p := *s.byDigest[d]
+		p.Fenced = true
+		f.add(d, &p)
+	}
+	return f
+}
+
 // Union returns the tokens of s and of o; o's are skipped where s has the
 // same token or name.
 func (s *Set) Union(o *Set) *Set {
@@ -211,6 +244,7 @@ type entry struct {
 	MaxTopics   *int     `json:"max_topics"`
 	MaxPending  *int64   `json:"max_pending"`
 	Rate        *float64 `json:"rate"`
+	Namespace   string   `json:"namespace"`
 }
 
 var (
@@ -242,7 +276,13 @@ func (e *FileError) Error() string {
 // Parse reads a tokens file, strictly: an unknown field, a duplicate name
 // or token, a bad role, a malformed pattern or a negative quota refuses
 // the whole file with a *FileError.
-func Parse(data []byte) (*Set, error) {
+func Parse(data []byte) (*Set, error) { return ParseIn(data, nil) }
+
+// ParseIn reads a tokens file of a toc with the namespaces named, besides
+// the default one: an entry's namespace must be one of them (or absent,
+// for the default), and every token is fenced in its namespace. With no
+// namespaces it is Parse.
+func ParseIn(data []byte, namespaces []string) (*Set, error) {
 	var file struct {
 		Tokens *[]json.RawMessage `json:"tokens"`
 	}
@@ -265,6 +305,13 @@ func Parse(data []byte) (*Set, error) {
 		if err != nil {
 			return nil, err
 		}
+		if e.Namespace != "" && !slices.Contains(namespaces, e.Namespace) {
+			if len(namespaces) == 0 {
+				return nil, fail("namespace", "%q: toc has no namespaces besides the default (--namespaces-file)", e.Namespace)
+			}
+			return nil, fail("namespace", "%q is not one of the namespaces %s (or absent, for the default)", e.Namespace, strings.Join(namespaces, ", "))
+		}
+		p.Namespace, p.Fenced = e.Namespace, len(namespaces) > 0
 		if slices.Contains(s.names, p.Name) {
 			return nil, fail("name", "another entry has this name")
 		}

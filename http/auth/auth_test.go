@@ -117,7 +117,7 @@ func TestFileReload(t *testing.T) {
 		}
 	}
 	write(`{"tokens": [{"name": "a", "token": "aaaaaaaaaaaaaaaaaaaa", "role": "read", "topics": ["a"]}]}`)
-	f, err := OpenFile(path, nil, nil)
+	f, err := OpenFile(path, nil, nil, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,69 @@ func TestFileReload(t *testing.T) {
 	if _, ok := f.Set().Lookup("aaaaaaaaaaaaaaaaaaaa"); ok {
 		t.Error("the old token survived a good reload")
 	}
-	if _, err := OpenFile(filepath.Join(dir, "missing.json"), nil, nil); err == nil {
+	if _, err := OpenFile(filepath.Join(dir, "missing.json"), nil, nil, nil); err == nil {
 		t.Error("OpenFile of a missing file succeeded")
 	}
+}
+
+func TestNamespaces(t *testing.T) {
+	file := `{"tokens": [
+	  {"name": "online-ops", "token": "online-admin-0123456789", "role": "admin"},
+	  {"name": "sandbox-ops", "token": "sandbox-admin-0123456789", "role": "admin", "namespace": "sandbox"},
+	  {"name": "sandbox-orders", "token": "sandbox-write-0123456789", "role": "write", "topics": ["orders*"], "namespace": "sandbox"}]}`
+	s, err := ParseIn([]byte(file), []string{"sandbox"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	online, _ := s.Lookup("online-admin-0123456789")
+	admin, _ := s.Lookup("sandbox-admin-0123456789")
+	writer, _ := s.Lookup("sandbox-write-0123456789")
+	for _, c := range []struct {
+		p     *Principal
+		topic string
+		want  bool
+	}{
+		{online, "orders", true},
+		{online, "sandbox.orders", false},
+		{admin, "sandbox.orders", true},
+		{admin, "sandbox.payments", true},
+		{admin, "orders", false},
+		{writer, "sandbox.orders-eu", true},
+		{writer, "sandbox.payments", false},
+		{writer, "orders", false},
+		{writer, "other.orders", false},
+	} {
+		if got := c.p.Allows(c.topic); got != c.want {
+			t.Errorf("%s.Allows(%q) = %v, want %v", c.p.Name, c.topic, got, c.want)
+		}
+	}
+	for _, p := range []*Principal{online, admin, writer} {
+		if p.AllTopics() {
+			t.Errorf("%s.AllTopics() = true in a toc with namespaces", p.Name)
+		}
+	}
+	if p, _ := mustAdmins(t).Fenced().Lookup("admin-token-0123456789"); p == nil || !p.Fenced || p.AllTopics() || !p.Allows("orders") || p.Allows("sandbox.orders") {
+		t.Errorf("a fenced --api-token admin: %+v", p)
+	}
+
+	for _, c := range []struct {
+		namespaces []string
+		want       string
+	}{
+		{[]string{"staging"}, `tokens[1] (sandbox-ops): namespace: "sandbox" is not one of the namespaces staging`},
+		{nil, `tokens[1] (sandbox-ops): namespace: "sandbox": toc has no namespaces besides the default`},
+	} {
+		if _, err := ParseIn([]byte(file), c.namespaces); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("ParseIn with namespaces %v: %v, want %q", c.namespaces, err, c.want)
+		}
+	}
+}
+
+func mustAdmins(t *testing.T) *Set {
+	t.Helper()
+	s, err := Admins([]string{"admin-token-0123456789"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }

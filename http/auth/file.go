@@ -18,10 +18,11 @@ const DefaultPoll = time.Second
 // that cannot be read or parsed keeps the tokens loaded before, and the
 // reason is logged.
 type File struct {
-	path  string
-	extra *Set // --api-token, kept across reloads
-	log   *slog.Logger
-	set   atomic.Pointer[Set]
+	path       string
+	namespaces []string // besides the default (ParseIn)
+	extra      *Set     // --api-token, kept across reloads
+	log        *slog.Logger
+	set        atomic.Pointer[Set]
 
 	mu   sync.Mutex // one reload at a time
 	seen fileStamp
@@ -33,13 +34,17 @@ type fileStamp struct {
 	size int64
 }
 
-// OpenFile loads the tokens file at path, joined with extra (the
+// OpenFile loads the tokens file at path, of a toc with the namespaces
+// named besides the default (none: nil), joined with extra (the
 // --api-token admins, nil for none): an error when it cannot.
-func OpenFile(path string, extra *Set, log *slog.Logger) (*File, error) {
+func OpenFile(path string, namespaces []string, extra *Set, log *slog.Logger) (*File, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	f := &File{path: path, extra: extra, log: log}
+	if extra != nil && len(namespaces) > 0 {
+		extra = extra.Fenced()
+	}
+	f := &File{path: path, namespaces: namespaces, extra: extra, log: log}
 	if err := f.load(); err != nil {
 		return nil, err
 	}
@@ -74,7 +79,7 @@ func (f *File) load() error {
 	// Seen even when refused: the file is not read again until it
 	// changes once more (or SIGHUP).
 	f.seen = fileStamp{st.ModTime(), st.Size()}
-	s, err := Parse(data)
+	s, err := ParseIn(data, f.namespaces)
 	if err != nil {
 		return fmt.Errorf("tokens file %s: %w", f.path, err)
 	}
