@@ -106,6 +106,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
 	fs.alias("api-token", "TOC_API_TOKENS")
 	tokensFile := fs.string("tokens-file", "", "JSON file of scoped tokens, {\"tokens\": [{\"name\", \"token\" or \"token_sha256\", \"role\", \"topics\", quotas}]}; reloaded on SIGHUP and when it changes (see README, Tenants)")
+	namespacesFile := fs.string("namespaces-file", "", "JSON file of the namespaces besides the default one, {\"namespaces\": [{\"name\", \"redis_prefix\", \"webhook_secrets\", \"callback_hosts\"}]}, each with its own topics; needs --tokens-file, whose tokens name their namespace (see README, Tenants)")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
 	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
@@ -128,6 +129,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return errors.New("--insecure-no-auth turns auth off: give it without --api-token and --tokens-file")
 	case len(f.secrets.values) == 0:
 		return errors.New("--webhook-secret is required: callbacks are always signed")
+	case *namespacesFile != "" && *tokensFile == "":
+		return errors.New("--namespaces-file needs --tokens-file: a token's namespace is what keeps it in its topics")
+	}
+	var spaces namespaces
+	if *namespacesFile != "" {
+		var err error
+		if spaces, err = readNamespaces(*namespacesFile, *f.redisPrefix); err != nil {
+			return fmt.Errorf("--namespaces-file: %w", err)
+		}
 	}
 	log, err := f.logger(stderr)
 	if err != nil {
@@ -140,7 +150,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("--api-token: %w", err)
 		}
-		if tokenFile, err = auth.OpenFile(*tokensFile, admins, log); err != nil {
+		if tokenFile, err = auth.OpenFile(*tokensFile, spaces.names(), admins, log); err != nil {
 			return fmt.Errorf("--tokens-file: %w", err)
 		}
 	}
@@ -184,7 +194,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	defer rdb.Close()
-	s := &service{flags: f, rdb: rdb, redisAddr: *redisFlags.addr, tokens: tokens.values, tokenFile: tokenFile, allowPrivate: *allowPrivate, log: log, openStore: openStore,
+	s := &service{flags: f, rdb: rdb, redisAddr: *redisFlags.addr, tokens: tokens.values, tokenFile: tokenFile, namespaces: spaces, allowPrivate: *allowPrivate, log: log, openStore: openStore,
 		onListen: func(addr string) { fmt.Fprintf(stdout, "toc serve listening on http://%s\n", addr) }}
 	if servers := splitList(zkServers.values); len(servers) > 0 {
 		s.cluster, err = slots.NewCluster(slots.ClusterConfig{

@@ -224,6 +224,7 @@ type receiver struct {
 	mu      sync.Mutex
 	arrived map[string][]time.Time
 	due     map[string]time.Time
+	topic   map[string]string // as the body names it
 	// healed: calls to a callback URL with ?fail=1 fail until it is set.
 	healed  bool
 	bad     []string
@@ -237,7 +238,7 @@ func newReceiver(t *testing.T, secret string) *receiver {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &receiver{wh: wh, arrived: map[string][]time.Time{}, due: map[string]time.Time{}}
+	r := &receiver{wh: wh, arrived: map[string][]time.Time{}, due: map[string]time.Time{}, topic: map[string]string{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
 	return r
@@ -252,6 +253,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	verr := r.wh.Verify(body, req.Header)
 	var msg struct {
 		ID      string          `json:"id"`
+		Topic   string          `json:"topic"`
 		FireAt  string          `json:"fire_at"`
 		Attempt int             `json:"attempt"`
 		Payload json.RawMessage `json:"payload"`
@@ -282,6 +284,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.arrived[msg.ID] = append(r.arrived[msg.ID], now)
 	r.due[msg.ID] = due
+	r.topic[msg.ID] = msg.Topic
 	if r.waitFor[msg.ID] {
 		delete(r.waitFor, msg.ID)
 		if len(r.waitFor) == 0 {

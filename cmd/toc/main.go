@@ -45,7 +45,8 @@ Client (talks to a running toc over its REST API; --server, --token, --json):
 
 Other:
   bench      measure toc: scheduling, firing lateness, drain, memory, recovery
-  tokens     hash TOKEN: print the token_sha256 of a token for --tokens-file
+  tokens     hash TOKEN: print the token_sha256 of a token for --tokens-file;
+             secret: print a new webhook secret (whsec_...)
   version    print the version, module, Go version and commit
 
 Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.

@@ -117,6 +117,7 @@ type service struct {
 	redisAddr    string // for messages
 	tokens       []string
 	tokenFile    *auth.File // --tokens-file, joined with tokens; reloaded on SIGHUP and change (nil: none)
+	namespaces   namespaces // --namespaces-file: besides the default one
 	allowPrivate bool
 	log          *slog.Logger
 	// onListen is called with the API's address once it listens.
@@ -169,20 +170,21 @@ func (s *service) run(ctx context.Context) error {
 		defer stopTracer(ctx, tracer, s.log)
 	}
 	webhook, err := webhook.NewClient(webhook.Config{
-		Secrets:      f.secrets.values,
-		Timeout:      *f.callbackTimeout,
-		AllowPrivate: s.allowPrivate,
-		UserAgent:    "toc/" + version,
-		Observer:     metrics,
+		Secrets:          f.secrets.values,
+		NamespaceSecrets: s.namespaces.secrets(),
+		Timeout:          *f.callbackTimeout,
+		AllowPrivate:     s.allowPrivate,
+		UserAgent:        "toc/" + version,
+		Observer:         metrics,
 	})
 	if err != nil {
 		return err
 	}
-	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, Logger: s.log.With("dep", depRedis)})
+	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes(), Logger: s.log.With("dep", depRedis)})
 	if err != nil {
 		return err
 	}
-	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix})
+	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes()})
 	if err != nil {
 		return err
 	}
@@ -267,6 +269,7 @@ func (s *service) run(ctx context.Context) error {
 		MaxCallbackTimeout:    *f.maxCallback,
 		Cluster:               clusterStatus,
 		Tokens:                s.tokens,
+		Namespaces:            s.namespaces.api(),
 		AllowPrivateCallbacks: s.allowPrivate,
 		Logger:                s.log,
 		Ready:                 ready,

@@ -8,14 +8,23 @@ import (
 	"strings"
 
 	"github.com/toc-project/toc/http/auth"
+	"github.com/toc-project/toc/http/webhook"
 )
 
+const tokensUsage = `usage: toc tokens hash [TOKEN]   the token_sha256 of TOKEN (without TOKEN: read from stdin)
+       toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets`
+
 // runTokens: toc tokens hash [TOKEN], printing the token_sha256 of a
-// token for --tokens-file. Without TOKEN it reads one line from stdin,
-// so that the secret need not be in the shell's history.
+// token for --tokens-file (without TOKEN it reads one line from stdin,
+// so that the secret need not be in the shell's history), and toc tokens
+// secret, printing a new webhook secret.
 func runTokens(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 1 && args[0] == "secret" {
+		fmt.Fprintln(stdout, webhook.NewSecret())
+		return nil
+	}
 	if len(args) == 0 || args[0] != "hash" || len(args) > 2 {
-		fmt.Fprintln(stderr, "usage: toc tokens hash [TOKEN]   (without TOKEN: read from stdin)")
+		fmt.Fprintln(stderr, tokensUsage)
 		return exitError{2}
 	}
 	var token string
