@@ -165,19 +165,30 @@ func (a *API) createGroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, groupViewOf(timer.GroupView{Group: stored, Now: map[timer.Status]int64{}}))
 }
 
-// getGroup: GET /v1/groups/{id}.
-func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
+// pathGroup returns the group store and the {id} of the path, a group the
+// request's token may see; otherwise it answers the error and reports
+// false.
+func (a *API) pathGroup(w http.ResponseWriter, r *http.Request) (Groups, string, bool) {
 	groups, ok := a.groups(w, r)
 	if !ok {
-		return
+		return nil, "", false
 	}
 	id := chi.URLParam(r, "id")
-	if err := timer.CheckGroupID(id, "id"); err != nil {
-		a.writeError(w, r, err)
-		return
+	err := timer.CheckGroupID(id, "id")
+	if err == nil {
+		err = visibleGroup(r.Context(), groups, id)
 	}
-	if err := visibleGroup(r.Context(), groups, id); err != nil {
+	if err != nil {
 		a.writeError(w, r, err)
+		return nil, "", false
+	}
+	return groups, id, true
+}
+
+// getGroup: GET /v1/groups/{id}.
+func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
+	groups, id, ok := a.pathGroup(w, r)
+	if !ok {
 		return
 	}
 	v, err := groups.Group(r.Context(), id)
@@ -190,17 +201,8 @@ func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
 
 // sealGroup: POST /v1/groups/{id}/seal.
 func (a *API) sealGroup(w http.ResponseWriter, r *http.Request) {
-	groups, ok := a.groups(w, r)
+	groups, id, ok := a.pathGroup(w, r)
 	if !ok {
-		return
-	}
-	id := chi.URLParam(r, "id")
-	if err := timer.CheckGroupID(id, "id"); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := visibleGroup(r.Context(), groups, id); err != nil {
-		a.writeError(w, r, err)
 		return
 	}
 	if _, err := groups.SealGroup(r.Context(), id); err != nil {

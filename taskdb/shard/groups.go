@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -67,22 +68,7 @@ func (s *Store) GroupLive(ctx context.Context, id string) (bool, error) {
 
 // GroupCounts implements timer.GroupStore, summed over every shard.
 func (s *Store) GroupCounts(ctx context.Context, id string) (map[timer.Status]int64, error) {
-	counts := make([]map[timer.Status]int64, len(s.shards))
-	err := s.all(func(i int) error {
-		var err error
-		counts[i], err = s.shards[i].GroupCounts(ctx, id)
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[timer.Status]int64)
-	for _, c := range counts {
-		for st, n := range c {
-			out[st] += n
-		}
-	}
-	return out, nil
+	return s.sumCounts(func(sh *taskdb.Store) (map[timer.Status]int64, error) { return sh.GroupCounts(ctx, id) })
 }
 
 // Unwrite implements timer.Unwriter, each id in its shard.

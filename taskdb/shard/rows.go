@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toc-project/toc/taskdb"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -232,10 +233,16 @@ func (s *Store) ListJobs(ctx context.Context, q timer.JobQuery) ([]*timer.Job, e
 
 // CountByStatus counts topic's jobs by status over every shard.
 func (s *Store) CountByStatus(ctx context.Context, topic string) (map[timer.Status]int64, error) {
+	return s.sumCounts(func(sh *taskdb.Store) (map[timer.Status]int64, error) { return sh.CountByStatus(ctx, topic) })
+}
+
+// sumCounts adds up the counts by status that count reads of each shard,
+// the shards read at once.
+func (s *Store) sumCounts(count func(*taskdb.Store) (map[timer.Status]int64, error)) (map[timer.Status]int64, error) {
 	counts := make([]map[timer.Status]int64, len(s.shards))
 	err := s.all(func(i int) error {
 		var err error
-		counts[i], err = s.shards[i].CountByStatus(ctx, topic)
+		counts[i], err = count(s.shards[i])
 		return err
 	})
 	if err != nil {
