@@ -13,6 +13,10 @@ import (
 // replayDead: POST /v1/deadletters/{id}/replay; the body is optional.
 func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
 	a.withWhen(w, r, true, func(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error) {
+		// A replayed job is pending again: it counts against max_pending.
+		if err := a.roomForPending(ctx, 1); err != nil {
+			return nil, err
+		}
 		j, err := a.jobs.Replay(ctx, id, fireAt, delay)
 		n := auditNote{action: auditDeadReplay, target: "job " + id.String()}
 		if err == nil {

@@ -95,12 +95,14 @@ func TestOpenAPIOperations(t *testing.T) {
 			t.Errorf("%s does not list 503", name)
 		}
 		// A token's role refuses every change it may not make (403), and a
-		// token's rate and max_pending refuse scheduling (429).
+		// token's rate and max_pending refuse scheduling, and max_pending
+		// replays (429).
 		if _, path, _ := strings.Cut(name, " "); strings.HasPrefix(path, "/v1/") && !op.open() {
 			if tochttp.RouteNeedsMoreThanRead(name) && !op.documents(http.StatusForbidden) {
 				t.Errorf("%s needs a write or admin token and does not list 403", name)
 			}
-			schedules := name == "POST /v1/jobs" || name == "POST /v1/jobs/batch" || name == "POST /v1/schedules"
+			schedules := name == "POST /v1/jobs" || name == "POST /v1/jobs/batch" || name == "POST /v1/schedules" ||
+				name == "POST /v1/deadletters/replay" || name == "POST /v1/deadletters/{id}/replay"
 			if schedules != op.documents(http.StatusTooManyRequests) {
 				t.Errorf("%s: lists 429 %v, schedules jobs %v", name, op.documents(http.StatusTooManyRequests), schedules)
 			}

@@ -1,15 +1,20 @@
 package http_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-chi/chi/v5"
 
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/http/auth"
+	"github.com/toc-project/toc/timer"
 )
 
 const tenantsFile = `{"tokens": [
@@ -248,5 +253,63 @@ func TestTenantGroups(t *testing.T) {
 	}
 	if a := e.call(t, "GET", "/v1/groups/g1", "", orders...); a.status != 200 || a.body["sealed"] != false {
 		t.Errorf("the owner reads its group: %d %s", a.status, a.raw)
+	}
+}
+
+// A replayed dead letter is pending again: a replay, by id or by filter,
+// stops at the token's max_pending and says how far it got.
+func TestReplayWithinMaxPending(t *testing.T) {
+	set, err := auth.Parse([]byte(`{"tokens": [{"name": "replayer", "token": "replayer-token-0123456789", "role": "write", "topics": ["replay"], "max_pending": 4}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each job fails its first call and succeeds after: a replayed job ends done.
+	var called sync.Map
+	failFirst := timer.HandlerFunc(func(_ context.Context, d timer.Delivery) error {
+		if _, again := called.LoadOrStore(d.Job.ID, true); again {
+			return nil
+		}
+		return errors.New("nope")
+	})
+	e := newAPIEnv(t, tochttp.APIConfig{TokenSet: func() *auth.Set { return set }}, failFirst)
+	e.run(t)
+	tok := bearerOf("replayer")
+	var ids []string
+	for range 2 {
+		a := e.call(t, "POST", "/v1/jobs", `{"topic": "replay", "delay_ms": 0, "max_attempts": 1, `+cb+`}`, tok...)
+		if a.status != http.StatusCreated {
+			t.Fatalf("schedule: %d %s", a.status, a.raw)
+		}
+		ids = append(ids, a.body["id"].(string))
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l := e.call(t, "GET", "/v1/deadletters?topic=replay", "", tok...); len(l.body["items"].([]any)) == 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the two jobs never died")
+		}
+	}
+	// The token's view of its topics and of their pending jobs is read
+	// again after 2 s: the fake stats answer 3 for the topic, so one more
+	// fits.
+	time.Sleep(2100 * time.Millisecond)
+	a := e.call(t, "POST", "/v1/deadletters/replay", `{"topic": "replay"}`, tok...)
+	a.wantError(t, 429, tochttp.CodePendingQuota, "")
+	if msg := a.body["error"].(map[string]any)["message"].(string); !strings.Contains(msg, "1 jobs were replayed before it, and no more") {
+		t.Errorf("a bulk replay past max_pending: %q", msg)
+	}
+	var dead []string
+	for _, id := range ids {
+		if j := e.call(t, "GET", "/v1/jobs/"+id, "", tok...); j.body["status"] == "dead" {
+			dead = append(dead, id)
+		}
+	}
+	if len(dead) != 1 {
+		t.Fatalf("dead after the replay: %v of %v, want one left", dead, ids)
+	}
+	e.call(t, "POST", "/v1/deadletters/"+dead[0]+"/replay", "", tok...).wantError(t, 429, tochttp.CodePendingQuota, "")
+	if j := e.call(t, "GET", "/v1/jobs/"+dead[0], "", tok...); j.body["status"] != "dead" {
+		t.Errorf("a replay by id refused by max_pending changed the job: %v", j.body)
 	}
 }

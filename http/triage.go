@@ -5,7 +5,10 @@ package http
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/toc-project/toc/timer"
@@ -58,6 +61,11 @@ func (a *API) replayMatching(w http.ResponseWriter, r *http.Request) {
 		when := whenRequest{DelayMS: b.DelayMS}
 		_, delay, err := when.when(true)
 		return func(ctx context.Context, j *timer.Job) error {
+			// Each replayed job is pending again: the replay stops at the
+			// token's max_pending.
+			if err := a.roomForPending(ctx, 1); err != nil {
+				return err
+			}
 			_, err := a.jobs.Replay(ctx, j.ID, time.Time{}, delay)
 			return err
 		}, err
@@ -103,6 +111,9 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted 
 	n, more, err := a.dead.Each(r.Context(), f, limit, rate, act)
 	a.audit(w, r, auditNote{action: audited, topic: f.Topic, target: filterText("signature", b.Signature, "from", b.From, "to", b.To),
 		jobs: n, details: map[string]any{"limit": limit, "rate": rate, "delay_ms": b.DelayMS, "more": more}}, err)
+	if qe, ok := errors.AsType[*quotaError](err); ok {
+		qe.msg = strings.TrimSuffix(qe.msg, "; nothing was written") + fmt.Sprintf("; %d jobs were %s before it, and no more", n, counted)
+	}
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -1591,6 +1591,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description pending_quota: a replayed job is pending again, and the token's topics hold its `max_pending` jobs. A replay by id writes nothing; a replay by filter stops there, its message saying how many it replayed before. Retry after Retry-After seconds. */
+        ReplayPendingQuota: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The job id. */
@@ -2550,6 +2559,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["ReplayPendingQuota"];
             503: components["responses"]["Unavailable"];
         };
     };
@@ -2687,6 +2697,7 @@ export interface operations {
                 };
             };
             413: components["responses"]["PayloadTooLarge"];
+            429: components["responses"]["ReplayPendingQuota"];
             503: components["responses"]["Unavailable"];
         };
     };
