@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -139,6 +141,22 @@ func TestNamespacesEndToEnd(t *testing.T) {
 			t.Errorf("job %s arrived with topic %q, want orders", c.id, got)
 		}
 		c.r.mu.Unlock()
+	}
+
+	// Metrics: each namespace's tokens see their topic's series, named by
+	// its name, and none of the other namespace's.
+	for _, q := range []*proc{sbOrders, sbOps, orders, ops} {
+		req, _ := http.NewRequest("GET", ops.url+"/metrics", nil)
+		req.Header.Set("Authorization", "Bearer "+q.token)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(text), `topic="orders"`) || strings.Contains(string(text), "sandbox") {
+			t.Errorf("/metrics as %s: %d, %d bytes; want the series of orders, and none naming sandbox:\n%s", q.token, resp.StatusCode, len(text), text)
+		}
 	}
 
 	// Audit: each admin sees its own namespace's entries.
