@@ -110,7 +110,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	mysqlDSN := fs.string("mysql-dsn", "", "real: use this task store instead of starting a mariadbd")
 	redisAddr := fs.string("redis-addr", "", "real: use this Redis instead of starting a redis-server (its data is flushed!)")
 	storeShards := fs.int("store-shards", 1, "real: task store shards, each on a mariadbd the bench starts (not with --mysql-dsn)")
-	redisCluster := fs.bool("redis-cluster", false, "real: start a Redis Cluster of 3 masters and 3 replicas instead of one redis-server (memory and recover are skipped)")
+	redisCluster := fs.bool("redis-cluster", false, "real: start a Redis Cluster of 3 masters and 3 replicas instead of one redis-server")
 	short := fs.bool("short", false, "a short run of every scenario (make bench)")
 	duration := fs.duration("duration", 0, "length of each timed run (default 10s, --short 3s)")
 	rates := fs.string("rates", "", "fire: steady rates in jobs/s, comma-separated (default 1000,5000; --short 1000)")
@@ -287,9 +287,9 @@ type bench struct {
 	token    string
 	client   *http.Client
 	recv     *benchReceiver
-	rdb      *redis.Client // nil unless the bench can reach toc's Redis
-	tocPID   int           // 0 when toc is not our child
-	pprof    string        // toc's pprof address, when profiling
+	rdb      redis.UniversalClient // nil unless the bench can reach toc's Redis (a *redis.ClusterClient on a cluster)
+	tocPID   int                   // 0 when toc is not our child
+	pprof    string                // toc's pprof address, when profiling
 	closers  []func()
 	results  []result
 	topicSeq int

@@ -8,7 +8,10 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 )
 
 // What the bench reads of toc's process (from /proc, when toc is its
@@ -66,9 +69,39 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(utime+stime) * time.Second / userHZ, nil
 }
 
-// redisInfo returns a numeric field of a section of Redis's INFO.
+// redisInfo returns a numeric field of a section of Redis's INFO: of the
+// server, or summed over a cluster's masters (their replicas hold the
+// same data again, and do none of the commands).
 func (b *bench) redisInfo(ctx context.Context, section, field string) (float64, error) {
-	info, err := b.rdb.Info(ctx, section).Result()
+	c, ok := b.rdb.(*redis.ClusterClient)
+	if !ok {
+		return infoField(ctx, b.rdb, section, field)
+	}
+	var (
+		mu  sync.Mutex
+		sum float64
+	)
+	err := c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error {
+		v, err := infoField(ctx, node, section, field)
+		mu.Lock()
+		sum += v
+		mu.Unlock()
+		return err
+	})
+	return sum, err
+}
+
+// flushAll empties the server, or every master of a cluster.
+func (b *bench) flushAll(ctx context.Context) error {
+	if c, ok := b.rdb.(*redis.ClusterClient); ok {
+		return c.ForEachMaster(ctx, func(ctx context.Context, node *redis.Client) error { return node.FlushAll(ctx).Err() })
+	}
+	return b.rdb.FlushAll(ctx).Err()
+}
+
+// infoField returns a numeric field of a section of one server's INFO.
+func infoField(ctx context.Context, rdb redis.Cmdable, section, field string) (float64, error) {
+	info, err := rdb.Info(ctx, section).Result()
 	if err != nil {
 		return 0, err
 	}

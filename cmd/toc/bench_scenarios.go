@@ -386,7 +386,7 @@ func (b *bench) recover(ctx context.Context) ([]result, error) {
 	if got, err := count(); err != nil || got != int64(n) {
 		return nil, fmt.Errorf("before the flush: %d of %d timers in Redis (%v)", got, n, err)
 	}
-	if err := b.rdb.FlushAll(ctx).Err(); err != nil {
+	if err := b.flushAll(ctx); err != nil {
 		return nil, err
 	}
 	t0 := time.Now()

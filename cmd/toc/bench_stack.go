@@ -111,15 +111,17 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 		}
 		dsns = append(dsns, dsn)
 	}
-	if !cfg.redisCluster {
-		// The scenarios that read Redis (memory, recover, its CPU) read one
-		// server; on a cluster they are skipped or say n/a.
+	// The scenarios that read Redis (memory, recover, its CPU) read one
+	// server, or every master of a cluster (see redisInfo).
+	if cfg.redisCluster {
+		b.rdb = redis.NewClusterClient(&redis.ClusterOptions{Addrs: strings.Split(redisAddr, ","), PoolSize: 32})
+	} else {
 		b.rdb = redis.NewClient(&redis.Options{Addr: redisAddr, PoolSize: 32})
-		b.closers = append(b.closers, func() { b.rdb.Close() })
-		if err := b.rdb.FlushAll(ctx).Err(); err != nil {
-			b.close()
-			return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
-		}
+	}
+	b.closers = append(b.closers, func() { b.rdb.Close() })
+	if err := b.flushAll(ctx); err != nil {
+		b.close()
+		return nil, fmt.Errorf("redis at %s: %w", redisAddr, err)
 	}
 	b.token, b.redisAddr = "bench-token", redisAddr
 	args := []string{"serve", "--redis-addr", redisAddr, "--api-token", b.token, "--webhook-secret", benchSecret, "--allow-private-callbacks"}

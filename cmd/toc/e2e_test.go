@@ -557,6 +557,34 @@ func TestBenchRuns(t *testing.T) {
 	}
 }
 
+// On a Redis Cluster the scenarios that read Redis run too: memory sums
+// the masters' INFO, and recover flushes every master and sees the
+// backstop restore the timers.
+func TestBenchMemoryAndRecoverOnRedisCluster(t *testing.T) {
+	if !testenv.Required() {
+		if _, err := exec.LookPath("redis-server"); err != nil {
+			t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
+		}
+	}
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--redis-cluster", "--short", "--scenarios", "memory,recover",
+		"--memory-jobs", "2000", "--recover-jobs", "2000", "--json", out)
+	report, data, output := runBenchCmd(t, cmd, out)
+	seen := map[string]bool{}
+	for _, r := range report.Results {
+		seen[r.Scenario] = true
+		if r.Count == 0 {
+			t.Errorf("%s: count 0", r.Name)
+		}
+		if n, ok := r.Extra["bytes_per_job"].(float64); ok && n <= 0 {
+			t.Errorf("%s: %v bytes a job", r.Name, n)
+		}
+	}
+	if !seen["memory"] || !seen["recover"] {
+		t.Errorf("memory and recover on a cluster: %s\n%s", data, output)
+	}
+}
+
 // benchReport is what toc bench --json writes, as read back.
 type benchReport struct {
 	Results []result `json:"results"`
