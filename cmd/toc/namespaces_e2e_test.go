@@ -33,7 +33,21 @@ const namespaceTokens = `{"tokens": [
 // each namespace's receiver verifies its calls with its own secret and
 // reads the topic by its name; neither tenant sees the other's jobs,
 // topics or audit entries.
-func TestNamespacesEndToEnd(t *testing.T) {
+// namespaceStack is toc serve on MariaDB and redis-server with the tokens
+// file namespaceTokens and a namespaces file of sandbox (its own prefix,
+// secret, and callback host 127.0.0.1), called as the default admin ops;
+// each namespace has a receiver verifying with its own secret.
+type namespaceStack struct {
+	ops                *proc
+	online, sandbox    *receiver
+	dsn, redisAddr     string
+	prefix             string
+	onlineSecret       string
+	tokens, namespaces string // the files
+}
+
+func startNamespaces(t *testing.T) *namespaceStack {
+	t.Helper()
 	dsn := testenv.MariaDB(t).NewDatabase(t)
 	rds := testenv.Redis(t)
 	dir := t.TempDir()
@@ -45,17 +59,25 @@ func TestNamespacesEndToEnd(t *testing.T) {
 	}
 	prefix := fmt.Sprintf("ns%d:", time.Now().UnixNano())
 	tokens, spaces := filepath.Join(dir, "tokens.json"), filepath.Join(dir, "namespaces.json")
-	write := func(path, text string) {
-		t.Helper()
-		if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(tokens, namespaceTokens)
-	write(spaces, `{"namespaces": [{"name": "sandbox", "redis_prefix": "`+prefix+`sb:", "webhook_secrets": ["`+sandboxSecret+`"], "callback_hosts": ["127.0.0.1"]}]}`)
+	writeFile(t, tokens, namespaceTokens)
+	writeFile(t, spaces, `{"namespaces": [{"name": "sandbox", "redis_prefix": "`+prefix+`sb:", "webhook_secrets": ["`+sandboxSecret+`"], "callback_hosts": ["127.0.0.1"]}]}`)
 	online, sandbox := newReceiver(t, onlineSecret), newReceiver(t, sandboxSecret)
 	ops := startToc(t, "ops-token-0123456789", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
 		"--tokens-file", tokens, "--namespaces-file", spaces, "--webhook-secret", onlineSecret, "--allow-private-callbacks")
+	return &namespaceStack{ops: ops, online: online, sandbox: sandbox, dsn: dsn, redisAddr: rds.Addr, prefix: prefix,
+		onlineSecret: onlineSecret, tokens: tokens, namespaces: spaces}
+}
+
+func writeFile(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestNamespacesEndToEnd(t *testing.T) {
+	st := startNamespaces(t)
+	ops, online, sandbox, prefix, dsn := st.ops, st.online, st.sandbox, st.prefix, st.dsn
 	orders, sbOps, sbOrders := ops.as("orders"), ops.as("sb-ops"), ops.as("sb-orders")
 	want := func(q *proc, method, path string, body any, status int) map[string]any {
 		t.Helper()
@@ -104,7 +126,7 @@ func TestNamespacesEndToEnd(t *testing.T) {
 	want(sbOrders, "POST", "/v1/jobs", job("http://localhost:1/hook", time.Hour), 400)
 
 	// Each namespace's keys under its own prefix.
-	rdb := redis.NewClient(&redis.Options{Addr: rds.Addr})
+	rdb := redis.NewClient(&redis.Options{Addr: st.redisAddr})
 	defer rdb.Close()
 	keys := func(match string) []string {
 		t.Helper()
@@ -181,13 +203,13 @@ func TestNamespacesEndToEnd(t *testing.T) {
 	}
 
 	// A tokens file naming a namespace toc does not have stops it at start.
-	write(tokens, strings.Replace(namespaceTokens, `"namespace": "sandbox"`, `"namespace": "staging"`, 1))
-	out, err = runTocCmd(t, "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--tokens-file", tokens, "--namespaces-file", spaces, "--webhook-secret", onlineSecret)
+	writeFile(t, st.tokens, strings.Replace(namespaceTokens, `"namespace": "sandbox"`, `"namespace": "staging"`, 1))
+	out, err := runTocCmd(t, "serve", "--mysql-dsn", dsn, "--redis-addr", st.redisAddr, "--tokens-file", st.tokens, "--namespaces-file", st.namespaces, "--webhook-secret", st.onlineSecret)
 	if err == nil || !strings.Contains(out, `namespace: "staging" is not one of the namespaces sandbox`) {
 		t.Errorf("serve with a token of an unknown namespace: %v\n%s", err, out)
 	}
-	write(spaces, `{"namespaces": [{"name": "sandbox", "webhook_secrets": []}]}`)
-	out, err = runTocCmd(t, "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--tokens-file", tokens, "--namespaces-file", spaces, "--webhook-secret", onlineSecret)
+	writeFile(t, st.namespaces, `{"namespaces": [{"name": "sandbox", "webhook_secrets": []}]}`)
+	out, err = runTocCmd(t, "serve", "--mysql-dsn", dsn, "--redis-addr", st.redisAddr, "--tokens-file", st.tokens, "--namespaces-file", st.namespaces, "--webhook-secret", st.onlineSecret)
 	if err == nil || !strings.Contains(out, "namespaces[0] (sandbox): webhook_secrets: at least one is required") {
 		t.Errorf("serve with a namespace without a secret: %v\n%s", err, out)
 	}
