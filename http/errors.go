@@ -146,6 +146,7 @@ func batchDetail(be *timer.BatchError) (int, errorDetail) {
 // writeError answers err, logging the ones that are the service's fault.
 func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status, d := toDetail(err)
+	d.Message = shownMessage(r.Context(), d.Message)
 	if status == http.StatusServiceUnavailable {
 		a.log.LogAttrs(r.Context(), slog.LevelWarn, "request failed", slog.String("path", r.URL.Path), slog.Any("err", err))
 	}

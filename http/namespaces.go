@@ -68,6 +68,15 @@ func requiredTopic(ctx context.Context, name string) (string, error) {
 // which is the token's own.
 func shownTopic(topic string) string { return timer.TopicName(topic) }
 
+// shownMessage is an error message as a token of a namespace sees it:
+// the topics the task store quotes ("sandbox.orders") by their names.
+func shownMessage(ctx context.Context, msg string) string {
+	if ns := namespaceOf(ctx); ns != "" {
+		return strings.ReplaceAll(msg, `"`+ns+timer.NamespaceSep, `"`)
+	}
+	return msg
+}
+
 // checkCallback refuses a callback URL the API does not deliver to: one
 // that resolves to a private address (unless allowed), or, in a namespace
 // with CallbackHosts, of a host not among them.

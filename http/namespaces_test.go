@@ -80,6 +80,13 @@ func TestNamespacesInTheAPI(t *testing.T) {
 	}
 	e.call(t, "POST", "/v1/jobs", job(long), sbOps...).wantError(t, 400, tochttp.CodeInvalid, "topic")
 
+	// Errors name a topic as the token knows it.
+	a := e.call(t, "GET", "/v1/topics/nothing", "", sbOps...)
+	a.wantError(t, 404, tochttp.CodeNotFound, "")
+	if msg := string(a.raw); strings.Contains(msg, "sandbox") || !strings.Contains(msg, `\"nothing\"`) {
+		t.Errorf("a missing topic, to the sandbox's admin: %s", msg)
+	}
+
 	// The sandbox calls back only its hosts.
 	e.call(t, "POST", "/v1/jobs", `{"topic": "orders", "delay_ms": 1000, "callback_url": "http://localhost:9/hook"}`, sbOrders...).
 		wantError(t, 400, tochttp.CodeInvalid, "callback_url")
