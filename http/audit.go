@@ -199,8 +199,8 @@ func auditQuery(ctx context.Context, v url.Values) (timer.AuditQuery, error) {
 	if q.Action != "" && !slices.Contains(AuditActions, q.Action) {
 		return q, &timer.FieldError{Field: "action", Message: "must be one of " + strings.Join(AuditActions, ", ")}
 	}
-	topic, err := qualify(ctx, "topic", q.Topic)
-	if q.Topic = topic; err != nil {
+	var err error
+	if q.Topic, err = qualify(ctx, "topic", q.Topic); err != nil {
 		return q, &timer.FieldError{Field: "topic", Message: "must be a topic name: 1 to 64 of a-z, 0-9, _ and -"}
 	}
 	if len(q.Who) > timer.MaxAuditWhoBytes {

@@ -40,6 +40,10 @@ type quotaError struct {
 
 func (e *quotaError) Error() string { return e.msg }
 
+// nothingWritten ends the message of a quota that refused a whole call; a
+// bulk action that stopped partway says instead how far it got.
+const nothingWritten = "; nothing was written"
+
 // retryAfterSeconds is d in whole seconds, rounded up, at least 1.
 func retryAfterSeconds(d time.Duration) int64 {
 	return max(1, int64(math.Ceil(d.Seconds())))
@@ -164,7 +168,7 @@ func (a *API) roomForTopics(ctx context.Context, names []string) (done func(), e
 	if have+len(unknown) > p.MaxTopics {
 		t.creating.Unlock()
 		return nil, &quotaError{status: http.StatusConflict, code: CodeTopicQuota, field: "topic",
-			msg: fmt.Sprintf("cannot create topic %s: token %s holds %d of its max_topics %d; delete unused topics or raise its max_topics; nothing was written",
+			msg: fmt.Sprintf("cannot create topic %s: token %s holds %d of its max_topics %d; delete unused topics or raise its max_topics"+nothingWritten,
 				unknown[0], p.Name, have, p.MaxTopics)}
 	}
 	return func() {
@@ -240,7 +244,7 @@ func (a *API) roomForPending(ctx context.Context, n int) error {
 	}
 	if have := t.pending + t.added; have+int64(n) > p.MaxPending {
 		return &quotaError{status: http.StatusTooManyRequests, code: CodePendingQuota, retryAfter: quotaPendingAge,
-			msg: fmt.Sprintf("token %s's topics hold %d pending jobs of its max_pending %d; nothing was written", p.Name, have, p.MaxPending)}
+			msg: fmt.Sprintf("token %s's topics hold %d pending jobs of its max_pending %d", p.Name, have, p.MaxPending) + nothingWritten}
 	}
 	t.added += int64(n)
 	return nil

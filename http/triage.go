@@ -112,7 +112,7 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted 
 	a.audit(w, r, auditNote{action: audited, topic: f.Topic, target: filterText("signature", b.Signature, "from", b.From, "to", b.To),
 		jobs: n, details: map[string]any{"limit": limit, "rate": rate, "delay_ms": b.DelayMS, "more": more}}, err)
 	if qe, ok := errors.AsType[*quotaError](err); ok {
-		qe.msg = strings.TrimSuffix(qe.msg, "; nothing was written") + fmt.Sprintf("; %d jobs were %s before it, and no more", n, counted)
+		qe.msg = strings.TrimSuffix(qe.msg, nothingWritten) + fmt.Sprintf("; %d jobs were %s before it, and no more", n, counted)
 	}
 	if err != nil {
 		a.writeError(w, r, err)
