@@ -1,6 +1,7 @@
 package taskdb
 
 import (
+	"fmt"
 	"strconv"
 	"testing"
 	"time"
@@ -62,27 +63,31 @@ func BenchmarkGetMany100(b *testing.B) {
 	}
 }
 
-// BenchmarkComplete100 completes 100 pending jobs per op.
-func BenchmarkComplete100(b *testing.B) {
+// BenchmarkComplete completes 100, then 1,000 pending jobs per op, the
+// sizes of the completer's batches at a trickle and in a drain.
+func BenchmarkComplete(b *testing.B) {
 	for _, be := range benchBackends {
-		b.Run(be.name, func(b *testing.B) {
-			s := be.open(b)
-			done := make([]timer.Completion, 100)
-			next := timer.JobID(1)
-			for b.Loop() {
-				b.StopTimer()
-				mustInsert(b, s, jobs(next, 100, "bench")...)
-				for i := range done {
-					done[i] = timer.Completion{ID: next + timer.JobID(i), Attempts: 1}
+		for _, size := range []int{100, 1000} {
+			b.Run(fmt.Sprintf("%s/%d", be.name, size), func(b *testing.B) {
+				s := be.open(b)
+				done := make([]timer.Completion, size)
+				next := timer.JobID(1)
+				for b.Loop() {
+					b.StopTimer()
+					mustInsert(b, s, jobs(next, size, "bench")...)
+					for i := range done {
+						done[i] = timer.Completion{ID: next + timer.JobID(i), Attempts: 1}
+					}
+					next += timer.JobID(size)
+					b.StartTimer()
+					n, err := s.Complete(b.Context(), done, base)
+					if err != nil || n != len(done) {
+						b.Fatalf("Complete = %d, %v", n, err)
+					}
 				}
-				next += 100
-				b.StartTimer()
-				n, err := s.Complete(b.Context(), done, base)
-				if err != nil || n != len(done) {
-					b.Fatalf("Complete = %d, %v", n, err)
-				}
-			}
-		})
+				b.ReportMetric(float64(next-1)/b.Elapsed().Seconds(), "jobs/s")
+			})
+		}
 	}
 }
 

@@ -87,9 +87,13 @@ func testComplete(t *testing.T, s timer.Store) {
 	if n, err := s.Complete(t.Context(), done, now); err != nil || n != len(done) {
 		t.Fatalf("Complete(%d) = %d, %v", len(done), n, err)
 	}
-	got, err := s.GetMany(t.Context(), []timer.JobID{5, 1000, 1001, 2100})
-	if err != nil {
-		t.Fatal(err)
+	ids := make([]timer.JobID, len(done))
+	for i, c := range done {
+		ids[i] = c.ID
+	}
+	got, err := s.GetMany(t.Context(), ids)
+	if err != nil || len(got) != len(ids) {
+		t.Fatalf("GetMany = %d jobs, %v; want %d", len(got), err, len(ids))
 	}
 	for _, j := range got {
 		if j.Status != timer.StatusDone || j.Attempts != int(j.ID%9) {
