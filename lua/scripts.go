@@ -183,17 +183,24 @@ func ClaimEach(ctx context.Context, c Client, nowMs int64, aging Aging, calls ..
 			at = append(at, i)
 		}
 	}
+	runDecoded(ctx, c, "claim", runs, at, rs, errs, decodeClaim)
+	return rs, errs
+}
+
+// runDecoded runs runs, of which runs[j] answers the call at[j], in one
+// pipeline, and decodes each reply into rs; a failed run's error goes to
+// errs, named by op.
+func runDecoded[R any](ctx context.Context, c Client, op string, runs []call, at []int, rs []R, errs []error, decode func(any) (R, error)) {
 	replies, runErrs := runEach(ctx, c, runs)
 	for j, i := range at {
-		if err := runErrs[j]; err != nil {
-			errs[i] = fmt.Errorf("claim: %w", err)
-			continue
+		err := runErrs[j]
+		if err == nil {
+			rs[i], err = decode(replies[j])
 		}
-		if rs[i], errs[i] = decodeClaim(replies[j]); errs[i] != nil {
-			errs[i] = fmt.Errorf("claim: %w", errs[i])
+		if err != nil {
+			errs[i] = fmt.Errorf("%s: %w", op, err)
 		}
 	}
-	return rs, errs
 }
 
 func decodeClaim(v any) (ClaimResult, error) {
@@ -351,7 +358,8 @@ type SweepResult struct {
 // nowMs out of Prepare: back to their due sets due at once with one more attempt,
 // or to Dead when that makes attemptCap (1..MaxAttempt) attempts.
 func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
-	return sweep(ctx, c, keys, nowMs, nowMs, limit, attemptCap)
+	rs, errs := SweepEach(ctx, c, nowMs, attemptCap, SweepCall{Keys: keys, Limit: limit})
+	return rs[0], errs[0]
 }
 
 // Reclaim is Sweep of every lease, whatever its end: for leases whose
@@ -359,29 +367,47 @@ func Sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit,
 // The holder's ack, retry and defer fail from then on, since its tokens
 // changed.
 func Reclaim(ctx context.Context, c Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (SweepResult, error) {
-	return sweep(ctx, c, keys, nowMs, MaxMillis, limit, attemptCap)
+	rs, errs := SweepEach(ctx, c, nowMs, attemptCap, SweepCall{Keys: keys, Limit: limit, All: true})
+	return rs[0], errs[0]
 }
 
-func sweep(ctx context.Context, c Client, keys slots.KeySet, nowMs, uptoMs int64, limit, attemptCap int) (SweepResult, error) {
-	if err := checkMillis("now", nowMs); err != nil {
-		return SweepResult{}, fmt.Errorf("sweep: %w", err)
+// SweepCall is one run of the sweep script: one slot's sweep.
+type SweepCall struct {
+	Keys  slots.KeySet
+	Limit int  // 1..MaxBatch
+	All   bool // Reclaim: every lease, whatever its end
+}
+
+// SweepEach runs Sweep (or Reclaim, for a call with All) for each call at
+// nowMs, in one pipeline when there are several (on a Redis Cluster, one
+// a node). rs[i] and errs[i] answer calls[i]; a call that failed leaves
+// the others standing.
+func SweepEach(ctx context.Context, c Client, nowMs int64, attemptCap int, calls ...SweepCall) (rs []SweepResult, errs []error) {
+	rs, errs = make([]SweepResult, len(calls)), make([]error, len(calls))
+	bad := checkMillis("now", nowMs)
+	if bad == nil && (attemptCap < 1 || attemptCap > MaxAttempt) {
+		bad = fmt.Errorf("attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
 	}
-	if limit < 1 || limit > MaxBatch {
-		return SweepResult{}, fmt.Errorf("sweep: limit %d: not in 1..%d", limit, MaxBatch)
+	runs := make([]call, 0, len(calls))
+	at := make([]int, 0, len(calls)) // the call each run is
+	for i, sc := range calls {
+		switch {
+		case bad != nil:
+			errs[i] = fmt.Errorf("sweep: %w", bad)
+		case sc.Limit < 1 || sc.Limit > MaxBatch:
+			errs[i] = fmt.Errorf("sweep: limit %d: not in 1..%d", sc.Limit, MaxBatch)
+		default:
+			upto := nowMs
+			if sc.All {
+				upto = MaxMillis
+			}
+			runs = append(runs, call{sweepScript, []string{sc.Keys.DueHigh, sc.Keys.Due, sc.Keys.DueLow, sc.Keys.Prepare, sc.Keys.Dead},
+				[]any{nowMs, sc.Limit, attemptCap, upto}})
+			at = append(at, i)
+		}
 	}
-	if attemptCap < 1 || attemptCap > MaxAttempt {
-		return SweepResult{}, fmt.Errorf("sweep: attempt cap %d: %w (1..%d)", attemptCap, ErrRange, MaxAttempt)
-	}
-	replies, err := run(ctx, c, []call{{sweepScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare, keys.Dead},
-		[]any{nowMs, limit, attemptCap, uptoMs}}})
-	if err != nil {
-		return SweepResult{}, fmt.Errorf("sweep: %w", err)
-	}
-	r, err := decodeSweep(replies[0], nowMs)
-	if err != nil {
-		return SweepResult{}, fmt.Errorf("sweep: %w", err)
-	}
-	return r, nil
+	runDecoded(ctx, c, "sweep", runs, at, rs, errs, func(v any) (SweepResult, error) { return decodeSweep(v, nowMs) })
+	return rs, errs
 }
 
 func decodeSweep(v any, nowMs int64) (SweepResult, error) {

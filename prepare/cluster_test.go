@@ -111,9 +111,22 @@ func TestCluster(t *testing.T) {
 	if ok, err := q.Defer(ctx, leases[63], at(100)); err != nil || !ok {
 		t.Errorf("Defer = %v, %v", ok, err)
 	}
-	sw, err := q.Sweep(ctx, leases[62].Slot, at(2000), 10)
-	if err != nil || sw.Returned < 1 {
-		t.Errorf("Sweep = %+v, %v", sw, err)
+	// Every slot swept in one pipeline over the three masters: only
+	// leases[62]'s lease is left, ended at 1064.
+	var sweeps []timer.SweepCall
+	for i := range 16 {
+		sweeps = append(sweeps, timer.SweepCall{Slot: timer.Slot{Topic: "orders", Index: i}, Limit: 10})
+	}
+	sws, errs := q.SweepEach(ctx, at(2000), sweeps)
+	returned := 0
+	for i, sw := range sws {
+		returned += sw.Returned
+		if errs[i] != nil {
+			t.Errorf("SweepEach slot %d: %v", i, errs[i])
+		}
+	}
+	if returned != 1 {
+		t.Errorf("SweepEach returned %d leases, want leases[62]'s", returned)
 	}
 	if ok, _, err := q.Revive(ctx, timer.Timer{ID: leases[60].ID, Topic: "orders", Slots: 16, Basis: uint64(leases[60].ID),
 		DueAt: at(5), Priority: leases[60].Priority}); err != nil || !ok {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/toc-project/toc/lua"
-	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -174,45 +173,68 @@ func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 // leases have expired). The Dead leases it returns carry the attempt count
 // recorded in Dead and no token.
 func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
-	return q.sweep(ctx, lua.Sweep, slot, now, limit)
+	sws, errs := q.SweepEach(ctx, now, []timer.SweepCall{{Slot: slot, Limit: limit}})
+	return sws[0], errs[0]
 }
 
 var (
 	_ timer.Reclaimer    = (*Index)(nil)
 	_ timer.BatchClaimer = (*Index)(nil)
+	_ timer.BatchSweeper = (*Index)(nil)
 )
 
 // Reclaim implements timer.Reclaimer: Sweep of every lease of slot,
 // whatever its end.
 func (q *Index) Reclaim(ctx context.Context, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
-	return q.sweep(ctx, lua.Reclaim, slot, now, limit)
+	sws, errs := q.SweepEach(ctx, now, []timer.SweepCall{{Slot: slot, Limit: limit, All: true}})
+	return sws[0], errs[0]
 }
 
-type sweepFunc func(ctx context.Context, c lua.Client, keys slots.KeySet, nowMs int64, limit, attemptCap int) (lua.SweepResult, error)
-
-func (q *Index) sweep(ctx context.Context, script sweepFunc, slot timer.Slot, now time.Time, limit int) (timer.Sweep, error) {
-	nowMs, limit, err := checkPass("sweep", slot, now, limit)
-	if err != nil {
-		return timer.Sweep{}, err
-	}
-	r, err := script(ctx, q.client, q.Keys(slot), nowMs, limit, SweepAttemptCap)
-	if err != nil {
-		return timer.Sweep{}, fmt.Errorf("sweep slot %s: %w", slot, err)
-	}
-	s := timer.Sweep{Returned: r.Returned, NextExpiry: timeOf(r.PrepareHead)}
-	var bad error
-	for _, e := range r.Dead {
-		lease, err := leaseOf(slot, e.Member, e.Attempt, 0)
+// SweepEach implements timer.BatchSweeper: Sweep, or Reclaim for a call
+// with All, of each call, in one pipeline (on a Redis Cluster, one a
+// node).
+func (q *Index) SweepEach(ctx context.Context, now time.Time, calls []timer.SweepCall) ([]timer.Sweep, []error) {
+	sws, errs := make([]timer.Sweep, len(calls)), make([]error, len(calls))
+	runs := make([]lua.SweepCall, 0, len(calls))
+	at := make([]int, 0, len(calls)) // the call each run is
+	var nowMs int64
+	for i, sc := range calls {
+		ms, limit, err := checkPass("sweep", sc.Slot, now, sc.Limit)
 		if err != nil {
-			bad = errors.Join(bad, err)
+			errs[i] = err
 			continue
 		}
-		s.Dead = append(s.Dead, lease)
+		nowMs = ms
+		runs = append(runs, lua.SweepCall{Keys: q.Keys(sc.Slot), Limit: limit, All: sc.All})
+		at = append(at, i)
 	}
-	if bad != nil {
-		return s, fmt.Errorf("sweep slot %s: bad members in Prepare: %w", slot, bad)
+	if len(runs) == 0 {
+		return sws, errs
 	}
-	return s, nil
+	rs, runErrs := lua.SweepEach(ctx, q.client, nowMs, SweepAttemptCap, runs...)
+	for j, i := range at {
+		slot := calls[i].Slot
+		if err := runErrs[j]; err != nil {
+			errs[i] = fmt.Errorf("sweep slot %s: %w", slot, err)
+			continue
+		}
+		r := rs[j]
+		sw := timer.Sweep{Returned: r.Returned, NextExpiry: timeOf(r.PrepareHead)}
+		var bad error
+		for _, e := range r.Dead {
+			lease, err := leaseOf(slot, e.Member, e.Attempt, 0)
+			if err != nil {
+				bad = errors.Join(bad, err)
+				continue
+			}
+			sw.Dead = append(sw.Dead, lease)
+		}
+		sws[i] = sw
+		if bad != nil {
+			errs[i] = fmt.Errorf("sweep slot %s: bad members in Prepare: %w", slot, bad)
+		}
+	}
+	return sws, errs
 }
 
 // checkPass checks the arguments of one pass over slot (op is "claim" or

@@ -377,6 +377,70 @@ func TestLeaseCycle(t *testing.T) {
 	})
 }
 
+// SweepEach answers each call as Sweep (or Reclaim, with All) would, in
+// one pipeline, and a bad call fails alone.
+func TestSweepEach(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		q := newIndex(t, b)
+		var timers []timer.Timer
+		for id := timer.JobID(1); id <= 12; id++ {
+			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
+		}
+		if _, err := q.Add(ctx, timers); err != nil {
+			t.Fatal(err)
+		}
+		slot := func(i int) timer.Slot { return timer.Slot{Topic: "orders", Index: i} }
+		leased := make([]int, 4)
+		for i := range 4 {
+			lease := time.Millisecond // ends at 13
+			if i == 2 {
+				lease = time.Hour // still held at 20: only a reclaim takes it
+			}
+			cl, err := q.Claim(ctx, slot(i), at(12), 100, lease)
+			if err != nil || len(cl.Leases) == 0 {
+				t.Fatalf("Claim slot %d = %d leases, %v", i, len(cl.Leases), err)
+			}
+			leased[i] = len(cl.Leases)
+		}
+		calls := []timer.SweepCall{
+			{Slot: slot(0), Limit: 100},
+			{Slot: slot(1), Limit: 0}, // bad: fails alone
+			{Slot: slot(2), Limit: 100, All: true},
+			{Slot: timer.Slot{Topic: "orders", Index: -1}, Limit: 1},
+			{Slot: slot(3), Limit: 1},
+		}
+		sws, errs := q.SweepEach(ctx, at(20), calls)
+		if len(sws) != len(calls) || len(errs) != len(calls) {
+			t.Fatalf("%d sweeps, %d errors for %d calls", len(sws), len(errs), len(calls))
+		}
+		for _, i := range []int{1, 3} {
+			if errs[i] == nil || sws[i].Returned != 0 {
+				t.Errorf("call %d = %+v, %v; want an error", i, sws[i], errs[i])
+			}
+		}
+		for _, c := range []struct {
+			call, returned int
+			next           time.Time
+		}{{0, leased[0], time.Time{}}, {2, leased[2], time.Time{}}, {4, 1, at(13)}} {
+			if errs[c.call] != nil {
+				t.Fatalf("call %d: %v", c.call, errs[c.call])
+			}
+			if sw := sws[c.call]; sw.Returned != c.returned || !sw.NextExpiry.Equal(c.next) {
+				t.Errorf("call %d = %+v; want %d returned, next expiry %v", c.call, sw, c.returned, c.next)
+			}
+		}
+		if got := dueOf(t, b, q, slot(1)); len(got) != 0 {
+			t.Errorf("slot 1 after a bad call = %v, want its leases left alone", got)
+		}
+		for _, c := range []struct{ slot, due int }{{0, leased[0]}, {2, leased[2]}, {3, 1}} {
+			if got := dueOf(t, b, q, slot(c.slot)); len(got) != c.due {
+				t.Errorf("slot %d due after the sweep: %v, want %d", c.slot, got, c.due)
+			}
+		}
+	})
+}
+
 // ClaimEach answers each call as Claim would, in one pipeline, and a bad
 // call fails alone.
 func TestClaimEach(t *testing.T) {

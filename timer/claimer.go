@@ -242,20 +242,25 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 	c.promote(now)
 	c.lim.unpark()
 	for ctx.Err() == nil {
-		claims, full := c.plan(ctx, now)
-		if len(claims) == 0 {
+		claims, sweeps, full := c.plan(ctx, now)
+		c.sweepAll(ctx, sweeps, now)
+		switch {
+		case len(claims) > 0:
+			c.claimAll(ctx, claims, now)
+		case len(sweeps) == 0:
 			return c.pass, c.buried, full
 		}
-		c.claimAll(ctx, claims, now)
+		// A swept slot whose leases came back is due: the next plan
+		// claims from it.
 	}
 	return c.pass, c.buried, false
 }
 
 // plan picks the slots to claim from next, in the limiter's order, up to
-// claimPipeline of them. A slot planned leaves its topic's due slots until
-// its claim is settled; a slot that only needed a sweep is swept here and
-// placed again. full reports that planning stopped because the worker may
-// hold no more leases.
+// claimPipeline of them, and the slots to sweep first. A slot planned
+// leaves its topic's due slots until its claim or sweep is settled; a
+// slot with nothing to claim is placed again. full reports that planning
+// stopped because the worker may hold no more leases.
 //
 // Each claim is charged in advance for what it asks, and the charges are
 // bounded by the leases the worker may still hold. A claim asks for twice
@@ -265,8 +270,12 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 // the worker has room for. A claim that takes all it asked for leaves its
 // slot due, and the next plan claims from it again; it counts twice in
 // perClaim, which so climbs to a batch within ten claims of a busy topic.
-func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, full bool) {
-	for len(claims) < claimPipeline && ctx.Err() == nil {
+//
+// A slot whose leases may have ended is swept before it is claimed from,
+// in a round trip of sweeps ahead of the claims (sweepAll); its claim
+// waits for the next plan.
+func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, sweeps []*slotState, full bool) {
+	for len(claims)+len(sweeps) < claimPipeline && ctx.Err() == nil {
 		tp := c.lim.pick(now)
 		if tp == nil {
 			break
@@ -275,8 +284,14 @@ func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, 
 			c.cfg.learn(ctx, tp)
 		}
 		st, _ := tp.slots.peek()
+		if !st.expiry.IsZero() && !st.expiry.After(now) {
+			c.unplace(st)
+			sweeps = append(sweeps, st)
+			c.lim.requeue(tp)
+			continue
+		}
 		ask := min(c.cfg.batch, max(1, int(math.Ceil(2*tp.perClaim))))
-		limit, ok := c.claimable(ctx, st, now, ask)
+		limit, ok := c.claimable(st, now, ask)
 		if limit > 0 {
 			c.lim.took(tp, limit)
 			c.unplace(st)
@@ -286,26 +301,44 @@ func (c *claimer) plan(ctx context.Context, now time.Time) (claims []slotClaim, 
 		}
 		c.lim.requeue(tp)
 		if !ok {
-			return claims, true
+			return claims, sweeps, true
 		}
 	}
-	return claims, false
+	return claims, sweeps, false
 }
 
-// claimable sweeps st's expired leases and says how many of its due jobs
-// to claim now, at most ask: 0 when none is due, its topic may not claim
-// now, or the worker holds all the leases it may, which ok false reports.
-func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time, ask int) (limit int, ok bool) {
-	if !st.expiry.IsZero() && !st.expiry.After(now) {
-		sweep := c.leaser.Sweep
-		if r, ok := c.leaser.(Reclaimer); ok && st.reclaim {
-			sweep = r.Reclaim
-		}
-		sw, err := sweep(ctx, st.slot, now, c.cfg.batch)
-		if err != nil {
+// claimable says how many of st's due jobs to claim now, at most ask: 0
+// when none is due, its topic may not claim now, or the worker holds all
+// the leases it may, which ok false reports.
+func (c *claimer) claimable(st *slotState, now time.Time, ask int) (limit int, ok bool) {
+	if st.due.IsZero() || st.due.After(c.claimUntil(now)) {
+		return 0, true
+	}
+	if limit = min(ask, c.lim.room()); limit == 0 {
+		return 0, false
+	}
+	return c.lim.allowance(st.topic, now, limit), true // 0: the topic rests; the slot stays due
+}
+
+// sweepAll runs the planned sweeps in one round trip, returning each
+// slot's ended leases to its due sets (or to Dead), and places each slot
+// again.
+func (c *claimer) sweepAll(ctx context.Context, sweeps []*slotState, now time.Time) {
+	if len(sweeps) == 0 {
+		return
+	}
+	calls := make([]SweepCall, len(sweeps))
+	for i, st := range sweeps {
+		calls[i] = SweepCall{Slot: st.slot, Limit: c.cfg.batch, All: st.reclaim}
+	}
+	results, errs := c.sweepEach(ctx, now, calls)
+	for i, st := range sweeps {
+		if err := errs[i]; err != nil {
 			c.failed(ctx, st, now, "sweep", err)
-			return 0, true
+			c.place(st, c.horizon(now))
+			continue
 		}
+		sw := results[i]
 		st.expiry = sw.NextExpiry
 		if sw.Returned+len(sw.Dead) >= c.cfg.batch {
 			st.expiry = now // a full batch: there may be more
@@ -316,14 +349,25 @@ func (c *claimer) claimable(ctx context.Context, st *slotState, now time.Time, a
 			st.due = now
 		}
 		c.buried = append(c.buried, sw.Dead...)
+		c.place(st, c.horizon(now))
 	}
-	if st.due.IsZero() || st.due.After(c.claimUntil(now)) {
-		return 0, true
+}
+
+// sweepEach runs calls in one round trip where the leaser can, else one
+// after another.
+func (c *claimer) sweepEach(ctx context.Context, now time.Time, calls []SweepCall) ([]Sweep, []error) {
+	if b, ok := c.leaser.(BatchSweeper); ok {
+		return b.SweepEach(ctx, now, calls)
 	}
-	if limit = min(ask, c.lim.room()); limit == 0 {
-		return 0, false
+	sweeps, errs := make([]Sweep, len(calls)), make([]error, len(calls))
+	for i, sc := range calls {
+		sweep := c.leaser.Sweep
+		if r, ok := c.leaser.(Reclaimer); ok && sc.All {
+			sweep = r.Reclaim
+		}
+		sweeps[i], errs[i] = sweep(ctx, sc.Slot, now, sc.Limit)
 	}
-	return c.lim.allowance(st.topic, now, limit), true // 0: the topic rests; the slot stays due
+	return sweeps, errs
 }
 
 // claimAll runs the planned claims in one round trip, settles each

@@ -95,6 +95,27 @@ type BatchClaimer interface {
 	ClaimEach(ctx context.Context, now time.Time, calls []ClaimCall) (claims []Claim, errs []error)
 }
 
+// SweepCall is one slot's sweep in BatchSweeper.SweepEach: Leaser.Sweep's
+// arguments but ctx and now, or Reclaimer.Reclaim's with All.
+type SweepCall struct {
+	Slot  Slot
+	Limit int
+	All   bool // every lease, whatever its end (Reclaimer.Reclaim)
+}
+
+// BatchSweeper is implemented by a Leaser that can run the sweeps of many
+// slots in one round trip. Every slot that held leases needs a sweep when
+// its last lease would have ended, most often to find its leases acked
+// long since; after a burst over thousands of topics those sweeps come
+// due by the thousand, and a round trip each would hold up the claims
+// of every other topic.
+type BatchSweeper interface {
+	// SweepEach is Leaser.Sweep (Reclaimer.Reclaim for a call with All)
+	// of each call at now. sweeps[i] and errs[i] answer calls[i]; a call
+	// that failed leaves the others standing.
+	SweepEach(ctx context.Context, now time.Time, calls []SweepCall) (sweeps []Sweep, errs []error)
+}
+
 // Reclaimer is implemented by a Leaser that can take leases back before
 // they end: those of a holder known to be dead (see Handover), whose
 // jobs would otherwise wait out the lease.

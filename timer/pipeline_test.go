@@ -592,10 +592,10 @@ func TestStepsNotSentIsPendingAgain(t *testing.T) {
 }
 
 // batchLeaser is the fake index as a BatchClaimer that counts its round
-// trips and the claims each carried.
+// trips and the claims each carried, and as a BatchSweeper.
 type batchLeaser struct {
 	*timertest.Index
-	calls []int
+	calls, sweeps []int
 }
 
 func (b *batchLeaser) ClaimEach(ctx context.Context, now time.Time, calls []timer.ClaimCall) ([]timer.Claim, []error) {
@@ -607,12 +607,10 @@ func (b *batchLeaser) ClaimEach(ctx context.Context, now time.Time, calls []time
 	return claims, errs
 }
 
-// With hundreds of topics holding a job or two each, a pass claims them
-// in a few round trips of many claims each, not one a slot, and within
-// the worker's lease room: what a claim is charged in advance shrinks to
-// what claims have been taking.
-func TestStepsClaimManySlotsInFewRoundTrips(t *testing.T) {
-	r := newRig(t, timer.WorkerConfig{})
+// batchWorker is a worker of r's store and index that claims and sweeps
+// through a batchLeaser.
+func (r *rig) batchWorker(t *testing.T) (*batchLeaser, *timer.Worker) {
+	t.Helper()
 	leaser := &batchLeaser{Index: r.index}
 	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
 	w, err := timer.NewWorker(r.store, r.index, leaser, r.handler, &timer.AllSlots{Catalog: catalog}, catalog,
@@ -621,6 +619,73 @@ func TestStepsClaimManySlotsInFewRoundTrips(t *testing.T) {
 		t.Fatal(err)
 	}
 	r.sched.OnWake(w.Wake)
+	return leaser, w
+}
+
+// SweepEach is the fake index as a BatchSweeper that counts its round
+// trips.
+func (b *batchLeaser) SweepEach(ctx context.Context, now time.Time, calls []timer.SweepCall) ([]timer.Sweep, []error) {
+	b.sweeps = append(b.sweeps, len(calls))
+	sweeps, errs := make([]timer.Sweep, len(calls)), make([]error, len(calls))
+	for i, c := range calls {
+		sweeps[i], errs[i] = b.Sweep(ctx, c.Slot, now, c.Limit)
+	}
+	return sweeps, errs
+}
+
+// When the leases of a burst over hundreds of topics would have ended,
+// every slot that held one needs a sweep, nearly all to find their leases
+// acked: they go in a few round trips, not one a slot, and a lease that
+// did end unacked comes back and is claimed again in the same pass.
+func TestStepsSweepManySlotsInFewRoundTrips(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	leaser, w := r.batchWorker(t)
+	ctx := t.Context()
+	steps := timer.StepsOf(ctx, w)
+	lost := r.schedule(t, "lost", time.Second, 1)[0]
+	r.clock.Advance(time.Second)
+	if n := steps.Claim(ctx); n != 1 {
+		t.Fatalf("claimed %d, want the lost job", n)
+	}
+	steps.Drop() // its holder died: the lease stays until it ends
+	const topics = 200
+	for i := range topics {
+		r.schedule(t, fmt.Sprintf("t%03d", i), time.Second, 1)
+	}
+	r.clock.Advance(time.Second)
+	if claimed, fired := steps.Step(ctx); claimed != topics || fired != topics {
+		t.Fatalf("claimed %d, fired %d; want %d each", claimed, fired, topics)
+	}
+	if len(leaser.sweeps) != 0 {
+		t.Fatalf("swept %v before any lease could end", leaser.sweeps)
+	}
+
+	r.clock.Advance(timer.DefaultLease + time.Second)
+	if n := steps.Claim(ctx); n != 1 {
+		t.Fatalf("claimed %d after the leases ended, want the lost job again", n)
+	}
+	swept := 0
+	for _, n := range leaser.sweeps {
+		swept += n
+	}
+	if swept != topics+1 || len(leaser.sweeps) > 2 {
+		t.Errorf("swept %d slots in %d round trips (%v), want %d in at most 2", swept, len(leaser.sweeps), leaser.sweeps, topics+1)
+	}
+	if n := steps.ActiveSlots(); n != 1 {
+		t.Errorf("the claimer keeps %d slots, want only the lost job's", n)
+	}
+	if fired := steps.Fire(ctx); fired != 1 || len(r.handler.deliveries(lost)) != 1 {
+		t.Errorf("fired %d, the lost job %d times; want it once", fired, len(r.handler.deliveries(lost)))
+	}
+}
+
+// With hundreds of topics holding a job or two each, a pass claims them
+// in a few round trips of many claims each, not one a slot, and within
+// the worker's lease room: what a claim is charged in advance shrinks to
+// what claims have been taking.
+func TestStepsClaimManySlotsInFewRoundTrips(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	leaser, w := r.batchWorker(t)
 	const topics = 300
 	for i := range topics {
 		r.schedule(t, fmt.Sprintf("t%03d", i), time.Second, 1)
