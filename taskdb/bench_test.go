@@ -24,19 +24,50 @@ func BenchmarkInsert1000(b *testing.B) {
 	for _, be := range benchBackends {
 		b.Run(be.name, func(b *testing.B) {
 			s := be.open(b)
-			payload := make([]byte, 100)
-			next := timer.JobID(1)
-			for b.Loop() {
-				js := jobs(next, 1000, "bench")
-				for _, j := range js {
-					j.Payload = payload
-				}
-				next += 1000
-				if err := s.Insert(b.Context(), js); err != nil {
+			rows := insertThousands(b, s)
+			b.ReportMetric(float64(rows)/b.Elapsed().Seconds(), "rows/s")
+		})
+	}
+}
+
+// insertThousands inserts 1,000 jobs of 100-byte payloads into s per op
+// of b and returns how many it inserted.
+func insertThousands(b *testing.B, s *Store) int {
+	payload := make([]byte, 100)
+	next := timer.JobID(1)
+	for b.Loop() {
+		js := jobs(next, 1000, "bench")
+		for _, j := range js {
+			j.Payload = payload
+		}
+		next += 1000
+		if err := s.Insert(b.Context(), js); err != nil {
+			b.Fatal(err)
+		}
+	}
+	return int(next - 1)
+}
+
+// BenchmarkInsertIndexCost is BenchmarkInsert1000 on MariaDB with every
+// index of toc_jobs, then without some: what each costs an INSERT (for
+// the batch target of issue 17; the indexes dropped here are all in use).
+func BenchmarkInsertIndexCost(b *testing.B) {
+	for _, v := range []struct {
+		name string
+		drop []string
+	}{
+		{"all", nil},
+		{"without_group_ck_held", []string{"toc_jobs_group", "toc_jobs_ck_held"}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s := openMariaDB(b)
+			for _, idx := range v.drop {
+				if _, err := s.db.ExecContext(b.Context(), "ALTER TABLE toc_jobs DROP INDEX "+idx); err != nil {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(next-1)/b.Elapsed().Seconds(), "rows/s")
+			rows := insertThousands(b, s)
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(rows), "µs/row")
 		})
 	}
 }
