@@ -7,7 +7,11 @@
 -- token: a lease that expired and was swept or claimed again is left to
 -- its new owner.
 --
--- Reply: how many members were removed.
+-- Reply: {removed, earliest}
+--   removed   how many members were removed
+--   earliest  the lowest score left in Prepare (the next lease end), or
+--             false when it is empty: the worker need not sweep the slot
+--             before then
 --
 -- Bounded by the number of pairs, which the caller caps at 1000 (unpack
 -- takes the held ones in one ZREM).
@@ -20,7 +24,8 @@ for i = 1, #ARGV - 1, 2 do
     held[#held + 1] = ARGV[i]
   end
 end
-if #held == 0 then
-  return 0
+local removed = 0
+if #held > 0 then
+  removed = redis.call('ZREM', prepare, unpack(held))
 end
-return redis.call('ZREM', prepare, unpack(held))
+return {removed, earliest({prepare}) or false}

@@ -243,16 +243,33 @@ type AckCall struct {
 // Ack removes the leases of calls that are still held, in one pipeline,
 // and returns how many it removed.
 func Ack(ctx context.Context, c Client, calls ...AckCall) (int, error) {
+	rs, err := AckEach(ctx, c, calls...)
+	total := 0
+	for _, r := range rs {
+		total += r.Removed
+	}
+	return total, err
+}
+
+// AckResult is what the ack script did to one slot's Prepare set.
+type AckResult struct {
+	Removed int
+	// PrepareHead is the lowest entry left in Prepare: the next lease end.
+	PrepareHead Head
+}
+
+// AckEach is Ack, with what each call did: rs[i] answers calls[i].
+func AckEach(ctx context.Context, c Client, calls ...AckCall) ([]AckResult, error) {
 	runs := make([]call, len(calls))
 	for i, ac := range calls {
 		if len(ac.Leases) > MaxBatch {
-			return 0, fmt.Errorf("ack: %d leases: more than %d", len(ac.Leases), MaxBatch)
+			return nil, fmt.Errorf("ack: %d leases: more than %d", len(ac.Leases), MaxBatch)
 		}
 		args := make([]any, 0, 2*len(ac.Leases))
 		for _, l := range ac.Leases {
 			tok, err := formatToken(l.Token)
 			if err != nil {
-				return 0, fmt.Errorf("ack %s: %w", l.Member, err)
+				return nil, fmt.Errorf("ack %s: %w", l.Member, err)
 			}
 			args = append(args, l.Member, tok)
 		}
@@ -260,17 +277,24 @@ func Ack(ctx context.Context, c Client, calls ...AckCall) (int, error) {
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
-		return 0, fmt.Errorf("ack: %w", err)
+		return nil, fmt.Errorf("ack: %w", err)
 	}
-	total := 0
-	for _, v := range replies {
-		n, err := replyInt(v)
+	rs := make([]AckResult, len(replies))
+	for i, v := range replies {
+		a, err := replyArray(v, 2)
 		if err != nil {
-			return 0, fmt.Errorf("ack: %w", err)
+			return nil, fmt.Errorf("ack: %w", err)
 		}
-		total += int(n)
+		n, err := replyInt(a[0])
+		if err != nil {
+			return nil, fmt.Errorf("ack: %w", err)
+		}
+		if rs[i].PrepareHead, err = headOf(a[1]); err != nil {
+			return nil, fmt.Errorf("ack: %w", err)
+		}
+		rs[i].Removed = int(n)
 	}
-	return total, nil
+	return rs, nil
 }
 
 func formatToken(token float64) (string, error) {

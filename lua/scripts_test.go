@@ -327,6 +327,11 @@ func TestAck(t *testing.T) {
 		}
 		wantSet(t, b, k1.Prepare, Entry{"3", t0 + 1000, 2})
 		wantSet(t, b, k2.Prepare)
+		// Each call tells the lease end left first in its Prepare set.
+		rs, err := AckEach(ctx, b.Client, AckCall{Keys: k1, Leases: []Held{held(r1.Leased[0])}}, AckCall{Keys: k2})
+		if err != nil || len(rs) != 2 || rs[0].Removed != 0 || rs[0].PrepareHead != (Head{Ms: t0 + 1000, Attempt: 2, OK: true}) || rs[1].PrepareHead.OK {
+			t.Errorf("AckEach = %+v, %v; want k1's head at %d, k2 empty", rs, err, t0+1000)
+		}
 		// Acking again removes nothing.
 		if n, err := Ack(ctx, b.Client, AckCall{Keys: k1, Leases: []Held{held(r1.Leased[0])}}); err != nil || n != 0 {
 			t.Errorf("second Ack = %d, %v; want 0", n, err)

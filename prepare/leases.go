@@ -99,26 +99,46 @@ func claimOf(slot timer.Slot, r lua.ClaimResult) (timer.Claim, error) {
 
 // Ack implements timer.Leaser.
 func (q *Index) Ack(ctx context.Context, leases []timer.Lease) (int, error) {
+	n, _, err := q.AckHeads(ctx, leases)
+	return n, err
+}
+
+var _ timer.HeadAcker = (*Index)(nil)
+
+// AckHeads implements timer.HeadAcker: Ack, and each slot's next lease
+// end after it.
+func (q *Index) AckHeads(ctx context.Context, leases []timer.Lease) (int, []timer.SlotExpiry, error) {
 	var g grouping[lua.Held]
 	for _, l := range leases {
 		if err := checkLease(l); err != nil {
-			return 0, fmt.Errorf("ack: %w", err)
+			return 0, nil, fmt.Errorf("ack: %w", err)
 		}
 		g.add(l.Slot, held(l))
 	}
 	batches := g.batches()
 	if len(batches) == 0 {
-		return 0, nil
+		return 0, nil, nil
 	}
 	calls := make([]lua.AckCall, len(batches))
 	for i, b := range batches {
 		calls[i] = lua.AckCall{Keys: q.Keys(b.slot), Leases: b.items}
 	}
-	n, err := lua.Ack(ctx, q.client, calls...)
+	rs, err := lua.AckEach(ctx, q.client, calls...)
 	if err != nil {
-		return 0, fmt.Errorf("ack %d leases: %w", len(leases), invalid(err))
+		return 0, nil, fmt.Errorf("ack %d leases: %w", len(leases), invalid(err))
 	}
-	return n, nil
+	n := 0
+	next := make([]timer.SlotExpiry, 0, len(rs))
+	for i, r := range rs {
+		n += r.Removed
+		// A slot of more than lua.MaxBatch leases is acked in several
+		// calls; the last one's head is the one after all of them.
+		if k := len(next); k > 0 && next[k-1].Slot == batches[i].slot {
+			next = next[:k-1]
+		}
+		next = append(next, timer.SlotExpiry{Slot: batches[i].slot, NextExpiry: timeOf(r.PrepareHead)})
+	}
+	return n, next, nil
 }
 
 // Retry implements timer.Leaser. maxAttempts must be in 1..lua.MaxAttempt.

@@ -377,6 +377,44 @@ func TestLeaseCycle(t *testing.T) {
 	})
 }
 
+// AckHeads acks as Ack does and tells each slot's next lease end after
+// the ack: the earliest lease left, or zero when none is.
+func TestAckHeads(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		q := newIndex(t, b)
+		slot := timer.Slot{Topic: "orders", Index: 0}
+		var timers []timer.Timer
+		for id := timer.JobID(1); len(timers) < 3; id++ {
+			if slots.Of(uint64(id), 4) == slot.Index {
+				timers = append(timers, tm(id, "orders", 4, at(1)))
+			}
+		}
+		if _, err := q.Add(ctx, timers); err != nil {
+			t.Fatal(err)
+		}
+		var leases []timer.Lease
+		for i, lease := range []time.Duration{time.Second, 2 * time.Second} {
+			cl, err := q.Claim(ctx, slot, at(10), 1+i, lease) // one, then two
+			if err != nil {
+				t.Fatal(err)
+			}
+			leases = append(leases, cl.Leases...)
+		}
+		if len(leases) != 3 {
+			t.Fatalf("claimed %d, want 3", len(leases))
+		}
+		n, next, err := q.AckHeads(ctx, leases[:1])
+		if err != nil || n != 1 || len(next) != 1 || next[0].Slot != slot || !next[0].NextExpiry.Equal(at(2010)) {
+			t.Fatalf("AckHeads(first) = %d, %+v, %v; want 1 and the others' end, %v", n, next, err, at(2010))
+		}
+		n, next, err = q.AckHeads(ctx, leases[1:])
+		if err != nil || n != 2 || len(next) != 1 || !next[0].NextExpiry.IsZero() {
+			t.Errorf("AckHeads(rest) = %d, %+v, %v; want 2 and none left", n, next, err)
+		}
+	})
+}
+
 // SweepEach answers each call as Sweep (or Reclaim, with All) would, in
 // one pipeline, and a bad call fails alone.
 func TestSweepEach(t *testing.T) {

@@ -33,6 +33,8 @@ type slotState struct {
 	// reclaim: the next sweep takes every lease back, ended or not (its
 	// holder died).
 	reclaim bool
+	// claimed is when the slot's last claim was answered.
+	claimed time.Time
 }
 
 func (s *slotState) heapIndex() *int { return &s.index }
@@ -162,6 +164,21 @@ func (c *claimer) wake(s Slot, at time.Time, now time.Time) {
 		st.due = at
 		c.place(st, c.horizon(now))
 	}
+}
+
+// acked records the next lease end of slot s, next, as an ack that began
+// at at saw it (zero: none), so that a slot whose leases were all acked
+// is not swept. It is only taken when no claim of the slot was answered
+// after at: the ack's script then ran after every claim of the slot, and
+// saw their leases. A later claim may have leased after the ack looked,
+// and its own reply keeps the slot's expiry.
+func (c *claimer) acked(s Slot, next, at, now time.Time) {
+	st, ok := c.slots[s]
+	if !ok || st.expiry.IsZero() || st.reclaim || st.claimed.After(at) {
+		return
+	}
+	st.expiry = next
+	c.place(st, c.horizon(now))
 }
 
 // reclaim makes the next pass take back every lease of slot s, ended or
@@ -379,6 +396,7 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 		calls[i] = ClaimCall{Slot: sc.st.slot, Limit: sc.limit, Lease: sc.st.topic.conf.Load().lease}
 	}
 	results, errs := c.claimEach(ctx, claimUntil, calls)
+	answered := c.cfg.now()
 	for i, sc := range claims {
 		st, tp := sc.st, sc.st.topic
 		if err := errs[i]; err != nil {
@@ -395,7 +413,7 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 		}
 		tp.perClaim += (float64(took) - tp.perClaim) / 4
 		c.cfg.obs.Claimed(st.slot, len(cl.Leases))
-		st.due, st.expiry = cl.NextDue, cl.NextExpiry
+		st.due, st.expiry, st.claimed = cl.NextDue, cl.NextExpiry, answered
 		if len(cl.Leases) == sc.limit {
 			st.due = now // a full batch: there may be more
 		}

@@ -77,6 +77,9 @@ type completerConfig struct {
 	logf    func(msg string, args ...any)
 	horizon time.Duration
 	tracer  Tracer // nil: no completion spans
+	// acked hears, when the leaser is a HeadAcker, each acked slot's next
+	// lease end as the ack that began at at saw it.
+	acked func(at time.Time, next []SlotExpiry)
 }
 
 type completer struct {
@@ -139,7 +142,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 		}
 	}
 	if len(acks) > 0 {
-		if _, err := c.leaser.Ack(ctx, acks); err != nil {
+		if err := c.ackAll(ctx, acks); err != nil {
 			c.cfg.logf("ack failed; the leases will expire and be skipped", "dep", "redis", "jobs", len(acks), "err", err)
 			if doneErr == nil && len(done) > 0 {
 				doneErr = err
@@ -157,6 +160,22 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 			s.span.End(end, attrsOf(s.o, "done"), doneErr)
 		}
 	}
+}
+
+// ackAll acks leases, and tells cfg.acked what the ack saw of their
+// slots when the leaser can say.
+func (c *completer) ackAll(ctx context.Context, leases []Lease) error {
+	h, ok := c.leaser.(HeadAcker)
+	if !ok || c.cfg.acked == nil {
+		_, err := c.leaser.Ack(ctx, leases)
+		return err
+	}
+	at := c.cfg.now()
+	_, next, err := h.AckHeads(ctx, leases)
+	if err == nil {
+		c.cfg.acked(at, next)
+	}
+	return err
 }
 
 // doneSpan is the completion span of a success.

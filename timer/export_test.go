@@ -1,6 +1,9 @@
 package timer
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // Steps drives a worker's parts one step at a time, for the pipeline's
 // tests: no goroutine of the worker runs, and time passes only through
@@ -131,3 +134,7 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 	c.applyHeads(batch, heads)
 	return nil
 }
+
+// Acked tells the worker what an ack that began at at saw of the slots'
+// leases, as its completer does through a HeadAcker.
+func (s *Steps) Acked(at time.Time, next []SlotExpiry) { s.w.acks(at, next) }

@@ -116,6 +116,23 @@ type BatchSweeper interface {
 	SweepEach(ctx context.Context, now time.Time, calls []SweepCall) (sweeps []Sweep, errs []error)
 }
 
+// HeadAcker is implemented by a Leaser whose Ack also tells, for each
+// slot it acked in, the next lease end left there. The worker then need
+// not sweep a slot whose leases were all acked: without it, every slot
+// that held a lease is swept when that lease would have ended.
+type HeadAcker interface {
+	// AckHeads is Leaser.Ack, and each slot's earliest lease end in its
+	// Prepare set after the ack (zero: none left).
+	AckHeads(ctx context.Context, leases []Lease) (int, []SlotExpiry, error)
+}
+
+// SlotExpiry is a slot's next lease end as an ack saw it; zero when it
+// holds no lease.
+type SlotExpiry struct {
+	Slot       Slot
+	NextExpiry time.Time
+}
+
 // Reclaimer is implemented by a Leaser that can take leases back before
 // they end: those of a holder known to be dead (see Handover), whose
 // jobs would otherwise wait out the lease.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -612,6 +613,13 @@ func (b *batchLeaser) ClaimEach(ctx context.Context, now time.Time, calls []time
 func (r *rig) batchWorker(t *testing.T) (*batchLeaser, *timer.Worker) {
 	t.Helper()
 	leaser := &batchLeaser{Index: r.index}
+	return leaser, r.workerOf(t, leaser)
+}
+
+// workerOf is a worker of r's store and index that claims, sweeps and
+// acks through leaser.
+func (r *rig) workerOf(t *testing.T, leaser timer.Leaser) *timer.Worker {
+	t.Helper()
 	catalog := timer.NewCatalog(r.store, 0, r.clock.Now)
 	w, err := timer.NewWorker(r.store, r.index, leaser, r.handler, &timer.AllSlots{Catalog: catalog}, catalog,
 		timer.WorkerConfig{Now: r.clock.Now})
@@ -619,7 +627,99 @@ func (r *rig) batchWorker(t *testing.T) (*batchLeaser, *timer.Worker) {
 		t.Fatal(err)
 	}
 	r.sched.OnWake(w.Wake)
-	return leaser, w
+	return w
+}
+
+// headAckLeaser is a batchLeaser that is also a HeadAcker.
+type headAckLeaser struct{ *batchLeaser }
+
+func (h headAckLeaser) AckHeads(ctx context.Context, leases []timer.Lease) (int, []timer.SlotExpiry, error) {
+	n, err := h.Ack(ctx, leases)
+	if err != nil {
+		return n, nil, err
+	}
+	var next []timer.SlotExpiry
+	seen := map[timer.Slot]bool{}
+	for _, l := range leases {
+		if seen[l.Slot] {
+			continue
+		}
+		seen[l.Slot] = true
+		e := timer.SlotExpiry{Slot: l.Slot}
+		if left := h.Leased(l.Slot); len(left) > 0 {
+			e.NextExpiry = time.UnixMilli(int64(left[0].Token) / 128)
+		}
+		next = append(next, e)
+	}
+	return n, next, nil
+}
+
+// With a HeadAcker, a slot whose leases were all acked is not swept when
+// they would have ended; one whose lease was not acked still is, and
+// its job comes back.
+func TestStepsNoSweepOfAckedSlots(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	leaser := headAckLeaser{&batchLeaser{Index: r.index}}
+	w := r.workerOf(t, leaser)
+	ctx := t.Context()
+	steps := timer.StepsOf(ctx, w)
+	const topics = 200
+	lost := r.burstWithLostLease(t, steps, topics)
+	if n := steps.Claim(ctx); n != 0 { // the next pass hears the acks
+		t.Fatalf("claimed %d, want nothing", n)
+	}
+	if n := steps.ActiveSlots(); n != 1 {
+		t.Errorf("after the acks the claimer keeps %d slots, want only the lost job's", n)
+	}
+	r.clock.Advance(timer.DefaultLease + time.Second)
+	if n := steps.Claim(ctx); n != 1 {
+		t.Fatalf("claimed %d after the leases ended, want the lost job again", n)
+	}
+	if !slices.Equal(leaser.sweeps, []int{1}) {
+		t.Errorf("sweeps %v, want the lost job's slot alone", leaser.sweeps)
+	}
+	if fired := steps.Fire(ctx); fired != 1 || len(r.handler.deliveries(lost)) != 1 {
+		t.Errorf("fired %d, the lost job %d times; want it once", fired, len(r.handler.deliveries(lost)))
+	}
+}
+
+// An ack's word that a slot holds no lease is not taken when a claim of
+// the slot was answered after the ack began: the claim may have leased
+// after the ack looked.
+func TestStepsAckBeforeClaimKeepsTheSweep(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		ackedAt time.Duration // after the claim was answered
+		back    int           // claims at the lease's end: the job back
+	}{
+		{"ack after the claim: taken", 0, 0},
+		{"ack before the claim: not taken", -time.Millisecond, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newRig(t, timer.WorkerConfig{})
+			w := r.workerOf(t, headAckLeaser{&batchLeaser{Index: r.index}})
+			ctx := t.Context()
+			steps := timer.StepsOf(ctx, w)
+			r.schedule(t, "orders", time.Second, 1)
+			r.clock.Advance(time.Second)
+			if n := steps.Claim(ctx); n != 1 {
+				t.Fatalf("claimed %d, want 1", n)
+			}
+			steps.Drop() // unacked: its lease ends and must be swept
+			slot := r.index.Leased(timer.Slot{Topic: "orders", Index: 0})
+			for i := 1; len(slot) == 0 && i < timer.DefaultSlots; i++ {
+				slot = r.index.Leased(timer.Slot{Topic: "orders", Index: i})
+			}
+			if len(slot) != 1 {
+				t.Fatalf("%d leases, want 1", len(slot))
+			}
+			steps.Acked(r.clock.Now().Add(tc.ackedAt), []timer.SlotExpiry{{Slot: slot[0].Slot}})
+			r.clock.Advance(timer.DefaultLease + time.Second)
+			if n := steps.Claim(ctx); n != tc.back {
+				t.Errorf("claimed %d at the lease's end, want %d", n, tc.back)
+			}
+		})
+	}
 }
 
 // SweepEach is the fake index as a BatchSweeper that counts its round
@@ -633,6 +733,28 @@ func (b *batchLeaser) SweepEach(ctx context.Context, now time.Time, calls []time
 	return sweeps, errs
 }
 
+// burstWithLostLease claims a job of topic "lost" whose holder then dies
+// (its lease stays until it ends), then fires and completes one job in
+// each of n more topics, and returns the lost job.
+func (r *rig) burstWithLostLease(t *testing.T, steps *timer.Steps, n int) timer.JobID {
+	t.Helper()
+	ctx := t.Context()
+	lost := r.schedule(t, "lost", time.Second, 1)[0]
+	r.clock.Advance(time.Second)
+	if got := steps.Claim(ctx); got != 1 {
+		t.Fatalf("claimed %d, want the lost job", got)
+	}
+	steps.Drop()
+	for i := range n {
+		r.schedule(t, fmt.Sprintf("t%03d", i), time.Second, 1)
+	}
+	r.clock.Advance(time.Second)
+	if claimed, fired := steps.Step(ctx); claimed != n || fired != n {
+		t.Fatalf("claimed %d, fired %d; want %d each", claimed, fired, n)
+	}
+	return lost
+}
+
 // When the leases of a burst over hundreds of topics would have ended,
 // every slot that held one needs a sweep, nearly all to find their leases
 // acked: they go in a few round trips, not one a slot, and a lease that
@@ -642,20 +764,8 @@ func TestStepsSweepManySlotsInFewRoundTrips(t *testing.T) {
 	leaser, w := r.batchWorker(t)
 	ctx := t.Context()
 	steps := timer.StepsOf(ctx, w)
-	lost := r.schedule(t, "lost", time.Second, 1)[0]
-	r.clock.Advance(time.Second)
-	if n := steps.Claim(ctx); n != 1 {
-		t.Fatalf("claimed %d, want the lost job", n)
-	}
-	steps.Drop() // its holder died: the lease stays until it ends
 	const topics = 200
-	for i := range topics {
-		r.schedule(t, fmt.Sprintf("t%03d", i), time.Second, 1)
-	}
-	r.clock.Advance(time.Second)
-	if claimed, fired := steps.Step(ctx); claimed != topics || fired != topics {
-		t.Fatalf("claimed %d, fired %d; want %d each", claimed, fired, topics)
-	}
+	lost := r.burstWithLostLease(t, steps, topics)
 	if len(leaser.sweeps) != 0 {
 		t.Fatalf("swept %v before any lease could end", leaser.sweeps)
 	}

@@ -156,7 +156,10 @@ type Worker struct {
 	wakeMu sync.Mutex
 	wakes  map[Slot]time.Time
 	resync bool
-	woken  chan struct{}
+	// acked holds the slots' next lease ends as acks saw them, for the
+	// claimer (claimer.acked), and when each ack began.
+	acked map[Slot]ackedSlot
+	woken chan struct{}
 
 	// rescan holds the slot ranges of the current rescan, read at a pace
 	// that spreads them over cfg.Rescan; unknown those of newly owned
@@ -203,6 +206,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		execCh:     make(chan task, held),
 		finishCh:   make(chan outcome, held),
 		wakes:      make(map[Slot]time.Time),
+		acked:      make(map[Slot]ackedSlot),
 		woken:      make(chan struct{}, 1),
 		headsAsk:   make(chan headsAnswer, 1),
 		heads:      make(chan headsAnswer, 1),
@@ -216,7 +220,8 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	})
 	w.claim.cfg.learn = w.learnTopic
 	w.complete = &completer{
-		cfg:   completerConfig{now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, horizon: cfg.Horizon, tracer: cfg.Tracer},
+		cfg: completerConfig{now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, horizon: cfg.Horizon, tracer: cfg.Tracer,
+			acked: w.acks},
 		store: store, index: index, leaser: leaser, lim: w.lim, cat: catalog, wake: w.Wake,
 	}
 	w.load = &loader{
@@ -264,6 +269,22 @@ func (w *Worker) Wake(wk Wake) {
 	}
 	w.wakeMu.Unlock()
 	w.poke()
+}
+
+// ackedSlot is a slot's next lease end as the ack that began at at saw it.
+type ackedSlot struct{ next, at time.Time }
+
+// acks records what an ack that began at at saw of its slots, for the
+// loop's next pass. It does not wake the loop: a slot's next lease end
+// only ever moves later by it, sparing a sweep.
+func (w *Worker) acks(at time.Time, next []SlotExpiry) {
+	w.wakeMu.Lock()
+	defer w.wakeMu.Unlock()
+	for _, e := range next {
+		if a, ok := w.acked[e.Slot]; !ok || !a.at.After(at) {
+			w.acked[e.Slot] = ackedSlot{next: e.NextExpiry, at: at}
+		}
+	}
 }
 
 // poke interrupts the loop's wait.

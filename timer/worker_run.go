@@ -135,13 +135,19 @@ func (w *Worker) loop(ctx context.Context) error {
 	}
 }
 
-// applyWakes hands the wake-ups heard since the last pass to the
+// applyWakes hands the wake-ups and acks heard since the last pass to the
 // claimer; a resync queues every owned slot to be learnt afresh.
 func (w *Worker) applyWakes() {
 	w.wakeMu.Lock()
-	var wakes map[Slot]time.Time
+	var (
+		wakes map[Slot]time.Time
+		acked map[Slot]ackedSlot
+	)
 	if len(w.wakes) > 0 {
 		wakes, w.wakes = w.wakes, make(map[Slot]time.Time)
+	}
+	if len(w.acked) > 0 {
+		acked, w.acked = w.acked, make(map[Slot]ackedSlot)
 	}
 	resync := w.resync
 	w.resync = false
@@ -152,6 +158,9 @@ func (w *Worker) applyWakes() {
 	now := w.cfg.Now()
 	for s, at := range wakes {
 		w.claim.wake(s, at, now)
+	}
+	for s, a := range acked {
+		w.claim.acked(s, a.next, a.at, now)
 	}
 }
 
