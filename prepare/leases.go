@@ -131,12 +131,14 @@ func (q *Index) AckHeads(ctx context.Context, leases []timer.Lease) (int, []time
 	next := make([]timer.SlotExpiry, 0, len(rs))
 	for i, r := range rs {
 		n += r.Removed
+		e := timer.SlotExpiry{Slot: batches[i].slot, NextExpiry: timeOf(r.PrepareHead)}
 		// A slot of more than lua.MaxBatch leases is acked in several
-		// calls; the last one's head is the one after all of them.
-		if k := len(next); k > 0 && next[k-1].Slot == batches[i].slot {
-			next = next[:k-1]
+		// calls in a row; the last one's head is the one after all of them.
+		if k := len(next); k > 0 && next[k-1].Slot == e.Slot {
+			next[k-1] = e
+			continue
 		}
-		next = append(next, timer.SlotExpiry{Slot: batches[i].slot, NextExpiry: timeOf(r.PrepareHead)})
+		next = append(next, e)
 	}
 	return n, next, nil
 }

@@ -415,20 +415,27 @@ func TestAckHeads(t *testing.T) {
 	})
 }
 
+// addOrders adds jobs 1 to 12 of topic "orders" of 4 slots, job n due at
+// n ms, and returns the topic's slot i.
+func addOrders(t *testing.T, q *Index) func(i int) timer.Slot {
+	t.Helper()
+	var timers []timer.Timer
+	for id := timer.JobID(1); id <= 12; id++ {
+		timers = append(timers, tm(id, "orders", 4, at(int64(id))))
+	}
+	if _, err := q.Add(t.Context(), timers); err != nil {
+		t.Fatal(err)
+	}
+	return func(i int) timer.Slot { return timer.Slot{Topic: "orders", Index: i} }
+}
+
 // SweepEach answers each call as Sweep (or Reclaim, with All) would, in
 // one pipeline, and a bad call fails alone.
 func TestSweepEach(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
 		q := newIndex(t, b)
-		var timers []timer.Timer
-		for id := timer.JobID(1); id <= 12; id++ {
-			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
-		}
-		if _, err := q.Add(ctx, timers); err != nil {
-			t.Fatal(err)
-		}
-		slot := func(i int) timer.Slot { return timer.Slot{Topic: "orders", Index: i} }
+		slot := addOrders(t, q)
 		leased := make([]int, 4)
 		for i := range 4 {
 			lease := time.Millisecond // ends at 13
@@ -485,14 +492,7 @@ func TestClaimEach(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
 		q := newIndex(t, b)
-		var timers []timer.Timer
-		for id := timer.JobID(1); id <= 12; id++ {
-			timers = append(timers, tm(id, "orders", 4, at(int64(id))))
-		}
-		if _, err := q.Add(ctx, timers); err != nil {
-			t.Fatal(err)
-		}
-		slot := func(i int) timer.Slot { return timer.Slot{Topic: "orders", Index: i} }
+		slot := addOrders(t, q)
 		before := make([][]string, 4)
 		for i := range 4 {
 			before[i] = dueOf(t, b, q, slot(i))

@@ -352,22 +352,25 @@ func (c *claimer) sweepAll(ctx context.Context, sweeps []*slotState, now time.Ti
 	for i, st := range sweeps {
 		if err := errs[i]; err != nil {
 			c.failed(ctx, st, now, "sweep", err)
-			c.place(st, c.horizon(now))
-			continue
-		}
-		sw := results[i]
-		st.expiry = sw.NextExpiry
-		if sw.Returned+len(sw.Dead) >= c.cfg.batch {
-			st.expiry = now // a full batch: there may be more
 		} else {
-			st.reclaim = false
+			c.swept(st, results[i], now)
 		}
-		if sw.Returned > 0 {
-			st.due = now
-		}
-		c.buried = append(c.buried, sw.Dead...)
 		c.place(st, c.horizon(now))
 	}
+}
+
+// swept records what a sweep of st did.
+func (c *claimer) swept(st *slotState, sw Sweep, now time.Time) {
+	st.expiry = sw.NextExpiry
+	if sw.Returned+len(sw.Dead) >= c.cfg.batch {
+		st.expiry = now // a full batch: there may be more
+	} else {
+		st.reclaim = false
+	}
+	if sw.Returned > 0 {
+		st.due = now
+	}
+	c.buried = append(c.buried, sw.Dead...)
 }
 
 // sweepEach runs calls in one round trip where the leaser can, else one

@@ -275,8 +275,8 @@ func (w *Worker) Wake(wk Wake) {
 type ackedSlot struct{ next, at time.Time }
 
 // acks records what an ack that began at at saw of its slots, for the
-// loop's next pass. It does not wake the loop: a slot's next lease end
-// only ever moves later by it, sparing a sweep.
+// loop's next pass. It does not wake the loop: what an ack tells spares
+// sweeps, and the loop wakes anyway for the earliest it knows of.
 func (w *Worker) acks(at time.Time, next []SlotExpiry) {
 	w.wakeMu.Lock()
 	defer w.wakeMu.Unlock()
