@@ -683,6 +683,36 @@ func TestStepsNoSweepOfAckedSlots(t *testing.T) {
 	}
 }
 
+// A failed ack tells the claimer nothing: the leases are swept when they
+// end, and their jobs, whose rows are done, are not fired again. Redis
+// failing the sweeps puts the slots off briefly.
+func TestStepsSweepAndAckFailures(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	w := r.workerOf(t, headAckLeaser{&batchLeaser{Index: r.index}})
+	ctx := t.Context()
+	steps := timer.StepsOf(ctx, w)
+	ids := append(r.schedule(t, "a", time.Second, 1), r.schedule(t, "b", time.Second, 1)...)
+	r.clock.Advance(time.Second)
+	r.index.FailNext("Ack", errors.New("redis down"), 1)
+	if claimed, fired := steps.Step(ctx); claimed != 2 || fired != 2 {
+		t.Fatalf("claimed %d, fired %d; want 2 each", claimed, fired)
+	}
+	r.index.FailNext("Sweep", errors.New("redis down"), 2)
+	r.clock.Advance(timer.DefaultLease + time.Second)
+	if n := steps.Claim(ctx); n != 0 {
+		t.Fatalf("claimed %d while the sweeps failed, want 0", n)
+	}
+	r.clock.Advance(time.Second)
+	if claimed, fired := steps.Step(ctx); claimed != 2 || fired != 0 {
+		t.Errorf("once the sweeps ran: claimed %d, fired %d; want both leases back, neither fired", claimed, fired)
+	}
+	for _, id := range ids {
+		if s := r.status(t, id); s != timer.StatusDone || len(r.handler.deliveries(id)) != 1 {
+			t.Errorf("job %d: %v, fired %d times; want done, once", id, s, len(r.handler.deliveries(id)))
+		}
+	}
+}
+
 // An ack's word that a slot holds no lease is not taken when a claim of
 // the slot was answered after the ack began: the claim may have leased
 // after the ack looked.
