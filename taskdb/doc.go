@@ -30,10 +30,19 @@
 //	  ck_held      VARBINARY(128)     VIRTUAL: the key while the row holds it (timer.HoldsKey), else NULL
 //	  UNIQUE toc_jobs_ck_held      (topic, ck_held)    one holder per key (SQLite: a partial index)
 //	  group_id     VARBINARY(100)     NULL when the job is in no group
+//	  dead_topic   VARCHAR(64)        VIRTUAL: topic of a dead row, else NULL
+//	  dead_at      BIGINT             VIRTUAL: gmt_modified of a dead row, else NULL
+//	  group_status TINYINT UNSIGNED   VIRTUAL: status of a row in a group, else NULL
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms): covers the scan
-//	  INDEX  toc_jobs_topic_status (topic, status)
-//	  INDEX  toc_jobs_group        (group_id, status): a group's counts, and whether it has a live member
+//	  INDEX  toc_jobs_topic_due    (topic, status, action_time, job_id): a topic's jobs by status, and counts
+//	  INDEX  toc_jobs_topic_biz    (topic, biz_id, action_time, job_id): a business id's jobs
+//	  INDEX  toc_jobs_dead         (dead_topic, dead_at, job_id): dead letters by time of death (SQLite: partial)
+//	  INDEX  toc_jobs_group        (group_id, group_status): a group's counts, and whether it has a live member (SQLite: partial)
+//
+// The virtual columns keep completion cheap: a job that ends moves in the
+// indexes that hold status, and they stay NULL for a row that is not dead
+// and in no group, so its entries in the last two never move.
 //
 //	toc_groups                        one row per group (shard 0 when sharded)
 //	  group_id   VARBINARY(100)       primary key
@@ -110,7 +119,9 @@
 //	              t         eq_ref PRIMARY               258      1
 //	Transition    toc_jobs  range  PRIMARY               8        1     Using where
 //	Complete (3)  toc_jobs  range  PRIMARY               8        3     Using where
-//	CountByStatus toc_jobs  ref    toc_jobs_topic_status 258      4921  Using where; Using index
+//	CountByStatus toc_jobs  ref    toc_jobs_topic_due    258      4921  Using where; Using index
+//	ListDead      toc_jobs  ref    toc_jobs_dead         259      1253  Using where
+//	GroupLive     toc_jobs  ref    toc_jobs_group        105      1     Using where; Using index
 //	Forecast      <derived2> ALL                                         Using temporary
 //	              toc_jobs  range  toc_jobs_topic_due                    Using where; Using index
 //
@@ -120,7 +131,9 @@
 //	GetByKey       SEARCH toc_jobs USING INDEX toc_jobs_topic_key (topic=? AND idem_key=?)
 //	ScanPending    SEARCH j USING COVERING INDEX toc_jobs_status_due (status=? AND action_time<?)
 //	               SEARCH t USING PRIMARY KEY (name=?) LEFT-JOIN
-//	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_status (topic=?)
+//	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=?)
+//	ListDead       SEARCH toc_jobs USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)
+//	GroupLive      SEARCH toc_jobs USING INDEX toc_jobs_group (group_id=? AND group_status=?)
 //	Forecast       SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
 //	               USE TEMP B-TREE FOR GROUP BY
 //

@@ -20,9 +20,11 @@ var (
 	_ timer.Unwriter   = (*Store)(nil)
 )
 
-// liveStatus is the condition on toc_jobs.status of a member that has not
+// liveStatus is the condition on a member's status of one that has not
 // ended, from timer.LiveStatuses: pending and firing are both status 0
 // (see rowStatus), so a new status that ends a job needs no change here.
+// It names group_status, the status of a row in a group (migration 0021),
+// which toc_jobs_group holds.
 var liveStatus = func() string {
 	var codes []string
 	for _, st := range timer.LiveStatuses() {
@@ -31,7 +33,7 @@ var liveStatus = func() string {
 			codes = append(codes, c)
 		}
 	}
-	return "status IN (" + strings.Join(codes, ", ") + ")"
+	return "group_status IN (" + strings.Join(codes, ", ") + ")"
 }()
 
 // CreateGroup implements timer.GroupStore.

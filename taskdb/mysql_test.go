@@ -129,9 +129,16 @@ func TestMariaDBExplain(t *testing.T) {
 		{"Complete", complete, completeArgs,
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"},
-			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_status|toc_jobs_topic_due"}}},
+			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due"}}},
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},
-			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_status|toc_jobs_topic_due", extra: "Using index"}}},
+			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"}}},
+		// A page of dead letters reads the topic's dead rows of
+		// toc_jobs_dead in its order (its live rows are not in that range),
+		// and a group's live member is a lookup in toc_jobs_group alone.
+		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 50},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_dead"}}},
+		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_group", extra: "Using index"}}},
 		// The jobs of the window are one range of the index in its order,
 		// read from the index alone; the buckets are grouped in a
 		// temporary table, unsorted.

@@ -86,6 +86,8 @@ func TestSQLitePlans(t *testing.T) {
 		{"Transition", "UPDATE toc_jobs SET status = ? WHERE job_id = ? AND status = ?", []any{2, 1, 0}, "USING INTEGER PRIMARY KEY"},
 		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_"},
+		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, 3_600_000, 0, 0, 0, 50}, "USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)"},
+		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")}, "INDEX toc_jobs_group (group_id=? AND group_status=?)"},
 		// The window's jobs from the covering index in its order; their
 		// grouping by bucket takes a temporary B-tree (below).
 		{"Forecast", fmt.Sprintf(forecast, sqliteDialect.intDiv, sqliteDialect.unsortedGroups), []any{0, 1000, "t", 0, 0, 3_600_000, 1_000_001},

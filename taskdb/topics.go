@@ -292,7 +292,7 @@ func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer
 // DeleteTopic removes the topic named name unless a job holds it (see
 // timer.HoldsTopic): one that is pending, firing or dead. The check and
 // the delete are one transaction. On MySQL both reads lock: the topic's
-// row, and the (topic, status) ranges of toc_jobs_topic_status they scan,
+// row, and the (topic, status) ranges of toc_jobs_topic_due they scan,
 // so an insert into the topic waits until the delete commits and one
 // already under way is waited for and counted. The rows of done,
 // cancelled and purged jobs, which may be many, are neither read nor
