@@ -74,6 +74,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog { return open(t) })
 	})
+	t.Run("UpgradeDeadAndGroups", func(t *testing.T) {
+		t.Parallel()
+		testUpgradeDeadAndGroups(t, openEmpty(t))
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)
@@ -182,6 +186,54 @@ func testCountByStatus(t *testing.T, s *Store) {
 // testUpgradeTraceParent migrates a database to 0010, writes a row as a
 // toc of then did, and checks that after 0011 it reads back with no
 // traceparent and that a new row keeps its own.
+// testUpgradeDeadAndGroups writes rows under migration 0020 (a dead job,
+// a live one, and a group of a pending and a done member), migrates to the
+// last, and finds them through the virtual columns of 0021: the dead
+// letter by its topic, the group's live member and counts, and a group
+// with nothing live once its member completes.
+func testUpgradeDeadAndGroups(t *testing.T, s *Store) {
+	ctx := t.Context()
+	if err := s.migrateTo(ctx, 20); err != nil {
+		t.Fatalf("migrate to 0020: %v", err)
+	}
+	dead := base.Add(time.Minute).UnixMilli()
+	for _, r := range []struct {
+		id, status, modified int64
+		group                any
+	}{
+		{1, int64(timer.StatusDead), dead, nil},
+		{2, int64(timer.StatusPending), dead, nil},
+		{3, int64(timer.StatusPending), base.UnixMilli(), []byte("g")},
+		{4, int64(timer.StatusDone), base.UnixMilli(), []byte("g")},
+	} {
+		_, err := s.db.ExecContext(ctx, `INSERT INTO toc_jobs (job_id, topic, status, action_time, max_attempts, gmt_create, gmt_modified, group_id)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, r.id, "t", r.status, base.UnixMilli(), 3, base.UnixMilli(), r.modified, r.group)
+		if err != nil {
+			t.Fatalf("insert a 0020 row: %v", err)
+		}
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate to the last: %v", err)
+	}
+	letters, err := s.ListDead(ctx, timer.DeadQuery{Topic: "t", Limit: 10})
+	if err != nil || len(letters) != 1 || letters[0].ID != 1 || !letters[0].UpdatedAt.Equal(timer.TimeOf(dead)) {
+		t.Errorf("ListDead = %v, %v; want job 1, dead at %d", letters, err, dead)
+	}
+	if live, err := s.GroupLive(ctx, "g"); err != nil || !live {
+		t.Errorf("GroupLive = %v, %v; want true", live, err)
+	}
+	counts, err := s.GroupCounts(ctx, "g")
+	if err != nil || counts[timer.StatusPending] != 1 || counts[timer.StatusDone] != 1 {
+		t.Errorf("GroupCounts = %v, %v; want a pending and a done member", counts, err)
+	}
+	if n, err := s.Complete(ctx, []timer.Completion{{ID: 3, Attempts: 1}}, base); err != nil || n != 1 {
+		t.Fatalf("Complete = %d, %v", n, err)
+	}
+	if live, err := s.GroupLive(ctx, "g"); err != nil || live {
+		t.Errorf("GroupLive after the last member completed = %v, %v; want false", live, err)
+	}
+}
+
 func testUpgradeTraceParent(t *testing.T, s *Store) {
 	ctx := t.Context()
 	if err := s.migrateTo(ctx, 10); err != nil {
