@@ -20,11 +20,11 @@ var (
 	_ timer.Unwriter   = (*Store)(nil)
 )
 
-// liveStatus is the condition on a member's status of one that has not
-// ended, from timer.LiveStatuses: pending and firing are both status 0
-// (see rowStatus), so a new status that ends a job needs no change here.
-// It names group_status, the status of a row in a group (migration 0021),
-// which toc_jobs_group holds.
+// liveStatus is the condition that a member of a group has not ended, on
+// group_status (its status, a virtual column that toc_jobs_group holds;
+// migration 0021), from timer.LiveStatuses: pending and firing are both
+// status 0 (see rowStatus), so a new status that ends a job needs no
+// change here.
 var liveStatus = func() string {
 	var codes []string
 	for _, st := range timer.LiveStatuses() {

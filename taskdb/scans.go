@@ -84,7 +84,8 @@ const listDead = selectJob + `WHERE dead_topic = ? AND dead_at >= ? AND dead_at 
 // ListDead returns up to q.Limit dead jobs of q.Topic in the order of
 // their death (gmt_modified, then id), after q.After, filtered by time of
 // death and by a case-insensitive substring of the last error. EXPLAIN on
-// MariaDB: toc_jobs range toc_jobs_dead, Using where.
+// MariaDB: toc_jobs ref (or range) toc_jobs_dead, Using where: it reads
+// the topic's dead rows only.
 func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
 	from, to, afterMs, err := q.Millis()
 	if err != nil {
