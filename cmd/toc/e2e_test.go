@@ -1019,18 +1019,19 @@ func waitSettled(t *testing.T, ps []*proc, want, total int, limit time.Duration)
 }
 
 // Acceptance 2 of the fairness issue: three members share a topic limited
-// to 1,000/s, whose 25,000 jobs fall due at one instant; one member is
+// to 500/s, whose 12,500 jobs fall due at one instant; one member is
 // killed 10 s in. The rate summed over the members stays within 10% of
 // the limit, and every job arrives. The issue's 2,000/s measured this
 // machine more than the split: with the other packages' tests running
 // beside it on two cores, three members, MariaDB, Redis and the receiver
 // reached 1,450-1,800/s, so the limit is set where the cores keep up and
-// only the split decides the rate. (toc bench --scenarios fairness
-// measures the full rate.)
+// only the split decides the rate; at 1,000/s a slow day's run fell to
+// 852/s, dipping before the kill as well as after it (2026-11-27). (toc
+// bench --scenarios fairness measures the full rate.)
 func TestClusterRateLimitSplit(t *testing.T) {
 	const (
-		jobs  = 25_000
-		limit = 1000.0
+		jobs  = 12_500
+		limit = 500.0
 	)
 	r, members := startClusterBin(t, tocFastBin(t), 3)
 	hook := r.srv.URL + "/hook"
