@@ -32,6 +32,13 @@ type KeySet struct {
 	// claim takes them in under pressure.
 	Window    string
 	WindowEnd string
+	// Later indexes the slot's later buckets: timers without a window due
+	// beyond the near future wait there instead of in a due set, in
+	// sorted sets of a span of due time each (LaterBucket), small enough
+	// for Redis to keep as listpacks. Later's members are the bucket
+	// names, each scored by the lowest score it was given in its bucket,
+	// so that its head is the slot's earliest later timer.
+	Later string
 }
 
 // Keys returns the keys of slot of topic under prefix. The caller
@@ -48,7 +55,21 @@ func Keys(prefix, topic string, slot int) KeySet {
 
 		Window:    base + ":store:window",
 		WindowEnd: base + ":store:window:end",
+		Later:     base + ":store:later",
 	}
+}
+
+// LaterBucket returns the key of the slot's later bucket named name (a
+// member of Later, "<width ms>:<number>"): Later + ":" + name. The
+// scripts build the same names from Later.
+func (k KeySet) LaterBucket(name string) string {
+	return k.Later + ":" + name
+}
+
+// LaterBucketName returns the name of the later bucket of width ms that
+// holds due time ms.
+func LaterBucketName(width, ms int64) string {
+	return strconv.FormatInt(width, 10) + ":" + strconv.FormatInt(ms/width, 10)
 }
 
 // PrefixOf returns the key prefix of topic's slots: that of its namespace
@@ -71,6 +92,12 @@ func (k KeySet) Dues() [3]string { return [3]string{k.DueHigh, k.Due, k.DueLow} 
 // Waiting returns every key whose members wait for their due time,
 // scored by it: the three due sets, highest priority first, then Window.
 func (k KeySet) Waiting() [4]string { return [4]string{k.DueHigh, k.Due, k.DueLow, k.Window} }
+
+// Heads returns the keys whose first member is a candidate for the slot's
+// next due time: Waiting's, then Later.
+func (k KeySet) Heads() [5]string {
+	return [5]string{k.DueHigh, k.Due, k.DueLow, k.Window, k.Later}
+}
 
 // Tag returns the hash tag of slot of topic, braces included.
 func Tag(topic string, slot int) string {

@@ -115,12 +115,20 @@ func TestKeys(t *testing.T) {
 
 		Window:    "toc:{orders:7}:store:window",
 		WindowEnd: "toc:{orders:7}:store:window:end",
+		Later:     "toc:{orders:7}:store:later",
 	}
 	if k != want {
 		t.Fatalf("Keys = %+v, want %+v", k, want)
 	}
 	if s := k.Dues(); s != [3]string{want.DueHigh, want.Due, want.DueLow} {
 		t.Errorf("Dues = %v", s)
+	}
+	name := LaterBucketName(8000, 1_768_000_123_456)
+	if b := k.LaterBucket(name); b != "toc:{orders:7}:store:later:8000:221000015" {
+		t.Errorf("LaterBucket = %q", b)
+	}
+	if ClusterSlot(k.LaterBucket(name)) != ClusterSlot(k.Due) {
+		t.Errorf("a later bucket is in cluster slot %d, the due set in %d", ClusterSlot(k.LaterBucket(name)), ClusterSlot(k.Due))
 	}
 }
 
