@@ -1,61 +1,174 @@
--- add: put timers in one slot's due sets.
+-- add: put timers in one slot's due sets, or its later buckets.
 --
 -- KEYS[1]  dueHigh    the slot's due set of high priority
 -- KEYS[2]  due        the slot's due set of normal priority
 -- KEYS[3]  dueLow     the slot's due set of low priority
--- KEYS[4]  prepare    the slot's Prepare set (read in restore mode only)
--- KEYS[5]  dead       the slot's Dead set (read in restore mode only)
+-- KEYS[4]  prepare    the slot's Prepare set (read only)
+-- KEYS[5]  dead       the slot's Dead set (read in restore and new modes)
 -- KEYS[6]  window     the slot's timers with a window, by due time
 -- KEYS[7]  windowEnd  the same members, by the end of their window
+-- KEYS[8]  later      the slot's later buckets: bucket name, scored by
+--                     the lowest score given to a member of the bucket
 -- ARGV[1]  mode     "set": add each member to its due set, or replace its
 --                   score there; "restore": add only members in none of
---                   their due set, window, Prepare and Dead
+--                   their due set, window, Prepare and Dead (nor in a
+--                   later bucket of their due time); "new": as restore,
+--                   but without looking in later buckets, for timers of
+--                   jobs just committed (see below)
 -- ARGV[2]  channel  wake channel to PUBLISH to; "" for none
 -- ARGV[3]  prefix   wake message prefix, "<topic> <slot>"
--- ARGV[4..] member, score, end triples (score = due ms * 128 + attempt;
+-- ARGV[4]  laterFrom  integer Unix ms: a member without a window due at
+--                     or after it goes in a later bucket; 0 for none
+-- ARGV[5]  widths   the widths of later buckets in ms, finest first,
+--                   comma-separated ("" when laterFrom is 0)
+-- ARGV[6..] member, score, end triples (score = due ms * 128 + attempt;
 --           end = (due ms + window ms) * 128 + attempt, or 0 for a timer
 --           without a window)
 --
 -- A member without a window goes in the due set its last byte names: "h"
--- high, "l" low, anything else normal. A member with one goes in window
--- (score) and windowEnd (end) instead, whatever its priority. In set
--- mode a member leaves the sets of the other kind, so a timer that gains
--- or loses its window is in one place.
+-- high, "l" low, anything else normal; or, when due at or after
+-- laterFrom and not leased (in Prepare), in a later bucket of its due
+-- time, whatever its priority: the sorted set later .. ':' .. name,
+-- where name is "<width>:<floor(due ms / width)>", of the widest width
+-- whose bucket holds fewer than 128 members (a listpack), or of the
+-- finest. A sparse slot so keeps its later timers in few keys, a dense
+-- one in many small ones. Claim moves a bucket to the due sets once its
+-- lowest score is due, leaving out members leased then. A member added
+-- again while leased goes in its due set, claimable again as before. A
+-- member with a window goes in window (score) and windowEnd (end)
+-- instead. In set mode a member leaves the due set and window sets it is
+-- not put in, so a timer that gains or loses its window, or moves to a
+-- later bucket, is in one place; a copy left in another later bucket
+-- (the timer was rescheduled from there, or that bucket had filled) is
+-- moved to the due sets at its old time, where the store, the truth,
+-- answers for it. Mode new skips the search of a member's buckets, a scan
+-- of up to 128 members each: a job just committed is in one only if the
+-- backstop restored it in between, and then nearly always in the bucket
+-- new picks, where it is replaced; a copy elsewhere is such a copy.
 --
 -- Reply: {added, earliest}
---   added     how many members were new to their due set (or window)
---   earliest  the lowest score of the three due sets and window when
---             their earliest due ms moved earlier (they were all empty
---             before, or their lowest ms dropped); else nil. Then, if
---             channel is not "", the script also publishes "<prefix> <due
---             ms>" to channel.
+--   added     how many members were new to their due set (or window, or
+--             later bucket)
+--   earliest  the lowest score of the three due sets, window and later
+--             when their earliest due ms moved earlier (they were all
+--             empty before, or their lowest ms dropped); else nil. Then,
+--             if channel is not "", the script also publishes "<prefix>
+--             <due ms>" to channel.
 --
 -- Bounded by the number of triples, which the caller caps at 1000 (unpack
--- takes them all in at most five ZADDs). A member given twice takes its
--- last score.
+-- takes them all in at most five ZADDs, and one a later bucket). A member
+-- given twice takes its last score, but for one given for two later
+-- buckets, which is in both: one is a copy.
 
 local dueHigh, due, dueLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-local window, windowEnd = KEYS[6], KEYS[7]
+local window, windowEnd, later = KEYS[6], KEYS[7], KEYS[8]
 local mode, channel, prefix = ARGV[1], ARGV[2], ARGV[3]
-if mode ~= 'set' and mode ~= 'restore' then
-  return redis.error_reply('ERR add: mode must be set or restore')
+local laterFrom = tonumber(ARGV[4])
+local widths = {}
+for w in string.gmatch(ARGV[5], '[^,]+') do
+  widths[#widths + 1] = tonumber(w)
+end
+if mode ~= 'set' and mode ~= 'restore' and mode ~= 'new' then
+  return redis.error_reply('ERR add: mode must be set, restore or new')
+end
+if not laterFrom or (laterFrom > 0 and #widths == 0) then
+  return redis.error_reply('ERR add: laterFrom must be a number, with widths when above 0')
+end
+for _, w in ipairs(widths) do
+  if not w or w < 1 then
+    return redis.error_reply('ERR add: widths must be positive numbers')
+  end
 end
 local dues = {dueHigh, due, dueLow}
-local waiting = {dueHigh, due, dueLow, window}
+local waiting = {dueHigh, due, dueLow, window, later}
 
 local before = earliest(waiting)
 local hasWindow = redis.call('EXISTS', window) == 1
 local batches = {{}, {}, {}, {}}
 local ends, gone, windowed = {}, {{}, {}, {}}, {}
-for i = 4, #ARGV - 2, 3 do
+local buckets, bucketOrder, lows = {}, {}, {}
+-- A bucket is looked up by level (its width's index) and number, its name
+-- made once. held counts its members in Redis when this call first
+-- looked, adding those this call puts there. The tables are keyed by
+-- -number: miniredis's Lua would grow an array up to a positive one.
+local held, adding, names = {}, {}, {}
+for l = 1, #widths do
+  held[l], adding[l], names[l] = {}, {}, {}
+end
+local function nameOf(l, n)
+  local name = names[l][-n]
+  if not name then
+    name = string.format('%d:%d', widths[l], n)
+    names[l][-n] = name
+  end
+  return name
+end
+local function size(l, n)
+  local c = held[l][-n]
+  if not c then
+    local bucket = later .. ':' .. nameOf(l, n)
+    c = redis.call('ZCARD', bucket)
+    held[l][-n], adding[l][-n] = c, 0
+  end
+  return c
+end
+-- bucketOf returns the name of the bucket a member due at ms goes in.
+local function bucketOf(ms)
+  for l = #widths, 1, -1 do
+    local n = math.floor(ms / widths[l])
+    if size(l, n) + adding[l][-n] < 128 or l == 1 then
+      adding[l][-n] = adding[l][-n] + 1
+      return nameOf(l, n)
+    end
+  end
+end
+-- inLater reports whether member, of score, is in a later bucket of its
+-- due ms. A bucket is searched only when score lies between its lowest
+-- and highest, read once a call: a restore in due order (the backstop's,
+-- after Redis lost its data) finds the wider buckets holding earlier
+-- timers, and skips them.
+local bounds = {}
+local function inLater(member, score, ms)
+  for l = 1, #widths do
+    local n = math.floor(ms / widths[l])
+    if size(l, n) > 0 then
+      local bucket = later .. ':' .. nameOf(l, n)
+      local b = bounds[bucket]
+      if not b then
+        local low = redis.call('ZRANGE', bucket, 0, 0, 'WITHSCORES')
+        local high = redis.call('ZRANGE', bucket, -1, -1, 'WITHSCORES')
+        b = {tonumber(low[2]), tonumber(high[2])}
+        bounds[bucket] = b
+      end
+      if score >= b[1] and score <= b[2] and redis.call('ZSCORE', bucket, member) then
+        return true
+      end
+    end
+  end
+  return false
+end
+-- A call of many members looks them up only in the sets that exist.
+local looked = {dueHigh, due, dueLow, prepare, dead}
+local present = {}
+for i = 1, 5 do
+  present[i] = #ARGV < 5 + 3 * 8 or redis.call('EXISTS', looked[i]) == 1
+end
+for i = 6, #ARGV - 2, 3 do
   local member, score, wend = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local s = level(member)
   local w = wend ~= '0'
+  local ms = math.floor(tonumber(score) / 128)
+  local toLater = not w and laterFrom > 0 and ms >= laterFrom
   if mode == 'set'
-      or (not redis.call('ZSCORE', dues[s], member)
+      or (not (present[s] and redis.call('ZSCORE', dues[s], member))
         and not (hasWindow and redis.call('ZSCORE', window, member))
-        and not redis.call('ZSCORE', prepare, member)
-        and not redis.call('ZSCORE', dead, member)) then
+        and not (present[4] and redis.call('ZSCORE', prepare, member))
+        and not (present[5] and redis.call('ZSCORE', dead, member))
+        and not (toLater and mode == 'restore' and inLater(member, tonumber(score), ms))) then
+    local b = nil
+    if toLater and not (mode == 'set' and present[4] and redis.call('ZSCORE', prepare, member)) then
+      b = bucketOf(ms)
+    end
     if w then
       local batch = batches[4]
       batch[#batch + 1] = score
@@ -63,6 +176,22 @@ for i = 4, #ARGV - 2, 3 do
       ends[#ends + 1] = wend
       ends[#ends + 1] = member
       gone[s][#gone[s] + 1] = member
+    elseif b then
+      local batch = buckets[b]
+      if not batch then
+        batch = {}
+        buckets[b] = batch
+        bucketOrder[#bucketOrder + 1] = b
+      end
+      batch[#batch + 1] = score
+      batch[#batch + 1] = member
+      if not lows[b] or tonumber(score) < tonumber(lows[b]) then
+        lows[b] = score
+      end
+      gone[s][#gone[s] + 1] = member
+      if hasWindow and mode == 'set' then
+        windowed[#windowed + 1] = member
+      end
     else
       local batch = batches[s]
       batch[#batch + 1] = score
@@ -82,11 +211,17 @@ end
 if #ends > 0 then
   redis.call('ZADD', windowEnd, unpack(ends))
 end
+for _, b in ipairs(bucketOrder) do
+  added = added + redis.call('ZADD', later .. ':' .. b, unpack(buckets[b]))
+  -- LT: the bucket's score in later only ever drops, to its lowest
+  -- member's; a removal leaves it low, which costs an early look only.
+  redis.call('ZADD', later, 'LT', lows[b], b)
+end
 if mode == 'set' then
-  -- A member is in one place: one with a window leaves its due set, one
-  -- without leaves window and windowEnd.
+  -- A member is in one place: one with a window or in a later bucket
+  -- leaves its due set, one without a window leaves window and windowEnd.
   for s = 1, 3 do
-    if #gone[s] > 0 then
+    if #gone[s] > 0 and (present[s] or #batches[s] > 0) then
       redis.call('ZREM', dues[s], unpack(gone[s]))
     end
   end
@@ -96,7 +231,23 @@ if mode == 'set' then
   end
 end
 
-local after = earliest(waiting)
+-- Nothing was added below the lowest score given, and nothing else
+-- below before: the lowest score now is the lower of the two, unless
+-- set mode moved the member holding before later and gave nothing lower
+-- (then no wake is due, and none is sent).
+local after = before
+for _, batch in ipairs(batches) do
+  for i = 1, #batch, 2 do
+    if after == nil or tonumber(batch[i]) < after then
+      after = tonumber(batch[i])
+    end
+  end
+end
+for _, low in pairs(lows) do
+  if after == nil or tonumber(low) < after then
+    after = tonumber(low)
+  end
+end
 if after == nil then
   return {added, false}
 end

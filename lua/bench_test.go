@@ -103,6 +103,32 @@ func BenchmarkAdd(b *testing.B) {
 			b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
 		})
 	}
+	// 1,000 timers a call, a second of due time a call as a backstop's
+	// page restores them, in the due set and in later buckets.
+	for _, later := range []bool{false, true} {
+		for _, mode := range []AddMode{ModeSet, ModeRestore} {
+			b.Run(fmt.Sprintf("1000_%s_later_%v", mode, later), func(b *testing.B) {
+				be := luatest.Redis(b)
+				k := keysOf(be, 0)
+				entries := make([]Entry, 1000)
+				i := 0
+				for b.Loop() {
+					for j := range entries {
+						entries[j] = Entry{Member: Member(uint64(i%1_000_000+1), PriorityNormal), Ms: t0 + int64(i%1_000_000)}
+						i++
+					}
+					ac := AddCall{Keys: k, Mode: mode, Entries: entries}
+					if later {
+						ac.LaterFromMs, ac.BucketWidthsMs = 1, []int64{1000, 32000, 1024000}
+					}
+					if _, err := Add(b.Context(), be.Client, ac); err != nil {
+						b.Fatal(err)
+					}
+				}
+				b.ReportMetric(float64(len(entries))*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+			})
+		}
+	}
 	b.Run("100_over_16_slots_pipelined", func(b *testing.B) {
 		be := luatest.Redis(b)
 		calls := make([]AddCall, 16)

@@ -7,6 +7,8 @@
 -- KEYS[4]  prepare    the slot's Prepare set
 -- KEYS[5]  window     the slot's timers with a window, by due time
 -- KEYS[6]  windowEnd  the same members, by the end of their window
+-- KEYS[7]  later      the slot's later buckets (see add), by their lowest
+--                     score
 -- ARGV[1]  now     integer Unix ms
 -- ARGV[2]  limit   how many timers to lease at most (> 0)
 -- ARGV[3]  lease   lease length in ms (> 0)
@@ -14,7 +16,14 @@
 -- ARGV[5]  agingNormal  the aging offset of normal priority, in ms (>= 0)
 -- ARGV[6]  agingLow     the aging offset of low priority, in ms (>= 0)
 --
--- Reads up to limit members due at or before now (score <= now*128+127)
+-- First it moves each later bucket whose score in later is due (<=
+-- now*128+127) to the due sets, earliest first, whole, until limit
+-- members have moved or none is due: a member goes to the due set its
+-- last byte names unless it is already there (NX: that entry wins),
+-- leased (in Prepare: the lease's end puts it back as the store says) or
+-- in window. A bucket may hold members not due yet; in the due sets they
+-- wait their time as any other. Then it reads up to limit members due at
+-- or before now (score <= now*128+127)
 -- from each due set, oldest first, and ranks each by due ms + the aging
 -- offset of its priority. A timer with a window is ranked by the end of
 -- its window + its aging offset instead, and is a candidate only once due
@@ -32,16 +41,50 @@
 -- Reply: {members, tokens, dueHead, prepareHead}
 --   members      the leased members, in the merged order
 --   tokens       their Prepare scores, in the same order
---   dueHead      the lowest score left in the three due sets and window,
---                or nil when they are empty
+--   dueHead      the lowest score left in the three due sets, window and
+--                later, or nil when they are empty
 --   prepareHead  the lowest score in Prepare, or nil when it is empty
 
 local dueHigh, due, dueLow, prepare = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
-local window, windowEnd = KEYS[5], KEYS[6]
+local window, windowEnd, later = KEYS[5], KEYS[6], KEYS[7]
 local now, limit, lease = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
 local aging = {tonumber(ARGV[4]), tonumber(ARGV[5]), tonumber(ARGV[6])}
 local dues = {dueHigh, due, dueLow}
 local bound = now * 128 + 127
+
+local moved = 0
+while moved < limit do
+  local b = redis.call('ZRANGEBYSCORE', later, '-inf', bound, 'LIMIT', 0, 1)[1]
+  if not b then
+    break
+  end
+  local bucket = later .. ':' .. b
+  local entries = redis.call('ZRANGE', bucket, 0, -1, 'WITHSCORES')
+  local hasWindow = redis.call('EXISTS', window) == 1
+  local back = {{}, {}, {}}
+  for i = 1, #entries - 1, 2 do
+    local member = entries[i]
+    if not redis.call('ZSCORE', prepare, member)
+        and not (hasWindow and redis.call('ZSCORE', window, member)) then
+      local s = level(member)
+      local batch = back[s]
+      batch[#batch + 1] = entries[i + 1]
+      batch[#batch + 1] = member
+      if #batch >= 2 * MAX_UNPACK then
+        redis.call('ZADD', dues[s], 'NX', unpack(batch))
+        back[s] = {}
+      end
+    end
+  end
+  for s = 1, 3 do
+    if #back[s] > 0 then
+      redis.call('ZADD', dues[s], 'NX', unpack(back[s]))
+    end
+  end
+  redis.call('DEL', bucket)
+  redis.call('ZREM', later, b)
+  moved = moved + #entries / 2
+end
 
 local ready, pos = {}, {}
 for s = 1, 3 do
@@ -142,4 +185,4 @@ if #members > 0 then
   redis.call('ZADD', prepare, unpack(batch))
 end
 
-return {members, tokens, earliest({dueHigh, due, dueLow, window}) or false, earliest({prepare}) or false}
+return {members, tokens, earliest({dueHigh, due, dueLow, window, later}) or false, earliest({prepare}) or false}

@@ -7,9 +7,10 @@
 // Each script lives in its own file (add.lua, claim.lua, ack.lua,
 // retry.lua, defer.lua, sweep.lua, revive.lua), embedded in the binary,
 // opening with a header that lists its KEYS, ARGV and reply. Every script
-// touches only the keys passed in KEYS, which all belong to one slot and
-// share its hash tag (see package slots), so it runs on one Redis Cluster
-// node. Scripts that take due sets take all three, highest priority
+// touches only the keys passed in KEYS, and the later buckets named by
+// one of them (Later + ":" + bucket name), which all belong to one slot
+// and share its hash tag (see package slots), so it runs on one Redis
+// Cluster node. Scripts that take due sets take all three, highest priority
 // first, before the slot's other keys: KEYS = dueHigh, due, dueLow,
 // then prepare and dead as the script needs them. Every script is bounded:
 // by a LIMIT, or by the number of arguments, which the wrappers cap at
@@ -52,6 +53,35 @@
 // overtaken by one of higher priority that came due more than its offset
 // difference after it: aging bounds the wait, so low jobs do not starve.
 // Priority reorders only jobs that are due; it never makes one due sooner.
+//
+// # Later buckets
+//
+// A due set beyond 128 members is a skiplist and hash table in Redis,
+// about 110 bytes a member; up to 128, a listpack, about 25. So add puts
+// a timer without a window due at or after [AddCall.LaterFromMs] (package
+// prepare: two of the finest widths from now) in a later bucket instead
+// of its due set: the sorted set Later + ":<width>:<due ms / width>", of
+// the widest width of [AddCall.BucketWidthsMs] whose bucket holds fewer
+// than 128 members, or of the finest. The slot's Later set holds each
+// bucket's name scored by the lowest score given to it, so the head of
+// Later is a candidate for the slot's next due time beside the due sets'
+// (add, claim and revive take it into the earliest they report). claim
+// first moves every bucket whose score in Later is due into the due sets,
+// whole, earliest first, until limit members moved, then leases as
+// before: a bucket costs one extra call when it comes due, and none
+// before. A member moves with NX (an entry in its due set wins), and not
+// while leased.
+//
+// A timer is in one place, as without buckets, but for a copy a bucket
+// keeps after the timer moved without it: set mode does not look for a
+// member's old bucket, and a removal looks only in the buckets of the due
+// time it is given. Such a copy comes to the due set at its old time,
+// where the worker reads the job's row before it fires anything: it acks
+// a copy whose row is done or cancelled, and puts back one whose row is
+// due later, at that time; so a copy costs a claim, never an early or a
+// second call. Restore mode looks for a member
+// in each bucket of its due time (a scan of up to 128 members each); mode
+// new, for jobs just committed, does not.
 //
 // # Wake-ups
 //

@@ -1,5 +1,9 @@
 -- member: the prelude of every script (see run.go), not a script itself.
 --
+-- MAX_UNPACK bounds the pairs a script hands one command through
+-- unpack(), which takes at most a few thousand values.
+local MAX_UNPACK = 1000
+
 -- level returns the index in a script's dues table {dueHigh, due,
 -- dueLow} of the due set a member belongs in: its last byte names
 -- its priority, "h" high, "l" low, anything else normal (package lua's

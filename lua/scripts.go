@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/redis/go-redis/v9"
 
@@ -21,6 +22,9 @@ const (
 	// ModeRestore adds only members in none of their due set, Prepare
 	// and Dead.
 	ModeRestore AddMode = "restore"
+	// ModeNew is ModeRestore without the search of later buckets, for the
+	// timers of jobs just committed: see add.lua.
+	ModeNew AddMode = "new"
 )
 
 // Entry is one member with its decoded score. The member carries its
@@ -49,6 +53,14 @@ type AddCall struct {
 	// slot's window sets, and claim takes it by Ms + its window (plus its
 	// priority's aging) among the due timers, never before Ms.
 	WindowMs []int64
+	// LaterFromMs, when above 0, sends each entry without a window due at
+	// or after it to a later bucket of its due time instead of its due
+	// set: a sorted set of one of BucketWidthsMs (finest first), the
+	// widest whose bucket has room under Redis's 128 members of a
+	// listpack, a quarter of a due set's memory a member. Claim moves a
+	// bucket to the due sets once its earliest member is due.
+	LaterFromMs    int64
+	BucketWidthsMs []int64
 }
 
 // AddResult is the reply of one AddCall.
@@ -64,14 +76,18 @@ type AddResult struct {
 func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 	runs := make([]call, len(calls))
 	for i, ac := range calls {
-		if ac.Mode != ModeSet && ac.Mode != ModeRestore {
-			return nil, fmt.Errorf("add: mode %q: not set or restore", ac.Mode)
+		if ac.Mode != ModeSet && ac.Mode != ModeRestore && ac.Mode != ModeNew {
+			return nil, fmt.Errorf("add: mode %q: not set, restore or new", ac.Mode)
 		}
 		if len(ac.Entries) > MaxBatch {
 			return nil, fmt.Errorf("add: %d entries: more than %d", len(ac.Entries), MaxBatch)
 		}
-		args := make([]any, 0, 3+3*len(ac.Entries))
-		args = append(args, string(ac.Mode), ac.WakeChannel, ac.WakeMessage)
+		widths, err := formatWidths(ac.LaterFromMs, ac.BucketWidthsMs)
+		if err != nil {
+			return nil, fmt.Errorf("add: %w", err)
+		}
+		args := make([]any, 0, 5+3*len(ac.Entries))
+		args = append(args, string(ac.Mode), ac.WakeChannel, ac.WakeMessage, ac.LaterFromMs, widths)
 		if ac.WindowMs != nil && len(ac.WindowMs) != len(ac.Entries) {
 			return nil, fmt.Errorf("add: %d windows for %d entries", len(ac.WindowMs), len(ac.Entries))
 		}
@@ -97,7 +113,7 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 			args = append(args, e.Member, formatScore(n), end)
 		}
 		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
-			ac.Keys.Window, ac.Keys.WindowEnd}, args}
+			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}, args}
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
@@ -120,6 +136,25 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 		out[i] = AddResult{Added: int(n), Earliest: h}
 	}
 	return out, nil
+}
+
+// formatWidths checks later buckets' arguments and returns the widths
+// as the add script takes them, comma-separated.
+func formatWidths(from int64, widths []int64) (string, error) {
+	if from < 0 || (from > 0 && len(widths) == 0) {
+		return "", fmt.Errorf("later from %d ms with %d bucket widths: %w", from, len(widths), ErrRange)
+	}
+	var b strings.Builder
+	for i, w := range widths {
+		if w <= 0 || (i > 0 && w <= widths[i-1]) {
+			return "", fmt.Errorf("bucket widths %v ms: %w (positive, finest first)", widths, ErrRange)
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(w, 10))
+	}
+	return b.String(), nil
 }
 
 // Leased is one member moved to Prepare by Claim.
@@ -178,7 +213,7 @@ func ClaimEach(ctx context.Context, c Client, nowMs int64, aging Aging, calls ..
 			errs[i] = fmt.Errorf("claim: lease %d ms: %w", cc.LeaseMs, ErrRange)
 		default:
 			runs = append(runs, call{claimScript, []string{cc.Keys.DueHigh, cc.Keys.Due, cc.Keys.DueLow, cc.Keys.Prepare,
-				cc.Keys.Window, cc.Keys.WindowEnd},
+				cc.Keys.Window, cc.Keys.WindowEnd, cc.Keys.Later},
 				[]any{nowMs, cc.Limit, cc.LeaseMs, aging.High, aging.Normal, aging.Low}})
 			at = append(at, i)
 		}
@@ -490,7 +525,8 @@ func Revive(ctx context.Context, c Client, rc ReviveCall) (ReviveResult, error) 
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
 	}
-	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.DueHigh, rc.Keys.Due, rc.Keys.DueLow, rc.Keys.Dead},
+	replies, err := run(ctx, c, []call{{reviveScript, []string{rc.Keys.DueHigh, rc.Keys.Due, rc.Keys.DueLow, rc.Keys.Dead,
+		rc.Keys.Window, rc.Keys.Later},
 		[]any{rc.Member, formatScore(n), rc.WakeChannel, rc.WakeMessage}}})
 	if err != nil {
 		return ReviveResult{}, fmt.Errorf("revive %s: %w", rc.Member, err)
