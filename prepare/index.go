@@ -26,6 +26,13 @@ const (
 	DefaultWakeSuffix = "wake"
 )
 
+// DefaultBuckets are the widths of a slot's later buckets, finest first,
+// 32 times apart: a slot with up to 128 timers in 17 minutes keeps them
+// in one key, and one with up to 128 a second in keys of a second, each a
+// listpack. Each width is a place Restore looks for a timer, a scan of up
+// to 128 members.
+var DefaultBuckets = []time.Duration{time.Second, 32 * time.Second, 1024 * time.Second}
+
 // Config configures an Index.
 type Config struct {
 	// Prefix starts every key; slots.DefaultPrefix when empty. It must not
@@ -42,17 +49,44 @@ type Config struct {
 	// Logger receives the Waker's reconnect warnings; slog.Default() when
 	// nil.
 	Logger *slog.Logger
+	// Buckets are the widths of the later buckets (slots.KeySet.Later),
+	// whole milliseconds, finest first: a timer without a window due two
+	// of the finest widths or more after it is added waits in a bucket of
+	// its due time, a small sorted set, until the claim of its slot moves
+	// the bucket to the due sets when its first timer is due.
+	// DefaultBuckets when nil; empty keeps every timer in its due set.
+	Buckets []time.Duration
+	// Now is the clock of Add's choice between due set and later bucket;
+	// time.Now when nil.
+	Now func() time.Time
 }
 
 // Validate returns a *timer.FieldError naming the first invalid field.
 func (c Config) Validate() error {
-	return errors.Join(slots.CheckPrefix(c.Prefix), slots.CheckPrefixes(c.NamespacePrefixes))
+	return errors.Join(slots.CheckPrefix(c.Prefix), slots.CheckPrefixes(c.NamespacePrefixes), checkBuckets(c.Buckets))
+}
+
+// checkBuckets returns a *timer.FieldError naming Buckets unless each
+// width is a whole number of milliseconds, wider than the one before.
+func checkBuckets(ws []time.Duration) error {
+	for i, w := range ws {
+		if w < time.Millisecond || w%time.Millisecond != 0 || (i > 0 && w <= ws[i-1]) {
+			return &timer.FieldError{Field: "Buckets", Message: fmt.Sprintf("%v: whole milliseconds, finest first", ws)}
+		}
+	}
+	return nil
 }
 
 func (c Config) withDefaults() Config {
 	c.Prefix = cmp.Or(c.Prefix, slots.DefaultPrefix)
 	c.WakeChannel = cmp.Or(c.WakeChannel, c.Prefix+DefaultWakeSuffix)
 	c.Logger = cmp.Or(c.Logger, slog.Default())
+	if c.Buckets == nil {
+		c.Buckets = DefaultBuckets
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
@@ -75,6 +109,8 @@ var (
 	_ timer.Index  = (*Index)(nil)
 	_ timer.Leaser = (*Index)(nil)
 	_ timer.Waker  = (*Index)(nil)
+
+	_ timer.NewIndexer = (*Index)(nil)
 )
 
 // New returns an Index over client, or an error wrapping cfg's

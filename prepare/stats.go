@@ -25,10 +25,10 @@ func (q *Index) Peek(ctx context.Context, slot timer.Slot) (time.Time, error) {
 	return heads[0].NextDue, nil
 }
 
-// earliest decodes the heads of a slot's waiting sets (KeySet.Waiting),
-// as ZRANGE key 0 0 WITHSCORES returned them, and returns the lowest.
-func earliest(cmds [4]*redis.ZSliceCmd) (lua.Head, error) {
-	var hs [4]lua.Head
+// earliest decodes the heads of a slot's waiting sets (KeySet.Heads), as
+// ZRANGE key 0 0 WITHSCORES returned them, and returns the lowest.
+func earliest(cmds []*redis.ZSliceCmd) (lua.Head, error) {
+	hs := make([]lua.Head, len(cmds))
 	for i, c := range cmds {
 		h, err := lua.HeadOf(c.Val())
 		if err != nil {
@@ -36,16 +36,17 @@ func earliest(cmds [4]*redis.ZSliceCmd) (lua.Head, error) {
 		}
 		hs[i] = h
 	}
-	return lua.Earliest(hs[:]...), nil
+	return lua.Earliest(hs...), nil
 }
 
 // statsChunk bounds the slots whose counts go in one pipeline.
 const statsChunk = 1024
 
 // Stats counts the timers of topic (with n slots) waiting (in the due
-// sets of all priorities), leased and dead, and returns the earliest due
-// time in any due set (zero when all are empty). It reads every slot, in
-// pipelines of statsChunk slots; the counts are not one snapshot.
+// sets of all priorities, window and later buckets), leased and dead,
+// and returns the earliest due time in any of them (zero when all are
+// empty). It reads every slot, in pipelines of statsChunk slots, and the
+// buckets of those with any in a second; the counts are not one snapshot.
 func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased, dead int64, nextDue time.Time, err error) {
 	if !slots.ValidTopic(topic) {
 		return 0, 0, 0, time.Time{}, fmt.Errorf("stats: topic %q: %w", topic, timer.ErrInvalid)
@@ -56,7 +57,8 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 	type counts struct {
 		due           [4]*redis.IntCmd
 		prepare, dead *redis.IntCmd
-		head          [4]*redis.ZSliceCmd
+		head          [5]*redis.ZSliceCmd
+		buckets       *redis.StringSliceCmd
 	}
 	var next lua.Head
 	for from := 0; from < n; from += statsChunk {
@@ -64,9 +66,12 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		cs := make([]counts, 0, statsChunk)
 		for i := from; i < min(from+statsChunk, n); i++ {
 			k := slots.Keys(q.prefixOf(topic), topic, i)
-			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead)}
+			c := counts{prepare: pipe.ZCard(ctx, k.Prepare), dead: pipe.ZCard(ctx, k.Dead),
+				buckets: pipe.ZRange(ctx, k.Later, 0, -1)}
 			for j, key := range k.Waiting() {
 				c.due[j] = pipe.ZCard(ctx, key)
+			}
+			for j, key := range k.Heads() {
 				c.head[j] = pipe.ZRangeWithScores(ctx, key, 0, 0)
 			}
 			cs = append(cs, c)
@@ -74,13 +79,18 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 		}
+		later, err := q.countBuckets(ctx, topic, from, "+inf", func(i int) []string { return cs[i].buckets.Val() }, len(cs))
+		if err != nil {
+			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
+		}
+		waiting += later
 		for _, c := range cs {
 			for _, n := range c.due {
 				waiting += n.Val()
 			}
 			leased += c.prepare.Val()
 			dead += c.dead.Val()
-			h, err := earliest(c.head)
+			h, err := earliest(c.head[:])
 			if err != nil {
 				return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 			}
@@ -88,4 +98,29 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		}
 	}
 	return waiting, leased, dead, timeOf(next), nil
+}
+
+// countBuckets counts the members scored up to upTo ("+inf": all) of the
+// later buckets of topic's slots from, from+1, ... from+n-1, buckets(i)
+// naming those of slot from+i, in one pipeline.
+func (q *Index) countBuckets(ctx context.Context, topic string, from int, upTo string, buckets func(i int) []string, n int) (int64, error) {
+	pipe := q.client.Pipeline()
+	var cmds []*redis.IntCmd
+	for i := range n {
+		k := slots.Keys(q.prefixOf(topic), topic, from+i)
+		for _, b := range buckets(i) {
+			cmds = append(cmds, pipe.ZCount(ctx, k.LaterBucket(b), "-inf", upTo))
+		}
+	}
+	if len(cmds) == 0 {
+		return 0, nil
+	}
+	if _, err := pipe.Exec(ctx); err != nil {
+		return 0, fmt.Errorf("later buckets: %w", err)
+	}
+	var sum int64
+	for _, c := range cmds {
+		sum += c.Val()
+	}
+	return sum, nil
 }

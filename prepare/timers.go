@@ -1,5 +1,5 @@
 // The timer.Index side of Index: add, restore, remove and revive timers
-// in their due sets.
+// in their due sets and later buckets.
 
 package prepare
 
@@ -33,6 +33,17 @@ func (q *Index) Restore(ctx context.Context, timers []timer.Timer) (int, []timer
 	return n, wakes, nil
 }
 
+// IndexNew implements timer.NewIndexer: Restore without the search of
+// later buckets (lua.ModeNew), which for a job just committed costs a
+// scan of up to 128 members a bucket and finds nothing.
+func (q *Index) IndexNew(ctx context.Context, timers []timer.Timer) (int, []timer.Wake, error) {
+	n, wakes, err := q.add(ctx, lua.ModeNew, timers)
+	if err != nil {
+		return 0, nil, fmt.Errorf("index new timers: %w", err)
+	}
+	return n, wakes, nil
+}
+
 func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer) (int, []timer.Wake, error) {
 	type windowed struct {
 		e lua.Entry
@@ -60,6 +71,7 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 		}
 		g.add(slot, windowed{lua.Entry{Member: member(t.ID, t.Priority), Ms: ms, Attempt: t.Attempt}, w})
 	}
+	laterFrom, widths := q.laterFrom()
 	var calls []lua.AddCall
 	var callSlots []timer.Slot
 	for _, b := range g.batches() {
@@ -75,12 +87,14 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 			}
 		}
 		calls = append(calls, lua.AddCall{
-			Keys:        q.Keys(b.slot),
-			Mode:        mode,
-			WakeChannel: q.cfg.WakeChannel,
-			WakeMessage: b.slot.Topic + " " + strconv.Itoa(b.slot.Index),
-			Entries:     entries,
-			WindowMs:    windows,
+			Keys:           q.Keys(b.slot),
+			Mode:           mode,
+			WakeChannel:    q.cfg.WakeChannel,
+			WakeMessage:    b.slot.Topic + " " + strconv.Itoa(b.slot.Index),
+			Entries:        entries,
+			WindowMs:       windows,
+			LaterFromMs:    laterFrom,
+			BucketWidthsMs: widths,
 		})
 		callSlots = append(callSlots, b.slot)
 	}
@@ -110,9 +124,26 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 	return added, wakes, nil
 }
 
+// laterFrom returns the Unix ms from which add sends a timer to a later
+// bucket, two of the finest widths from now, and the widths in ms; 0,
+// nil when buckets are off.
+func (q *Index) laterFrom() (from int64, widths []int64) {
+	if len(q.cfg.Buckets) == 0 {
+		return 0, nil
+	}
+	widths = make([]int64, len(q.cfg.Buckets))
+	for i, w := range q.cfg.Buckets {
+		widths[i] = w.Milliseconds()
+	}
+	return max(timer.MillisOf(q.cfg.Now())+2*widths[0], 1), widths
+}
+
 // Remove implements timer.Index. It removes each timer from the due set
-// of its priority, and from the slot's window sets, where a timer with a
-// window waits instead.
+// of its priority, from the slot's window sets, where a timer with a
+// window waits instead, and from the later buckets of its due time, one
+// of each width. A copy in a bucket of another time (its due time changed
+// since it was put there, without Redis) stays until its bucket is due;
+// the store, the truth, then says the timer has ended.
 func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	var g grouping[timer.Timer]
 	for _, t := range timers {
@@ -136,17 +167,31 @@ func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 	for _, b := range batches {
 		var members [3][]any // by priority, as KeySet.Dues orders them
 		var all []any
+		later := map[string][]any{} // by bucket name
+		var buckets []string
+		keys := q.Keys(b.slot)
 		for _, t := range b.items {
 			i := dueIndex(t.Priority)
 			m := member(t.ID, t.Priority)
 			members[i] = append(members[i], m)
 			all = append(all, m)
+			for _, w := range q.cfg.Buckets {
+				n := slots.LaterBucketName(w.Milliseconds(), timer.MillisOf(t.DueAt))
+				if later[n] == nil {
+					buckets = append(buckets, n)
+				}
+				later[n] = append(later[n], m)
+			}
 		}
-		keys := q.Keys(b.slot)
 		for i, key := range keys.Dues() {
 			if len(members[i]) > 0 {
 				rs = append(rs, removal{slot: b.slot, cmd: pipe.ZRem(ctx, key, members[i]...)})
 			}
+		}
+		// A member waits in one of its due set, window and the bucket of
+		// its due time; a stale copy left in the bucket counts as well.
+		for _, n := range buckets {
+			rs = append(rs, removal{slot: b.slot, cmd: pipe.ZRem(ctx, keys.LaterBucket(n), later[n]...)})
 		}
 		// A member is in its due set or in window, never both; windowEnd
 		// holds the same members as window, so only window counts.

@@ -155,9 +155,10 @@ func (q *Index) Usage(ctx context.Context, topic timer.Topic, now time.Time) (ti
 }
 
 // DueWaiting counts the jobs of a topic of n slots that are due at now
-// and still in their due sets: not yet claimed, because their topic is
-// throttled or the workers are behind. A now before 1970 or after the
-// year 4199 (see lua.MaxMillis) is an error wrapping timer.ErrInvalid.
+// and still in their due sets or later buckets: not yet claimed, because
+// their topic is throttled or the workers are behind. A now before 1970
+// or after the year 4199 (see lua.MaxMillis) is an error wrapping
+// timer.ErrInvalid.
 func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Time) (int64, error) {
 	if !slots.ValidTopic(topic) || !slots.Valid(n) {
 		return 0, fmt.Errorf("due waiting of %s (%d slots): %w", topic, n, timer.ErrInvalid)
@@ -170,10 +171,13 @@ func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 	for from := 0; from < n; from += statsChunk {
 		pipe := q.client.Pipeline()
 		var cmds []*redis.IntCmd
+		var buckets []*redis.StringSliceCmd // by slot from+i
 		for i := from; i < min(from+statsChunk, n); i++ {
-			for _, key := range slots.Keys(q.prefixOf(topic), topic, i).Waiting() {
+			k := slots.Keys(q.prefixOf(topic), topic, i)
+			for _, key := range k.Waiting() {
 				cmds = append(cmds, pipe.ZCount(ctx, key, "-inf", upTo))
 			}
+			buckets = append(buckets, pipe.ZRangeByScore(ctx, k.Later, &redis.ZRangeBy{Min: "-inf", Max: upTo}))
 		}
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, fmt.Errorf("due waiting of %s: %w", topic, err)
@@ -181,6 +185,11 @@ func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 		for _, c := range cmds {
 			due += c.Val()
 		}
+		later, err := q.countBuckets(ctx, topic, from, upTo, func(i int) []string { return buckets[i].Val() }, len(buckets))
+		if err != nil {
+			return 0, fmt.Errorf("due waiting of %s: %w", topic, err)
+		}
+		due += later
 	}
 	return due, nil
 }

@@ -26,6 +26,17 @@ type Index interface {
 	Revive(ctx context.Context, t Timer) (bool, []Wake, error)
 }
 
+// NewIndexer is an Index with a cheaper Restore for the timers of jobs
+// just committed, which the Scheduler uses when its index has it.
+type NewIndexer interface {
+	// IndexNew is Restore for timers whose jobs were just committed: one
+	// can be in its slot's sets only if the backstop restored it in the
+	// instant between, so the index may look for it in fewer places than
+	// Restore does, where a copy left elsewhere is one the worker's
+	// check of the row answers for (see prepare.Index.IndexNew).
+	IndexNew(ctx context.Context, timers []Timer) (int, []Wake, error)
+}
+
 // Wake says that slot has a job due at DueAt, sooner than it had before.
 type Wake struct {
 	Slot  Slot

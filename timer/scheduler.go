@@ -228,10 +228,10 @@ func (s *Scheduler) Schedule(ctx context.Context, r Request) (Result, error) {
 // logged and counted, not returned: the rows are committed, and the
 // backstop will index them.
 //
-// It adds only the timers in none of their slot's sets (Restore, not
-// Add): between the commit and this write, the backstop may have found a
-// row missing from Redis, restored it, and a worker claimed it; adding it
-// again to Store would fire it twice.
+// It adds only the timers in none of their slot's sets (Restore, or an
+// index's IndexNew, not Add): between the commit and this write, the
+// backstop may have found a row missing from Redis, restored it, and a
+// worker claimed it; adding it again to Store would fire it twice.
 func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
 	timers := make([]Timer, 0, len(jobs))
 	for _, j := range jobs {
@@ -248,7 +248,11 @@ func (s *Scheduler) indexNew(ctx context.Context, jobs []*Job, now time.Time) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, indexTimeout)
 	defer cancel()
-	_, wakes, err := s.index.Restore(ctx, timers)
+	restore := s.index.Restore
+	if n, ok := s.index.(NewIndexer); ok {
+		restore = n.IndexNew
+	}
+	_, wakes, err := restore(ctx, timers)
 	if err != nil {
 		s.indexFailed("add", len(timers), err)
 		return
