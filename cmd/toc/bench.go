@@ -80,6 +80,9 @@ type benchConfig struct {
 	spikeJobs    int
 	spikeWindow  time.Duration
 	spikeRate    int
+	// lead is how long before its due time the fire scenario schedules a
+	// job.
+	lead time.Duration
 	// The topics scenario.
 	topics         int
 	topicSlots     int
@@ -114,6 +117,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	short := fs.bool("short", false, "a short run of every scenario (make bench)")
 	duration := fs.duration("duration", 0, "length of each timed run (default 10s, --short 3s)")
 	rates := fs.string("rates", "", "fire: steady rates in jobs/s, comma-separated (default 1000,5000; --short 1000)")
+	lead := fs.duration("lead", fireLead, "fire: how long before its due time each job is scheduled (from 2s on, a job waits in a later bucket in Redis)")
 	pending := fs.int("pending", -1, "fire: far-future jobs pending in the store during the run (default 1000000 with the 5000/s rate, else 0; --short 0)")
 	conc := fs.string("concurrency", "", "schedule and shards: concurrent clients, comma-separated (default 1,16,64, shards 64; --short 64)")
 	drainJobs := fs.int("drain-jobs", 0, "drain: jobs due at the same instant (default 100000, --short 10000)")
@@ -141,7 +145,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		receiverAddr: *receiverAddr, mysqlDSN: *mysqlDSN, redisAddr: *redisAddr, redisCluster: *redisCluster, storeShards: *storeShards, short: *short,
 		duration: *duration, pending: *pending, drainJobs: *drainJobs, memoryJobs: *memoryJobs,
 		recoverJobs: *recoverJobs, floodJobs: *floodJobs, floodRate: *floodRate,
-		spikeJobs: *spikeJobs, spikeWindow: *spikeWindow, spikeRate: *spikeRate,
+		spikeJobs: *spikeJobs, spikeWindow: *spikeWindow, spikeRate: *spikeRate, lead: *lead,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 	}
@@ -164,6 +168,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	if cfg.topicsRate < 0 {
 		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
+	}
+	if cfg.lead <= 0 {
+		return fmt.Errorf("--lead: %v, want a positive duration", cfg.lead)
 	}
 	for _, s := range cfg.scenarios {
 		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike"}, s) {

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
@@ -195,11 +196,11 @@ func (b *bench) scheduleSingle(ctx context.Context, conc int, due func(n int) ti
 		Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat)}
 }
 
-// fireLead is how far ahead of its due time the fire scenario schedules a
-// job.
+// fireLead is how far ahead of its due time a steady run schedules a
+// job, unless the fire scenario's --lead says otherwise.
 const fireLead = time.Second
 
-// fire schedules jobs at a steady rate, each due fireLead after it is
+// fire schedules jobs at a steady rate, each due --lead after it is
 // scheduled, optionally over a store holding many far-future jobs, and
 // measures when their webhooks arrive.
 func (b *bench) fire(ctx context.Context) ([]result, error) {
@@ -222,9 +223,13 @@ func (b *bench) fire(ctx context.Context) ([]result, error) {
 			extra["preload_rate_per_s"] = int(float64(pending) / time.Since(t0).Seconds())
 		}
 		topic := b.topic("fire")
-		ids, errs := b.steady(ctx, topic, rate, b.cfg.duration)
-		b.recv.waitArrived(ctx, ids, time.Now().Add(fireLead+30*time.Second))
-		res = append(res, b.steadyResult("fire", fmt.Sprintf("fire %d/s pending=%d", rate, pending), ids, errs, b.cfg.duration, extra))
+		ids, errs := b.steadyOver(ctx, []string{topic}, rate, b.cfg.duration, 0, b.cfg.lead)
+		b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
+		name := fmt.Sprintf("fire %d/s pending=%d", rate, pending)
+		if b.cfg.lead != fireLead {
+			name += " lead=" + b.cfg.lead.String()
+		}
+		res = append(res, b.steadyResult("fire", name, ids, errs, b.cfg.duration, extra))
 	}
 	return res, nil
 }
@@ -241,13 +246,13 @@ func (b *bench) steadyResult(scenario, name string, ids []string, errs int, d ti
 // steady schedules rate jobs a second of topic for d, in a batch every
 // 10 ms, each due fireLead after its batch is sent.
 func (b *bench) steady(ctx context.Context, topic string, rate int, d time.Duration) ([]string, int) {
-	return b.steadyOver(ctx, []string{topic}, rate, d, 0)
+	return b.steadyOver(ctx, []string{topic}, rate, d, 0, fireLead)
 }
 
 // steadyOver is steady over many topics: job k goes to topics[k mod
-// len(topics)], and is due fireLead plus (k mod 1000)/1000 of spread
-// after its batch is sent.
-func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, spread time.Duration) ([]string, int) {
+// len(topics)], and is due lead plus (k mod 1000)/1000 of spread after
+// its batch is sent.
+func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, spread, lead time.Duration) ([]string, int) {
 	const tick = 10 * time.Millisecond
 	var (
 		mu   sync.Mutex
@@ -271,7 +276,7 @@ func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, sp
 		dues := make([]time.Time, n)
 		for i := range dues {
 			k := first + i
-			dues[i] = now.Add(fireLead + time.Duration(i)*tick/time.Duration(n) + time.Duration(k%1000)*spread/1000)
+			dues[i] = now.Add(lead + time.Duration(i)*tick/time.Duration(n) + time.Duration(k%1000)*spread/1000)
 		}
 		sem <- struct{}{}
 		wg.Go(func() {
@@ -334,8 +339,13 @@ func (b *bench) memory(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
+	// The jobs wait in later buckets (slots.KeySet.Later): the encoding
+	// reported is that of slot 0's first one.
 	keys := slots.Keys(slots.DefaultPrefix, topicNear, 0)
-	enc, _ := b.rdb.ObjectEncoding(ctx, keys.Due).Result()
+	enc := ""
+	if first, err := b.rdb.ZRange(ctx, keys.Later, 0, 0).Result(); err == nil && len(first) == 1 {
+		enc, _ = b.rdb.ObjectEncoding(ctx, keys.LaterBucket(first[0])).Result()
+	}
 	perJob := float64(afterNear-base) / float64(near)
 	far := time.Now().Add(25 * time.Hour)
 	if _, err := b.load(ctx, b.topic("memfar"), total-near, func(i int) time.Time { return far.Add(time.Duration(i) * time.Millisecond) }, 4); err != nil {
@@ -368,20 +378,13 @@ func (b *bench) recover(ctx context.Context) ([]result, error) {
 	if _, err := b.load(ctx, topic, n, func(i int) time.Time { return soon.Add(time.Duration(i%900000) * time.Millisecond) }, 4); err != nil {
 		return nil, err
 	}
+	index, err := prepare.New(b.rdb, prepare.Config{})
+	if err != nil {
+		return nil, err
+	}
 	count := func() (int64, error) {
-		pipe := b.rdb.Pipeline()
-		cmds := make([]interface{ Val() int64 }, timer.DefaultSlots)
-		for s := range timer.DefaultSlots {
-			cmds[s] = pipe.ZCard(ctx, slots.Keys(slots.DefaultPrefix, topic, s).Due)
-		}
-		if _, err := pipe.Exec(ctx); err != nil {
-			return 0, err
-		}
-		var total int64
-		for _, c := range cmds {
-			total += c.Val()
-		}
-		return total, nil
+		waiting, _, _, _, err := index.Stats(ctx, topic, timer.DefaultSlots)
+		return waiting, err
 	}
 	if got, err := count(); err != nil || got != int64(n) {
 		return nil, fmt.Errorf("before the flush: %d of %d timers in Redis (%v)", got, n, err)

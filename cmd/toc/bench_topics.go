@@ -56,7 +56,7 @@ func (b *bench) topics(ctx context.Context) ([]result, error) {
 		return res, nil
 	}
 	m = b.mark(ctx)
-	ids, errs := b.steadyOver(ctx, names, rate, d, topicsSpread)
+	ids, errs := b.steadyOver(ctx, names, rate, d, topicsSpread, fireLead)
 	load := b.useSince(ctx, m)
 	drainStart := time.Now()
 	b.recv.waitArrived(ctx, ids, drainStart.Add(fireLead+topicsSpread+b.cfg.topicsDrain))
