@@ -60,25 +60,29 @@ while moved < limit do
   end
   local bucket = later .. ':' .. b
   local entries = redis.call('ZRANGE', bucket, 0, -1, 'WITHSCORES')
+  local hasLeases = redis.call('EXISTS', prepare) == 1
   local hasWindow = redis.call('EXISTS', window) == 1
-  local back = {{}, {}, {}}
-  for i = 1, #entries - 1, 2 do
-    local member = entries[i]
-    if not redis.call('ZSCORE', prepare, member)
-        and not (hasWindow and redis.call('ZSCORE', window, member)) then
-      local s = level(member)
-      local batch = back[s]
-      batch[#batch + 1] = entries[i + 1]
-      batch[#batch + 1] = member
-      if #batch >= 2 * MAX_UNPACK then
-        redis.call('ZADD', dues[s], 'NX', unpack(batch))
-        back[s] = {}
+  -- In chunks of MAX_UNPACK members: one ZMSCORE a set a chunk says which
+  -- are leased or windowed.
+  for from = 1, #entries, 2 * MAX_UNPACK do
+    local names = {}
+    for i = from, math.min(from + 2 * MAX_UNPACK - 1, #entries) - 1, 2 do
+      names[#names + 1] = entries[i]
+    end
+    local leased = hasLeases and redis.call('ZMSCORE', prepare, unpack(names)) or {}
+    local windowed = hasWindow and redis.call('ZMSCORE', window, unpack(names)) or {}
+    local back = {{}, {}, {}}
+    for j = 1, #names do
+      if not leased[j] and not windowed[j] then
+        local batch = back[level(names[j])]
+        batch[#batch + 1] = entries[from + 2 * j - 1]
+        batch[#batch + 1] = names[j]
       end
     end
-  end
-  for s = 1, 3 do
-    if #back[s] > 0 then
-      redis.call('ZADD', dues[s], 'NX', unpack(back[s]))
+    for s = 1, 3 do
+      if #back[s] > 0 then
+        redis.call('ZADD', dues[s], 'NX', unpack(back[s]))
+      end
     end
   end
   redis.call('DEL', bucket)

@@ -237,3 +237,38 @@ func TestAddNew(t *testing.T) {
 		wantSet(t, b, k.LaterBucket(bucketOf(far)), Entry{"3", far, 1})
 	})
 }
+
+// TestLaterBucketLarge moves a bucket past MaxBatch members, in chunks,
+// leaving out the one leased.
+func TestLaterBucketLarge(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		k := keysOf(b, 46)
+		far := (t0/bucketMs + 20) * bucketMs
+		es := []Entry{{"x", far, 0}}
+		for i := range 2*MaxBatch + 499 {
+			es = append(es, Entry{fmt.Sprint(i + 1), far + int64(i%bucketMs), 0})
+		}
+		for i := 0; i < len(es); i += MaxBatch {
+			addOne(t, b, AddCall{Keys: k, Mode: ModeNew, Entries: es[i:min(i+MaxBatch, len(es))], LaterFromMs: t0 + 10_000, BucketWidthsMs: []int64{bucketMs}})
+		}
+		// x moves near, leaving its copy in the bucket, and is leased.
+		addLater(t, b, k, ModeSet, Entry{"x", t0 + 1_000, 0})
+		if c := claim(t, b, k, t0+1_000, 1, 100_000); len(c.Leased) != 1 {
+			t.Fatalf("Claim = %+v", c)
+		}
+		if n, _ := b.Client.ZCard(ctx, k.LaterBucket(bucketOf(far))).Result(); n != int64(len(es)) {
+			t.Fatalf("the bucket holds %d, want %d", n, len(es))
+		}
+		c := claim(t, b, k, far+bucketMs, MaxBatch, 100)
+		if len(c.Leased) != MaxBatch {
+			t.Errorf("Claim leased %d, want %d", len(c.Leased), MaxBatch)
+		}
+		if n, _ := b.Client.ZCard(ctx, k.Due).Result(); n != int64(len(es)-1-MaxBatch) {
+			t.Errorf("due set holds %d, want all but the leased one and those leased now (%d)", n, len(es)-1-MaxBatch)
+		}
+		if n, _ := b.Client.Exists(ctx, k.LaterBucket(bucketOf(far)), k.Later).Result(); n != 0 {
+			t.Errorf("%d of the bucket and its index left", n)
+		}
+	})
+}
