@@ -119,6 +119,18 @@ func (b *bench) usedMemory(ctx context.Context) (int64, error) {
 	return int64(v), err
 }
 
+// replicationMemory is the memory Redis (every master of a cluster) holds
+// for its replicas: the replication backlog and the replicas' output
+// buffers, part of used_memory; 0 without replicas.
+func (b *bench) replicationMemory(ctx context.Context) (int64, error) {
+	backlog, err := b.redisInfo(ctx, "memory", "mem_replication_backlog")
+	if err != nil {
+		return 0, err
+	}
+	replicas, err := b.redisInfo(ctx, "memory", "mem_clients_slaves")
+	return int64(backlog + replicas), err
+}
+
 // useMark is a reading of toc's and Redis's counters, to measure their
 // use over a window with useSince.
 type useMark struct {
