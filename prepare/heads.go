@@ -21,8 +21,8 @@ var _ timer.HeadReader = (*Index)(nil)
 // idle ones), so one pipeline first asks which of them hold anything, one
 // EXISTS a slot over its six keys, and a second reads the heads of those
 // that do: a thousand new topics cost Redis 16,000 commands, not 96,000.
-// Pipelines
-// are split by node on a Redis Cluster (a slot's keys share a hash tag).
+// Pipelines are split by node on a Redis Cluster (a slot's keys share a
+// hash tag).
 func (q *Index) Heads(ctx context.Context, slots []timer.Slot) ([]timer.SlotHeads, error) {
 	pipe := q.client.Pipeline()
 	exists := make([]*redis.IntCmd, len(slots))

@@ -95,6 +95,7 @@ func (c Config) withDefaults() Config {
 type Index struct {
 	client redis.UniversalClient
 	cfg    Config
+	widths []int64 // cfg.Buckets in ms
 
 	// subscribed, when set (by tests), is called each time Wakes has
 	// subscribed.
@@ -119,7 +120,11 @@ func New(client redis.UniversalClient, cfg Config) (*Index, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, fmt.Errorf("prepare config: %w", err)
 	}
-	return &Index{client: client, cfg: cfg.withDefaults()}, nil
+	q := &Index{client: client, cfg: cfg.withDefaults()}
+	for _, w := range q.cfg.Buckets {
+		q.widths = append(q.widths, w.Milliseconds())
+	}
+	return q, nil
 }
 
 // Keys returns the keys of slot.

@@ -128,14 +128,10 @@ func (q *Index) add(ctx context.Context, mode lua.AddMode, timers []timer.Timer)
 // bucket, two of the finest widths from now, and the widths in ms; 0,
 // nil when buckets are off.
 func (q *Index) laterFrom() (from int64, widths []int64) {
-	if len(q.cfg.Buckets) == 0 {
+	if len(q.widths) == 0 {
 		return 0, nil
 	}
-	widths = make([]int64, len(q.cfg.Buckets))
-	for i, w := range q.cfg.Buckets {
-		widths[i] = w.Milliseconds()
-	}
-	return max(timer.MillisOf(q.cfg.Now())+2*widths[0], 1), widths
+	return max(timer.MillisOf(q.cfg.Now())+2*q.widths[0], 1), q.widths
 }
 
 // Remove implements timer.Index. It removes each timer from the due set
@@ -175,8 +171,8 @@ func (q *Index) Remove(ctx context.Context, timers []timer.Timer) (int, error) {
 			m := member(t.ID, t.Priority)
 			members[i] = append(members[i], m)
 			all = append(all, m)
-			for _, w := range q.cfg.Buckets {
-				n := slots.LaterBucketName(w.Milliseconds(), timer.MillisOf(t.DueAt))
+			for _, w := range q.widths {
+				n := slots.LaterBucketName(w, timer.MillisOf(t.DueAt))
 				if later[n] == nil {
 					buckets = append(buckets, n)
 				}
