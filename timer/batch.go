@@ -69,32 +69,32 @@ func (s *Scheduler) ScheduleBatch(ctx context.Context, reqs []Request) ([]Result
 
 // scheduleEach commits a group of independent Schedule calls: unlike a
 // batch, a refused request fails alone, and so does one whose key was
-// taken concurrently.
-func (s *Scheduler) scheduleEach(ctx context.Context, reqs []Request) ([]Result, error) {
+// taken concurrently. It returns once the rows are committed, with the
+// Redis write of the new jobs as the func to run next.
+func (s *Scheduler) scheduleEach(ctx context.Context, reqs []Request) ([]Result, func(), error) {
 	now := s.cfg.Now()
 	b, err := s.plan(ctx, reqs, now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if err := s.createTopics(ctx, b); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	fresh := b.fresh
 	if err := s.store.Insert(ctx, fresh); err != nil {
 		if !errors.Is(err, ErrConflict) {
-			return nil, fmt.Errorf("insert %d jobs: %w", len(fresh), err)
+			return nil, nil, fmt.Errorf("insert %d jobs: %w", len(fresh), err)
 		}
 		// A key was taken concurrently: insert one at a time so that only
 		// the requests that collided are affected.
 		if fresh, err = s.insertEach(ctx, b.reqs, b.results, fresh, b.at); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	if fresh, err = s.takeBackSealed(ctx, b, fresh); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	s.scheduled(ctx, fresh, now)
-	return b.results, nil
+	return b.results, func() { s.scheduled(ctx, fresh, now) }, nil
 }
 
 // takeBackSealed takes back the jobs of fresh (committed by

@@ -19,8 +19,14 @@ const maxGroup = 1000
 // arrived while the previous commit was running. There is no timer: with
 // one caller a request commits at once, and under load batches form by
 // themselves, as large as the commit is slow.
+//
+// A commit has two steps: commit writes the rows, and the func it returns
+// (nil for none) does what follows, the Redis write. The next group's
+// INSERT starts as soon as commit returns, while this group's Redis write
+// runs: the two steps of consecutive groups overlap, and the callers are
+// answered after both of theirs.
 type group struct {
-	commit func(ctx context.Context, reqs []Request) ([]Result, error)
+	commit func(ctx context.Context, reqs []Request) ([]Result, func(), error)
 
 	mu      sync.Mutex
 	pending []*groupCall
@@ -55,8 +61,9 @@ func (g *group) do(ctx context.Context, r Request) (Result, error) {
 	return c.res, c.err
 }
 
-// flush commits one group, then hands leadership to the oldest waiting
-// call, if any, so that no caller leads forever.
+// flush commits one group, hands leadership to the oldest waiting call,
+// if any, so that no caller leads forever, and then finishes the group
+// and answers its callers.
 func (g *group) flush(ctx context.Context) {
 	g.mu.Lock()
 	n := min(len(g.pending), maxGroup)
@@ -69,8 +76,12 @@ func (g *group) flush(ctx context.Context) {
 		reqs[i] = c.req
 	}
 	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
-	results, err := g.commit(ctx, reqs)
-	cancel()
+	defer cancel()
+	results, then, err := g.commit(ctx, reqs)
+	g.handOff()
+	if then != nil {
+		then()
+	}
 	for i, c := range batch {
 		if err != nil {
 			c.err = err
@@ -79,7 +90,10 @@ func (g *group) flush(ctx context.Context) {
 		}
 		close(c.done)
 	}
+}
 
+// handOff makes the oldest waiting call the leader, or the group idle.
+func (g *group) handOff() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.pending) == 0 {

@@ -161,7 +161,7 @@ func TestGroupCommit(t *testing.T) {
 		gate   = make(chan struct{})
 		called = make(chan struct{}, 1)
 	)
-	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, error) {
+	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, func(), error) {
 		select {
 		case called <- struct{}{}:
 		default:
@@ -178,7 +178,7 @@ func TestGroupCommit(t *testing.T) {
 			}
 			res[i] = Result{Job: &Job{Key: r.Key}, Created: true}
 		}
-		return res, nil
+		return res, nil, nil
 	}}
 	const n = 50
 	var wg sync.WaitGroup
@@ -231,15 +231,19 @@ func TestGroupCommit(t *testing.T) {
 	}
 }
 
-// Under a storm of callers, one commit runs at a time, every
-// request is committed exactly once, and the group ends idle.
+// Under a storm of callers, one commit runs at a time, every request is
+// committed exactly once and answered only after its group's second step,
+// which overlaps the next commit, and the group ends idle.
 func TestGroupCommitConcurrent(t *testing.T) {
 	var (
 		running, most atomic.Int32
+		overlapped    atomic.Bool
+		inThen        atomic.Int32
 		mu            sync.Mutex
 		committed     = map[string]int{}
+		finished      = map[string]bool{}
 	)
-	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, error) {
+	g := &group{commit: func(_ context.Context, reqs []Request) ([]Result, func(), error) {
 		now := running.Add(1)
 		for {
 			m := most.Load()
@@ -248,6 +252,9 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			}
 		}
 		defer running.Add(-1)
+		if inThen.Load() > 0 {
+			overlapped.Store(true)
+		}
 		time.Sleep(time.Duration(rand.IntN(200)) * time.Microsecond)
 		mu.Lock()
 		defer mu.Unlock()
@@ -256,7 +263,17 @@ func TestGroupCommitConcurrent(t *testing.T) {
 			committed[r.Key]++
 			res[i] = Result{Job: &Job{Key: r.Key}, Created: true}
 		}
-		return res, nil
+		then := func() {
+			inThen.Add(1)
+			defer inThen.Add(-1)
+			time.Sleep(time.Duration(rand.IntN(400)) * time.Microsecond)
+			mu.Lock()
+			defer mu.Unlock()
+			for _, r := range reqs {
+				finished[r.Key] = true
+			}
+		}
+		return res, then, nil
 	}}
 	const callers, each = 64, 50
 	var wg sync.WaitGroup
@@ -267,6 +284,11 @@ func TestGroupCommitConcurrent(t *testing.T) {
 				if res, err := g.do(t.Context(), Request{Key: key}); err != nil || res.Job.Key != key {
 					t.Errorf("%s: %v %v", key, res, err)
 				}
+				mu.Lock()
+				if !finished[key] {
+					t.Errorf("%s answered before its group's second step", key)
+				}
+				mu.Unlock()
 			}
 		})
 	}
@@ -281,6 +303,9 @@ func TestGroupCommitConcurrent(t *testing.T) {
 	}
 	if m := most.Load(); m != 1 {
 		t.Errorf("%d commits ran at once, want 1", m)
+	}
+	if !overlapped.Load() {
+		t.Error("no commit ran while a group's second step did")
 	}
 	if g.busy || len(g.pending) != 0 {
 		t.Errorf("group left busy=%v pending=%d", g.busy, len(g.pending))
