@@ -79,11 +79,11 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 		if _, err := pipe.Exec(ctx); err != nil {
 			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 		}
-		names := make([][]string, len(cs))
+		buckets := make([]*redis.StringSliceCmd, len(cs))
 		for i, c := range cs {
-			names[i] = c.buckets.Val()
+			buckets[i] = c.buckets
 		}
-		later, err := q.countBuckets(ctx, topic, from, "+inf", names)
+		later, err := q.countBuckets(ctx, topic, from, "+inf", buckets)
 		if err != nil {
 			return 0, 0, 0, time.Time{}, fmt.Errorf("stats of %s: %w", topic, err)
 		}
@@ -105,14 +105,14 @@ func (q *Index) Stats(ctx context.Context, topic string, n int) (waiting, leased
 }
 
 // countBuckets counts the members scored up to upTo ("+inf": all) of the
-// later buckets of topic's slots from, from+1, ..., names[i] naming those
-// of slot from+i, in one pipeline.
-func (q *Index) countBuckets(ctx context.Context, topic string, from int, upTo string, names [][]string) (int64, error) {
+// later buckets of topic's slots from, from+1, ..., names[i] the read of
+// the names of those of slot from+i, in one pipeline.
+func (q *Index) countBuckets(ctx context.Context, topic string, from int, upTo string, names []*redis.StringSliceCmd) (int64, error) {
 	pipe := q.client.Pipeline()
 	var cmds []*redis.IntCmd
 	for i, buckets := range names {
 		k := slots.Keys(q.prefixOf(topic), topic, from+i)
-		for _, b := range buckets {
+		for _, b := range buckets.Val() {
 			cmds = append(cmds, pipe.ZCount(ctx, k.LaterBucket(b), "-inf", upTo))
 		}
 	}

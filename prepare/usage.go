@@ -185,11 +185,7 @@ func (q *Index) DueWaiting(ctx context.Context, topic string, n int, now time.Ti
 		for _, c := range cmds {
 			due += c.Val()
 		}
-		names := make([][]string, len(buckets))
-		for i, c := range buckets {
-			names[i] = c.Val()
-		}
-		later, err := q.countBuckets(ctx, topic, from, upTo, names)
+		later, err := q.countBuckets(ctx, topic, from, upTo, buckets)
 		if err != nil {
 			return 0, fmt.Errorf("due waiting of %s: %w", topic, err)
 		}

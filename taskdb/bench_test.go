@@ -2,6 +2,7 @@ package taskdb
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -53,14 +54,16 @@ func insertThousands(b *testing.B, s *Store) int {
 // what the indexes cost an INSERT (for the batch target of issue 17; the
 // indexes dropped here are all in use).
 func BenchmarkInsertIndexCost(b *testing.B) {
+	// Indexes with an entry for every row, though most rows leave them NULL.
+	mostlyNull := []string{"toc_jobs_group", "toc_jobs_ck_held", "toc_jobs_topic_key", "toc_jobs_dead"}
 	for _, v := range []struct {
 		name string
 		drop []string
 	}{
 		{"all", nil},
-		{"without_group_ck_held", []string{"toc_jobs_group", "toc_jobs_ck_held"}},
-		{"without_group_ck_held_key_dead", []string{"toc_jobs_group", "toc_jobs_ck_held", "toc_jobs_topic_key", "toc_jobs_dead"}},
-		{"primary_key_only", []string{"toc_jobs_group", "toc_jobs_ck_held", "toc_jobs_topic_key", "toc_jobs_dead", "toc_jobs_topic_due", "toc_jobs_topic_biz", "toc_jobs_status_due"}},
+		{"without_group_ck_held", mostlyNull[:2]},
+		{"without_group_ck_held_key_dead", mostlyNull},
+		{"primary_key_only", slices.Concat(mostlyNull, []string{"toc_jobs_topic_due", "toc_jobs_topic_biz", "toc_jobs_status_due"})},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			s := openMariaDB(b)

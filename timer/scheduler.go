@@ -212,8 +212,10 @@ type Result struct {
 //
 // Concurrent calls to one task store shard are committed together (group
 // commit): one multi-row INSERT and one Redis pipeline for every request
-// that arrived while the previous commit ran. Each call returns only once
-// its row is committed, or with an error when nothing of it was written.
+// that arrived while the previous group's INSERT ran. Each call returns
+// only once its row is committed and its Redis write has ended (a failed
+// one is left to the backstop), or with an error when nothing of it was
+// written.
 func (s *Scheduler) Schedule(ctx context.Context, r Request) (Result, error) {
 	if err := r.Validate(); err != nil {
 		return Result{Err: err}, err
