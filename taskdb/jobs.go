@@ -16,12 +16,29 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// The columns of toc_jobs as Insert writes them, and one row's placeholders.
+// insertColumns are the columns of toc_jobs that Insert writes, in the
+// order of rowValues. The first requiredColumns have no default; each of
+// the others defaults to NULL (null) or else to 0 or the empty string. A
+// chunk of jobs that all leave a column at its default does not name it,
+// so a job with only a topic, due time, callback and payload is 9 values
+// to parse, not 22: parsing is over a quarter of MariaDB's CPU in a
+// 22-column INSERT of 1,000 rows, and the 9-column one costs it about a
+// tenth less a row.
+var insertColumns = [...]struct {
+	name string
+	null bool
+}{
+	{"job_id", false}, {"topic", false}, {"status", false}, {"action_time", false},
+	{"max_attempts", false}, {"gmt_create", false}, {"gmt_modified", false},
+	{"idem_key", true}, {"biz_id", false}, {"biz_type", false}, {"attempts", false},
+	{"last_error", false}, {"callback", false}, {"payload", true}, {"priority", false},
+	{"fired", false}, {"traceparent", false}, {"expire_after_ms", true}, {"expire_at", true},
+	{"window_ms", false}, {"concurrency_key", false}, {"group_id", true},
+}
+
 const (
-	insertJobs = `INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status,
-		action_time, attempts, max_attempts, last_error, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, expire_after_ms, expire_at, window_ms, concurrency_key, group_id) VALUES `
-	jobRow     = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
-	jobColumns = 22
+	jobColumns      = len(insertColumns)
+	requiredColumns = 7
 )
 
 // How a status is kept: firing is a pending row (status 0) whose fired
@@ -100,40 +117,96 @@ func chunkJobs(jobs []*timer.Job, maxRows int) [][]*timer.Job {
 }
 
 func (s *Store) insertStatement(jobs []*timer.Job, now int64) (string, []any) {
-	var b strings.Builder
-	b.Grow(len(insertJobs) + len(jobs)*(len(jobRow)+2))
-	b.WriteString(insertJobs)
-	args := make([]any, 0, len(jobs)*jobColumns)
+	rows := make([][jobColumns]any, len(jobs))
+	var written [jobColumns]bool
+	for c := range requiredColumns {
+		written[c] = true
+	}
 	for i, j := range jobs {
+		rows[i] = s.rowValues(j, now)
+		for c := requiredColumns; c < jobColumns; c++ {
+			written[c] = written[c] || !isDefault(rows[i][c], insertColumns[c].null)
+		}
+	}
+	var b strings.Builder
+	b.WriteString("INSERT INTO toc_jobs (")
+	n := 0
+	for c, w := range written {
+		if w {
+			if n > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(insertColumns[c].name)
+			n++
+		}
+	}
+	b.WriteString(") VALUES ")
+	row := "(" + strings.Repeat("?, ", n-1) + "?)"
+	b.Grow(len(jobs) * (len(row) + 2))
+	args := make([]any, 0, len(jobs)*n)
+	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(jobRow)
-		created, modified := now, now
-		if !j.CreatedAt.IsZero() {
-			created, modified = j.CreatedAt.UnixMilli(), j.CreatedAt.UnixMilli()
+		b.WriteString(row)
+		for c, w := range written {
+			if w {
+				args = append(args, rows[i][c])
+			}
 		}
-		if !j.UpdatedAt.IsZero() {
-			modified = j.UpdatedAt.UnixMilli()
-		}
-		status, fired := rowStatus(j.Status)
-		args = append(args, int64(j.ID), j.Topic, keyArg(j.Key),
-			s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), status,
-			timer.MillisOf(j.DueAt), int64(j.Attempts), int64(j.MaxAttempts),
-			timer.TruncateError(j.LastError), j.CallbackURL, j.Payload, created, modified, int64(j.Priority), fired, j.TraceParent)
-		args = append(args, expiryArgs(j)...)
-		args = append(args, j.Window.Milliseconds(), j.ConcurrencyKey, keyArg(j.GroupID))
 	}
 	return b.String(), args
 }
 
+// rowValues returns j's values for insertColumns: a column at its
+// default is nil for NULL, else int64(0) or "".
+func (s *Store) rowValues(j *timer.Job, now int64) [jobColumns]any {
+	created, modified := now, now
+	if !j.CreatedAt.IsZero() {
+		created, modified = j.CreatedAt.UnixMilli(), j.CreatedAt.UnixMilli()
+	}
+	if !j.UpdatedAt.IsZero() {
+		modified = j.UpdatedAt.UnixMilli()
+	}
+	status, fired := rowStatus(j.Status)
+	var payload any
+	if j.Payload != nil {
+		payload = j.Payload
+	}
+	expireAfter, expireAt := expiryArgs(j)
+	return [jobColumns]any{
+		int64(j.ID), j.Topic, status, timer.MillisOf(j.DueAt),
+		int64(j.MaxAttempts), created, modified,
+		keyArg(j.Key), s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), int64(j.Attempts),
+		timer.TruncateError(j.LastError), j.CallbackURL, payload, int64(j.Priority),
+		fired, j.TraceParent, expireAfter, expireAt,
+		j.Window.Milliseconds(), j.ConcurrencyKey, keyArg(j.GroupID),
+	}
+}
+
+// isDefault reports whether v, a value of rowValues, is its column's
+// default: nil for a column whose default is NULL (null), else 0 or "".
+func isDefault(v any, null bool) bool {
+	switch v := v.(type) {
+	case nil:
+		return null
+	case int64:
+		return !null && v == 0
+	case uint64:
+		return !null && v == 0
+	case string:
+		return !null && v == ""
+	}
+	return false
+}
+
 // expiryArgs are the expire_after_ms and expire_at columns of j: NULL
 // for a job without a deadline.
-func expiryArgs(j *timer.Job) []any {
+func expiryArgs(j *timer.Job) (after, at any) {
 	if !j.Expiry.Set {
-		return []any{nil, nil}
+		return nil, nil
 	}
-	return []any{expiryArg(j.Expiry), timer.MillisOf(j.ExpireAt)}
+	return expiryArg(j.Expiry), timer.MillisOf(j.ExpireAt)
 }
 
 // keyArg is the idem_key of key: NULL for none, so that any number of
