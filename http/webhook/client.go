@@ -196,8 +196,9 @@ type Client struct {
 	cfg     Config
 	keys    [][]byte
 	nsKeys  map[string][][]byte // by namespace (Config.NamespaceSecrets)
-	client  *http.Client
-	breaker *breaker // nil when disabled
+	client  *http.Client        // https:// callbacks
+	plain   *plainTransport     // http:// callbacks
+	breaker *breaker            // nil when disabled
 }
 
 var _ timer.Handler = (*Client)(nil)
@@ -233,7 +234,8 @@ func NewClient(cfg Config) (*Client, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Client{cfg: cfg, keys: keys, nsKeys: nsKeys, client: client, breaker: newBreaker(cfg)}, nil
+	return &Client{cfg: cfg, keys: keys, nsKeys: nsKeys, client: client,
+		plain: newPlainTransport(dialer.DialContext, cfg.MaxIdleConnsPerHost), breaker: newBreaker(cfg)}, nil
 }
 
 // requestBody is the JSON body of a webhook.
@@ -266,46 +268,63 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, j.CallbackURL, bytes.NewReader(body))
+	u, err := url.Parse(j.CallbackURL)
 	if err != nil {
 		return errors.New("callback_url is not a valid URL")
 	}
 	now := c.cfg.Now()
 	id := j.ID.String()
-	h := req.Header
-	h.Set("Content-Type", "application/json")
-	h.Set("User-Agent", c.cfg.UserAgent)
-	// The job id is also the idempotency key. It lets net/http resend
-	// the request when a kept-alive connection turns out to have been
-	// closed by the receiver, instead of failing the attempt.
-	h.Set("Idempotency-Key", id)
-	h.Set("webhook-id", id)
-	h.Set("webhook-timestamp", strconv.FormatInt(now.Unix(), 10))
-	h.Set("webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body))
-	h.Set("toc-attempt", strconv.Itoa(d.Attempt))
-	h.Set("toc-due-at", j.DueAt.UTC().Format(timeLayout))
-	h.Set("toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10))
+	headers := []header{
+		{"Content-Type", "application/json"},
+		{"User-Agent", c.cfg.UserAgent},
+		// The job id is also the idempotency key. It lets the transport
+		// resend the request when a kept-alive connection turns out to
+		// have been closed by the receiver, instead of failing the attempt.
+		{"Idempotency-Key", id},
+		{"webhook-id", id},
+		{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
+		{"webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body)},
+		{"toc-attempt", strconv.Itoa(d.Attempt)},
+		{"toc-due-at", j.DueAt.UTC().Format(timeLayout)},
+		{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
+	}
 	if d.TraceParent != "" {
-		h.Set("traceparent", d.TraceParent)
+		headers = append(headers, header{"traceparent", d.TraceParent})
 	}
 
-	t, err := c.breaker.allow(breakerHost(req.URL), now)
+	t, err := c.breaker.allow(breakerHost(u), now)
 	if err != nil {
 		return err
 	}
-	resp, err := c.client.Do(req)
+	resp, err := c.post(ctx, u, headers, body)
 	c.breaker.done(t, callOutcome(resp, err), c.cfg.Now())
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
 			err = ue.Err // its message repeats the whole URL, query included
 		}
-		return fmt.Errorf("POST %s: %w", endpoint(req.URL), err)
+		return fmt.Errorf("POST %s: %w", endpoint(u), err)
 	}
 	defer drainClose(resp.Body, c.cfg.MaxResponseBytes)
 	if d.Response != nil {
 		keepExcerpt(resp, d.Response)
 	}
-	return c.outcome(resp, endpoint(req.URL))
+	return c.outcome(resp, endpoint(u))
+}
+
+// post sends the request: to an http:// callback on the plain transport,
+// to any other through net/http.
+func (c *Client) post(ctx context.Context, u *url.URL, headers []header, body []byte) (*http.Response, error) {
+	if u.Scheme == "http" && u.User == nil {
+		return c.plain.post(ctx, u, headers, body)
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	for _, h := range headers {
+		req.Header.Set(h.key, h.value)
+	}
+	return c.client.Do(req)
 }
 
 // keepExcerpt puts resp's status and the start of its body in into,
@@ -320,7 +339,10 @@ func keepExcerpt(resp *http.Response, into *timer.Response) {
 }
 
 // CloseIdleConnections closes the kept-alive connections not in use.
-func (c *Client) CloseIdleConnections() { c.client.CloseIdleConnections() }
+func (c *Client) CloseIdleConnections() {
+	c.client.CloseIdleConnections()
+	c.plain.closeIdle("")
+}
 
 func encodeBody(d timer.Delivery) ([]byte, error) {
 	j := d.Job
