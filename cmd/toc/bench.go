@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
 )
 
 const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike] [--short] [--stack real|embedded|external] [flags]
@@ -292,7 +293,7 @@ type bench struct {
 	cfg      *benchConfig
 	url      string
 	token    string
-	client   *http.Client
+	client   *fasthttp.Client
 	recv     *benchReceiver
 	rdb      redis.UniversalClient // nil unless the bench can reach toc's Redis (a *redis.ClusterClient on a cluster)
 	tocPID   int                   // 0 when toc is not our child
@@ -322,32 +323,41 @@ func (b *bench) post(ctx context.Context, path string, body []byte, out any) (in
 	return b.send(ctx, http.MethodPost, path, body, out)
 }
 
-// send sends a JSON body with method and decodes the answer into out.
+// send sends a JSON body with method and decodes the answer into out,
+// through fasthttp's client: it costs a request about half the CPU of
+// net/http's here (BENCHMARKS.md, "What net/http costs a webhook"), CPU
+// that the load generator would otherwise take from the toc it measures
+// on a shared machine. A request ends at ctx's deadline, or after a
+// minute.
 func (b *bench) send(ctx context.Context, method, path string, body []byte, out any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, method, b.url+path, bytes.NewReader(body))
-	if err != nil {
-		return 0, err
-	}
-	req.Header.Set("Content-Type", "application/json")
+	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
+	defer fasthttp.ReleaseRequest(req)
+	defer fasthttp.ReleaseResponse(resp)
+	req.SetRequestURI(b.url + path)
+	req.Header.SetMethod(method)
+	req.Header.SetContentType("application/json")
 	if b.token != "" {
 		req.Header.Set("Authorization", "Bearer "+b.token)
 	}
-	resp, err := b.client.Do(req)
-	if err != nil {
+	req.SetBodyRaw(body)
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = time.Now().Add(time.Minute)
+	}
+	if err := b.client.DoDeadline(req, resp, deadline); err != nil {
+		if ctx.Err() != nil {
+			return 0, ctx.Err()
+		}
 		return 0, err
 	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if out != nil && resp.StatusCode < 300 {
+	code, data := resp.StatusCode(), resp.Body()
+	if out != nil && code < 300 {
 		if err := json.Unmarshal(data, out); err != nil {
-			return resp.StatusCode, err
+			return code, err
 		}
 	}
-	if resp.StatusCode >= 300 {
-		return resp.StatusCode, fmt.Errorf("%s: %d %s", path, resp.StatusCode, bytes.TrimSpace(data))
+	if code >= 300 {
+		return code, fmt.Errorf("%s: %d %s", path, code, bytes.TrimSpace(data))
 	}
-	return resp.StatusCode, nil
+	return code, nil
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+	"github.com/valyala/fasthttp"
 
 	"github.com/toc-project/toc/internal/testenv"
 )
@@ -37,7 +38,7 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 	}
 	b.recv = recv
 	b.closers = append(b.closers, recv.close)
-	b.client = &http.Client{Timeout: time.Minute, Transport: &http.Transport{MaxIdleConnsPerHost: 512, MaxIdleConns: 512}}
+	b.client = &fasthttp.Client{MaxConnsPerHost: 512, MaxIdleConnDuration: time.Minute, NoDefaultUserAgentHeader: true}
 
 	switch cfg.stack {
 	case "external":
