@@ -308,7 +308,7 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	if d.Response != nil {
 		keepExcerpt(resp, d.Response)
 	}
-	return c.outcome(resp, endpoint(u))
+	return c.outcome(resp, u)
 }
 
 // post sends the request: to an http:// callback on the plain transport,
@@ -370,16 +370,18 @@ func encodeBody(d timer.Delivery) ([]byte, error) {
 // outcome turns a response into Fire's result. A failure carries the
 // status answered (timer.StatusError), which the task store keeps with
 // the attempt's error and dead letters are grouped by.
-func (c *Client) outcome(resp *http.Response, target string) error {
+func (c *Client) outcome(resp *http.Response, u *url.URL) error {
 	code := resp.StatusCode
+	if code >= 200 && code < 300 {
+		return nil
+	}
+	target := endpoint(u)
 	status := strconv.Itoa(code)
 	if text := http.StatusText(code); text != "" {
 		status += " " + text
 	}
 	answered := func(err error) error { return &timer.StatusError{Code: code, Err: err} }
 	switch {
-	case code >= 200 && code < 300:
-		return nil
 	case code >= 300 && code < 400:
 		return answered(fmt.Errorf("POST %s: %s (redirects are not followed)", target, status))
 	case code == http.StatusGone:
