@@ -13,9 +13,10 @@
 // redirects. An https:// callback goes through net/http (HTTP/2 where the
 // receiver offers it); an http:// one through a transport of this
 // package's that reads and writes on the caller's goroutine, for about
-// half of net/http's CPU a call. A 2xx answer is success, 410 Gone discards the job, 429 and
-// 503 ask for the next attempt after Retry-After, and anything else is a
-// failed attempt. The Client's doc comment lists the body and headers.
+// half of net/http's CPU a call. A 2xx answer is success, 410 Gone
+// discards the job, 429 and 503 ask for the next attempt after
+// Retry-After, and anything else is a failed attempt. The Client's doc
+// comment lists the body and headers.
 //
 // # Signing
 //

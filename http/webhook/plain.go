@@ -68,8 +68,8 @@ func newPlainTransport(dial func(ctx context.Context, network, addr string) (net
 type header struct{ key, value string }
 
 // post sends body with headers to u (an http URL) and returns the answer
-// as an *http.Response of which only StatusCode, Header's Retry-After
-// and Body are set. Body must be closed; it is read on the connection,
+// as an *http.Response of which only StatusCode, Body and, when the
+// answer has one, Header's Retry-After are set. Body must be closed; it is read on the connection,
 // and closing it gives the connection back. Errors are net/http's in
 // kind: a dial error, a timeout wrapping context.DeadlineExceeded, ctx's
 // error when it is cancelled.
@@ -127,12 +127,13 @@ func (t *plainTransport) roundTrip(ctx context.Context, pc *plainConn, req *fast
 		fasthttp.ReleaseResponse(resp)
 		return fail(shortError(err))
 	}
-	hr := &http.Response{StatusCode: resp.StatusCode(), Header: http.Header{}}
+	hr := &http.Response{StatusCode: resp.StatusCode()}
 	if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
-		hr.Header.Set("Retry-After", string(v))
+		hr.Header = http.Header{"Retry-After": {string(v)}}
 	}
-	hr.Body = &plainBody{t: t, pc: pc, resp: resp, ctx: ctx, stop: stop, stream: resp.BodyStream(),
-		reusable: !resp.ConnectionClose() && (resp.BodyStream() == nil || resp.Header.ContentLength() >= -1)}
+	stream := resp.BodyStream()
+	hr.Body = &plainBody{t: t, pc: pc, resp: resp, ctx: ctx, stop: stop, stream: stream,
+		reusable: !resp.ConnectionClose() && (stream == nil || resp.Header.ContentLength() >= -1)}
 	return hr, nil
 }
 
