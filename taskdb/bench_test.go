@@ -2,6 +2,7 @@ package taskdb
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -126,6 +127,13 @@ func BenchmarkInsertColumns(b *testing.B) {
 // /proc in clock ticks of 10 ms.
 func serverCPU(tb testing.TB, s *Store) time.Duration {
 	tb.Helper()
+	return serverCPUFunc(tb, s)()
+}
+
+// serverCPUFunc returns a function that reads serverCPU, having looked
+// the mariadbd behind s up once.
+func serverCPUFunc(tb testing.TB, s *Store) func() time.Duration {
+	tb.Helper()
 	var pidFile string
 	if err := s.db.QueryRowContext(tb.Context(), "SELECT @@pid_file").Scan(&pidFile); err != nil {
 		tb.Fatal(err)
@@ -134,19 +142,22 @@ func serverCPU(tb testing.TB, s *Store) time.Duration {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	stat, err := os.ReadFile("/proc/" + strings.TrimSpace(string(pid)) + "/stat")
-	if err != nil {
-		tb.Fatal(err)
+	statFile := "/proc/" + strings.TrimSpace(string(pid)) + "/stat"
+	return func() time.Duration {
+		stat, err := os.ReadFile(statFile)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		// The fields after the command's closing parenthesis: utime and
+		// stime are the 12th and 13th.
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		user, err1 := strconv.Atoi(f[11])
+		sys, err2 := strconv.Atoi(f[12])
+		if err := errors.Join(err1, err2); err != nil {
+			tb.Fatal(err)
+		}
+		return time.Duration(user+sys) * 10 * time.Millisecond
 	}
-	// The fields after the command's closing parenthesis: utime and stime
-	// are the 12th and 13th.
-	f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-	user, err1 := strconv.Atoi(f[11])
-	sys, err2 := strconv.Atoi(f[12])
-	if err := errors.Join(err1, err2); err != nil {
-		tb.Fatal(err)
-	}
-	return time.Duration(user+sys) * 10 * time.Millisecond
 }
 
 // BenchmarkGetMany100 reads 100 of 10,000 jobs per op.
@@ -306,5 +317,107 @@ func BenchmarkForecast(b *testing.B) {
 				})
 			}
 		})
+	}
+}
+
+// BenchmarkFireCycle runs the task store's side of firing jobs on
+// MariaDB, a batch per op, in the worker's order: Fire, GetMany, Complete
+// and RecordAttempts. It reports what each step cost mariadbd in CPU a
+// job (summed over the ops, from /proc's 10 ms ticks: run enough of them,
+// -benchtime 500x), for the drain target of issue 17: in batches of 200
+// (about what the drain's loader takes at once) and of 1,000, and in
+// batches of 200 without the two indexes that hold status, which shows
+// what completion's moves in them cost.
+func BenchmarkFireCycle(b *testing.B) {
+	for _, v := range []struct {
+		name  string
+		batch int
+		drop  []string
+	}{
+		{"batch=200", 200, nil},
+		{"batch=1000", 1000, nil},
+		{"batch=200/without_status_indexes", 200, []string{"toc_jobs_status_due", "toc_jobs_topic_due"}},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			s := openMariaDB(b)
+			ctx := b.Context()
+			for _, idx := range v.drop {
+				if _, err := s.db.ExecContext(ctx, "ALTER TABLE toc_jobs DROP INDEX "+idx); err != nil {
+					b.Fatal(err)
+				}
+			}
+			cpu := serverCPUFunc(b, s)
+			steps := fireCycle(s)
+			spent := make([]time.Duration, len(steps))
+			payload := []byte(`{"bench":true}`)
+			ids := make([]timer.JobID, v.batch)
+			next := timer.JobID(1)
+			for b.Loop() {
+				b.StopTimer()
+				js := jobs(next, v.batch, "bench")
+				for i, j := range js {
+					j.Payload = payload
+					j.CallbackURL = "http://localhost:9000/hook"
+					ids[i] = j.ID
+				}
+				next += timer.JobID(v.batch)
+				mustInsert(b, s, js...)
+				b.StartTimer()
+				for i, st := range steps {
+					before := cpu()
+					if err := st.run(ctx, ids); err != nil {
+						b.Fatalf("%s: %v", st.name, err)
+					}
+					spent[i] += cpu() - before
+				}
+			}
+			n := float64(next - 1)
+			b.ReportMetric(float64(b.Elapsed().Microseconds())/n, "µs/job")
+			for i, st := range steps {
+				b.ReportMetric(float64(spent[i].Microseconds())/n, st.name+"-mariadbd-µs/job")
+			}
+		})
+	}
+}
+
+// fireCycle is what the worker asks of s for a batch of jobs it fires,
+// in order, each step checking that every job took it.
+func fireCycle(s *Store) []struct {
+	name string
+	run  func(context.Context, []timer.JobID) error
+} {
+	want := func(what string, n int, ids []timer.JobID, err error) error {
+		if err == nil && n != len(ids) {
+			err = fmt.Errorf("%s %d of %d jobs", what, n, len(ids))
+		}
+		return err
+	}
+	return []struct {
+		name string
+		run  func(context.Context, []timer.JobID) error
+	}{
+		{"fire", func(ctx context.Context, ids []timer.JobID) error {
+			n, err := s.Fire(ctx, ids, base.Add(time.Hour), base)
+			return want("fired", n, ids, err)
+		}},
+		{"get_many", func(ctx context.Context, ids []timer.JobID) error {
+			js, err := s.GetMany(ctx, ids)
+			return want("read", len(js), ids, err)
+		}},
+		{"complete", func(ctx context.Context, ids []timer.JobID) error {
+			done := make([]timer.Completion, len(ids))
+			for i, id := range ids {
+				done[i] = timer.Completion{ID: id, Attempts: 1}
+			}
+			n, err := s.Complete(ctx, done, base)
+			return want("completed", n, ids, err)
+		}},
+		{"attempts", func(ctx context.Context, ids []timer.JobID) error {
+			as := make([]timer.Attempt, len(ids))
+			for i, id := range ids {
+				as[i] = timer.Attempt{Job: id, Attempt: 1, StartedAt: base, Duration: time.Millisecond, StatusCode: 200}
+			}
+			return s.RecordAttempts(ctx, as)
+		}},
 	}
 }
