@@ -290,18 +290,19 @@ func numCPU() int { return runtime.NumCPU() }
 
 // bench is a running benchmark: the stack, the benchReceiver, the results.
 type bench struct {
-	cfg      *benchConfig
-	url      string
-	token    string
-	client   *fasthttp.Client
-	recv     *benchReceiver
-	rdb      redis.UniversalClient // nil unless the bench can reach toc's Redis (a *redis.ClusterClient on a cluster)
-	tocPID   int                   // 0 when toc is not our child
-	pprof    string                // toc's pprof address, when profiling
-	closers  []func()
-	results  []result
-	topicSeq int
-	log      io.Writer
+	cfg       *benchConfig
+	url       string
+	token     string
+	client    *fasthttp.Client
+	recv      *benchReceiver
+	rdb       redis.UniversalClient // nil unless the bench can reach toc's Redis (a *redis.ClusterClient on a cluster)
+	tocPID    int                   // 0 when toc is not our child
+	storePIDs []int                 // the mariadbds the bench started for toc (none with --mysql-dsn), for cpuMark
+	pprof     string                // toc's pprof address, when profiling
+	closers   []func()
+	results   []result
+	topicSeq  int
+	log       io.Writer
 
 	redisAddr string // toc's Redis, when the bench started toc serve
 }

@@ -179,3 +179,75 @@ func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
 	}
 	return out
 }
+
+// cpuMark is a reading of the CPU time each part of the stack has used,
+// and of the machine's, to share a scenario's CPU out per job with
+// cpuPerJob. The bench's own process counts: its load generator and its
+// receiver share the machine with the toc they measure.
+type cpuMark struct {
+	toc, store, bench time.Duration // -1: unknown
+	redis             float64       // seconds, user plus system; -1: unknown
+	machine           machineCPU
+}
+
+func (b *bench) cpuMark(ctx context.Context) cpuMark {
+	m := cpuMark{toc: -1, store: -1, bench: -1, redis: -1, machine: readMachineCPU()}
+	if b.tocPID != 0 {
+		if cpu, err := cpuTime(b.tocPID); err == nil {
+			m.toc = cpu
+		}
+	}
+	if len(b.storePIDs) > 0 {
+		m.store = 0
+		for _, pid := range b.storePIDs {
+			cpu, err := cpuTime(pid)
+			if err != nil {
+				m.store = -1
+				break
+			}
+			m.store += cpu
+		}
+	}
+	if cpu, err := cpuTime(os.Getpid()); err == nil {
+		m.bench = cpu
+	}
+	if b.rdb != nil {
+		user, err1 := b.redisInfo(ctx, "cpu", "used_cpu_user")
+		sys, err2 := b.redisInfo(ctx, "cpu", "used_cpu_sys")
+		if err1 == nil && err2 == nil {
+			m.redis = user + sys
+		}
+	}
+	return m
+}
+
+// cpuPerJob reports what the jobs handled since m cost each part of the
+// stack in CPU, in µs a job: toc, the mariadbds the bench started, Redis
+// (every master of a cluster), the bench itself, and the whole machine;
+// and how busy the machine's cores were. A part it cannot read is left
+// out. The figures say where a scenario's time goes and what is left of
+// the machine (BENCHMARKS.md, "Where a job's CPU goes").
+func (b *bench) cpuPerJob(ctx context.Context, m cpuMark, jobs int) map[string]any {
+	now := b.cpuMark(ctx)
+	out := map[string]any{}
+	if jobs <= 0 {
+		return out
+	}
+	per := func(d time.Duration) float64 {
+		return math.Round(10*float64(d.Microseconds())/float64(jobs)) / 10
+	}
+	for name, v := range map[string][2]time.Duration{
+		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "bench": {m.bench, now.bench},
+		"redis": {time.Duration(m.redis * float64(time.Second)), time.Duration(now.redis * float64(time.Second))},
+	} {
+		if v[0] >= 0 && v[1] >= 0 {
+			out["cpu_us_per_job_"+name] = per(v[1] - v[0])
+		}
+	}
+	if busy, _, ok := now.machine.since(m.machine); ok {
+		out["machine_busy_pct"] = busy
+		// The machine's counters are in USER_HZ ticks of all its cores.
+		out["cpu_us_per_job_machine"] = per(time.Duration((now.machine.busy - m.machine.busy) * float64(time.Second) / userHZ))
+	}
+	return out
+}

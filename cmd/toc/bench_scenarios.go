@@ -166,6 +166,7 @@ func (b *bench) schedule(ctx context.Context) ([]result, error) {
 	}
 	for _, c := range batchConc {
 		topic := b.topic("batch")
+		cpu := b.cpuMark(ctx)
 		lat, count, errs, took := hammer(ctx, c, b.cfg.duration, func(ctx context.Context, n int) error {
 			dues := make([]time.Time, 1000)
 			for i := range dues {
@@ -176,7 +177,8 @@ func (b *bench) schedule(ctx context.Context) ([]result, error) {
 		})
 		res = append(res, result{Scenario: "schedule", Name: fmt.Sprintf("schedule batch=1000 c=%d", c),
 			Count: (count - errs) * 1000, Errors: errs, Seconds: took.Seconds(), Rate: float64((count-errs)*1000) / took.Seconds(), Latency: distOf(lat),
-			Extra: map[string]any{"requests": count}})
+			Extra: b.cpuPerJob(ctx, cpu, (count-errs)*1000)})
+		res[len(res)-1].Extra["requests"] = count
 	}
 	return res, nil
 }
@@ -186,6 +188,7 @@ func (b *bench) schedule(ctx context.Context) ([]result, error) {
 // run's duration.
 func (b *bench) scheduleSingle(ctx context.Context, conc int, due func(n int) time.Time) result {
 	topic := b.topic("sched")
+	cpu := b.cpuMark(ctx)
 	lat, count, errs, took := hammer(ctx, conc, b.cfg.duration, func(ctx context.Context, n int) error {
 		var buf bytes.Buffer
 		b.jobJSON(&buf, topic, due(n))
@@ -193,7 +196,8 @@ func (b *bench) scheduleSingle(ctx context.Context, conc int, due func(n int) ti
 		return err
 	})
 	return result{Scenario: "schedule", Name: fmt.Sprintf("schedule single c=%d", conc),
-		Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat)}
+		Count: count, Errors: errs, Seconds: took.Seconds(), Rate: float64(count-errs) / took.Seconds(), Latency: distOf(lat),
+		Extra: b.cpuPerJob(ctx, cpu, count-errs)}
 }
 
 // fireLead is how far ahead of its due time a steady run schedules a
@@ -304,12 +308,19 @@ func (b *bench) drain(ctx context.Context) ([]result, error) {
 	if err != nil {
 		return nil, err
 	}
-	extra := map[string]any{}
-	if late := time.Since(due); late > 0 {
-		extra["scheduling_ended_after_due_ms"] = late.Milliseconds()
+	late := time.Since(due)
+	// The stack's CPU is read from the due time on, when the drain begins.
+	select {
+	case <-ctx.Done():
+	case <-time.After(-late):
 	}
+	cpu := b.cpuMark(ctx)
 	b.recv.waitArrived(ctx, ids, due.Add(5*time.Minute))
 	lat, lost, dups, early, last := b.recv.outcome(ids)
+	extra := b.cpuPerJob(ctx, cpu, len(lat))
+	if late > 0 {
+		extra["scheduling_ended_after_due_ms"] = late.Milliseconds()
+	}
 	took := last.Sub(due)
 	return []result{{Scenario: "drain", Name: fmt.Sprintf("drain %d due at once", n),
 		Count: n, Seconds: took.Seconds(), Rate: float64(len(lat)) / took.Seconds(), Latency: distOf(lat),

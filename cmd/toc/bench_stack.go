@@ -105,6 +105,7 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 			return nil, fmt.Errorf("start mariadbd: %w", err)
 		}
 		b.closers = append(b.closers, func() { m.Stop() })
+		b.storePIDs = append(b.storePIDs, m.PID())
 		dsn, err := m.CreateDatabase("tocbench")
 		if err != nil {
 			b.close()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/internal/testenv"
 )
@@ -53,6 +54,40 @@ func TestCPUTime(t *testing.T) {
 	}
 	if procStatusMB(os.Getpid(), "VmHWM") == "n/a" || procStatusMB(0, "VmRSS") != "n/a" {
 		t.Errorf("VmHWM of this process: %v; of pid 0: %v, want n/a", procStatusMB(os.Getpid(), "VmHWM"), procStatusMB(0, "VmRSS"))
+	}
+}
+
+// cpuPerJob shares the CPU used since a mark out per job, for each part
+// of the stack it can read; here every part is this process, which burns
+// at least 50 ms over 10 "jobs", and Redis is out of reach.
+func TestCPUPerJob(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	b := &bench{tocPID: os.Getpid(), storePIDs: []int{os.Getpid()}}
+	m := b.cpuMark(t.Context())
+	for {
+		for i := range 1 << 20 {
+			_ = strings.Repeat("x", i%64)
+		}
+		if cpu, err := cpuTime(os.Getpid()); err != nil || cpu-m.bench >= 50*time.Millisecond {
+			break
+		}
+	}
+	got := b.cpuPerJob(t.Context(), m, 10)
+	for _, part := range []string{"toc", "mariadbd", "bench", "machine"} {
+		if us, ok := got["cpu_us_per_job_"+part].(float64); !ok || us < 5000 {
+			t.Errorf("cpu_us_per_job_%s = %v, want 5,000 µs or more (50 ms over 10 jobs)", part, got["cpu_us_per_job_"+part])
+		}
+	}
+	if _, ok := got["cpu_us_per_job_redis"]; ok {
+		t.Errorf("cpu_us_per_job_redis = %v without a Redis to read", got["cpu_us_per_job_redis"])
+	}
+	if busy, ok := got["machine_busy_pct"].(float64); !ok || busy <= 0 || busy > 100 {
+		t.Errorf("machine_busy_pct = %v, want a share in (0, 100]", got["machine_busy_pct"])
+	}
+	if got := b.cpuPerJob(t.Context(), m, 0); len(got) != 0 {
+		t.Errorf("no jobs: %v, want nothing", got)
 	}
 }
 

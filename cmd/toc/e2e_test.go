@@ -549,6 +549,14 @@ func TestBenchRuns(t *testing.T) {
 		if r.Count == 0 {
 			t.Errorf("%s: count 0", r.Name)
 		}
+		// Where the CPU of a drain or a schedule went, part by part.
+		if r.Scenario == "drain" || r.Scenario == "schedule" {
+			for _, part := range []string{"toc", "mariadbd", "redis", "bench", "machine"} {
+				if us, ok := r.Extra["cpu_us_per_job_"+part].(float64); !ok || us < 0 {
+					t.Errorf("%s: cpu_us_per_job_%s = %v, want a figure", r.Name, part, r.Extra["cpu_us_per_job_"+part])
+				}
+			}
+		}
 	}
 	for _, s := range []string{"schedule", "fire", "drain", "memory", "recover", "fairness"} {
 		if !seen[s] {

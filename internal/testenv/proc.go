@@ -44,6 +44,16 @@ func (p *process) running() bool {
 	return p.cur != nil && !p.cur.exited()
 }
 
+// pid returns the running process's id, 0 when it is not running.
+func (p *process) pid() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.cur == nil || p.cur.exited() {
+		return 0
+	}
+	return p.cur.cmd.Process.Pid
+}
+
 // start runs argv and waits until ready returns nil, the process exits, or
 // readyTimeout passes; it does nothing when the process is running already.
 // On failure the process is killed and the error ends with the log's tail.

@@ -87,6 +87,10 @@ func (s *server) Start(tb testing.TB) {
 	}
 }
 
+// PID returns the server's process id, 0 when it is not running: for
+// reading its CPU time from /proc, as toc bench does.
+func (s *server) PID() int { return s.proc.pid() }
+
 func (s *server) base() *server { return s }
 
 // anyServer is a *RedisServer, *MariaDBServer or *ZKServer.
