@@ -185,9 +185,8 @@ func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
 // cpuPerJob. The bench's own process counts: its load generator and its
 // receiver share the machine with the toc they measure.
 type cpuMark struct {
-	toc, store, bench time.Duration // -1: unknown
-	redis             float64       // seconds, user plus system; -1: unknown
-	machine           machineCPU
+	toc, store, redis, bench time.Duration // -1: unknown
+	machine                  machineCPU
 }
 
 func (b *bench) cpuMark(ctx context.Context) cpuMark {
@@ -215,7 +214,7 @@ func (b *bench) cpuMark(ctx context.Context) cpuMark {
 		user, err1 := b.redisInfo(ctx, "cpu", "used_cpu_user")
 		sys, err2 := b.redisInfo(ctx, "cpu", "used_cpu_sys")
 		if err1 == nil && err2 == nil {
-			m.redis = user + sys
+			m.redis = time.Duration((user + sys) * float64(time.Second))
 		}
 	}
 	return m
@@ -237,8 +236,7 @@ func (b *bench) cpuPerJob(ctx context.Context, m cpuMark, jobs int) map[string]a
 		return math.Round(10*float64(d.Microseconds())/float64(jobs)) / 10
 	}
 	for name, v := range map[string][2]time.Duration{
-		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "bench": {m.bench, now.bench},
-		"redis": {time.Duration(m.redis * float64(time.Second)), time.Duration(now.redis * float64(time.Second))},
+		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "redis": {m.redis, now.redis}, "bench": {m.bench, now.bench},
 	} {
 		if v[0] >= 0 && v[1] >= 0 {
 			out["cpu_us_per_job_"+name] = per(v[1] - v[0])
