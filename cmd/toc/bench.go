@@ -24,7 +24,9 @@ const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairne
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
 after Redis loses its data. A job counts as fired only when the built-in
-receiver verified its Standard Webhooks signature.
+receiver verified its Standard Webhooks signature. The drain and each
+schedule run also say what a job cost each part in CPU: toc, the
+mariadbds the bench started, Redis, the bench itself and the machine.
 
 topics measures toc at rest with --topics idle topics (CPU as % of one
 core, RSS), then --topics-rate jobs/s spread over them:
