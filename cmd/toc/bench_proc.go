@@ -131,28 +131,17 @@ func (b *bench) replicationMemory(ctx context.Context) (int64, error) {
 	return int64(backlog + replicas), err
 }
 
-// useMark is a reading of toc's and Redis's counters, to measure their
-// use over a window with useSince.
+// useMark is a reading of the stack's CPU and of Redis's commands, to
+// measure their use over a window with useSince.
 type useMark struct {
 	at       time.Time
-	tocCPU   time.Duration // -1: unknown
-	redisCPU float64       // seconds, user plus system; -1: unknown
-	redisCmd float64       // commands processed; -1: unknown
+	cpu      cpuMark
+	redisCmd float64 // commands processed; -1: unknown
 }
 
 func (b *bench) mark(ctx context.Context) useMark {
-	m := useMark{at: time.Now(), tocCPU: -1, redisCPU: -1, redisCmd: -1}
-	if b.tocPID != 0 {
-		if cpu, err := cpuTime(b.tocPID); err == nil {
-			m.tocCPU = cpu
-		}
-	}
+	m := useMark{at: time.Now(), cpu: b.cpuMark(ctx), redisCmd: -1}
 	if b.rdb != nil {
-		user, err1 := b.redisInfo(ctx, "cpu", "used_cpu_user")
-		sys, err2 := b.redisInfo(ctx, "cpu", "used_cpu_sys")
-		if err1 == nil && err2 == nil {
-			m.redisCPU = user + sys
-		}
 		if n, err := b.redisInfo(ctx, "stats", "total_commands_processed"); err == nil {
 			m.redisCmd = n
 		}
@@ -165,14 +154,14 @@ func (b *bench) mark(ctx context.Context) useMark {
 func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
 	now := b.mark(ctx)
 	wall := now.at.Sub(m.at).Seconds()
-	pct := func(cpuSeconds float64) float64 { return math.Round(1000*cpuSeconds/wall) / 10 }
+	pct := func(cpu time.Duration) float64 { return math.Round(1000*cpu.Seconds()/wall) / 10 }
 	out := map[string]any{"toc_cpu_pct": "n/a", "redis_cpu_pct": "n/a", "redis_cmds_per_s": "n/a",
 		"toc_rss_mb": procStatusMB(b.tocPID, "VmRSS"), "toc_hwm_mb": procStatusMB(b.tocPID, "VmHWM")}
-	if m.tocCPU >= 0 && now.tocCPU >= 0 {
-		out["toc_cpu_pct"] = pct((now.tocCPU - m.tocCPU).Seconds())
+	if m.cpu.toc >= 0 && now.cpu.toc >= 0 {
+		out["toc_cpu_pct"] = pct(now.cpu.toc - m.cpu.toc)
 	}
-	if m.redisCPU >= 0 && now.redisCPU >= 0 {
-		out["redis_cpu_pct"] = pct(now.redisCPU - m.redisCPU)
+	if m.cpu.redis >= 0 && now.cpu.redis >= 0 {
+		out["redis_cpu_pct"] = pct(now.cpu.redis - m.cpu.redis)
 	}
 	if m.redisCmd >= 0 && now.redisCmd >= 0 {
 		out["redis_cmds_per_s"] = math.Round((now.redisCmd - m.redisCmd) / wall)

@@ -69,10 +69,10 @@ type header struct{ key, value string }
 
 // post sends body with headers to u (an http URL) and returns the answer
 // as an *http.Response of which only StatusCode, Body and, when the
-// answer has one, Header's Retry-After are set. Body must be closed; it is read on the connection,
-// and closing it gives the connection back. Errors are net/http's in
-// kind: a dial error, a timeout wrapping context.DeadlineExceeded, ctx's
-// error when it is cancelled.
+// answer has one, Header's Retry-After are set. Body must be closed; it
+// is read on the connection, and closing it gives the connection back.
+// Errors are net/http's in kind: a dial error, a timeout wrapping
+// context.DeadlineExceeded, ctx's error when it is cancelled.
 func (t *plainTransport) post(ctx context.Context, u *url.URL, headers []header, body []byte) (*http.Response, error) {
 	addr := u.Host
 	if u.Port() == "" {
