@@ -29,7 +29,7 @@
 //	  concurrency_key VARBINARY(128)  '' for none (TEXT in SQLite)
 //	  ck_held      VARBINARY(128)     VIRTUAL: the key while the row holds it (timer.HoldsKey), else NULL
 //	  UNIQUE toc_jobs_ck_held      (topic, ck_held)    one holder per key (SQLite: a partial index)
-//	  group_id     VARBINARY(100)     NULL when the job is in no group
+//	  group_id     VARBINARY(120)     NULL when the job is in no group; qualified by namespace (timer.QualifiedGroupID)
 //	  dead_topic   VARCHAR(64)        VIRTUAL: topic of a dead row, else NULL
 //	  dead_at      BIGINT             VIRTUAL: gmt_modified of a dead row, else NULL
 //	  group_status TINYINT UNSIGNED   VIRTUAL: status of a row in a group, else NULL
@@ -45,7 +45,7 @@
 // and in no group, so its entries in the last two never move.
 //
 //	toc_groups                        one row per group (shard 0 when sharded)
-//	  group_id   VARBINARY(100)       primary key
+//	  group_id   VARBINARY(120)       primary key; qualified by namespace (timer.QualifiedGroupID)
 //	  sealed_at, completed_at BIGINT  0: not yet
 //	  finished   TINYINT              1 once completed with its job recorded; (finished, group_id) feeds the sweep
 //

@@ -38,7 +38,7 @@ var liveStatus = func() string {
 
 // CreateGroup implements timer.GroupStore.
 func (s *Store) CreateGroup(ctx context.Context, g *timer.Group) error {
-	if err := timer.CheckGroupID(g.ID, "id"); err != nil {
+	if err := timer.CheckQualifiedGroupID(g.ID, "id"); err != nil {
 		return err
 	}
 	var topic string
@@ -49,7 +49,7 @@ func (s *Store) CreateGroup(ctx context.Context, g *timer.Group) error {
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_groups (group_id, cb_topic, callback, payload, gmt_create) VALUES (?, ?, ?, ?, ?)`,
 		[]byte(g.ID), topic, callback, payload, g.CreatedAt.UnixMilli())
 	if err != nil {
-		return fmt.Errorf("create group %q: %w", g.ID, s.translate(err))
+		return fmt.Errorf("create group %q: %w", timer.GroupName(g.ID), s.translate(err))
 	}
 	return nil
 }
@@ -76,7 +76,7 @@ func scanGroup(row interface{ Scan(...any) error }) (*timer.Group, error) {
 	if counts != "" {
 		var byCode map[uint8]int64
 		if err := json.Unmarshal([]byte(counts), &byCode); err != nil {
-			return nil, fmt.Errorf("group %q: counts %q: %w", g.ID, counts, err)
+			return nil, fmt.Errorf("group %q: counts %q: %w", timer.GroupName(g.ID), counts, err)
 		}
 		g.Counts = make(map[timer.Status]int64, len(byCode))
 		for c, n := range byCode {
@@ -90,7 +90,7 @@ func scanGroup(row interface{ Scan(...any) error }) (*timer.Group, error) {
 func (s *Store) GetGroup(ctx context.Context, id string) (*timer.Group, error) {
 	g, err := scanGroup(s.db.QueryRowContext(ctx, selectGroup+"WHERE group_id = ?", []byte(id)))
 	if err != nil {
-		return nil, fmt.Errorf("get group %q: %w", id, s.translate(err))
+		return nil, fmt.Errorf("get group %q: %w", timer.GroupName(id), s.translate(err))
 	}
 	return g, nil
 }
@@ -98,7 +98,7 @@ func (s *Store) GetGroup(ctx context.Context, id string) (*timer.Group, error) {
 // SealGroup implements timer.GroupStore.
 func (s *Store) SealGroup(ctx context.Context, id string, now time.Time) (*timer.Group, error) {
 	if _, err := s.db.ExecContext(ctx, "UPDATE toc_groups SET sealed_at = ? WHERE group_id = ? AND sealed_at = 0", now.UnixMilli(), []byte(id)); err != nil {
-		return nil, fmt.Errorf("seal group %q: %w", id, err)
+		return nil, fmt.Errorf("seal group %q: %w", timer.GroupName(id), err)
 	}
 	return s.GetGroup(ctx, id)
 }
@@ -111,13 +111,13 @@ func (s *Store) CompleteGroup(ctx context.Context, id string, counts map[timer.S
 	}
 	text, err := json.Marshal(byCode)
 	if err != nil {
-		return false, fmt.Errorf("complete group %q: %w", id, err)
+		return false, fmt.Errorf("complete group %q: %w", timer.GroupName(id), err)
 	}
 	// A group without a callback has nothing left to do once completed.
 	ok, err := s.updateOne(ctx, `UPDATE toc_groups SET completed_at = ?, counts = ?, finished = CASE WHEN callback IS NULL THEN 1 ELSE 0 END
 		WHERE group_id = ? AND sealed_at <> 0 AND completed_at = 0`, now.UnixMilli(), string(text), []byte(id))
 	if err != nil {
-		return false, fmt.Errorf("complete group %q: %w", id, err)
+		return false, fmt.Errorf("complete group %q: %w", timer.GroupName(id), err)
 	}
 	return ok, nil
 }
@@ -126,10 +126,10 @@ func (s *Store) CompleteGroup(ctx context.Context, id string, counts map[timer.S
 func (s *Store) SetGroupJob(ctx context.Context, id string, job timer.JobID) error {
 	ok, err := s.updateOne(ctx, "UPDATE toc_groups SET completion_job = ?, finished = 1 WHERE group_id = ?", int64(job), []byte(id))
 	if err != nil {
-		return fmt.Errorf("record the job of group %q: %w", id, err)
+		return fmt.Errorf("record the job of group %q: %w", timer.GroupName(id), err)
 	}
 	if !ok {
-		return fmt.Errorf("record the job of group %q: %w", id, timer.ErrNotFound)
+		return fmt.Errorf("record the job of group %q: %w", timer.GroupName(id), timer.ErrNotFound)
 	}
 	return nil
 }
@@ -145,7 +145,7 @@ func (s *Store) GroupLive(ctx context.Context, id string) (bool, error) {
 	case err == timer.ErrNotFound:
 		return false, nil
 	default:
-		return false, fmt.Errorf("group %q: live members: %w", id, err)
+		return false, fmt.Errorf("group %q: live members: %w", timer.GroupName(id), err)
 	}
 }
 
@@ -155,19 +155,19 @@ func (s *Store) GroupLive(ctx context.Context, id string) (bool, error) {
 func (s *Store) GroupCounts(ctx context.Context, id string) (map[timer.Status]int64, error) {
 	rows, err := s.rdb.QueryContext(ctx, "SELECT status, fired, COUNT(*) FROM toc_jobs WHERE group_id = ? GROUP BY status, fired", []byte(id))
 	if err != nil {
-		return nil, fmt.Errorf("count group %q: %w", id, err)
+		return nil, fmt.Errorf("count group %q: %w", timer.GroupName(id), err)
 	}
 	defer rows.Close()
 	counts := make(map[timer.Status]int64)
 	for rows.Next() {
 		var status, fired, n int64
 		if err := rows.Scan(&status, &fired, &n); err != nil {
-			return nil, fmt.Errorf("count group %q: %w", id, err)
+			return nil, fmt.Errorf("count group %q: %w", timer.GroupName(id), err)
 		}
 		counts[statusOf(status, fired)] += n
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("count group %q: %w", id, err)
+		return nil, fmt.Errorf("count group %q: %w", timer.GroupName(id), err)
 	}
 	return counts, nil
 }

@@ -14,15 +14,22 @@ import (
 	"log/slog"
 	"maps"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
 // Bounds and names of groups.
 const (
-	// MaxGroupIDBytes bounds a group id: "group:<id>:complete", the key of
-	// its completion job, must fit MaxKeyBytes.
-	MaxGroupIDBytes = MaxKeyBytes - len(groupKeyPrefix) - len(groupKeySuffix)
+	// MaxGroupIDBytes bounds a group id as a client gives it, in bytes:
+	// the column that holds it (toc_jobs.group_id, toc_groups.group_id)
+	// holds it qualified by its namespace (QualifiedGroupID), and
+	// "group:<id>:complete", the key of its completion job (GroupKey), fits
+	// MaxKeyBytes.
+	MaxGroupIDBytes = 100
+	// MaxStoredGroupIDBytes bounds a group id as toc stores it: a client's
+	// id qualified by the longest namespace.
+	MaxStoredGroupIDBytes = MaxNamespaceBytes + len(GroupNamespaceSep) + MaxGroupIDBytes
 	// DefaultGroupTopic is the topic of a completion job whose group
 	// names none.
 	DefaultGroupTopic = "groups"
@@ -31,13 +38,51 @@ const (
 	groupKeySuffix = ":complete"
 )
 
+// GroupNamespaceSep parts a namespace from a client's group id in the id
+// toc stores for it (QualifiedGroupID). It is the unit separator, a
+// control character, which no client's id holds (CheckGroupID): a
+// client's id may hold a dot, so "<ns>.<id>" could be some id of the
+// default namespace, but no stored id of another namespace can.
+const GroupNamespaceSep = "\x1f"
+
+// QualifiedGroupID returns the id toc stores for group id of namespace
+// ns: id itself in the default namespace (""), so that the groups made
+// before namespaces keep their ids, and "<ns>\x1f<id>" in another. The
+// same id in two namespaces is two groups.
+func QualifiedGroupID(ns, id string) string {
+	if ns == "" {
+		return id
+	}
+	return ns + GroupNamespaceSep + id
+}
+
+// SplitGroupID returns the namespace ("" for the default) and the
+// client's id of a group id as toc stores it.
+func SplitGroupID(stored string) (ns, id string) {
+	if ns, id, ok := strings.Cut(stored, GroupNamespaceSep); ok {
+		return ns, id
+	}
+	return "", stored
+}
+
+// GroupName returns the id a client knows the group stored as stored by:
+// its id without its namespace. Answers, error messages and logs show it.
+func GroupName(stored string) string {
+	_, id := SplitGroupID(stored)
+	return id
+}
+
 // GroupKey is the idempotency key of group id's completion job: however
 // many times the completion is scheduled (a crash, a sweep, two members),
-// the key makes it one job.
-func GroupKey(id string) string { return groupKeyPrefix + id + groupKeySuffix }
+// the key makes it one job. It holds the client's id (GroupName): the job
+// is in the group's on_complete topic, which is of the group's namespace,
+// so the groups of two namespaces cannot share a key, and a key holds no
+// control character. It is at most MaxKeyBytes.
+func GroupKey(id string) string { return groupKeyPrefix + GroupName(id) + groupKeySuffix }
 
-// CheckGroupID returns a *FieldError naming field unless id is a group id:
-// 1 to MaxGroupIDBytes bytes of UTF-8 without control characters.
+// CheckGroupID returns a *FieldError naming field unless id is a group id
+// as a client gives it: 1 to MaxGroupIDBytes bytes of UTF-8 without
+// control characters.
 func CheckGroupID(id, field string) error {
 	switch {
 	case id == "":
@@ -48,6 +93,18 @@ func CheckGroupID(id, field string) error {
 		return invalid(field, "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
 	}
 	return nil
+}
+
+// CheckQualifiedGroupID is CheckGroupID of a group id as toc stores it
+// (QualifiedGroupID): a client's id, qualified by a valid namespace unless
+// it is of the default one. What the client gave is checked at the edge,
+// with CheckGroupID; this is what the domain and the task stores check.
+func CheckQualifiedGroupID(stored, field string) error {
+	ns, id := SplitGroupID(stored)
+	if strings.Contains(stored, GroupNamespaceSep) && !ValidNamespace(ns) {
+		return invalid(field, "has no valid namespace")
+	}
+	return CheckGroupID(id, field)
 }
 
 // Group is a set of jobs whose end is announced once: when it is sealed
@@ -129,7 +186,7 @@ type Unwriter interface {
 type groupSealedError struct{ id string }
 
 func (e *groupSealedError) Error() string {
-	return fmt.Sprintf("group %q is sealed and takes no more jobs", e.id)
+	return fmt.Sprintf("group %q is sealed and takes no more jobs", GroupName(e.id))
 }
 
 func (e *groupSealedError) Unwrap() error { return ErrConflict }
@@ -160,7 +217,7 @@ func (s *Scheduler) CreateGroup(ctx context.Context, g Group) (*Group, bool, err
 	if err != nil {
 		return nil, false, err
 	}
-	if err := CheckGroupID(g.ID, "id"); err != nil {
+	if err := CheckQualifiedGroupID(g.ID, "id"); err != nil {
 		return nil, false, err
 	}
 	if cb := g.OnComplete; cb != nil {
@@ -198,7 +255,7 @@ func (s *Scheduler) CreateGroup(ctx context.Context, g Group) (*Group, bool, err
 		return nil, false, fmt.Errorf("create group: %w", gerr)
 	}
 	if !sameCallback(existing.OnComplete, g.OnComplete) {
-		return existing, false, fmt.Errorf("group %q exists with another on_complete: %w", g.ID, ErrConflict)
+		return existing, false, fmt.Errorf("group %q exists with another on_complete: %w", GroupName(g.ID), ErrConflict)
 	}
 	if !existing.SealedAt.IsZero() {
 		return existing, false, &groupSealedError{id: g.ID}
@@ -266,7 +323,7 @@ func (s *Scheduler) ScheduleGroup(ctx context.Context, g Group, seal bool, reqs 
 		case "", g.ID:
 			reqs[i].GroupID = g.ID
 		default:
-			items = append(items, ItemError{Index: i, Err: invalid("group_id", "must be the batch's group %q, or left out", g.ID)})
+			items = append(items, ItemError{Index: i, Err: invalid("group_id", "must be the batch's group %q, or left out", GroupName(g.ID))})
 		}
 	}
 	if items != nil {
@@ -282,7 +339,7 @@ func (s *Scheduler) ScheduleGroup(ctx context.Context, g Group, seal bool, reqs 
 	}
 	if seal {
 		if grp, err = s.SealGroup(ctx, g.ID); err != nil {
-			return nil, res, fmt.Errorf("the jobs are committed, but sealing group %q failed: %w", g.ID, err)
+			return nil, res, fmt.Errorf("the jobs are committed, but sealing group %q failed: %w", GroupName(g.ID), err)
 		}
 	}
 	return grp, res, nil
@@ -334,13 +391,13 @@ func (s *Scheduler) joinable(ctx context.Context, r *Request, known map[string]*
 		case errors.Is(err, ErrNotFound):
 			g = nil
 		case err != nil:
-			return nil, fmt.Errorf("group %q: %w", r.GroupID, err)
+			return nil, fmt.Errorf("group %q: %w", GroupName(r.GroupID), err)
 		}
 		known[r.GroupID] = g
 	}
 	switch {
 	case g == nil:
-		return invalid("group_id", "unknown group %q; create it first (POST /v1/groups)", r.GroupID), nil
+		return invalid("group_id", "unknown group %q; create it first (POST /v1/groups)", GroupName(r.GroupID)), nil
 	case !g.SealedAt.IsZero():
 		return &groupSealedError{id: r.GroupID}, nil
 	}
@@ -363,7 +420,7 @@ func (s *Scheduler) sealedSince(ctx context.Context, jobs []*Job) (map[string]bo
 		}
 		g, err := gs.GetGroup(ctx, j.GroupID)
 		if err != nil {
-			return nil, fmt.Errorf("group %q: %w", j.GroupID, err)
+			return nil, fmt.Errorf("group %q: %w", GroupName(j.GroupID), err)
 		}
 		if !g.SealedAt.IsZero() {
 			if sealed == nil {
@@ -481,7 +538,7 @@ func (g *GroupCompleter) Run(ctx context.Context) error {
 		case <-g.wake:
 			for _, id := range g.take() {
 				if err := g.Check(ctx, id); err != nil && ctx.Err() == nil {
-					g.warn("group check failed; the sweep will check it again", "group", id, "err", err)
+					g.warn("group check failed; the sweep will check it again", groupAttrs(id, "err", err)...)
 				}
 			}
 		case <-sweep.C:
@@ -493,6 +550,18 @@ func (g *GroupCompleter) Run(ctx context.Context) error {
 }
 
 func (g *GroupCompleter) warn(msg string, args ...any) { g.cfg.Logger.Warn(msg, args...) }
+
+// groupAttrs are the log attributes of group id as toc stores it: the
+// id its client knows it by (GroupName) and, unless it is of the default
+// namespace, its namespace; then args.
+func groupAttrs(id string, args ...any) []any {
+	ns, name := SplitGroupID(id)
+	attrs := []any{"group", name}
+	if ns != "" {
+		attrs = append(attrs, "namespace", ns)
+	}
+	return append(attrs, args...)
+}
 
 // RunOnce is one sweep: it checks every sealed group not known complete,
 // and returns how many it completed or scheduled the job of.
@@ -569,10 +638,10 @@ func (g *GroupCompleter) check(ctx context.Context, gr *Group) (bool, error) {
 func (g *GroupCompleter) schedule(ctx context.Context, gr *Group) error {
 	res, err := g.jobs.Schedule(ctx, CompletionRequest(gr))
 	if err != nil {
-		return fmt.Errorf("schedule the completion job of group %q: %w", gr.ID, err)
+		return fmt.Errorf("schedule the completion job of group %q: %w", GroupName(gr.ID), err)
 	}
 	if err := g.store.SetGroupJob(ctx, gr.ID, res.Job.ID); err != nil {
-		return fmt.Errorf("record the completion job of group %q: %w", gr.ID, err)
+		return fmt.Errorf("record the completion job of group %q: %w", GroupName(gr.ID), err)
 	}
 	return nil
 }
@@ -594,8 +663,8 @@ func CompletionRequest(gr *Group) Request {
 //	{"group_id": "...", "counts": {"pending": 0, "firing": 0, "done": 990, ...},
 //	 "total": 1000, "created_at": "...", "completed_at": "...", "payload": ...}
 //
-// counts holds every status of Statuses; payload is the group's own, when
-// it has one.
+// group_id is the id the group's client knows (GroupName); counts holds
+// every status of Statuses; payload is the group's own, when it has one.
 func GroupPayload(gr *Group) []byte {
 	const layout = "2006-01-02T15:04:05.000Z07:00"
 	var total int64
@@ -611,7 +680,7 @@ func GroupPayload(gr *Group) []byte {
 		CreatedAt   string           `json:"created_at"`
 		CompletedAt string           `json:"completed_at"`
 		Payload     json.RawMessage  `json:"payload,omitempty"`
-	}{gr.ID, counts, total, gr.CreatedAt.UTC().Format(layout), gr.CompletedAt.UTC().Format(layout), nil}
+	}{GroupName(gr.ID), counts, total, gr.CreatedAt.UTC().Format(layout), gr.CompletedAt.UTC().Format(layout), nil}
 	if gr.OnComplete != nil && len(gr.OnComplete.Payload) > 0 {
 		body.Payload = gr.OnComplete.Payload
 	}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/timer"
 	"github.com/toc-project/toc/timer/timertest"
@@ -278,5 +280,86 @@ func TestGroupJoinRacesSeal(t *testing.T) {
 	}
 	if n := store.Len(); n != 0 {
 		t.Errorf("%d rows left, want none", n)
+	}
+}
+
+// The same group id in two namespaces is two groups, stored under
+// QualifiedGroupID: each takes its own members and completes on its own,
+// under the same completion key in its own namespace's topic, and every
+// message and payload names the group by the id its client gave.
+func TestGroupsOfTwoNamespaces(t *testing.T) {
+	ctx := t.Context()
+	store := timertest.NewStore()
+	s, _ := newBatchScheduler(t, store, timer.SchedulerConfig{})
+	gc := timer.NewGroupCompleter(store, s, timer.GroupCompleterConfig{})
+	sandbox := timer.QualifiedGroupID("sandbox", "g")
+	callback := func(topic string) *timer.GroupCallback {
+		return &timer.GroupCallback{Topic: topic, CallbackURL: "http://127.0.0.1:9/done"}
+	}
+	_, def, err := s.ScheduleGroup(ctx, timer.Group{ID: "g", OnComplete: callback("groups")}, true, []timer.Request{batchReq("jobs", "")})
+	if err != nil {
+		t.Fatalf("the default namespace's group g: %v", err)
+	}
+	_, sb, err := s.ScheduleGroup(ctx, timer.Group{ID: sandbox, OnComplete: callback("sandbox.groups")}, true, []timer.Request{batchReq("sandbox.jobs", "")})
+	if err != nil {
+		t.Fatalf("the sandbox's group g: %v", err)
+	}
+	if def[0].Job.GroupID != "g" || sb[0].Job.GroupID != sandbox {
+		t.Fatalf("members of groups %q and %q, want g and %q", def[0].Job.GroupID, sb[0].Job.GroupID, sandbox)
+	}
+	shows := func(what string, err error, want string) {
+		t.Helper()
+		if err == nil || !strings.Contains(err.Error(), want) || strings.Contains(err.Error(), "sandbox") || strings.Contains(err.Error(), "\x1f") {
+			t.Errorf("%s: %v; want a message with %s that does not show the namespace", what, err, want)
+		}
+	}
+	_, err = s.Schedule(ctx, timer.Request{Topic: "sandbox.jobs", Delay: time.Minute, CallbackURL: "http://127.0.0.1:9/h", GroupID: sandbox})
+	shows("joining the sealed sandbox group", err, `group "g" is sealed`)
+	_, err = s.Schedule(ctx, timer.Request{Topic: "sandbox.jobs", Delay: time.Minute, CallbackURL: "http://127.0.0.1:9/h", GroupID: timer.QualifiedGroupID("sandbox", "nope")})
+	shows("joining an unknown sandbox group", err, `unknown group "nope"`)
+	_, _, err = s.CreateGroup(ctx, timer.Group{ID: sandbox, OnComplete: callback("sandbox.other")})
+	shows("creating the sandbox group again with another callback", err, `group "g" exists with another on_complete`)
+
+	completions := func(topic string) []*timer.Job {
+		t.Helper()
+		jobs, err := store.ListJobs(ctx, timer.JobQuery{Topic: topic, Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	if _, err := store.Complete(ctx, []timer.Completion{{ID: def[0].Job.ID, Attempts: 1}}, batchNow); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"g", sandbox} {
+		if err := gc.Check(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := completions("groups"); len(got) != 1 || got[0].Key != "group:g:complete" {
+		t.Fatalf("completion jobs of the default namespace = %v, want one keyed group:g:complete", got)
+	}
+	if g, err := store.GetGroup(ctx, sandbox); err != nil || !g.CompletedAt.IsZero() || len(completions("sandbox.groups")) != 0 {
+		t.Fatalf("the sandbox's group = %+v, %v; want it live, its member pending", g, err)
+	}
+	if _, err := store.Complete(ctx, []timer.Completion{{ID: sb[0].Job.ID, Attempts: 1}}, batchNow); err != nil {
+		t.Fatal(err)
+	}
+	if err := gc.Check(ctx, sandbox); err != nil {
+		t.Fatal(err)
+	}
+	got := completions("sandbox.groups")
+	if len(got) != 1 || got[0].Key != "group:g:complete" {
+		t.Fatalf("completion jobs of the sandbox = %v, want one keyed group:g:complete", got)
+	}
+	var body struct {
+		GroupID string `json:"group_id"`
+		Total   int64  `json:"total"`
+	}
+	if err := json.Unmarshal(got[0].Payload, &body); err != nil || body.GroupID != "g" || body.Total != 1 {
+		t.Errorf("the sandbox's completion payload = %s, %v; want group_id g, total 1", got[0].Payload, err)
+	}
+	if len(completions("groups")) != 1 {
+		t.Error("the sandbox's completion made a job in the default namespace")
 	}
 }

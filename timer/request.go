@@ -129,8 +129,8 @@ func (r *Request) Validate() error {
 		return invalid("concurrency_key", "longer than %d bytes", MaxKeyBytes)
 	case !ValidKey(r.ConcurrencyKey):
 		return invalid("concurrency_key", "must be UTF-8 without control characters (bytes below 0x20, and 0x7f)")
-	case r.GroupID != "" && CheckGroupID(r.GroupID, "group_id") != nil:
-		return CheckGroupID(r.GroupID, "group_id")
+	case r.GroupID != "" && CheckQualifiedGroupID(r.GroupID, "group_id") != nil:
+		return CheckQualifiedGroupID(r.GroupID, "group_id")
 	}
 	return r.Expiry.Check("expire_after_ms")
 }

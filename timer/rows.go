@@ -59,7 +59,7 @@ func CheckJob(j *Job) error {
 		bad = "window of " + j.Window.String()
 	case len(j.ConcurrencyKey) > MaxKeyBytes:
 		bad = "concurrency key of " + strconv.Itoa(len(j.ConcurrencyKey)) + " bytes"
-	case j.GroupID != "" && CheckGroupID(j.GroupID, "group_id") != nil:
+	case j.GroupID != "" && CheckQualifiedGroupID(j.GroupID, "group_id") != nil:
 		bad = "group id of " + strconv.Itoa(len(j.GroupID)) + " bytes or with control characters"
 	default:
 		return nil

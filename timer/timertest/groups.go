@@ -42,7 +42,7 @@ func (s *Store) CreateGroup(ctx context.Context, g *timer.Group) error {
 	if err := s.f.call("CreateGroup"); err != nil {
 		return err
 	}
-	if err := timer.CheckGroupID(g.ID, "id"); err != nil {
+	if err := timer.CheckQualifiedGroupID(g.ID, "id"); err != nil {
 		return err
 	}
 	s.mu.Lock()
@@ -51,7 +51,7 @@ func (s *Store) CreateGroup(ctx context.Context, g *timer.Group) error {
 		s.groups = make(map[string]*timer.Group)
 	}
 	if _, ok := s.groups[g.ID]; ok {
-		return fmt.Errorf("group %q: %w", g.ID, timer.ErrConflict)
+		return fmt.Errorf("group %q: %w", timer.GroupName(g.ID), timer.ErrConflict)
 	}
 	c := storedGroup(g)
 	c.SealedAt, c.CompletedAt, c.Counts, c.CompletionJob = time.Time{}, time.Time{}, nil, 0
@@ -68,7 +68,7 @@ func (s *Store) GetGroup(ctx context.Context, id string) (*timer.Group, error) {
 	defer s.mu.Unlock()
 	g, ok := s.groups[id]
 	if !ok {
-		return nil, fmt.Errorf("group %q: %w", id, timer.ErrNotFound)
+		return nil, fmt.Errorf("group %q: %w", timer.GroupName(id), timer.ErrNotFound)
 	}
 	return storedGroup(g), nil
 }
@@ -82,7 +82,7 @@ func (s *Store) SealGroup(ctx context.Context, id string, now time.Time) (*timer
 	defer s.mu.Unlock()
 	g, ok := s.groups[id]
 	if !ok {
-		return nil, fmt.Errorf("group %q: %w", id, timer.ErrNotFound)
+		return nil, fmt.Errorf("group %q: %w", timer.GroupName(id), timer.ErrNotFound)
 	}
 	if g.SealedAt.IsZero() {
 		g.SealedAt = timer.TimeOf(now.UnixMilli())
@@ -114,7 +114,7 @@ func (s *Store) SetGroupJob(ctx context.Context, id string, job timer.JobID) err
 	defer s.mu.Unlock()
 	g, ok := s.groups[id]
 	if !ok {
-		return fmt.Errorf("group %q: %w", id, timer.ErrNotFound)
+		return fmt.Errorf("group %q: %w", timer.GroupName(id), timer.ErrNotFound)
 	}
 	g.CompletionJob = job
 	return nil

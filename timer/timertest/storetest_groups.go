@@ -3,6 +3,7 @@ package timertest
 import (
 	"errors"
 	"maps"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -34,6 +35,8 @@ func TestGroupStore(t *testing.T, open func(t *testing.T) GroupStore) {
 		{"SealComplete", testGroupSealComplete},
 		{"CompleteRace", testGroupCompleteRace},
 		{"Unwrite", testGroupUnwrite},
+		{"Namespaces", testGroupNamespaces},
+		{"IDBytes", testGroupIDBytes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -269,5 +272,89 @@ func testGroupUnwrite(t *testing.T, s GroupStore) {
 	}
 	if counts, err := s.GroupCounts(ctx, "late"); err != nil || counts[timer.StatusPending] != 1 || counts[timer.StatusFiring] != 1 {
 		t.Errorf("GroupCounts = %v, %v", counts, err)
+	}
+}
+
+// The same group id in two namespaces is two groups (timer.QualifiedGroupID):
+// each has its own members, and each completes on its own. The longest
+// id, qualified by the longest namespace, is stored whole.
+func testGroupNamespaces(t *testing.T, s GroupStore) {
+	ctx := t.Context()
+	sandbox := timer.QualifiedGroupID("sandbox", "g")
+	longest := timer.QualifiedGroupID(strings.Repeat("n", timer.MaxNamespaceBytes), strings.Repeat("€", 33)+"g")
+	if len(longest) != timer.MaxStoredGroupIDBytes {
+		t.Fatalf("the longest id is %d bytes, want %d", len(longest), timer.MaxStoredGroupIDBytes)
+	}
+	for _, id := range []string{"g", sandbox, longest} {
+		if err := s.CreateGroup(ctx, &timer.Group{ID: id, CreatedAt: base}); err != nil {
+			t.Fatalf("CreateGroup(%q): %v", id, err)
+		}
+		if g, err := s.GetGroup(ctx, id); err != nil || g.ID != id {
+			t.Fatalf("GetGroup(%q) = %+v, %v", id, g, err)
+		}
+	}
+	def := groupMembers(t, s, "g", 1, 2)
+	sb := groupMembers(t, s, sandbox, 2, 1)
+	groupMembers(t, s, longest, 3, 1)
+	if got, err := s.Get(ctx, sb[0].ID); err != nil || got.GroupID != sandbox {
+		t.Fatalf("Get = %+v, %v; want group %q", got, err, sandbox)
+	}
+	for id, want := range map[string]int64{"g": 2, sandbox: 1, longest: 1} {
+		if counts, err := s.GroupCounts(ctx, id); err != nil || counts[timer.StatusPending] != want || len(counts) != 1 {
+			t.Errorf("GroupCounts(%q) = %v, %v; want %d pending", id, counts, err, want)
+		}
+	}
+	for _, id := range []string{"g", sandbox} {
+		if _, err := s.SealGroup(ctx, id, base); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := s.Complete(ctx, []timer.Completion{{ID: def[0].ID, Attempts: 1}, {ID: def[1].ID, Attempts: 1}}, base); err != nil {
+		t.Fatal(err)
+	}
+	if live, err := s.GroupLive(ctx, "g"); err != nil || live {
+		t.Errorf("GroupLive(g) = %v, %v; want false, its members done", live, err)
+	}
+	if live, err := s.GroupLive(ctx, sandbox); err != nil || !live {
+		t.Errorf("GroupLive(%q) = %v, %v; want true, its member pending", sandbox, live, err)
+	}
+	if ok, err := s.CompleteGroup(ctx, "g", map[timer.Status]int64{timer.StatusDone: 2}, base); err != nil || !ok {
+		t.Fatalf("CompleteGroup(g) = %v, %v", ok, err)
+	}
+	if g, err := s.GetGroup(ctx, sandbox); err != nil || !g.CompletedAt.IsZero() {
+		t.Errorf("GetGroup(%q) = %+v, %v; want it not completed", sandbox, g, err)
+	}
+	if _, err := s.Complete(ctx, []timer.Completion{{ID: sb[0].ID, Attempts: 1}}, base); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.CompleteGroup(ctx, sandbox, map[timer.Status]int64{timer.StatusDone: 1}, base.Add(time.Second)); err != nil || !ok {
+		t.Fatalf("CompleteGroup(%q) = %v, %v", sandbox, ok, err)
+	}
+	for id, want := range map[string]int64{"g": 2, sandbox: 1} {
+		if g, err := s.GetGroup(ctx, id); err != nil || g.Counts[timer.StatusDone] != want {
+			t.Errorf("GetGroup(%q) = %+v, %v; want %d done", id, g, err, want)
+		}
+	}
+}
+
+// A group id longer than timer.MaxGroupIDBytes is refused as invalid,
+// naming the field, before the store is asked to hold it; so is one
+// qualified by a namespace. Ids of 101 to 113 bytes once reached MariaDB,
+// which refused them (Error 1406), and were answered 503.
+func testGroupIDBytes(t *testing.T, s GroupStore) {
+	ctx := t.Context()
+	for n := timer.MaxGroupIDBytes + 1; n <= 113; n++ {
+		for _, id := range []string{strings.Repeat("g", n), timer.QualifiedGroupID("sandbox", strings.Repeat("g", n))} {
+			err := s.CreateGroup(ctx, &timer.Group{ID: id, CreatedAt: base})
+			if fe, ok := errors.AsType[*timer.FieldError](err); !ok || fe.Field != "id" {
+				t.Errorf("CreateGroup of a %d-byte id = %v, want a field error naming id", len(id), err)
+			}
+		}
+	}
+	if err := s.CreateGroup(ctx, &timer.Group{ID: strings.Repeat("€", 34), CreatedAt: base}); !errors.Is(err, timer.ErrInvalid) {
+		t.Errorf("CreateGroup of a 102-byte id of 34 characters = %v, want ErrInvalid", err)
+	}
+	if err := s.CreateGroup(ctx, &timer.Group{ID: strings.Repeat("g", timer.MaxGroupIDBytes), CreatedAt: base}); err != nil {
+		t.Errorf("CreateGroup of a %d-byte id: %v", timer.MaxGroupIDBytes, err)
 	}
 }
