@@ -276,26 +276,9 @@ func (a *API) routes() chi.Router {
 	r.Get("/v1/openapi.json", serveOpenAPI)
 	r.Route("/v1", func(r chi.Router) {
 		r.Use(a.authenticate, a.limitTime)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/jobs", a.createJob)
-		r.With(a.limitBody(a.cfg.MaxBatchBodyBytes)).Post("/jobs/batch", a.createBatch)
-		r.Get("/jobs", a.findJobs)
-		r.Delete("/jobs", a.cancelMatching)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/jobs", a.rescheduleMatching)
-		r.Get("/jobs/{id}", a.getJob)
-		r.Get("/jobs/{id}/attempts", a.listAttempts)
-		r.Delete("/jobs/{id}", a.cancelJob)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/jobs/{id}", a.rescheduleJob)
-		r.Get("/deadletters", a.listDead)
-		r.Get("/deadletters/summary", a.deadSummary)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/replay", a.replayMatching)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/purge", a.purgeMatching)
-		r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/deadletters/{id}/replay", a.replayDead)
-		r.Delete("/deadletters/{id}", a.purgeDead)
-		a.topicRoutes(r)
-		a.scheduleRoutes(r)
-		a.groupRoutes(r)
-		r.Get("/cluster", a.cluster)
-		r.Get("/audit", a.listAudit)
+		for _, o := range a.ops() {
+			r.Method(o.method, strings.TrimPrefix(o.pattern, "/v1"), a.serveOp(o))
+		}
 	})
 	return r
 }
@@ -320,17 +303,4 @@ func (a *API) limitTime(next http.Handler) http.Handler {
 		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
-}
-
-func (a *API) limitBody(n int64) func(http.Handler) http.Handler {
-	return func(next http.Handler) http.Handler {
-		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			if r.ContentLength > n {
-				a.writeError(w, r, &http.MaxBytesError{Limit: n})
-				return
-			}
-			r.Body = http.MaxBytesReader(w, r.Body, n)
-			next.ServeHTTP(w, r)
-		})
-	}
 }

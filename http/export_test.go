@@ -2,15 +2,13 @@ package http
 
 import "github.com/toc-project/toc/http/auth"
 
-// RouteListed reports whether "METHOD pattern" has a role in routeRoles.
-func RouteListed(route string) bool {
-	_, ok := routeRoles[route]
-	return ok
-}
-
-// RouteNeedsMoreThanRead reports whether "METHOD pattern" needs a write
-// or admin token.
-func RouteNeedsMoreThanRead(route string) bool {
-	need, ok := routeRoles[route]
-	return !ok || need != auth.Read
+// RouteRole returns the role the op of "METHOD pattern" needs, or false
+// when no op serves it.
+func (a *API) RouteRole(route string) (auth.Role, bool) {
+	for _, o := range a.ops() {
+		if o.method+" "+o.pattern == route {
+			return o.role, true
+		}
+	}
+	return "", false
 }

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-chi/chi/v5"
+
 	"github.com/toc-project/toc/timer"
 )
 
@@ -54,18 +56,16 @@ type forecastBucket struct {
 	Count int64  `json:"count"`
 }
 
-// forecast: GET /v1/topics/{topic}/forecast?from=T1&to=T2&step=D.
-func (a *API) forecast(w http.ResponseWriter, r *http.Request) {
-	topic, err := topicName(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	q, err := forecastQuery(topic, r.URL.Query(), a.cfg.Now())
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+// readForecast reads GET /v1/topics/{topic}/forecast?from=T1&to=T2&step=D.
+func (a *API) readForecast(r *http.Request, q *timer.ForecastQuery) (*claim, error) {
+	var err error
+	*q, err = forecastQuery(chi.URLParam(r, "topic"), r.URL.Query(), a.cfg.Now())
+	return &claim{topics: []topicRef{{field: "topic", name: &q.Topic}}}, err
+}
+
+// forecast: GET /v1/topics/{topic}/forecast.
+func (a *API) forecast(w http.ResponseWriter, r *http.Request, qp *timer.ForecastQuery, _ *admission) {
+	q, topic := *qp, qp.Topic
 	fc, ok := a.jobs.(Forecaster)
 	if !ok {
 		a.writeError(w, r, fmt.Errorf("forecast %s: %w", topic, errors.ErrUnsupported))

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 
 	"github.com/go-chi/chi/v5"
@@ -29,12 +28,6 @@ type Groups interface {
 
 var _ Groups = (*timer.Scheduler)(nil)
 
-func (a *API) groupRoutes(r chi.Router) {
-	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/groups", a.createGroup)
-	r.Get("/groups/{id}", a.getGroup)
-	r.Post("/groups/{id}/seal", a.sealGroup)
-}
-
 // groupRequest is the body of POST /v1/groups.
 type groupRequest struct {
 	ID         string           `json:"id"`
@@ -56,47 +49,42 @@ type callbackRequest struct {
 	Payload     json.RawMessage `json:"payload"`
 }
 
-// group turns the body into a group, checking the callback URL as any
-// job's is checked. Fields are named as in POST /v1/groups; prefix names
-// where the group sits in the body ("" or "group.").
-func (a *API) group(ctx context.Context, id string, cb *callbackRequest, prefix string) (timer.Group, error) {
-	g := timer.Group{ID: id}
+// readGroup reads a group a request creates into g and claims it: its
+// id, its completion topic (which the completion creates, so it counts
+// under max_topics) and callback. Fields are named as in POST /v1/groups;
+// prefix names where the group sits in the body ("" or "group.").
+func (a *API) readGroup(ctx context.Context, id string, cb *callbackRequest, prefix string, g *timer.Group, c *claim) error {
+	*g = timer.Group{ID: id}
 	if err := timer.CheckGroupID(id, prefix+"id"); err != nil {
-		return g, err
+		return err
 	}
+	c.groups = append(c.groups, groupRef{field: prefix + "id", id: &g.ID, use: groupCreate})
 	if cb == nil {
 		if ns := namespaceOf(ctx); ns != "" {
 			// The completion job's topic is what places a group.
-			return g, &timer.FieldError{Field: prefix + "on_complete", Message: "required of a group in namespace " + ns}
+			return &timer.FieldError{Field: prefix + "on_complete", Message: "required of a group in namespace " + ns}
 		}
-		return g, allowTopic(ctx, groupTopic(&g))
+		topic := timer.DefaultGroupTopic
+		c.topics = append(c.topics, topicRef{field: prefix + "on_complete", name: &topic})
+		return nil
 	}
 	if cb.CallbackURL == nil || *cb.CallbackURL == "" {
-		return g, &timer.FieldError{Field: prefix + "on_complete.callback_url", Message: "required"}
+		return &timer.FieldError{Field: prefix + "on_complete.callback_url", Message: "required"}
 	}
-	if err := a.checkCallback(ctx, *cb.CallbackURL); err != nil {
-		if fe, ok := err.(*timer.FieldError); ok {
-			return g, &timer.FieldError{Field: prefix + "on_complete." + fe.Field, Message: fe.Message}
-		}
-		return g, err
-	}
-	g.OnComplete = &timer.GroupCallback{CallbackURL: *cb.CallbackURL}
-	topic := timer.DefaultGroupTopic
+	g.OnComplete = &timer.GroupCallback{CallbackURL: *cb.CallbackURL, Topic: timer.DefaultGroupTopic}
 	if cb.Topic != nil {
-		topic = *cb.Topic
-	}
-	var err error
-	if g.OnComplete.Topic, err = qualify(ctx, prefix+"on_complete.topic", topic); err != nil {
-		return g, err
+		g.OnComplete.Topic = *cb.Topic
 	}
 	if len(cb.Payload) > 0 && !bytes.Equal(cb.Payload, []byte("null")) {
 		var compact bytes.Buffer
 		if err := json.Compact(&compact, cb.Payload); err != nil {
-			return g, &timer.FieldError{Field: prefix + "on_complete.payload", Message: "must be a JSON value"}
+			return &timer.FieldError{Field: prefix + "on_complete.payload", Message: "must be a JSON value"}
 		}
 		g.OnComplete.Payload = compact.Bytes()
 	}
-	return g, allowTopic(ctx, groupTopic(&g))
+	c.topics = append(c.topics, topicRef{field: prefix + "on_complete.topic", name: &g.OnComplete.Topic, create: true})
+	c.callbacks = append(c.callbacks, callbackRef{field: prefix + "on_complete.callback_url", url: *cb.CallbackURL, item: -1})
+	return nil
 }
 
 // groupTopic is the topic a group belongs to, for tokens scoped to
@@ -106,25 +94,6 @@ func groupTopic(g *timer.Group) string {
 		return g.OnComplete.Topic
 	}
 	return timer.DefaultGroupTopic
-}
-
-// visibleGroup returns nil when the request's token may see group id: auth
-// off, a token of every topic, or one whose topics hold the group's
-// (groupTopic). Another tenant's group is answered as a missing one, word
-// for word as the task store words it.
-func visibleGroup(ctx context.Context, groups Groups, id string) error {
-	p := principalFrom(ctx)
-	if p == nil || p.AllTopics() {
-		return nil
-	}
-	v, err := groups.Group(ctx, id)
-	if err != nil {
-		return err
-	}
-	if !p.Allows(groupTopic(v.Group)) {
-		return fmt.Errorf("get group %q: %w", id, timer.ErrNotFound)
-	}
-	return nil
 }
 
 func (a *API) groups(w http.ResponseWriter, r *http.Request) (Groups, bool) {
@@ -137,23 +106,23 @@ func (a *API) groups(w http.ResponseWriter, r *http.Request) (Groups, bool) {
 
 var errNoGroups = &timer.FieldError{Field: "id", Message: "this service keeps no groups"}
 
+// readNewGroup reads POST /v1/groups.
+func (a *API) readNewGroup(r *http.Request, g *timer.Group) (*claim, error) {
+	var body groupRequest
+	if err := decode(r.Body, &body); err != nil {
+		return nil, err
+	}
+	c := &claim{}
+	return c, a.readGroup(r.Context(), body.ID, body.OnComplete, "", g, c)
+}
+
 // createGroup: POST /v1/groups.
-func (a *API) createGroup(w http.ResponseWriter, r *http.Request) {
+func (a *API) createGroup(w http.ResponseWriter, r *http.Request, g *timer.Group, _ *admission) {
 	groups, ok := a.groups(w, r)
 	if !ok {
 		return
 	}
-	var body groupRequest
-	if err := decode(r.Body, &body); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	g, err := a.group(r.Context(), body.ID, body.OnComplete, "")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	stored, created, err := groups.CreateGroup(r.Context(), g)
+	stored, created, err := groups.CreateGroup(r.Context(), *g)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -165,33 +134,22 @@ func (a *API) createGroup(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, groupViewOf(timer.GroupView{Group: stored, Now: map[timer.Status]int64{}}))
 }
 
-// pathGroup returns the group store and the {id} of the path, a group the
-// request's token may see; otherwise it answers the error and reports
-// false.
-func (a *API) pathGroup(w http.ResponseWriter, r *http.Request) (Groups, string, bool) {
-	groups, ok := a.groups(w, r)
-	if !ok {
-		return nil, "", false
+// readGroupAt reads the {id} of the path: a group the token must see.
+func readGroupAt(r *http.Request, id *string) (*claim, error) {
+	*id = chi.URLParam(r, "id")
+	if err := timer.CheckGroupID(*id, "id"); err != nil {
+		return nil, err
 	}
-	id := chi.URLParam(r, "id")
-	err := timer.CheckGroupID(id, "id")
-	if err == nil {
-		err = visibleGroup(r.Context(), groups, id)
-	}
-	if err != nil {
-		a.writeError(w, r, err)
-		return nil, "", false
-	}
-	return groups, id, true
+	return &claim{groups: []groupRef{{field: "id", id: id, use: groupPath}}}, nil
 }
 
 // getGroup: GET /v1/groups/{id}.
-func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
-	groups, id, ok := a.pathGroup(w, r)
+func (a *API) getGroup(w http.ResponseWriter, r *http.Request, id *string, _ *admission) {
+	groups, ok := a.groups(w, r)
 	if !ok {
 		return
 	}
-	v, err := groups.Group(r.Context(), id)
+	v, err := groups.Group(r.Context(), *id)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -200,16 +158,16 @@ func (a *API) getGroup(w http.ResponseWriter, r *http.Request) {
 }
 
 // sealGroup: POST /v1/groups/{id}/seal.
-func (a *API) sealGroup(w http.ResponseWriter, r *http.Request) {
-	groups, id, ok := a.pathGroup(w, r)
+func (a *API) sealGroup(w http.ResponseWriter, r *http.Request, id *string, _ *admission) {
+	groups, ok := a.groups(w, r)
 	if !ok {
 		return
 	}
-	if _, err := groups.SealGroup(r.Context(), id); err != nil {
+	if _, err := groups.SealGroup(r.Context(), *id); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	v, err := groups.Group(r.Context(), id)
+	v, err := groups.Group(r.Context(), *id)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -254,7 +212,7 @@ func countsOf(c map[timer.Status]int64) (map[string]int64, int64) {
 func groupViewOf(v timer.GroupView) groupView {
 	g := v.Group
 	out := groupView{
-		ID:          g.ID,
+		ID:          timer.GroupName(g.ID),
 		Sealed:      !g.SealedAt.IsZero(),
 		Completed:   !g.CompletedAt.IsZero(),
 		CreatedAt:   formatTime(g.CreatedAt),

@@ -3,10 +3,7 @@ package http
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 	"net/http"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,30 +13,71 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// createJob: POST /v1/jobs.
-func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
+// newJob is POST /v1/jobs's input: the request the body makes.
+type newJob struct{ req timer.Request }
+
+// readJob reads POST /v1/jobs: one job, which names its topic (created on
+// first use), its callback and perhaps a group to join.
+func (a *API) readJob(r *http.Request, in *newJob) (*claim, error) {
 	var body jobRequest
 	if err := decode(r.Body, &body); err != nil {
-		a.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	req, err := a.checked(r.Context(), &body)
+	req, err := body.request()
 	if err != nil {
-		a.writeError(w, r, err)
-		return
+		return nil, err
 	}
 	req.TraceParent = traceParent(r.Header)
-	if err := allowTopic(r.Context(), req.Topic); err != nil {
-		a.writeError(w, r, err)
+	in.req = req
+	c := &claim{jobs: 1}
+	c.add(&in.req, -1)
+	return c, nil
+}
+
+// add claims what job req of a request names: its topic, which it
+// creates on first use, its callback, and the group it joins. item is its
+// index in a batch (-1: the request's one job).
+func (c *claim) add(req *timer.Request, item int) {
+	c.topics = append(c.topics, topicRef{field: "topic", name: &req.Topic, create: true, item: item, inBatch: item >= 0})
+	c.callbacks = append(c.callbacks, callbackRef{url: req.CallbackURL, item: item})
+	if req.GroupID == "" {
 		return
 	}
-	done, err := a.admit(r.Context(), 1, []string{req.Topic})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+	for i := range c.groups {
+		// One read per group a batch joins; the requests hold its id, which
+		// the gate qualifies in the first that names it.
+		if g := &c.groups[i]; g.use == groupJoin && *g.id == req.GroupID {
+			g.joiners = append(g.joiners, item)
+			g.others = append(g.others, &req.GroupID)
+			return
+		}
 	}
-	res, err := a.jobs.Schedule(r.Context(), req)
-	done()
+	g := groupRef{field: "group_id", id: &req.GroupID, use: groupJoin}
+	if item >= 0 {
+		g.joiners = []int{item}
+	}
+	c.groups = append(c.groups, g)
+}
+
+// joinCreated folds into the group a batch creates (its last group) the
+// items that name it: they join the group the call makes, not one that
+// must exist.
+func (c *claim) joinCreated() {
+	created := &c.groups[len(c.groups)-1]
+	kept := c.groups[:0]
+	for _, g := range c.groups[:len(c.groups)-1] {
+		if g.use == groupJoin && *g.id == *created.id {
+			created.others = append(append(created.others, g.id), g.others...)
+			continue
+		}
+		kept = append(kept, g)
+	}
+	c.groups = append(kept, *created)
+}
+
+// createJob: POST /v1/jobs.
+func (a *API) createJob(w http.ResponseWriter, r *http.Request, in *newJob, _ *admission) {
+	res, err := a.jobs.Schedule(r.Context(), in.req)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -51,136 +89,75 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, status, viewOf(res.Job))
 }
 
-// checked turns a body into a request and checks its callback URL.
-func (a *API) checked(ctx context.Context, body *jobRequest) (timer.Request, error) {
-	req, err := body.request()
-	if err != nil {
-		return req, err
-	}
-	if req.Topic, err = qualify(ctx, "topic", req.Topic); err != nil {
-		return req, err
-	}
-	return req, a.checkCallback(ctx, req.CallbackURL)
-}
-
-// batchRequest is the body of POST /v1/jobs/batch when some item is not
-// a well-formed job: each item is then decoded alone, so that its error
-// names it.
-type batchRequest struct {
-	Group *batchGroupRequest `json:"group"`
-	Jobs  []batchItemJSON    `json:"jobs"`
-}
-
-// batchItemJSON is one item of a batch, kept as it came to be decoded on
-// its own (checkKeys leaves a type with its own UnmarshalJSON to it).
-type batchItemJSON []byte
-
-func (b *batchItemJSON) UnmarshalJSON(data []byte) error {
-	*b = slices.Clone(data)
-	return nil
-}
-
 type batchItem struct {
 	ID      string `json:"id"`
 	Status  string `json:"status"`
 	Created bool   `json:"created"`
 }
 
-// createBatch: POST /v1/jobs/batch, all or nothing. Any refused item
-// answers 400 (409 when every refused item reused a key with other
-// content) with one error per refused item, by index, and nothing is
-// stored; otherwise the items are committed in one transaction and
-// answered in request order.
-func (a *API) createBatch(w http.ResponseWriter, r *http.Request) {
-	raw, err := io.ReadAll(r.Body)
+// newBatch is POST /v1/jobs/batch's input: its requests, and the group
+// they join when it names one.
+type newBatch struct {
+	reqs  []timer.Request
+	group *batchGroupRequest
+	g     timer.Group
+}
+
+// readBatch reads POST /v1/jobs/batch, all or nothing: any refused item
+// is a 400 (409 when every refused item reused a key with other content)
+// with one error per refused item, by index. The body is read as a
+// stream, an item at a time, and an item past MaxBatchJobs ends it: a body
+// of many small items costs no more memory than MaxBatchJobs of them.
+func (a *API) readBatch(r *http.Request, in *newBatch) (*claim, error) {
+	group, items, err := readBatchBody(r.Body)
 	if err != nil {
-		a.writeError(w, r, decodeError(err))
-		return
+		return nil, err
 	}
-	// The common case, every item well-formed, is decoded in one pass;
-	// otherwise each item is decoded alone so that its error names it.
-	var fast struct {
-		Group *batchGroupRequest `json:"group"`
-		Jobs  []jobRequest       `json:"jobs"`
+	if len(items) == 0 {
+		return nil, errBatchSize
 	}
-	var bodies []*jobRequest
-	var errs []error
-	var group *batchGroupRequest
-	if decodeBytes(raw, &fast) == nil {
-		group = fast.Group
-		bodies = make([]*jobRequest, len(fast.Jobs))
-		for i := range fast.Jobs {
-			bodies[i] = &fast.Jobs[i]
-		}
-		errs = make([]error, len(bodies))
-	} else {
-		var body batchRequest
-		if err := decodeBytes(raw, &body); err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		group = body.Group
-		bodies = make([]*jobRequest, len(body.Jobs))
-		errs = make([]error, len(body.Jobs))
-		for i, item := range body.Jobs {
-			bodies[i] = new(jobRequest)
-			errs[i] = decodeBytes(item, bodies[i])
-		}
-	}
-	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
-		a.writeError(w, r, &timer.FieldError{Field: "jobs", Message: fmt.Sprintf("must hold 1..%d jobs", MaxBatchJobs)})
-		return
-	}
-	reqs := make([]timer.Request, len(bodies))
+	c := &claim{jobs: len(items)}
+	in.reqs = make([]timer.Request, len(items))
 	var refused []timer.ItemError
-	checkedURL := map[string]error{} // most batches share one callback
-	for i, jb := range bodies {
-		err := errs[i]
+	for i, item := range items {
+		var body jobRequest
+		err := decodeBytes(item, &body)
 		if err == nil {
-			reqs[i], err = jb.request()
-		}
-		if err == nil {
-			reqs[i].Topic, err = qualify(r.Context(), "topic", reqs[i].Topic)
-		}
-		if err == nil {
-			var seen bool
-			if err, seen = checkedURL[reqs[i].CallbackURL]; !seen {
-				err = a.checkCallback(r.Context(), reqs[i].CallbackURL)
-				checkedURL[reqs[i].CallbackURL] = err
-			}
+			in.reqs[i], err = body.request()
 		}
 		if err != nil {
 			refused = append(refused, timer.ItemError{Index: i, Err: err})
 		}
 	}
 	if refused != nil {
-		a.writeError(w, r, &timer.BatchError{Items: refused})
-		return
+		return nil, &timer.BatchError{Items: refused}
 	}
-	topics := make([]string, len(reqs))
-	for i := range reqs {
-		topics[i] = reqs[i].Topic
-	}
-	if err := allowBatch(r.Context(), topics); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	done, err := a.admit(r.Context(), len(reqs), topics)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if tp := traceParent(r.Header); tp != "" {
-		for i := range reqs {
-			reqs[i].TraceParent = tp
-		}
+	tp := traceParent(r.Header)
+	for i := range in.reqs {
+		in.reqs[i].TraceParent = tp
+		c.add(&in.reqs[i], i)
 	}
 	if group != nil {
-		a.createGroupBatch(w, r, group, reqs)
+		in.group = new(batchGroupRequest)
+		if err := decodeBytes(group, in.group); err != nil {
+			return nil, fieldIn("group.", err)
+		}
+		if err := a.readGroup(r.Context(), in.group.ID, in.group.OnComplete, "group.", &in.g, c); err != nil {
+			return nil, err
+		}
+		c.joinCreated()
+	}
+	return c, nil
+}
+
+// createBatch: POST /v1/jobs/batch; the items are committed in one
+// transaction and answered in request order.
+func (a *API) createBatch(w http.ResponseWriter, r *http.Request, in *newBatch, _ *admission) {
+	if in.group != nil {
+		a.createGroupBatch(w, r, in)
 		return
 	}
-	res, err := a.jobs.ScheduleBatch(r.Context(), reqs)
-	done()
+	res, err := a.jobs.ScheduleBatch(r.Context(), in.reqs)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -199,29 +176,24 @@ func batchItems(res []timer.Result) []batchItem {
 // createGroupBatch is POST /v1/jobs/batch with a "group": the group is
 // created unless it exists (open, with the same on_complete), every job
 // joins it, and it is sealed after them unless "seal" is false.
-func (a *API) createGroupBatch(w http.ResponseWriter, r *http.Request, body *batchGroupRequest, reqs []timer.Request) {
+func (a *API) createGroupBatch(w http.ResponseWriter, r *http.Request, in *newBatch) {
 	groups, ok := a.groups(w, r)
 	if !ok {
 		return
 	}
-	g, err := a.group(r.Context(), body.ID, body.OnComplete, "group.")
+	seal := in.group.Seal == nil || *in.group.Seal
+	stored, res, err := groups.ScheduleGroup(r.Context(), in.g, seal, in.reqs)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	seal := body.Seal == nil || *body.Seal
-	stored, res, err := groups.ScheduleGroup(r.Context(), g, seal, reqs)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	ref := groupRef{ID: stored.ID, Sealed: !stored.SealedAt.IsZero(), CreatedAt: formatTime(stored.CreatedAt), SealedAt: formatTime(stored.SealedAt)}
+	ref := batchGroupView{ID: timer.GroupName(stored.ID), Sealed: !stored.SealedAt.IsZero(), CreatedAt: formatTime(stored.CreatedAt), SealedAt: formatTime(stored.SealedAt)}
 	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res), "group": ref})
 }
 
-// groupRef is the group a batch's jobs joined, in its answer: GET
+// batchGroupView is the group a batch's jobs joined, in its answer: GET
 // /v1/groups/{id} counts its members.
-type groupRef struct {
+type batchGroupView struct {
 	ID        string `json:"id"`
 	Sealed    bool   `json:"sealed"`
 	CreatedAt string `json:"created_at"`
@@ -248,9 +220,59 @@ func jobID(r *http.Request) (timer.JobID, error) {
 	return id, nil
 }
 
+// jobAt is the input of a route on one job of the path: /v1/jobs/{id}
+// and /v1/deadletters/{id}.
+type jobAt struct {
+	id timer.JobID
+	// version is the If-Match of a change (timer.AnyVersion: none).
+	version int64
+	// fireAt and delay are the new due time of a reschedule or replay.
+	fireAt time.Time
+	delay  time.Duration
+}
+
+// readJobAt reads the job of the path, which the token must see.
+func readJobAt(r *http.Request, in *jobAt) (*claim, error) {
+	id, err := jobID(r)
+	in.id = id
+	return &claim{job: id}, err
+}
+
+// readJobChange reads a cancel: the job of the path and its If-Match.
+func readJobChange(r *http.Request, in *jobAt) (*claim, error) {
+	c, err := readJobAt(r, in)
+	if err == nil {
+		in.version, err = ifMatch(r)
+	}
+	return c, err
+}
+
+// readJobMove reads a reschedule: the job of the path, its If-Match and
+// the body's new due time, which is required.
+func readJobMove(r *http.Request, in *jobAt) (*claim, error) {
+	c, err := readJobChange(r, in)
+	if err == nil {
+		in.fireAt, in.delay, err = readWhen(r, false)
+	}
+	return c, err
+}
+
+// readWhen reads a body of fire_at or delay_ms; optional: the body may be
+// empty, meaning now.
+func readWhen(r *http.Request, optional bool) (time.Time, time.Duration, error) {
+	var body whenRequest
+	if r.ContentLength != 0 || !optional {
+		if err := decode(r.Body, &body); err != nil && !(optional && isEmptyBody(err)) {
+			return time.Time{}, 0, err
+		}
+	}
+	return body.when(optional)
+}
+
 // getJob: GET /v1/jobs/{id}.
-func (a *API) getJob(w http.ResponseWriter, r *http.Request) {
-	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) { return a.jobs.Get(ctx, id) })
+func (a *API) getJob(w http.ResponseWriter, r *http.Request, in *jobAt, _ *admission) {
+	j, err := a.jobs.Get(r.Context(), in.id)
+	a.writeJob(w, r, j, err)
 }
 
 // AttemptLister lists a job's attempt history; *timer.Scheduler
@@ -262,21 +284,13 @@ type AttemptLister interface {
 }
 
 // listAttempts: GET /v1/jobs/{id}/attempts.
-func (a *API) listAttempts(w http.ResponseWriter, r *http.Request) {
-	id, err := jobID(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := a.visibleJob(r.Context(), id); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) listAttempts(w http.ResponseWriter, r *http.Request, in *jobAt, _ *admission) {
 	var attempts []timer.Attempt
+	var err error
 	if l, ok := a.jobs.(AttemptLister); ok {
-		attempts, err = l.Attempts(r.Context(), id)
+		attempts, err = l.Attempts(r.Context(), in.id)
 	} else {
-		_, err = a.jobs.Get(r.Context(), id)
+		_, err = a.jobs.Get(r.Context(), in.id)
 	}
 	if err != nil {
 		a.writeError(w, r, err)
@@ -290,27 +304,15 @@ func (a *API) listAttempts(w http.ResponseWriter, r *http.Request) {
 }
 
 // cancelJob: DELETE /v1/jobs/{id}, with an optional If-Match.
-func (a *API) cancelJob(w http.ResponseWriter, r *http.Request) {
-	version, err := ifMatch(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) {
-		return a.jobs.CancelIf(ctx, id, version)
-	})
+func (a *API) cancelJob(w http.ResponseWriter, r *http.Request, in *jobAt, _ *admission) {
+	j, err := a.jobs.CancelIf(r.Context(), in.id, in.version)
+	a.writeJob(w, r, j, err)
 }
 
 // rescheduleJob: PATCH /v1/jobs/{id}, with an optional If-Match.
-func (a *API) rescheduleJob(w http.ResponseWriter, r *http.Request) {
-	version, err := ifMatch(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	a.withWhen(w, r, false, func(ctx context.Context, id timer.JobID, fireAt time.Time, delay time.Duration) (*timer.Job, error) {
-		return a.jobs.RescheduleIf(ctx, id, version, fireAt, delay)
-	})
+func (a *API) rescheduleJob(w http.ResponseWriter, r *http.Request, in *jobAt, _ *admission) {
+	j, err := a.jobs.RescheduleIf(r.Context(), in.id, in.version, in.fireAt, in.delay)
+	a.writeJob(w, r, j, err)
 }
 
 // ifMatch reads the If-Match header of a change: the version its entity
@@ -356,40 +358,13 @@ func parseETag(tag string) (int64, bool) {
 	return n, err == nil
 }
 
-func (a *API) withWhen(w http.ResponseWriter, r *http.Request, optional bool, do func(context.Context, timer.JobID, time.Time, time.Duration) (*timer.Job, error)) {
-	var body whenRequest
-	if r.ContentLength != 0 || !optional {
-		if err := decode(r.Body, &body); err != nil && !(optional && isEmptyBody(err)) {
-			a.writeError(w, r, err)
-			return
-		}
-	}
-	fireAt, delay, err := body.when(optional)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	a.withJob(w, r, func(ctx context.Context, id timer.JobID) (*timer.Job, error) {
-		return do(ctx, id, fireAt, delay)
-	})
-}
-
 func isEmptyBody(err error) bool {
 	fe, ok := errors.AsType[*timer.FieldError](err)
 	return ok && fe.Field == "" && strings.HasPrefix(fe.Message, "the body is empty")
 }
 
-func (a *API) withJob(w http.ResponseWriter, r *http.Request, do func(context.Context, timer.JobID) (*timer.Job, error)) {
-	id, err := jobID(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := a.visibleJob(r.Context(), id); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	j, err := do(r.Context(), id)
+// writeJob answers a job, with its version as the ETag, or err.
+func (a *API) writeJob(w http.ResponseWriter, r *http.Request, j *timer.Job, err error) {
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -639,3 +639,83 @@ func attemptViewOf(a timer.Attempt) attemptView {
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// readBatchBody reads the body of POST /v1/jobs/batch as a stream: its
+// "group", when given, and its "jobs", each item kept as it came to be
+// decoded on its own (so that its error names it). It stops at the item
+// past MaxBatchJobs with errBatchSize, having read no more of the body
+// than that: a body of many small items costs no more memory than
+// MaxBatchJobs of them. Any other key, or one given twice, is a 400
+// naming it.
+func readBatchBody(body io.Reader) (group json.RawMessage, items []json.RawMessage, err error) {
+	dec := json.NewDecoder(body)
+	if tok, err := dec.Token(); err != nil {
+		return nil, nil, decodeError(err)
+	} else if tok != json.Delim('{') {
+		return nil, nil, &timer.FieldError{Message: "the body must be a JSON object"}
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return nil, nil, decodeError(err)
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return nil, nil, &timer.FieldError{Field: key, Message: "given more than once"}
+		}
+		seen[key] = true
+		switch key {
+		case "group":
+			if err := dec.Decode(&group); err != nil {
+				return nil, nil, decodeError(err)
+			}
+			if string(group) == "null" {
+				group = nil
+			}
+		case "jobs":
+			if items, err = readBatchItems(dec); err != nil {
+				return nil, nil, err
+			}
+		default:
+			return nil, nil, &timer.FieldError{Field: key, Message: "unknown field"}
+		}
+	}
+	if _, err := dec.Token(); err != nil { // the closing brace
+		return nil, nil, decodeError(err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, nil, &timer.FieldError{Message: "trailing data after the JSON value"}
+	}
+	return group, items, nil
+}
+
+// readBatchItems reads the array of "jobs", an item at a time, stopping
+// at the one past MaxBatchJobs.
+func readBatchItems(dec *json.Decoder) ([]json.RawMessage, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, decodeError(err)
+	}
+	if tok == nil { // null
+		return nil, nil
+	}
+	if tok != json.Delim('[') {
+		return nil, &timer.FieldError{Field: "jobs", Message: "must be an array of jobs"}
+	}
+	var items []json.RawMessage
+	for dec.More() {
+		if len(items) == MaxBatchJobs {
+			return nil, errBatchSize
+		}
+		var item json.RawMessage
+		if err := dec.Decode(&item); err != nil {
+			return nil, under("jobs["+strconv.Itoa(len(items))+"]", decodeError(err))
+		}
+		items = append(items, item)
+	}
+	if _, err := dec.Token(); err != nil { // the closing bracket
+		return nil, decodeError(err)
+	}
+	return items, nil
+}

@@ -92,7 +92,7 @@ func Starting(cfg APIConfig) http.Handler {
 }
 
 // cluster: GET /v1/cluster.
-func (a *API) cluster(w http.ResponseWriter, r *http.Request) {
+func (a *API) cluster(w http.ResponseWriter, r *http.Request, _ *struct{}, _ *admission) {
 	if a.cfg.Cluster == nil {
 		writeJSON(w, http.StatusOK, map[string]any{"mode": "standalone", "members": []any{}})
 		return

@@ -36,6 +36,8 @@ type quotaError struct {
 	field      string
 	msg        string
 	retryAfter time.Duration
+	// topic is the topic max_topics refused to create.
+	topic string
 }
 
 func (e *quotaError) Error() string { return e.msg }
@@ -91,8 +93,9 @@ func (q *quotas) of(name string) *tenant {
 
 // allowRate takes n jobs from the token's bucket: it holds rate a second,
 // at most max(rate, 1), and refuses a call while it holds less than one
-// (a batch larger than the bucket goes when it is full, and leaves it in
-// debt). The error says in how long one job will go.
+// (a call goes when the bucket holds one, and may leave it in debt). A
+// call of more jobs than the bucket holds is refused: it could never go.
+// The error says in how long one job will go.
 func (a *API) allowRate(ctx context.Context, n int) error {
 	p := principalFrom(ctx)
 	if p == nil || p.Rate <= 0 {
@@ -109,6 +112,12 @@ func (a *API) allowRate(ctx context.Context, n int) error {
 		t.tokens = min(capacity, t.tokens+d.Seconds()*p.Rate)
 	}
 	t.filled = now
+	if float64(n) > capacity {
+		// Waiting would not help: the bucket never holds that many.
+		return &quotaError{status: http.StatusTooManyRequests, code: CodeRateLimited, retryAfter: time.Second,
+			msg: fmt.Sprintf("%d jobs in one call are more than token %s may schedule in a second (%g); send at most %d a call",
+				n, p.Name, p.Rate, int(capacity)) + nothingWritten}
+	}
 	if t.tokens < 1 {
 		wait := time.Duration((1 - t.tokens) / p.Rate * float64(time.Second))
 		return &quotaError{status: http.StatusTooManyRequests, code: CodeRateLimited, retryAfter: wait,
@@ -167,9 +176,9 @@ func (a *API) roomForTopics(ctx context.Context, names []string) (done func(), e
 	t.view.Unlock()
 	if have+len(unknown) > p.MaxTopics {
 		t.creating.Unlock()
-		return nil, &quotaError{status: http.StatusConflict, code: CodeTopicQuota, field: "topic",
+		return nil, &quotaError{status: http.StatusConflict, code: CodeTopicQuota, field: "topic", topic: unknown[0],
 			msg: fmt.Sprintf("cannot create topic %s: token %s holds %d of its max_topics %d; delete unused topics or raise its max_topics"+nothingWritten,
-				unknown[0], p.Name, have, p.MaxTopics)}
+				shownTopic(unknown[0]), p.Name, have, p.MaxTopics)}
 	}
 	return func() {
 		t.view.Lock()
@@ -250,6 +259,24 @@ func (a *API) roomForPending(ctx context.Context, n int) error {
 	return nil
 }
 
+// roomForSchedule refuses a new schedule while the token's topics hold
+// max_pending jobs: its occurrences could only be skipped. It charges
+// nothing; each occurrence is admitted as it comes (AdmitOccurrence).
+func (a *API) roomForSchedule(ctx context.Context) error {
+	if err := a.roomForPending(ctx, 1); err != nil {
+		return err
+	}
+	p := principalFrom(ctx)
+	if p == nil || p.MaxPending <= 0 {
+		return nil
+	}
+	t := a.quotas.of(p.Name)
+	t.view.Lock()
+	t.added--
+	t.view.Unlock()
+	return nil
+}
+
 func (a *API) pendingOf(ctx context.Context, topic string) (int64, error) {
 	if pc, ok := a.stats.(PendingCounter); ok {
 		return pc.PendingJobs(ctx, topic)
@@ -259,22 +286,6 @@ func (a *API) pendingOf(ctx context.Context, topic string) (int64, error) {
 	}
 	st, err := a.stats.TopicStats(ctx, topic)
 	return st.Pending, err
-}
-
-// admit runs the checks of a call that schedules n jobs into topics:
-// rate, max_pending and max_topics, in that order. done is to be called
-// when the call has returned.
-func (a *API) admit(ctx context.Context, n int, topics []string) (done func(), err error) {
-	if principalFrom(ctx) == nil {
-		return func() {}, nil
-	}
-	if err := a.allowRate(ctx, n); err != nil {
-		return nil, err
-	}
-	if err := a.roomForPending(ctx, n); err != nil {
-		return nil, err
-	}
-	return a.roomForTopics(ctx, topics)
 }
 
 // setTokens makes the set of the --api-token tokens.

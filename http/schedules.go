@@ -40,15 +40,6 @@ const (
 // errNoSchedules answers the schedule routes of an API without them.
 var errNoSchedules = fmt.Errorf("this toc serves no schedules: %w", timer.ErrNotFound)
 
-func (a *API) scheduleRoutes(r chi.Router) {
-	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Post("/schedules", a.createSchedule)
-	r.Get("/schedules", a.listSchedules)
-	r.Get("/schedules/{id}", a.getSchedule)
-	r.Delete("/schedules/{id}", a.deleteSchedule)
-	r.Post("/schedules/{id}/pause", a.pauseSchedule)
-	r.Post("/schedules/{id}/resume", a.resumeSchedule)
-}
-
 // scheduleRequest is the body of POST /v1/schedules. Job is decoded on
 // its own, so that its errors are named "job.<field>".
 type scheduleRequest struct {
@@ -252,45 +243,32 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 	return out
 }
 
-// createSchedule: POST /v1/schedules answers 201 with the schedule and
-// its next fire times.
-func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
+// readSchedule reads POST /v1/schedules: a schedule, whose jobs will
+// create its topic, so it must fit the token's max_topics now, and whose
+// occurrences will be pending jobs, so max_pending must have room.
+func (a *API) readSchedule(r *http.Request, s *timer.Schedule) (*claim, error) {
 	if a.cfg.Schedules == nil {
-		a.writeError(w, r, errNoSchedules)
-		return
+		return nil, errNoSchedules
 	}
 	var body scheduleRequest
 	if err := decode(r.Body, &body); err != nil {
-		a.writeError(w, r, err)
-		return
+		return nil, err
 	}
-	s, err := body.schedule()
-	if err == nil {
-		s.Job.Topic, err = qualify(r.Context(), "topic", s.Job.Topic)
-		err = inJob(err)
+	var err error
+	if *s, err = body.schedule(); err != nil {
+		return nil, err
 	}
-	if err == nil {
-		err = inJob(a.checkCallback(r.Context(), s.Job.CallbackURL))
-	}
-	if err == nil {
-		err = allowTopic(r.Context(), s.Job.Topic)
-	}
-	if err == nil {
-		err = a.allowRate(r.Context(), 1)
-	}
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	// The schedule's jobs will create its topic: it must fit the token's
-	// max_topics now.
-	done, err := a.roomForTopics(r.Context(), []string{s.Job.Topic})
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	v, err := a.cfg.Schedules.Create(r.Context(), s)
-	done()
+	return &claim{
+		topics:    []topicRef{{field: "job.topic", name: &s.Job.Topic, create: true}},
+		callbacks: []callbackRef{{field: "job.callback_url", url: s.Job.CallbackURL, item: -1}},
+		schedules: 1,
+	}, nil
+}
+
+// createSchedule: POST /v1/schedules answers 201 with the schedule and
+// its next fire times.
+func (a *API) createSchedule(w http.ResponseWriter, r *http.Request, s *timer.Schedule, _ *admission) {
+	v, err := a.cfg.Schedules.Create(r.Context(), *s)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -300,7 +278,7 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 
 // listSchedules: GET /v1/schedules?limit=N&cursor=C, by id; next_cursor
 // is "" after the last page.
-func (a *API) listSchedules(w http.ResponseWriter, r *http.Request) {
+func (a *API) listSchedules(w http.ResponseWriter, r *http.Request, _ *struct{}, _ *admission) {
 	if a.cfg.Schedules == nil {
 		a.writeError(w, r, errNoSchedules)
 		return
@@ -354,29 +332,23 @@ func scheduleID(r *http.Request) (timer.ScheduleID, error) {
 	return id, nil
 }
 
+// readScheduleAt reads the {id} of the path: a schedule the token must
+// see.
+func (a *API) readScheduleAt(r *http.Request, id *timer.ScheduleID) (*claim, error) {
+	if a.cfg.Schedules == nil {
+		return nil, errNoSchedules
+	}
+	var err error
+	*id, err = scheduleID(r)
+	return &claim{schedule: *id}, err
+}
+
 // withSchedule answers the schedule fn returns for the path's id,
 // recording it in the audit log as audited ("": a read, not recorded).
-func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, audited string, fn func(context.Context, timer.ScheduleID) (timer.ScheduleView, error)) {
-	if a.cfg.Schedules == nil {
-		a.writeError(w, r, errNoSchedules)
-		return
-	}
-	id, err := scheduleID(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := a.visibleSchedule(r.Context(), id); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+func (a *API) withSchedule(w http.ResponseWriter, r *http.Request, id timer.ScheduleID, ad *admission, audited string, fn func(context.Context, timer.ScheduleID) (timer.ScheduleView, error)) {
 	v, err := fn(r.Context(), id)
 	if audited != "" {
-		n := auditNote{action: audited, target: "schedule " + id.String()}
-		if err == nil {
-			n.topic = v.Job.Topic
-		}
-		a.audit(w, r, n, err)
+		a.audit(w, r, auditNote{action: audited, topic: ad.scheduleTopic, target: "schedule " + id.String()}, err)
 	}
 	if err != nil {
 		a.writeError(w, r, err)
@@ -421,61 +393,41 @@ func (a *API) visibleSchedules(ctx context.Context, after timer.ScheduleID, limi
 	}
 }
 
-// visibleSchedule returns nil when the request's token may see schedule
-// id; one of a topic it may not use is answered as a missing one.
-func (a *API) visibleSchedule(ctx context.Context, id timer.ScheduleID) error {
-	p := principalFrom(ctx)
-	if p == nil || p.AllTopics() {
-		return nil
-	}
+// visibleSchedule returns the topic of schedule id when the request's
+// token may see it; one of a topic it may not use is answered as a
+// missing one.
+func (a *API) visibleSchedule(ctx context.Context, id timer.ScheduleID) (string, error) {
 	v, err := a.cfg.Schedules.Get(ctx, id)
 	if err != nil {
-		return err
+		return "", err
 	}
-	if !p.Allows(v.Job.Topic) {
-		return fmt.Errorf("get schedule %s: %w", id, timer.ErrNotFound)
+	if p := principalFrom(ctx); p != nil && !p.Allows(v.Job.Topic) {
+		return "", fmt.Errorf("get schedule %s: %w", id, timer.ErrNotFound)
 	}
-	return nil
+	return v.Job.Topic, nil
 }
 
 // getSchedule: GET /v1/schedules/{id}, with its next fire times.
-func (a *API) getSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, "", func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
-		return a.cfg.Schedules.Get(ctx, id)
-	})
+func (a *API) getSchedule(w http.ResponseWriter, r *http.Request, id *timer.ScheduleID, ad *admission) {
+	a.withSchedule(w, r, *id, ad, "", a.cfg.Schedules.Get)
 }
 
 // pauseSchedule: POST /v1/schedules/{id}/pause.
-func (a *API) pauseSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, auditSchedulePause, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
-		return a.cfg.Schedules.Pause(ctx, id)
-	})
+func (a *API) pauseSchedule(w http.ResponseWriter, r *http.Request, id *timer.ScheduleID, ad *admission) {
+	a.withSchedule(w, r, *id, ad, auditSchedulePause, a.cfg.Schedules.Pause)
 }
 
 // resumeSchedule: POST /v1/schedules/{id}/resume.
-func (a *API) resumeSchedule(w http.ResponseWriter, r *http.Request) {
-	a.withSchedule(w, r, auditScheduleResume, func(ctx context.Context, id timer.ScheduleID) (timer.ScheduleView, error) {
-		return a.cfg.Schedules.Resume(ctx, id)
-	})
+func (a *API) resumeSchedule(w http.ResponseWriter, r *http.Request, id *timer.ScheduleID, ad *admission) {
+	a.withSchedule(w, r, *id, ad, auditScheduleResume, a.cfg.Schedules.Resume)
 }
 
 // deleteSchedule: DELETE /v1/schedules/{id} answers 204; the jobs it
-// made stay.
-func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request) {
-	if a.cfg.Schedules == nil {
-		a.writeError(w, r, errNoSchedules)
-		return
-	}
-	id, err := scheduleID(r)
-	if err == nil {
-		err = a.visibleSchedule(r.Context(), id)
-	}
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	err = a.cfg.Schedules.Delete(r.Context(), id)
-	a.audit(w, r, auditNote{action: auditScheduleDelete, target: "schedule " + id.String()}, err)
+// made stay. The audit entry is filed under the schedule's topic, and so
+// in its namespace.
+func (a *API) deleteSchedule(w http.ResponseWriter, r *http.Request, id *timer.ScheduleID, ad *admission) {
+	err := a.cfg.Schedules.Delete(r.Context(), *id)
+	a.audit(w, r, auditNote{action: auditScheduleDelete, topic: ad.scheduleTopic, target: "schedule " + id.String()}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

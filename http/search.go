@@ -4,7 +4,6 @@
 package http
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -22,16 +21,20 @@ const (
 	MaxJobPage     = timer.MaxJobPage
 )
 
+// readJobQuery reads a timer.JobQuery from the query parameters allowed.
+func readJobQuery(allowed ...string) func(*http.Request, *timer.JobQuery) (*claim, error) {
+	return func(r *http.Request, q *timer.JobQuery) (*claim, error) {
+		var err error
+		*q, err = jobQuery(r.URL.Query(), allowed...)
+		return &claim{topics: []topicRef{{field: "topic", name: &q.Topic}}}, err
+	}
+}
+
 // findJobs: GET /v1/jobs?topic=T&status=S[,S]&biz_id=B&key=K
 // &fire_after=T1&fire_before=T2&limit=N&cursor=C, in (due time, id)
 // order; next_cursor is "" after the last page.
-func (a *API) findJobs(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "status", "biz_id", "key", "fire_after", "fire_before", "limit", "cursor")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	jobs, err := a.jobs.Find(r.Context(), q)
+func (a *API) findJobs(w http.ResponseWriter, r *http.Request, q *timer.JobQuery, _ *admission) {
+	jobs, err := a.jobs.Find(r.Context(), *q)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -49,14 +52,9 @@ func (a *API) findJobs(w http.ResponseWriter, r *http.Request) {
 
 // cancelMatching: DELETE /v1/jobs?topic=T&(biz_id=B|key=K) cancels every
 // pending job of the business object, each definitely (see Cancel).
-func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "biz_id", "key")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	b, err := a.jobs.CancelMatching(r.Context(), q)
-	a.audit(w, r, auditNote{action: auditJobsCancelBulk, topic: q.Topic, target: matchText(q), jobs: b.Changed,
+func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request, q *timer.JobQuery, _ *admission) {
+	b, err := a.jobs.CancelMatching(r.Context(), *q)
+	a.audit(w, r, auditNote{action: auditJobsCancelBulk, topic: q.Topic, target: matchText(*q), jobs: b.Changed,
 		details: map[string]int{"too_late": b.TooLate}}, err)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -65,34 +63,41 @@ func (a *API) cancelMatching(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]int{"cancelled": b.Changed, "too_late": b.TooLate})
 }
 
+// movedJobs is PATCH /v1/jobs's input: the query and the body's due time.
+type movedJobs struct {
+	q      timer.JobQuery
+	body   whenRequest
+	fireAt time.Time
+	delay  time.Duration
+}
+
+func readMovedJobs(r *http.Request, in *movedJobs) (*claim, error) {
+	var err error
+	in.q, err = jobQuery(r.URL.Query(), "topic", "biz_id", "key")
+	c := &claim{topics: []topicRef{{field: "topic", name: &in.q.Topic}}}
+	if err != nil {
+		return c, err
+	}
+	if err := decode(r.Body, &in.body); err != nil {
+		return c, err
+	}
+	in.fireAt, in.delay, err = in.body.when(false)
+	return c, err
+}
+
 // rescheduleMatching: PATCH /v1/jobs?topic=T&(biz_id=B|key=K) with
 // {"fire_at"} or {"delay_ms"} moves every pending job of the business
 // object, each definitely (see Reschedule).
-func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
-	q, err := jobQuery(r.Context(), r.URL.Query(), "topic", "biz_id", "key")
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	var body whenRequest
-	if err := decode(r.Body, &body); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	fireAt, delay, err := body.when(false)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	b, err := a.jobs.RescheduleMatching(r.Context(), q, fireAt, delay)
+func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request, in *movedJobs, _ *admission) {
+	b, err := a.jobs.RescheduleMatching(r.Context(), in.q, in.fireAt, in.delay)
 	details := map[string]any{"too_late": b.TooLate}
-	if body.FireAt != nil {
-		details["fire_at"] = *body.FireAt
+	if in.body.FireAt != nil {
+		details["fire_at"] = *in.body.FireAt
 	}
-	if body.DelayMS != nil {
-		details["delay_ms"] = *body.DelayMS
+	if in.body.DelayMS != nil {
+		details["delay_ms"] = *in.body.DelayMS
 	}
-	a.audit(w, r, auditNote{action: auditJobsRescheduleBulk, topic: q.Topic, target: matchText(q), jobs: b.Changed, details: details}, err)
+	a.audit(w, r, auditNote{action: auditJobsRescheduleBulk, topic: in.q.Topic, target: matchText(in.q), jobs: b.Changed, details: details}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -102,15 +107,17 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
 
 // jobQuery reads a timer.JobQuery from the query parameters allowed; any
 // other parameter, or one given twice, is a 400 naming it.
-func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQuery, error) {
+//
+// Its topic is the client's name: the gate qualifies it.
+func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
 	if err := onlyParams(v, allowed...); err != nil {
 		return timer.JobQuery{}, err
 	}
-	q := timer.JobQuery{Key: v.Get("key"), Limit: DefaultJobPage}
-	var err error
-	if q.Topic, err = requiredTopic(ctx, v.Get("topic")); err != nil {
-		return q, err
+	q := timer.JobQuery{Topic: v.Get("topic"), Key: v.Get("key"), Limit: DefaultJobPage}
+	if q.Topic == "" {
+		return q, &timer.FieldError{Field: "topic", Message: "a topic name is required"}
 	}
+	var err error
 	if s := v.Get("status"); s != "" {
 		for name := range strings.SplitSeq(s, ",") {
 			st, err := timer.ParseStatus(strings.TrimSpace(name))
@@ -145,9 +152,6 @@ func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQu
 			return q, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxJobPage)}
 		}
 		q.Limit = n
-	}
-	if err := allowTopic(ctx, q.Topic); err != nil {
-		return q, err
 	}
 	q.After, err = timer.ParseCursor(v.Get("cursor"), "cursor")
 	if err != nil {

@@ -10,54 +10,9 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/go-chi/chi/v5"
-
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/timer"
 )
-
-// routeRoles is the least role each /v1 route needs, by "METHOD pattern":
-// the one table of permissions. What a token may see or change within a
-// route is further bounded by its topics (see allowTopic and visibleJob).
-// A route missing here needs admin; TestRouteRoles checks that every
-// route is listed.
-var routeRoles = map[string]auth.Role{
-	"POST /v1/jobs":                    auth.Write,
-	"POST /v1/jobs/batch":              auth.Write,
-	"GET /v1/jobs":                     auth.Read,
-	"DELETE /v1/jobs":                  auth.Write,
-	"PATCH /v1/jobs":                   auth.Write,
-	"GET /v1/jobs/{id}":                auth.Read,
-	"GET /v1/jobs/{id}/attempts":       auth.Read,
-	"DELETE /v1/jobs/{id}":             auth.Write,
-	"PATCH /v1/jobs/{id}":              auth.Write,
-	"GET /v1/deadletters":              auth.Read,
-	"GET /v1/deadletters/summary":      auth.Read,
-	"POST /v1/deadletters/replay":      auth.Write,
-	"POST /v1/deadletters/purge":       auth.Write,
-	"POST /v1/deadletters/{id}/replay": auth.Write,
-	"DELETE /v1/deadletters/{id}":      auth.Write,
-	"GET /v1/topics":                   auth.Read,
-	"GET /v1/topics/{topic}":           auth.Read,
-	"PUT /v1/topics/{topic}":           auth.Admin,
-	"PATCH /v1/topics/{topic}":         auth.Admin,
-	"DELETE /v1/topics/{topic}":        auth.Admin,
-	"POST /v1/topics/{topic}/pause":    auth.Admin,
-	"POST /v1/topics/{topic}/resume":   auth.Admin,
-	"GET /v1/topics/{topic}/stats":     auth.Read,
-	"GET /v1/topics/{topic}/forecast":  auth.Read,
-	"POST /v1/schedules":               auth.Write,
-	"GET /v1/schedules":                auth.Read,
-	"GET /v1/schedules/{id}":           auth.Read,
-	"DELETE /v1/schedules/{id}":        auth.Write,
-	"POST /v1/schedules/{id}/pause":    auth.Write,
-	"POST /v1/schedules/{id}/resume":   auth.Write,
-	"GET /v1/cluster":                  auth.Admin,
-	"POST /v1/groups":                  auth.Write,
-	"GET /v1/groups/{id}":              auth.Read,
-	"POST /v1/groups/{id}/seal":        auth.Write,
-	"GET /v1/audit":                    auth.Admin,
-}
 
 // errForbidden answers a call the token's role or topics do not allow.
 var errForbidden = errors.New("forbidden")
@@ -93,8 +48,8 @@ func bearer(r *http.Request, s *auth.Set) (*auth.Principal, bool) {
 }
 
 // authenticate puts the principal of the request's token in its context
-// (401 without a known token) and refuses a route its role does not
-// allow (403).
+// (401 without a known token); the op of the route then checks its role
+// (serveOp), and the gate its scope.
 func (a *API) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		set := a.cfg.tokenSet()
@@ -108,20 +63,6 @@ func (a *API) authenticate(next http.Handler) http.Handler {
 			return
 		}
 		ctx := auth.With(r.Context(), p)
-		if p.Role != auth.Admin {
-			rctx := chi.NewRouteContext()
-			if a.router.Match(rctx, r.Method, r.URL.Path) {
-				route := r.Method + " " + rctx.RoutePattern()
-				need, listed := routeRoles[route]
-				if !listed {
-					need = auth.Admin
-				}
-				if !p.Role.Allows(need) {
-					a.writeError(w, r, fmt.Errorf("token %s (role %s) may not %s: it needs the role %s: %w", p.Name, p.Role, route, need, errForbidden))
-					return
-				}
-			}
-		}
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
@@ -174,38 +115,6 @@ func visibleTopics(ctx context.Context, topics []timer.Topic) []timer.Topic {
 		}
 	}
 	return out
-}
-
-// forbiddenItems refuses a batch some of whose jobs are of topics the
-// token may not use: 403 naming them, nothing stored.
-type forbiddenItems struct {
-	principal string
-	items     []timer.ItemError
-}
-
-func (e *forbiddenItems) Error() string {
-	return fmt.Sprintf("%d of the batch's jobs are of topics token %s may not use (see items); nothing was stored", len(e.items), e.principal)
-}
-
-func (e *forbiddenItems) Unwrap() error { return errForbidden }
-
-// allowBatch returns a *forbiddenItems when any of reqs is of a topic
-// the token may not use.
-func allowBatch(ctx context.Context, topics []string) error {
-	p := principalFrom(ctx)
-	if p == nil || p.AllTopics() {
-		return nil
-	}
-	var refused []timer.ItemError
-	for i, t := range topics {
-		if err := allowTopic(ctx, t); err != nil {
-			refused = append(refused, timer.ItemError{Index: i, Err: err})
-		}
-	}
-	if refused != nil {
-		return &forbiddenItems{principal: p.Name, items: refused}
-	}
-	return nil
 }
 
 // isAdmin reports whether r may see everything: auth off or an admin's

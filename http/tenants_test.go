@@ -221,7 +221,7 @@ func TestRouteRoles(t *testing.T) {
 	e := tenantsEnv(t)
 	err := chi.Walk(e.api.Routes(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
 		route = strings.ReplaceAll(route, "/*/", "/")
-		if strings.HasPrefix(route, "/v1/") && route != "/v1/openapi.json" && !tochttp.RouteListed(method+" "+route) {
+		if strings.HasPrefix(route, "/v1/") && route != "/v1/openapi.json" && !routeListed(e, method+" "+route) {
 			t.Errorf("%s %s has no role in routeRoles", method, route)
 		}
 		return nil
@@ -312,4 +312,10 @@ func TestReplayWithinMaxPending(t *testing.T) {
 	if j := e.call(t, "GET", "/v1/jobs/"+dead[0], "", tok...); j.body["status"] != "dead" {
 		t.Errorf("a replay by id refused by max_pending changed the job: %v", j.body)
 	}
+}
+
+// routeListed reports whether an op of the API serves "METHOD pattern".
+func routeListed(e *apiEnv, route string) bool {
+	_, ok := e.api.RouteRole(route)
+	return ok
 }

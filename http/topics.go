@@ -14,25 +14,19 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// topicName is the {topic} of the path, which must be a topic name.
-func topicName(r *http.Request) (string, error) {
-	name, err := qualify(r.Context(), "topic", chi.URLParam(r, "topic"))
-	if err == nil && name == "" {
-		err = &timer.FieldError{Field: "topic", Message: "must match ^[a-z0-9][a-z0-9_-]{0,63}$"}
-	}
-	if err != nil {
-		return "", err
-	}
-	return name, allowTopic(r.Context(), name)
+// topicAt is the input of a route on the topic of the path; the gate
+// qualifies name and checks the token may use it.
+type topicAt struct{ name string }
+
+// readTopicAt reads the {topic} of the path.
+func readTopicAt(r *http.Request, in *topicAt) (*claim, error) {
+	in.name = chi.URLParam(r, "topic")
+	return &claim{topics: []topicRef{{field: "topic", name: &in.name}}}, nil
 }
 
 // topicStats: GET /v1/topics/{topic}/stats.
-func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
-	var st TopicStats
-	topic, err := topicName(r)
-	if err == nil {
-		st, err = a.stats.TopicStats(r.Context(), topic)
-	}
+func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ *admission) {
+	st, err := a.stats.TopicStats(r.Context(), in.name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -57,19 +51,6 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request) {
 // DefaultMaxCallbackTimeout is the longest callback_timeout_ms a topic
 // may set unless APIConfig.MaxCallbackTimeout says otherwise.
 const DefaultMaxCallbackTimeout = 5 * time.Minute
-
-// topicRoutes registers the topic endpoints.
-func (a *API) topicRoutes(r chi.Router) {
-	r.Get("/topics", a.listTopics)
-	r.Get("/topics/{topic}", a.getTopic)
-	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Put("/topics/{topic}", a.putTopic)
-	r.With(a.limitBody(a.cfg.MaxBodyBytes)).Patch("/topics/{topic}", a.patchTopic)
-	r.Delete("/topics/{topic}", a.deleteTopic)
-	r.Post("/topics/{topic}/pause", a.pauseTopic(true))
-	r.Post("/topics/{topic}/resume", a.pauseTopic(false))
-	r.Get("/topics/{topic}/stats", a.topicStats)
-	r.Get("/topics/{topic}/forecast", a.forecast)
-}
 
 // topicView is a topic as the API shows it: the settings in force, the
 // worker's defaults filled in where the topic sets none, and on GET
@@ -331,32 +312,41 @@ func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
 	return timer.CheckLimits(*l, a.cfg.TopicDefaults)
 }
 
+// topicChange is the input of PUT and PATCH /v1/topics/{topic}.
+type topicChange struct {
+	topicAt
+	body topicBody
+}
+
+// readTopicPut reads PUT /v1/topics/{topic}: the topic, which it creates
+// unless it exists, and its settings.
+func readTopicPut(r *http.Request, in *topicChange) (*claim, error) {
+	c, _ := readTopicAt(r, &in.topicAt)
+	c.topics[0].create = true
+	var err error
+	in.body, err = readTopicBody(r)
+	return c, err
+}
+
+// readTopicPatch reads PATCH /v1/topics/{topic}: an existing topic and
+// the settings to change.
+func readTopicPatch(r *http.Request, in *topicChange) (*claim, error) {
+	c, _ := readTopicAt(r, &in.topicAt)
+	var err error
+	in.body, err = readTopicBody(r)
+	return c, err
+}
+
 // putTopic: PUT /v1/topics/{topic}, replacing the topic's settings (its
 // slot count is fixed, and it stays paused or not).
-func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
-	name, err := topicName(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	b, err := readTopicBody(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	t := timer.Topic{Name: name}
-	if err := a.apply(b, &t, false); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	done, err := a.roomForTopics(r.Context(), []string{name})
-	if err != nil {
+func (a *API) putTopic(w http.ResponseWriter, r *http.Request, in *topicChange, _ *admission) {
+	t := timer.Topic{Name: in.name}
+	if err := a.apply(in.body, &t, false); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	got, created, err := a.jobs.PutTopic(r.Context(), t)
-	done()
-	a.auditTopic(w, r, auditTopicPut, name, got, created, err)
+	a.auditTopic(w, r, auditTopicPut, in.name, got, created, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -373,18 +363,13 @@ func (a *API) putTopic(w http.ResponseWriter, r *http.Request) {
 //
 // It reads the topic, merges and writes it back: of two PATCHes of one
 // topic at the same instant, the last one written wins whole.
-func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
-	t, err := a.pathTopic(r)
+func (a *API) patchTopic(w http.ResponseWriter, r *http.Request, in *topicChange, _ *admission) {
+	t, err := a.jobs.Topic(r.Context(), in.name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	b, err := readTopicBody(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := a.apply(b, &t, true); err != nil {
+	if err := a.apply(in.body, &t, true); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
@@ -398,19 +383,14 @@ func (a *API) patchTopic(w http.ResponseWriter, r *http.Request) {
 }
 
 // pauseTopic: POST /v1/topics/{topic}/pause and /resume.
-func (a *API) pauseTopic(paused bool) http.HandlerFunc {
-	return func(w http.ResponseWriter, r *http.Request) {
-		name, err := topicName(r)
-		if err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		t, err := a.jobs.PauseTopic(r.Context(), name, paused)
+func (a *API) pauseTopic(paused bool) func(http.ResponseWriter, *http.Request, *topicAt, *admission) {
+	return func(w http.ResponseWriter, r *http.Request, in *topicAt, _ *admission) {
+		t, err := a.jobs.PauseTopic(r.Context(), in.name, paused)
 		action := auditTopicResume
 		if paused {
 			action = auditTopicPause
 		}
-		a.audit(w, r, auditNote{action: action, topic: name}, err)
+		a.audit(w, r, auditNote{action: action, topic: in.name}, err)
 		if err != nil {
 			a.writeError(w, r, err)
 			return
@@ -421,14 +401,9 @@ func (a *API) pauseTopic(paused bool) http.HandlerFunc {
 
 // deleteTopic: DELETE /v1/topics/{topic}, for a topic none of whose jobs
 // is pending, firing or dead (409 otherwise, counting them).
-func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
-	name, err := topicName(r)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	err = a.jobs.DeleteTopic(r.Context(), name)
-	a.audit(w, r, auditNote{action: auditTopicDelete, topic: name}, err)
+func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request, in *topicAt, _ *admission) {
+	err := a.jobs.DeleteTopic(r.Context(), in.name)
+	a.audit(w, r, auditNote{action: auditTopicDelete, topic: in.name}, err)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -436,18 +411,9 @@ func (a *API) deleteTopic(w http.ResponseWriter, r *http.Request) {
 	w.WriteHeader(http.StatusNoContent)
 }
 
-// pathTopic reads the topic the {topic} path parameter names.
-func (a *API) pathTopic(r *http.Request) (timer.Topic, error) {
-	name, err := topicName(r)
-	if err != nil {
-		return timer.Topic{}, err
-	}
-	return a.jobs.Topic(r.Context(), name)
-}
-
 // getTopic: GET /v1/topics/{topic}.
-func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
-	t, err := a.pathTopic(r)
+func (a *API) getTopic(w http.ResponseWriter, r *http.Request, in *topicAt, _ *admission) {
+	t, err := a.jobs.Topic(r.Context(), in.name)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -464,8 +430,8 @@ func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// listTopics: GET /v1/topics.
-func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
+// listTopics: GET /v1/topics, those the token may use.
+func (a *API) listTopics(w http.ResponseWriter, r *http.Request, _ *struct{}, _ *admission) {
 	topics, err := a.jobs.Topics(r.Context())
 	if err != nil {
 		a.writeError(w, r, err)

@@ -21,15 +21,16 @@ const (
 	DefaultDeadRate = 500
 )
 
-// deadSummary: GET /v1/deadletters/summary?topic=T&from=T1&to=T2.
-func (a *API) deadSummary(w http.ResponseWriter, r *http.Request) {
+// readDeadSummary reads GET /v1/deadletters/summary?topic=T&from=T1&to=T2.
+func readDeadSummary(r *http.Request, f *timer.DeadFilter) (*claim, error) {
 	q := r.URL.Query()
-	f := timer.DeadFilter{Topic: q.Get("topic")}
-	if err := deadRange(r.Context(), q.Get, &f); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	groups, truncated, err := a.dead.Summary(r.Context(), f)
+	f.Topic = q.Get("topic")
+	return &claim{topics: []topicRef{{field: "topic", name: &f.Topic}}}, timeRange(q.Get, &f.From, &f.To)
+}
+
+// deadSummary: GET /v1/deadletters/summary.
+func (a *API) deadSummary(w http.ResponseWriter, r *http.Request, f *timer.DeadFilter, _ *admission) {
+	groups, truncated, err := a.dead.Summary(r.Context(), *f)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -55,52 +56,63 @@ type bulkRequest struct {
 	DelayMS *int64 `json:"delay_ms"`
 }
 
-// replayMatching: POST /v1/deadletters/replay.
-func (a *API) replayMatching(w http.ResponseWriter, r *http.Request) {
-	a.bulkDead(w, r, auditDeadReplayBulk, "replayed", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
-		when := whenRequest{DelayMS: b.DelayMS}
-		_, delay, err := when.when(true)
-		return func(ctx context.Context, j *timer.Job) error {
-			// Each replayed job is pending again: the replay stops at the
-			// token's max_pending.
-			if err := a.roomForPending(ctx, 1); err != nil {
-				return err
+// deadBulk is the input of POST /v1/deadletters/replay and /purge: the
+// body and the filter it makes.
+type deadBulk struct {
+	b bulkRequest
+	f timer.DeadFilter
+	// delay is a replay's.
+	delay time.Duration
+}
+
+// readDeadBulk reads the body of a bulk replay (replay true) or purge.
+func readDeadBulk(replay bool) func(*http.Request, *deadBulk) (*claim, error) {
+	return func(r *http.Request, in *deadBulk) (*claim, error) {
+		if err := decode(r.Body, &in.b); err != nil {
+			return nil, err
+		}
+		in.f = timer.DeadFilter{Topic: in.b.Topic, Signature: in.b.Signature}
+		c := &claim{topics: []topicRef{{field: "topic", name: &in.f.Topic}}}
+		get := func(k string) string { return map[string]string{"from": in.b.From, "to": in.b.To}[k] }
+		if err := timeRange(get, &in.f.From, &in.f.To); err != nil {
+			return c, err
+		}
+		if !replay {
+			if in.b.DelayMS != nil {
+				return c, &timer.FieldError{Field: "delay_ms", Message: "a purge has no due time"}
 			}
-			_, err := a.jobs.Replay(ctx, j.ID, time.Time{}, delay)
+			return c, nil
+		}
+		var err error
+		_, in.delay, err = whenRequest{DelayMS: in.b.DelayMS}.when(true)
+		return c, err
+	}
+}
+
+// replayMatching: POST /v1/deadletters/replay. Each replayed job is
+// pending again: the replay stops at the token's max_pending, which the
+// admission charges job by job.
+func (a *API) replayMatching(w http.ResponseWriter, r *http.Request, in *deadBulk, ad *admission) {
+	a.bulkDead(w, r, in, auditDeadReplayBulk, "replayed", func(ctx context.Context, j *timer.Job) error {
+		if err := ad.pending(ctx, 1); err != nil {
 			return err
-		}, err
+		}
+		_, err := a.jobs.Replay(ctx, j.ID, time.Time{}, in.delay)
+		return err
 	})
 }
 
 // purgeMatching: POST /v1/deadletters/purge.
-func (a *API) purgeMatching(w http.ResponseWriter, r *http.Request) {
-	a.bulkDead(w, r, auditDeadPurgeBulk, "purged", func(b bulkRequest) (func(context.Context, *timer.Job) error, error) {
-		if b.DelayMS != nil {
-			return nil, &timer.FieldError{Field: "delay_ms", Message: "a purge has no due time"}
-		}
-		return func(ctx context.Context, j *timer.Job) error { return a.dead.PurgeDead(ctx, j.ID) }, nil
+func (a *API) purgeMatching(w http.ResponseWriter, r *http.Request, in *deadBulk, _ *admission) {
+	a.bulkDead(w, r, in, auditDeadPurgeBulk, "purged", func(ctx context.Context, j *timer.Job) error {
+		return a.dead.PurgeDead(ctx, j.ID)
 	})
 }
 
-// bulkDead acts on the dead letters a bulkRequest selects and answers
-// {counted: N, "more": bool}, recorded in the audit log as audited.
-func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted string, action func(bulkRequest) (func(context.Context, *timer.Job) error, error)) {
-	var b bulkRequest
-	if err := decode(r.Body, &b); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	f := timer.DeadFilter{Topic: b.Topic, Signature: b.Signature}
-	get := func(k string) string { return map[string]string{"from": b.From, "to": b.To}[k] }
-	if err := deadRange(r.Context(), get, &f); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	act, err := action(b)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+// bulkDead acts on the dead letters in selects and answers {counted: N,
+// "more": bool}, recorded in the audit log as audited.
+func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, in *deadBulk, audited, counted string, act func(context.Context, *timer.Job) error) {
+	b := in.b
 	limit, rate := DefaultDeadBulk, float64(DefaultDeadRate)
 	if b.Limit != nil {
 		limit = *b.Limit
@@ -108,8 +120,8 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted 
 	if b.Rate != nil {
 		rate = *b.Rate
 	}
-	n, more, err := a.dead.Each(r.Context(), f, limit, rate, act)
-	a.audit(w, r, auditNote{action: audited, topic: f.Topic, target: filterText("signature", b.Signature, "from", b.From, "to", b.To),
+	n, more, err := a.dead.Each(r.Context(), in.f, limit, rate, act)
+	a.audit(w, r, auditNote{action: audited, topic: in.f.Topic, target: filterText("signature", b.Signature, "from", b.From, "to", b.To),
 		jobs: n, details: map[string]any{"limit": limit, "rate": rate, "delay_ms": b.DelayMS, "more": more}}, err)
 	if qe, ok := errors.AsType[*quotaError](err); ok {
 		qe.msg = strings.TrimSuffix(qe.msg, nothingWritten) + fmt.Sprintf("; %d jobs were %s before it, and no more", n, counted)
@@ -119,18 +131,6 @@ func (a *API) bulkDead(w http.ResponseWriter, r *http.Request, audited, counted 
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{counted: n, "more": more})
-}
-
-// deadRange checks f's topic and reads its from and to through get.
-func deadRange(ctx context.Context, get func(string) string, f *timer.DeadFilter) error {
-	var err error
-	if f.Topic, err = requiredTopic(ctx, f.Topic); err != nil {
-		return err
-	}
-	if err := allowTopic(ctx, f.Topic); err != nil {
-		return err
-	}
-	return timeRange(get, &f.From, &f.To)
 }
 
 // timeRange reads the RFC 3339 times "from" and "to" through get into

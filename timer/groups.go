@@ -107,6 +107,13 @@ func CheckQualifiedGroupID(stored, field string) error {
 	return CheckGroupID(id, field)
 }
 
+// UnknownGroup is the error of a request that names, in field, a group
+// that does not exist: the API answers a group its token may not see with
+// the same words.
+func UnknownGroup(field, id string) error {
+	return invalid(field, "unknown group %q; create it first (POST /v1/groups)", GroupName(id))
+}
+
 // Group is a set of jobs whose end is announced once: when it is sealed
 // and every member has ended (Status.Ended), it completes, and its
 // OnComplete callback, if any, is scheduled as a job carrying the counts
@@ -397,7 +404,7 @@ func (s *Scheduler) joinable(ctx context.Context, r *Request, known map[string]*
 	}
 	switch {
 	case g == nil:
-		return invalid("group_id", "unknown group %q; create it first (POST /v1/groups)", GroupName(r.GroupID)), nil
+		return UnknownGroup("group_id", r.GroupID), nil
 	case !g.SealedAt.IsZero():
 		return &groupSealedError{id: r.GroupID}, nil
 	}
