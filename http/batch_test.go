@@ -124,7 +124,7 @@ func TestBatchCommitsWhole(t *testing.T) {
 	for i := range 10 {
 		items = append(items, fmt.Sprintf(`{"topic": "w", "biz_id": %d, "delay_ms": 1000, %s}`, i, cb))
 	}
-	items = append(items, `{"topic": "w", "key": "k", "delay_ms": 5000, `+cb+`}`)
+	items = append(items, `{"topic": "w", "key": "k", "delay_ms": 1000, `+cb+`}`)
 	a := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+strings.Join(items, ",")+`]}`)
 	if a.status != http.StatusOK {
 		t.Fatalf("batch: %d %s", a.status, a.raw)

@@ -87,7 +87,7 @@ func (s *Scheduler) scheduleEach(ctx context.Context, reqs []Request) ([]Result,
 		}
 		// A key was taken concurrently: insert one at a time so that only
 		// the requests that collided are affected.
-		if fresh, err = s.insertEach(ctx, b.reqs, b.results, fresh, b.at); err != nil {
+		if fresh, err = s.insertEach(ctx, b.reqs, b.results, fresh, b.at, now); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -133,6 +133,7 @@ func (s *Scheduler) takeBackSealed(ctx context.Context, b *batch, fresh []*Job) 
 // batch is what plan makes of a list of requests.
 type batch struct {
 	reqs    []Request // copies, with the topics' defaults filled in
+	now     time.Time // when the requests arrived
 	results []Result
 	fresh   []*Job // the jobs to insert
 	at      []int  // index in reqs of each fresh job
@@ -160,7 +161,7 @@ func (b *batch) refused() error {
 // refused request gets a Result with Err; the error is for a failure of
 // the whole (a task store that does not answer).
 func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*batch, error) {
-	b := &batch{reqs: slices.Clone(reqs), results: make([]Result, len(reqs))}
+	b := &batch{reqs: slices.Clone(reqs), now: now, results: make([]Result, len(reqs))}
 	type topicState struct {
 		t     Topic
 		known bool
@@ -214,7 +215,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 		if r.Key != "" {
 			k := [2]string{r.Topic, r.Key}
 			if j, ok := byKey[k]; ok {
-				b.results[i] = s.repeat(r, j)
+				b.results[i] = s.repeat(r, j, now)
 				continue
 			}
 			if ts.known { // a topic not stored yet has no jobs
@@ -222,7 +223,7 @@ func (s *Scheduler) plan(ctx context.Context, reqs []Request, now time.Time) (*b
 				switch {
 				case err == nil:
 					byKey[k] = existing
-					b.results[i] = s.repeat(r, existing)
+					b.results[i] = s.repeat(r, existing, now)
 					continue
 				case !errors.Is(err, ErrNotFound):
 					return nil, fmt.Errorf("look up key: %w", err)
@@ -341,7 +342,7 @@ func (s *Scheduler) insertAll(ctx context.Context, b *batch) error {
 			existing, err := s.store.GetByKey(ctx, j.Topic, j.Key)
 			switch {
 			case err == nil:
-				res := s.repeat(&b.reqs[i], existing)
+				res := s.repeat(&b.reqs[i], existing, b.now)
 				b.results[i] = res
 				if res.Err != nil {
 					items = append(items, ItemError{Index: i, Err: res.Err})
@@ -381,15 +382,15 @@ func (s *Scheduler) scheduled(ctx context.Context, fresh []*Job, now time.Time) 
 	s.indexNew(ctx, fresh, now)
 }
 
-// repeat answers a request whose key matched existing.
-func (s *Scheduler) repeat(r *Request, existing *Job) Result {
-	if existing == nil || existing.Topic != r.Topic || !r.sameAs(existing) {
+// repeat answers a request, arrived at now, whose key matched existing.
+func (s *Scheduler) repeat(r *Request, existing *Job, now time.Time) Result {
+	if existing == nil || existing.Topic != r.Topic || !r.sameAs(existing, now) {
 		return Result{Err: errKeyMismatch}
 	}
 	return Result{Job: existing}
 }
 
-func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Result, jobs []*Job, at []int) ([]*Job, error) {
+func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Result, jobs []*Job, at []int, now time.Time) ([]*Job, error) {
 	var inserted []*Job
 	for n, j := range jobs {
 		err := s.store.Insert(ctx, []*Job{j})
@@ -414,7 +415,7 @@ func (s *Scheduler) insertEach(ctx context.Context, reqs []Request, results []Re
 			results[at[n]] = Result{Err: fmt.Errorf("look up key: %w", err)}
 			continue
 		}
-		results[at[n]] = s.repeat(&reqs[at[n]], existing)
+		results[at[n]] = s.repeat(&reqs[at[n]], existing, now)
 	}
 	return inserted, nil
 }

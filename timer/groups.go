@@ -141,7 +141,8 @@ type Group struct {
 
 // GroupCallback is the job a group schedules when it completes.
 type GroupCallback struct {
-	// Topic of the completion job (default DefaultGroupTopic).
+	// Topic of the completion job (default DefaultGroupTopic, of the
+	// group's namespace); a topic of another namespace is refused.
 	Topic       string
 	CallbackURL string
 	// Payload, when set, is carried as the "payload" of the completion
@@ -228,11 +229,17 @@ func (s *Scheduler) CreateGroup(ctx context.Context, g Group) (*Group, bool, err
 		return nil, false, err
 	}
 	if cb := g.OnComplete; cb != nil {
+		// The completion job is in the group's namespace, where its key
+		// (GroupKey, the client's id) is the group's alone.
+		ns, _ := SplitGroupID(g.ID)
 		if cb.Topic == "" {
-			cb.Topic = DefaultGroupTopic
+			cb.Topic = QualifiedTopic(ns, DefaultGroupTopic)
 		}
 		if !ValidTopic(cb.Topic) {
 			return nil, false, invalid("on_complete.topic", "must match ^[a-z0-9][a-z0-9_-]{0,63}$")
+		}
+		if tns, _ := SplitTopic(cb.Topic); tns != ns {
+			return nil, false, invalid("on_complete.topic", "must be a topic of the group's namespace")
 		}
 		if cb.CallbackURL == "" {
 			return nil, false, invalid("on_complete.callback_url", "required")

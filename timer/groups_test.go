@@ -363,3 +363,29 @@ func TestGroupsOfTwoNamespaces(t *testing.T) {
 		t.Error("the sandbox's completion made a job in the default namespace")
 	}
 }
+
+// A group's completion job is in the group's namespace: its topic
+// defaults to that namespace's DefaultGroupTopic, and a topic of another
+// namespace is refused, so that the completion keys of the same id in two
+// namespaces (GroupKey) never meet in one topic.
+func TestGroupCompletionTopicOfItsNamespace(t *testing.T) {
+	ctx := t.Context()
+	s, _ := newBatchScheduler(t, timertest.NewStore(), timer.SchedulerConfig{})
+	g, _, err := s.CreateGroup(ctx, timer.Group{ID: timer.QualifiedGroupID("sandbox", "d"), OnComplete: &timer.GroupCallback{CallbackURL: "http://127.0.0.1:9/done"}})
+	if err != nil || g.OnComplete.Topic != "sandbox."+timer.DefaultGroupTopic {
+		t.Errorf("a sandbox group without a topic = %+v, %v; want its completion in sandbox.%s", g, err, timer.DefaultGroupTopic)
+	}
+	if g, _, err := s.CreateGroup(ctx, timer.Group{ID: "d", OnComplete: &timer.GroupCallback{CallbackURL: "http://127.0.0.1:9/done"}}); err != nil || g.OnComplete.Topic != timer.DefaultGroupTopic {
+		t.Errorf("a default group without a topic = %+v, %v; want its completion in %s", g, err, timer.DefaultGroupTopic)
+	}
+	for _, tc := range []struct{ id, topic string }{
+		{timer.QualifiedGroupID("sandbox", "x"), "orders"},
+		{timer.QualifiedGroupID("sandbox", "y"), "online.orders"},
+		{"z", "sandbox.orders"},
+	} {
+		_, _, err := s.CreateGroup(ctx, timer.Group{ID: tc.id, OnComplete: &timer.GroupCallback{Topic: tc.topic, CallbackURL: "http://127.0.0.1:9/done"}})
+		if fe, ok := errors.AsType[*timer.FieldError](err); !ok || fe.Field != "on_complete.topic" {
+			t.Errorf("group %q completing in %s: %v; want a field error naming on_complete.topic", tc.id, tc.topic, err)
+		}
+	}
+}

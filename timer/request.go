@@ -236,11 +236,11 @@ func (j *Job) setExpiry(e Expiry) {
 	j.Expiry, j.ExpireAt = e, e.Deadline(j.WindowEnd())
 }
 
-// sameAs reports whether existing, found under r's idempotency key, was
-// made by the same request. A relative delay cannot be compared (a retry
-// arrives later), so the due time counts only when r gave fire_at.
-func (r *Request) sameAs(existing *Job) bool {
-	if !r.FireAt.IsZero() && CeilMillis(r.FireAt) != existing.DueAt.UnixMilli() {
+// sameAs reports whether existing, found under r's idempotency key at
+// now, was made by the same request: the same content, due at the same
+// time (sameDue).
+func (r *Request) sameAs(existing *Job, now time.Time) bool {
+	if !r.sameDue(existing, now) {
 		return false
 	}
 	return r.BizID == existing.BizID &&
@@ -254,6 +254,48 @@ func (r *Request) sameAs(existing *Job) bool {
 		(!r.NoExpiry || !existing.Expiry.Set) &&
 		bytes.Equal(r.Payload, existing.Payload) &&
 		r.ConcurrencyKey == existing.ConcurrencyKey
+}
+
+// DueSlack is what a repeated request's due time may differ by from its
+// job's beyond the time since the job was made, when the request gave a
+// delay (sameDue): the clocks of two toc processes, and the rounding of a
+// due time to the millisecond.
+const DueSlack = time.Second
+
+// sameDue reports whether r, repeated at now, asks for existing's due
+// time. A fire_at asks for one time: it must be the job's, to the
+// millisecond as stored. A delay counts from when its request arrived,
+// and a retry of it arrives later than the first, by at most the time
+// since the job was made: its due time (now + delay) may differ from the
+// job's by that much, plus DueSlack. Another due time is other content.
+//
+// A job's due time that has moved since it was made (a retry after a
+// failed attempt, a reschedule, a replay: see dueAsScheduled) no longer
+// tells which delay its request gave, and a delay is not compared with
+// it.
+func (r *Request) sameDue(existing *Job, now time.Time) bool {
+	stored := existing.DueAt.UnixMilli()
+	if !r.FireAt.IsZero() {
+		return CeilMillis(r.FireAt) == stored
+	}
+	if !existing.dueAsScheduled() {
+		return true
+	}
+	diff := CeilMillis(now.Add(r.Delay)) - stored
+	since := max(now.UnixMilli()-existing.CreatedAt.UnixMilli(), 0)
+	return max(diff, -diff) <= since+DueSlack.Milliseconds()
+}
+
+// dueAsScheduled reports whether j's due time is, as far as its row
+// tells, still the one its request set: nothing changed the row since it
+// was made (version 1), or only its first attempt did (the job is not
+// pending again, made at most one attempt and keeps no error). A failed
+// attempt's retry, a reschedule and a replay move the due time.
+func (j *Job) dueAsScheduled() bool {
+	if j.Version <= 1 {
+		return true
+	}
+	return j.Status != StatusPending && j.Attempts <= 1 && j.LastError == ""
 }
 
 // errKeyMismatch is returned when an idempotency key is reused with other

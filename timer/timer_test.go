@@ -333,7 +333,7 @@ func TestDueTimeRoundsUp(t *testing.T) {
 		if j.DueAt.Before(tt.at) || j.DueAt.UnixMilli() != tt.want {
 			t.Errorf("job due %v for fire_at %v, want %d ms", j.DueAt, tt.at, tt.want)
 		}
-		if !r.sameAs(j) {
+		if !r.sameAs(j, base) {
 			t.Errorf("a repeat of fire_at %v does not match its own job", tt.at)
 		}
 	}
