@@ -6,6 +6,7 @@ package http
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -101,9 +102,17 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request) {
 }
 
 // jobQuery reads a timer.JobQuery from the query parameters allowed; any
-// other parameter, or one given twice, is a 400 naming it.
+// other parameter, or one given twice, is a 400 naming it. status is a
+// list, so where it is allowed it may be given twice: repeated
+// (status=a&status=b, OpenAPI's default form, which generated clients
+// send), comma separated (status=a,b), or both.
 func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQuery, error) {
-	if err := onlyParams(v, allowed...); err != nil {
+	single := v
+	if slices.Contains(allowed, "status") && len(v["status"]) > 1 {
+		single = maps.Clone(v)
+		delete(single, "status")
+	}
+	if err := onlyParams(single, allowed...); err != nil {
 		return timer.JobQuery{}, err
 	}
 	q := timer.JobQuery{Key: v.Get("key"), Limit: DefaultJobPage}
@@ -111,7 +120,10 @@ func jobQuery(ctx context.Context, v url.Values, allowed ...string) (timer.JobQu
 	if q.Topic, err = requiredTopic(ctx, v.Get("topic")); err != nil {
 		return q, err
 	}
-	if s := v.Get("status"); s != "" {
+	for _, s := range v["status"] {
+		if s == "" {
+			continue
+		}
 		for name := range strings.SplitSeq(s, ",") {
 			st, err := timer.ParseStatus(strings.TrimSpace(name))
 			if err != nil {
