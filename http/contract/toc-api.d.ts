@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule a job.
-         * @description Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+         * @description Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
          */
         post: operations["scheduleJob"];
         /**
@@ -768,7 +768,7 @@ export interface components {
             /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic. */
             topic: components["schemas"]["TopicName"];
             /**
-             * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200), with other content 409. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
+             * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
              * @example order-42
              */
             key?: string;
@@ -3979,11 +3979,11 @@ export interface operations {
                     /** @description The job id; also the webhook-id header. Dedupe on it: toc delivers at least once. */
                     id: components["schemas"]["JobID"];
                     topic: components["schemas"]["TopicName"];
-                    /** @description The job's idempotency key; left out when it has none. */
+                    /** @description The job's idempotency key; optional: left out when the job has none. */
                     key?: string;
-                    /** @description The job's business id as a decimal string, as in the REST API; left out when it has none (0). */
+                    /** @description The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0). */
                     biz_id?: components["schemas"]["Uint64String"];
-                    /** @description The job's business type as a decimal string; left out when it has none (0). */
+                    /** @description The job's business type as a decimal string; optional: left out when it has none (0). */
                     biz_type?: components["schemas"]["Uint64String"];
                     /** @description The due time of this attempt (the job's due time, or for a retry its retry's). */
                     fire_at: components["schemas"]["Time"];

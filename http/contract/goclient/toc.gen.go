@@ -966,7 +966,7 @@ type NewJob struct {
 	// GroupId Make the job a member of this group, which must exist (POST /v1/groups, or a batch's `group`) and be open: an unknown group is a 400 naming group_id, a sealed one a 409. The group completes once it is sealed and every member has ended (done, cancelled, dead, purged). A job with an idempotency key that names an existing job answers that job, whatever the group's state.
 	GroupId *GroupID `json:"group_id,omitempty"`
 
-	// Key Idempotency key, unique per topic: the same key with the same content answers the existing job (200), with other content 409. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
+	// Key Idempotency key, unique per topic: the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
 	//
 	// Examples: order-42
 	Key *string `json:"key,omitempty"`
@@ -1626,10 +1626,10 @@ type WebhookPayload struct {
 	// Attempt 1 on the first attempt.
 	Attempt int `json:"attempt"`
 
-	// BizId The job's business id as a decimal string, as in the REST API; left out when it has none (0).
+	// BizId The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0).
 	BizId *Uint64String `json:"biz_id,omitempty"`
 
-	// BizType The job's business type as a decimal string; left out when it has none (0).
+	// BizType The job's business type as a decimal string; optional: left out when it has none (0).
 	BizType *Uint64String `json:"biz_type,omitempty"`
 
 	// FireAt The due time of this attempt (the job's due time, or for a retry its retry's).
@@ -1638,7 +1638,7 @@ type WebhookPayload struct {
 	// Id The job id; also the webhook-id header. Dedupe on it: toc delivers at least once.
 	Id JobID `json:"id"`
 
-	// Key The job's idempotency key; left out when it has none.
+	// Key The job's idempotency key; optional: left out when the job has none.
 	Key *string `json:"key,omitempty"`
 
 	// Payload The job's payload as given, compacted; null when it has none.
@@ -2102,7 +2102,7 @@ type ClientInterface interface {
 
 	// ScheduleJobWithBody Schedule a job.
 	//
-	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2111,7 +2111,7 @@ type ClientInterface interface {
 
 	// ScheduleJob Schedule a job.
 	//
-	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2726,7 +2726,7 @@ func (c *Client) RescheduleMatchingJobs(ctx context.Context, params *RescheduleM
 
 // ScheduleJobWithBody Schedule a job.
 //
-// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 //
 // Takes any type of body and a specified content type.
 //
@@ -2745,7 +2745,7 @@ func (c *Client) ScheduleJobWithBody(ctx context.Context, params *ScheduleJobPar
 
 // ScheduleJob Schedule a job.
 //
-// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -5414,7 +5414,7 @@ type ClientWithResponsesInterface interface {
 
 	// ScheduleJobWithBodyWithResponse Schedule a job.
 	//
-	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -5423,7 +5423,7 @@ type ClientWithResponsesInterface interface {
 
 	// ScheduleJobWithResponse Schedule a job.
 	//
-	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+	// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -9665,7 +9665,7 @@ func (c *ClientWithResponses) RescheduleMatchingJobsWithResponse(ctx context.Con
 
 // ScheduleJobWithBodyWithResponse Schedule a job.
 //
-// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -9680,7 +9680,7 @@ func (c *ClientWithResponses) ScheduleJobWithBodyWithResponse(ctx context.Contex
 
 // ScheduleJobWithResponse Schedule a job.
 //
-// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+// Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
