@@ -5,6 +5,7 @@ package http
 
 import (
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -106,11 +107,19 @@ func (a *API) rescheduleMatching(w http.ResponseWriter, r *http.Request, in *mov
 }
 
 // jobQuery reads a timer.JobQuery from the query parameters allowed; any
-// other parameter, or one given twice, is a 400 naming it.
+// other parameter, or one given twice, is a 400 naming it. status is a
+// list, so where it is allowed it may be given twice: repeated
+// (status=a&status=b, OpenAPI's default form, which generated clients
+// send), comma separated (status=a,b), or both.
 //
 // Its topic is the client's name: the gate qualifies it.
 func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
-	if err := onlyParams(v, allowed...); err != nil {
+	single := v
+	if slices.Contains(allowed, "status") && len(v["status"]) > 1 {
+		single = maps.Clone(v)
+		delete(single, "status")
+	}
+	if err := onlyParams(single, allowed...); err != nil {
 		return timer.JobQuery{}, err
 	}
 	q := timer.JobQuery{Topic: v.Get("topic"), Key: v.Get("key"), Limit: DefaultJobPage}
@@ -118,7 +127,10 @@ func jobQuery(v url.Values, allowed ...string) (timer.JobQuery, error) {
 		return q, &timer.FieldError{Field: "topic", Message: "a topic name is required"}
 	}
 	var err error
-	if s := v.Get("status"); s != "" {
+	for _, s := range v["status"] {
+		if s == "" {
+			continue
+		}
 		for name := range strings.SplitSeq(s, ",") {
 			st, err := timer.ParseStatus(strings.TrimSpace(name))
 			if err != nil {

@@ -3,6 +3,7 @@ package http_test
 import (
 	"fmt"
 	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -91,4 +92,74 @@ func TestFindAndActByBusinessID(t *testing.T) {
 		e.call(t, c.method, c.path, "").wantError(t, 400, tochttp.CodeInvalid, c.field)
 	}
 	e.call(t, "PATCH", "/v1/jobs?topic=orders&biz_id=3", `{}`).wantError(t, 400, tochttp.CodeInvalid, "fire_at")
+}
+
+// GET /v1/jobs reads a list of statuses repeated (status=a&status=b, the
+// form OpenAPI clients such as openapi-fetch and oapi-codegen send by
+// default), comma separated (status=a,b), or both; status stays a 400
+// where it is not a parameter, and other parameters may still be given
+// only once.
+func TestFindJobsStatusRepeated(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	later := time.Now().Add(time.Hour).UTC()
+	statusOf := map[string]string{}
+	for i := range 4 {
+		a := e.call(t, "POST", "/v1/jobs", fmt.Sprintf(`{"topic": "orders", "biz_id": "%d", "fire_at": %q, %s}`,
+			i+1, later.Add(time.Duration(i)*time.Minute).Format(time.RFC3339), cb))
+		if a.status != 201 {
+			t.Fatalf("schedule %d: %d %s", i, a.status, a.raw)
+		}
+		id := a.body["id"].(string)
+		statusOf[id] = "pending"
+		if i%2 == 1 {
+			if a := e.call(t, "DELETE", "/v1/jobs/"+id, ""); a.status != 200 {
+				t.Fatalf("cancel %s: %d %s", id, a.status, a.raw)
+			}
+			statusOf[id] = "cancelled"
+		}
+	}
+	for _, c := range []struct {
+		query string
+		want  []string // statuses the page must hold, each job once
+	}{
+		{"status=pending", []string{"pending"}},
+		{"status=cancelled", []string{"cancelled"}},
+		{"status=pending&status=cancelled", []string{"pending", "cancelled"}},
+		{"status=cancelled&status=pending", []string{"pending", "cancelled"}},
+		{"status=pending,cancelled", []string{"pending", "cancelled"}},
+		{"status=pending&status=firing,cancelled", []string{"pending", "cancelled"}},
+		{"status=done&status=firing", nil},
+	} {
+		a := e.call(t, "GET", "/v1/jobs?topic=orders&"+c.query, "")
+		if a.status != 200 {
+			t.Errorf("%s: %d %s", c.query, a.status, a.raw)
+			continue
+		}
+		got := map[string]bool{}
+		for _, j := range a.body["jobs"].([]any) {
+			job := j.(map[string]any)
+			id, st := job["id"].(string), job["status"].(string)
+			if got[id] || st != statusOf[id] {
+				t.Errorf("%s: job %s twice or %s, want %s once: %s", c.query, id, st, statusOf[id], a.raw)
+			}
+			got[id] = true
+		}
+		want := 0
+		for _, st := range statusOf {
+			if slices.Contains(c.want, st) {
+				want++
+			}
+		}
+		if len(got) != want {
+			t.Errorf("%s: %d jobs, want %d: %s", c.query, len(got), want, a.raw)
+		}
+	}
+	for _, c := range []struct{ method, path, field string }{
+		{"GET", "/v1/jobs?topic=orders&status=pending&status=sleeping", "status"},
+		{"GET", "/v1/jobs?topic=orders&status=pending&status=cancelled&limit=1&limit=2", "limit"},
+		{"GET", "/v1/jobs?topic=orders&topic=orders&status=pending&status=cancelled", "topic"},
+		{"DELETE", "/v1/jobs?topic=orders&biz_id=1&status=pending&status=cancelled", "status"},
+	} {
+		e.call(t, c.method, c.path, "").wantError(t, 400, tochttp.CodeInvalid, c.field)
+	}
 }

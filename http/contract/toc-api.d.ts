@@ -79,7 +79,7 @@ export interface paths {
         put?: never;
         /**
          * Schedule a job.
-         * @description Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; with other content, 409.
+         * @description Commits the job to the task store; a 201 means it is durable even if Redis then loses it. The same key with the same content answers 200 with the existing job; reusing a key with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond.
          */
         post: operations["scheduleJob"];
         /**
@@ -122,7 +122,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -153,7 +153,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -256,7 +256,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -279,7 +279,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -322,7 +322,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -357,7 +357,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -380,7 +380,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -403,7 +403,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -426,7 +426,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -513,7 +513,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -540,7 +540,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -563,7 +563,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -606,7 +606,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The group's id. */
-                id: components["parameters"]["GroupID"];
+                id: components["parameters"]["GroupIDPath"];
             };
             cookie?: never;
         };
@@ -629,7 +629,7 @@ export interface paths {
             header?: never;
             path: {
                 /** @description The group's id. */
-                id: components["parameters"]["GroupID"];
+                id: components["parameters"]["GroupIDPath"];
             };
             cookie?: never;
         };
@@ -708,7 +708,7 @@ export interface components {
          */
         Uint64String: string;
         /**
-         * @description An unsigned 64-bit integer: a decimal string (digits only, no sign, no leading zero), or a JSON number without fraction or exponent. Send the string: a JSON number past 2^53 loses digits in JavaScript and other float64 encoders before it reaches toc.
+         * @description An unsigned 64-bit integer: a decimal string (digits only, no sign, no leading zero), or a JSON number without fraction or exponent. Send the string: a JSON number past 2^53 loses digits in JavaScript and other float64 encoders before it reaches toc. (x-go-type has oapi-codegen type it as the string, where the union would be an int that cannot hold past 2^63.)
          * @example 18446744073709551615
          * @example 1001
          */
@@ -752,7 +752,7 @@ export interface components {
         When: {
             fire_at?: components["schemas"]["FireAt"];
             delay_ms?: components["schemas"]["DelayMS"];
-        } & (unknown | unknown);
+        };
         /**
          * @description When a replayed job is due: fire_at or delay_ms (both is a 400); neither, or no body at all: now.
          * @example {
@@ -763,12 +763,12 @@ export interface components {
             fire_at?: components["schemas"]["FireAt"];
             delay_ms?: components["schemas"]["DelayMS"];
         };
-        /** @description A job to schedule: topic, callback_url and exactly one of fire_at or delay_ms. A key repeated in an object, a field name in another case, an unknown field, or a body that is not UTF-8 is a 400 naming it. */
+        /** @description A job to schedule: topic, callback_url and exactly one of fire_at or delay_ms (both, or neither, is a 400 naming them). A key repeated in an object, a field name in another case, an unknown field, or a body that is not UTF-8 is a 400 naming it. */
         NewJob: {
             /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic. */
             topic: components["schemas"]["TopicName"];
             /**
-             * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200), with other content 409. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
+             * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
              * @example order-42
              */
             key?: string;
@@ -807,7 +807,7 @@ export interface components {
             concurrency_key?: string;
             /** @description Make the job a member of this group, which must exist (POST /v1/groups, or a batch's `group`) and be open: an unknown group is a 400 naming group_id, a sealed one a 409. The group completes once it is sealed and every member has ended (done, cancelled, dead, purged). A job with an idempotency key that names an existing job answers that job, whatever the group's state. */
             group_id?: components["schemas"]["GroupID"];
-        } & (unknown | unknown);
+        };
         /**
          * @description A job as the task store holds it.
          * @example {
@@ -958,16 +958,10 @@ export interface components {
              * @description Only jobs that died before this time.
              */
             to?: string;
-            /**
-             * @description The most to act on in this request; `more` says whether more remain (call again).
-             * @default 1000
-             */
-            limit: number;
-            /**
-             * @description The most a second.
-             * @default 500
-             */
-            rate: number;
+            /** @description The most to act on in this request; `more` says whether more remain (call again). Left out: 1,000. */
+            limit?: number;
+            /** @description The most a second. Left out: 500. */
+            rate?: number;
         };
         /** @description The dead letters of a topic that a replay acts on, and when they are due again. */
         DeadReplayFilter: {
@@ -984,16 +978,10 @@ export interface components {
              * @description Only jobs that died before this time.
              */
             to?: string;
-            /**
-             * @description The most to act on in this request; `more` says whether more remain (call again).
-             * @default 1000
-             */
-            limit: number;
-            /**
-             * @description The most a second.
-             * @default 500
-             */
-            rate: number;
+            /** @description The most to act on in this request; `more` says whether more remain (call again). Left out: 1,000. */
+            limit?: number;
+            /** @description The most a second. Left out: 500. */
+            rate?: number;
             /** @description Due this far ahead; 0 or left out: now. */
             delay_ms?: components["schemas"]["DelayMS"];
         };
@@ -1232,37 +1220,6 @@ export interface components {
             status: components["schemas"]["ClusterStatus"];
         };
         Cluster: components["schemas"]["StandaloneCluster"] | components["schemas"]["ClusteredCluster"];
-        /**
-         * @description The body of every webhook call: the same on every attempt but for `attempt`. Receivers should ignore fields they do not know: toc may add some.
-         * @example {
-         *       "id": "4737272962162360320",
-         *       "topic": "orders",
-         *       "key": "order-42",
-         *       "biz_id": "1001",
-         *       "fire_at": "2026-11-25T03:35:21.359Z",
-         *       "attempt": 1,
-         *       "payload": {
-         *         "order": 42
-         *       }
-         *     }
-         */
-        WebhookPayload: {
-            /** @description The job id; also the webhook-id header. Dedupe on it: toc delivers at least once. */
-            id: components["schemas"]["JobID"];
-            topic: components["schemas"]["TopicName"];
-            /** @description The job's idempotency key; left out when it has none. */
-            key?: string;
-            /** @description The job's business id as a decimal string, as in the REST API; left out when it has none (0). */
-            biz_id?: components["schemas"]["Uint64String"];
-            /** @description The job's business type as a decimal string; left out when it has none (0). */
-            biz_type?: components["schemas"]["Uint64String"];
-            /** @description The due time of this attempt (the job's due time, or for a retry its retry's). */
-            fire_at: components["schemas"]["Time"];
-            /** @description 1 on the first attempt. */
-            attempt: number;
-            /** @description The job's payload as given, compacted; null when it has none. */
-            payload: unknown;
-        };
         /**
          * @description A schedule id: a positive 63-bit integer as a decimal string.
          * @example 4737272962162360321
@@ -1603,9 +1560,9 @@ export interface components {
     };
     parameters: {
         /** @description The job id. */
-        JobID: components["schemas"]["JobID"];
+        JobIDPath: components["schemas"]["JobID"];
         /** @description The topic's name. */
-        Topic: components["schemas"]["TopicName"];
+        TopicPath: components["schemas"]["TopicName"];
         /**
          * @description W3C Trace Context (https://www.w3.org/TR/trace-context/) of the caller: kept with the job(s) and sent on with each webhook call. A malformed or repeated one is ignored, as the specification says, not refused.
          * @example 00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01
@@ -1629,9 +1586,9 @@ export interface components {
          */
         IfMatch: string;
         /** @description The schedule id. */
-        ScheduleID: components["schemas"]["ScheduleID"];
+        ScheduleIDPath: components["schemas"]["ScheduleID"];
         /** @description The group's id. */
-        GroupID: components["schemas"]["GroupID"];
+        GroupIDPath: components["schemas"]["GroupID"];
     };
     requestBodies: never;
     headers: {
@@ -1738,7 +1695,7 @@ export interface operations {
                 /** @description The topic (required). */
                 topic: components["parameters"]["QueryTopic"];
                 /**
-                 * @description Only jobs in these statuses, comma separated.
+                 * @description Only jobs in these statuses: the parameter repeated (status=pending&status=firing; the form, exploded, is the default that generated clients send), or comma separated (status=pending,firing), or both.
                  * @example [
                  *       "pending",
                  *       "firing"
@@ -2134,7 +2091,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2168,7 +2125,7 @@ export interface operations {
             };
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2238,7 +2195,7 @@ export interface operations {
             };
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2312,7 +2269,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2633,7 +2590,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2707,7 +2664,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The job id. */
-                id: components["parameters"]["JobID"];
+                id: components["parameters"]["JobIDPath"];
             };
             cookie?: never;
         };
@@ -2803,7 +2760,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -2862,7 +2819,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -2960,7 +2917,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -2995,7 +2952,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -3069,7 +3026,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -3118,7 +3075,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -3167,7 +3124,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -3211,7 +3168,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The topic's name. */
-                topic: components["parameters"]["Topic"];
+                topic: components["parameters"]["TopicPath"];
             };
             cookie?: never;
         };
@@ -3422,7 +3379,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -3478,7 +3435,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -3504,7 +3461,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -3561,7 +3518,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The schedule id. */
-                id: components["parameters"]["ScheduleID"];
+                id: components["parameters"]["ScheduleIDPath"];
             };
             cookie?: never;
         };
@@ -3750,7 +3707,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The group's id. */
-                id: components["parameters"]["GroupID"];
+                id: components["parameters"]["GroupIDPath"];
             };
             cookie?: never;
         };
@@ -3814,7 +3771,7 @@ export interface operations {
             header?: never;
             path: {
                 /** @description The group's id. */
-                id: components["parameters"]["GroupID"];
+                id: components["parameters"]["GroupIDPath"];
             };
             cookie?: never;
         };
@@ -4018,7 +3975,23 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": components["schemas"]["WebhookPayload"];
+                "application/json": {
+                    /** @description The job id; also the webhook-id header. Dedupe on it: toc delivers at least once. */
+                    id: components["schemas"]["JobID"];
+                    topic: components["schemas"]["TopicName"];
+                    /** @description The job's idempotency key; optional: left out when the job has none. */
+                    key?: string;
+                    /** @description The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0). */
+                    biz_id?: components["schemas"]["Uint64String"];
+                    /** @description The job's business type as a decimal string; optional: left out when it has none (0). */
+                    biz_type?: components["schemas"]["Uint64String"];
+                    /** @description The due time of this attempt (the job's due time, or for a retry its retry's). */
+                    fire_at: components["schemas"]["Time"];
+                    /** @description 1 on the first attempt. */
+                    attempt: number;
+                    /** @description The job's payload as given, compacted; null when it has none. */
+                    payload: unknown;
+                };
             };
         };
         responses: {
