@@ -1,6 +1,7 @@
 // Namespaces: a token of a namespace gives and sees topic names; toc
 // holds them qualified by the namespace (timer.QualifiedTopic). Every
-// topic a request names goes through qualify on its way in, and every
+// topic a request names goes through qualify on its way in (the gate does
+// it for every route, gate.go), and every
 // topic an answer shows through shownTopic on its way out; the tenant
 // checks (allowTopic, visibleJob) compare the qualified topic with the
 // token's namespace, so that a topic that missed its way in is refused,
@@ -53,15 +54,6 @@ func qualify(ctx context.Context, field, name string) (string, error) {
 		return "", &timer.FieldError{Field: field, Message: fmt.Sprintf("at most %d bytes in namespace %s", timer.MaxTopicBytes-len(ns)-len(timer.NamespaceSep), ns)}
 	}
 	return topic, nil
-}
-
-// requiredTopic is qualify of a topic parameter that must be given.
-func requiredTopic(ctx context.Context, name string) (string, error) {
-	topic, err := qualify(ctx, "topic", name)
-	if err == nil && topic == "" {
-		err = &timer.FieldError{Field: "topic", Message: "a topic name is required"}
-	}
-	return topic, err
 }
 
 // shownTopic is the name an answer shows topic by: without its namespace,

@@ -168,6 +168,20 @@ func (s *Set) Lookup(token string) (*Principal, bool) {
 	return p, ok
 }
 
+// Named returns the principal of the token named name, or false: the
+// owner of what a token made (a schedule), to apply its quotas later.
+func (s *Set) Named(name string) (*Principal, bool) {
+	if s == nil {
+		return nil, false
+	}
+	for i, n := range s.names {
+		if n == name {
+			return s.byDigest[s.digests[i]], true
+		}
+	}
+	return nil, false
+}
+
 // Hash is the token_sha256 of a token: its SHA-256 in lowercase hex.
 func Hash(token string) string {
 	sum := sha256.Sum256([]byte(token))
