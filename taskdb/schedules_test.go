@@ -148,3 +148,34 @@ func TestMaterializeAcrossDaylightSavingOnMariaDB(t *testing.T) {
 		})
 	}
 }
+
+// testUpgradeScheduleOwner: a schedule written before 0023 reads back
+// with no owner and nothing skipped, and its skips count from there.
+func testUpgradeScheduleOwner(t *testing.T, s *Store) {
+	ctx := t.Context()
+	if err := s.migrateTo(ctx, 21); err != nil {
+		t.Fatalf("migrate to 0021: %v", err)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, callback, cron, catch_up, next_at, gmt_create, gmt_modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, 7, "old", "https://example.com/hook", "* * * * *", 1, base.UnixMilli(), base.UnixMilli(), base.UnixMilli())
+	if err != nil {
+		t.Fatalf("insert a 0021 schedule: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate to the last: %v", err)
+	}
+	old, err := s.GetSchedule(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Owner != "" || old.Skipped != 0 || !old.LastSkippedAt.IsZero() || old.LastSkipReason != "" || old.Job.Topic != "old" {
+		t.Errorf("a 0021 schedule reads back as %+v, want no owner, nothing skipped", old)
+	}
+	at := base.Add(time.Minute)
+	if ok, err := s.SkipOccurrences(ctx, 7, base, base.Add(time.Minute), 1, "max_pending full", at); err != nil || !ok {
+		t.Fatalf("skip in the 0021 schedule: %v, %v", ok, err)
+	}
+	if got, err := s.GetSchedule(ctx, 7); err != nil || got.Skipped != 1 || !got.LastSkippedAt.Equal(at) || got.LastSkipReason != "max_pending full" {
+		t.Errorf("after a skip: %+v, %v", got, err)
+	}
+}
