@@ -190,6 +190,13 @@ type scheduleView struct {
 	Job           templateView `json:"job"`
 	CreatedAt     string       `json:"created_at"`
 	UpdatedAt     string       `json:"updated_at"`
+	// Owner is the token that created it, absent when auth is off.
+	Owner string `json:"owner,omitempty"`
+	// Skipped counts the occurrences its owner's max_pending refused;
+	// the last's time and reason are absent until the first.
+	Skipped        int64  `json:"skipped"`
+	LastSkippedAt  string `json:"last_skipped_at,omitempty"`
+	LastSkipReason string `json:"last_skip_reason,omitempty"`
 }
 
 type templateView struct {
@@ -232,6 +239,11 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 		},
 		CreatedAt: formatTime(s.CreatedAt),
 		UpdatedAt: formatTime(s.UpdatedAt),
+
+		Owner:          s.Owner,
+		Skipped:        s.Skipped,
+		LastSkippedAt:  formatTime(s.LastSkippedAt),
+		LastSkipReason: s.LastSkipReason,
 	}
 	if s.Cron != "" && s.TimeZone == "" {
 		out.TimeZone = "UTC"
@@ -265,6 +277,7 @@ func (a *API) createSchedule(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s, err := body.schedule()
+	s.Owner = PrincipalName(r.Context())
 	if err == nil {
 		s.Job.Topic, err = qualify(r.Context(), "topic", s.Job.Topic)
 		err = inJob(err)
