@@ -163,13 +163,30 @@ func (m *Materializer) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read due schedules: %w", err)
 	}
+	var refused error
 	for _, s := range due {
-		if err := m.materialize(ctx, s, now); err != nil {
+		err := m.materialize(ctx, s, now)
+		if _, ok := errors.AsType[*admitError](err); ok {
+			// This schedule's owner could not be checked: it waits for
+			// the next pass, the others go on.
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		if err != nil {
 			return len(due), err
 		}
 	}
-	return len(due), nil
+	return len(due), refused
 }
+
+// admitError is an error of MaterializerConfig.Admit that is not a
+// quota's.
+type admitError struct{ err error }
+
+func (e *admitError) Error() string { return e.err.Error() }
+func (e *admitError) Unwrap() error { return e.err }
 
 // materialize makes the jobs of s's occurrences up to now + Lookahead,
 // then moves its cursor past them.
@@ -189,7 +206,7 @@ func (m *Materializer) materialize(ctx context.Context, s *Schedule, now time.Ti
 				skipped, reason = skipped+1, skipReason(err)
 				continue
 			} else if err != nil {
-				return fmt.Errorf("schedule %s: occurrence %s: admit: %w", s.ID, t.UTC().Format(time.RFC3339Nano), err)
+				return &admitError{fmt.Errorf("schedule %s: occurrence %s: admit: %w", s.ID, t.UTC().Format(time.RFC3339Nano), err)}
 			}
 		}
 		_, err := m.jobs.Schedule(ctx, s.Job.Request(s.ID, t))
@@ -230,7 +247,14 @@ type skipLog struct {
 	// occurrences skipped since, not yet written.
 	last  map[ScheduleID]time.Time
 	quiet map[ScheduleID]int64
+	// pruneAt is the size of last at which the schedules not logged for
+	// an interval are forgotten: twice what was left after the last
+	// pruning, so that pruning costs O(1) a line, amortized.
+	pruneAt int
 }
+
+// minSkipLogPrune is the least size of skipLog.last that is pruned.
+const minSkipLogPrune = 1024
 
 // note counts n more skipped occurrences of schedule id and writes them
 // unless a line about it was written less than SkipLogInterval ago.
@@ -249,14 +273,17 @@ func (l *skipLog) note(log *slog.Logger, id ScheduleID, n int64, reason string, 
 	l.last[id] = now
 	log.Warn("schedule occurrences skipped: over quota", "schedule", id.String(), "skipped", n,
 		"reason", SkipPendingQuota, "err", reason)
-	// Forget schedules not heard of for an interval, so that the maps
-	// hold only those skipping now.
-	if len(l.last) > 1024 {
+	// Forget the schedules logged an interval ago or more, so that the
+	// maps hold those skipping now (the count of the occurrences of
+	// theirs not yet logged is in Schedule.Skipped and the metric).
+	if len(l.last) >= max(l.pruneAt, minSkipLogPrune) {
 		for k, at := range l.last {
-			if now.Sub(at) >= SkipLogInterval && l.quiet[k] == 0 {
+			if now.Sub(at) >= SkipLogInterval {
 				delete(l.last, k)
+				delete(l.quiet, k)
 			}
 		}
+		l.pruneAt = 2 * len(l.last)
 	}
 }
 

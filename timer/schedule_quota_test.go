@@ -155,22 +155,24 @@ func TestMaterializeSkipsOverQuota(t *testing.T) {
 	}
 }
 
-// An Admit error that is not a quota's (the count could not be read) skips
-// nothing: the pass fails, the cursor stays, and the next pass, admitted,
-// makes every occurrence.
+// An Admit error that is not a quota's (the owner's count could not be
+// read) skips nothing: the pass reports it, that schedule's cursor stays,
+// other schedules go on, and the next pass, admitted, makes every
+// occurrence.
 func TestMaterializeAdmitErrorRetries(t *testing.T) {
 	e := newSchedEnv(t, t0.Add(100*time.Millisecond))
 	obs := &skipCount{}
 	var fail atomic.Bool
 	fail.Store(true)
 	away := errors.New("task store away")
-	e.m = e.materializer(t, timer.MaterializerConfig{Observer: obs, Admit: func(context.Context, *timer.Schedule) error {
-		if fail.Load() {
+	e.m = e.materializer(t, timer.MaterializerConfig{Observer: obs, Admit: func(_ context.Context, s *timer.Schedule) error {
+		if s.Owner == "broken" && fail.Load() {
 			return away
 		}
 		return nil
 	}})
-	v := e.create(t, timer.Schedule{Cron: "* * * * * *"})
+	v := e.create(t, timer.Schedule{Cron: "* * * * * *", Owner: "broken"})
+	other := e.create(t, timer.Schedule{Cron: "* * * * * *", Owner: "fine"})
 	for range 3 {
 		if _, err := e.m.RunOnce(t.Context()); !errors.Is(err, away) {
 			t.Fatalf("pass: %v, want the admit error", err)
@@ -180,6 +182,9 @@ func TestMaterializeAdmitErrorRetries(t *testing.T) {
 	sc := e.schedule(t, v.ID)
 	if got := e.due(t, "rec", v.ID); len(got) != 0 || sc.Skipped != 0 || obs.n.Load() != 0 || !sc.Next.Equal(t0.Add(time.Second)) {
 		t.Fatalf("after refused passes: jobs %v, skipped %d, observed %d, cursor %v; want none, 0, 0, 1 s", got, sc.Skipped, obs.n.Load(), sc.Next)
+	}
+	if got, want := e.due(t, "rec", other.ID), seconds(t0, 1, 2, 3, 4); !sameTimes(got, want) {
+		t.Errorf("the other schedule's jobs %v, want %v: one owner's failure held it up", got, want)
 	}
 	fail.Store(false)
 	e.pass(t) // at 1.6 s: 1 s is not yet missed (Late 2 s), so 1..4 s fire
