@@ -181,6 +181,13 @@ type scheduleView struct {
 	Job           templateView `json:"job"`
 	CreatedAt     string       `json:"created_at"`
 	UpdatedAt     string       `json:"updated_at"`
+	// Owner is the token that created it, absent when auth is off.
+	Owner string `json:"owner,omitempty"`
+	// Skipped counts the occurrences its owner's max_pending refused;
+	// the last's time and reason are absent until the first.
+	Skipped        int64  `json:"skipped"`
+	LastSkippedAt  string `json:"last_skipped_at,omitempty"`
+	LastSkipReason string `json:"last_skip_reason,omitempty"`
 }
 
 type templateView struct {
@@ -223,6 +230,11 @@ func scheduleViewOf(v timer.ScheduleView) scheduleView {
 		},
 		CreatedAt: formatTime(s.CreatedAt),
 		UpdatedAt: formatTime(s.UpdatedAt),
+
+		Owner:          s.Owner,
+		Skipped:        s.Skipped,
+		LastSkippedAt:  formatTime(s.LastSkippedAt),
+		LastSkipReason: s.LastSkipReason,
 	}
 	if s.Cron != "" && s.TimeZone == "" {
 		out.TimeZone = "UTC"
@@ -258,6 +270,7 @@ func (a *API) readSchedule(r *http.Request, s *timer.Schedule) (*claim, error) {
 	if *s, err = body.schedule(); err != nil {
 		return nil, err
 	}
+	s.Owner = PrincipalName(r.Context())
 	return &claim{
 		topics:    []topicRef{{field: "job.topic", name: &s.Job.Topic, create: true}},
 		callbacks: []callbackRef{{field: "job.callback_url", url: s.Job.CallbackURL, item: -1}},

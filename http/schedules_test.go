@@ -126,3 +126,54 @@ func TestListPauseResumeDeleteSchedule(t *testing.T) {
 	e.call(t, "GET", "/v1/schedules/"+ids[0], "").wantError(t, 404, "not_found", "")
 	e.call(t, "DELETE", "/v1/schedules/"+ids[0], "").wantError(t, 404, "not_found", "")
 }
+
+// A schedule shows the token that created it and the occurrences its
+// quota skipped: skipped always, when and why once there was one, the
+// owner when the server has tokens.
+func TestScheduleOwnerAndSkips(t *testing.T) {
+	e := tenantsEnv(t)
+	orders := bearerOf("orders")
+	a := e.call(t, "POST", "/v1/schedules", `{"every_ms": 60000, "job": {"topic": "orders-eu", "callback_url": "http://127.0.0.1:9/hook"}}`, orders...)
+	if a.status != http.StatusCreated {
+		t.Fatalf("create: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	_, hasLast := a.body["last_skipped_at"]
+	_, hasReason := a.body["last_skip_reason"]
+	if a.body["owner"] != "orders" || a.body["skipped"] != 0.0 || hasLast || hasReason {
+		t.Fatalf("a new schedule: %s; want owner orders, skipped 0, no last skip", a.raw)
+	}
+	sid, err := timer.ParseScheduleID(id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := e.store.GetSchedule(t.Context(), sid)
+	if err != nil || sc.Owner != "orders" {
+		t.Fatalf("stored: %+v, %v; want owner orders", sc, err)
+	}
+	at := time.UnixMilli(1_900_000_000_123)
+	if ok, err := e.store.SkipOccurrences(t.Context(), sid, sc.Next, sc.Next.Add(2*time.Minute), 2, "token orders holds 30 of its max_pending 30", at); err != nil || !ok {
+		t.Fatalf("skip: %v, %v", ok, err)
+	}
+	want := func(where string, v map[string]any) {
+		t.Helper()
+		if v["owner"] != "orders" || v["skipped"] != 2.0 || v["last_skipped_at"] != "2030-03-17T17:46:40.123Z" ||
+			v["last_skip_reason"] != "token orders holds 30 of its max_pending 30" {
+			t.Errorf("%s: %v; want 2 skipped, the last at 2030-03-17T17:46:40.123Z and why", where, v)
+		}
+	}
+	want("get", e.call(t, "GET", "/v1/schedules/"+id, "", orders...).body)
+	l := e.call(t, "GET", "/v1/schedules", "", orders...)
+	if s, _ := l.body["schedules"].([]any); len(s) != 1 {
+		t.Fatalf("list: %s", l.raw)
+	} else {
+		want("list", s[0].(map[string]any))
+	}
+
+	// Without tokens there is no owner to show.
+	open := newAPIEnv(t, tochttpConfig(), nil)
+	o := open.call(t, "POST", "/v1/schedules", `{"every_ms": 60000, `+scheduleJob+`}`)
+	if _, has := o.body["owner"]; o.status != http.StatusCreated || has || o.body["skipped"] != 0.0 {
+		t.Errorf("a schedule made without tokens: %d %s; want no owner, skipped 0", o.status, o.raw)
+	}
+}

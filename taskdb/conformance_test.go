@@ -78,6 +78,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		testUpgradeDeadAndGroups(t, openEmpty(t))
 	})
+	t.Run("UpgradeScheduleOwner", func(t *testing.T) {
+		t.Parallel()
+		testUpgradeScheduleOwner(t, openEmpty(t))
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)

@@ -37,12 +37,14 @@ func (s *Store) CreateSchedule(ctx context.Context, sc *timer.Schedule) error {
 	}
 	j := sc.Job
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, biz_id, biz_type, callback, payload,
-		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key)
-		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		max_attempts, priority, cron, time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key,
+		owner, skipped, last_skipped_at, last_skip_reason)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 		s.d.uint64Arg(uint64(sc.ID)), j.Topic, s.d.uint64Arg(j.BizID), s.d.uint64Arg(j.BizType), j.CallbackURL, j.Payload,
 		int64(j.MaxAttempts), int64(j.Priority), sc.Cron, sc.TimeZone, sc.Every.Milliseconds(),
 		msOrZero(sc.StartAt), msOrZero(sc.EndAt), int64(sc.CatchUp), boolInt(sc.Paused), msOrZero(sc.Next),
-		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli(), templateExpiry(j), j.ConcurrencyKey)
+		sc.CreatedAt.UnixMilli(), sc.UpdatedAt.UnixMilli(), templateExpiry(j), j.ConcurrencyKey,
+		sc.Owner, sc.Skipped, msOrZero(sc.LastSkippedAt), sc.LastSkipReason)
 	if err != nil {
 		return fmt.Errorf("create schedule %s: %w", sc.ID, s.translate(err))
 	}
@@ -69,7 +71,8 @@ func boolInt(b bool) int64 {
 }
 
 const selectSchedule = `SELECT schedule_id, topic, biz_id, biz_type, callback, payload, max_attempts, priority, cron,
-	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key FROM toc_schedules `
+	time_zone, every_ms, start_at, end_at, catch_up, paused, next_at, gmt_create, gmt_modified, expire_after_ms, concurrency_key,
+	owner, skipped, last_skipped_at, last_skip_reason FROM toc_schedules `
 
 func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) {
 	var (
@@ -77,14 +80,16 @@ func scanSchedule(row interface{ Scan(...any) error }) (*timer.Schedule, error) 
 		id, bizID, bizType                unsigned
 		maxAttempts, priority, every      int64
 		start, end, catchUp, paused, next int64
-		created, modified                 int64
+		created, modified, lastSkipped    int64
 		expireAfter                       sql.NullInt64
 		ckey                              []byte
 	)
 	if err := row.Scan(&id, &sc.Job.Topic, &bizID, &bizType, &sc.Job.CallbackURL, &sc.Job.Payload, &maxAttempts, &priority,
-		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified, &expireAfter, &ckey); err != nil {
+		&sc.Cron, &sc.TimeZone, &every, &start, &end, &catchUp, &paused, &next, &created, &modified, &expireAfter, &ckey,
+		&sc.Owner, &sc.Skipped, &lastSkipped, &sc.LastSkipReason); err != nil {
 		return nil, err
 	}
+	sc.LastSkippedAt = timeOrZero(lastSkipped)
 	sc.ID, sc.Job.BizID, sc.Job.BizType = timer.ScheduleID(id), uint64(bizID), uint64(bizType)
 	sc.Job.MaxAttempts, sc.Job.Priority = int(maxAttempts), timer.Priority(priority)
 	sc.Job.ConcurrencyKey = string(ckey)
@@ -153,6 +158,21 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id timer.ScheduleID, from, 
 		msOrZero(to), now.UnixMilli(), s.d.uint64Arg(uint64(id)), msOrZero(from))
 	if err != nil {
 		return false, fmt.Errorf("advance schedule %s: %w", id, err)
+	}
+	return ok, nil
+}
+
+// SkipOccurrences implements timer.ScheduleWriter with one conditional
+// UPDATE on the old cursor that also counts the skipped occurrences.
+func (s *Store) SkipOccurrences(ctx context.Context, id timer.ScheduleID, from, to time.Time, n int64, reason string, now time.Time) (bool, error) {
+	if n < 1 || len(reason) > timer.MaxSkipReasonBytes {
+		return false, fmt.Errorf("skip %d occurrences of schedule %s: %w", n, id, timer.ErrInvalid)
+	}
+	ok, err := s.updateOne(ctx, `UPDATE toc_schedules SET next_at = ?, skipped = skipped + ?, last_skipped_at = ?, last_skip_reason = ?,
+		gmt_modified = ? WHERE schedule_id = ? AND next_at = ?`,
+		msOrZero(to), n, now.UnixMilli(), reason, now.UnixMilli(), s.d.uint64Arg(uint64(id)), msOrZero(from))
+	if err != nil {
+		return false, fmt.Errorf("skip occurrences of schedule %s: %w", id, err)
 	}
 	return ok, nil
 }

@@ -2,8 +2,10 @@ package taskdb
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -78,6 +80,73 @@ func TestMaterializersRaceOnMariaDB(t *testing.T) {
 	}
 }
 
+// skipCount counts the occurrences a materializer skipped.
+type skipCount struct {
+	timer.NopObserver
+	n atomic.Int64
+}
+
+func (c *skipCount) OccurrencesSkipped(_ string, n int) { c.n.Add(int64(n)) }
+
+// Three members' materializers at once over one MariaDB, under a
+// schedule every second whose owner's quota refuses every occurrence:
+// each occurrence from creation to end_at is skipped and counted once,
+// in the row and in the members' metrics together, and none is a job.
+func TestMaterializersSkipOnceOnMariaDB(t *testing.T) {
+	s := openMariaDB(t)
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	now := time.Now()
+	schedules := timer.NewSchedules(s, 0, cron.Parse, nil, nil)
+	v, err := schedules.Create(ctx, timer.Schedule{Cron: "* * * * * *", EndAt: now.Add(4 * time.Second), CatchUp: timer.CatchUpAll,
+		Owner: "tenant-a", Job: timer.JobTemplate{Topic: "quota", CallbackURL: "http://127.0.0.1:9/"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := func(_ context.Context, sc *timer.Schedule) error {
+		return fmt.Errorf("token %s holds 5 of its max_pending 5: %w", sc.Owner, timer.ErrQuota)
+	}
+	var wg sync.WaitGroup
+	obs := make([]*skipCount, 3)
+	for i := range obs {
+		obs[i] = &skipCount{}
+		sched, err := timer.NewScheduler(s, timertest.NewIndex(), timer.SchedulerConfig{Node: i + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := timer.NewMaterializer(s, sched, timer.MaterializerConfig{Cron: cron.Parse, Interval: 10 * time.Millisecond, Admit: full, Observer: obs[i]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		wg.Go(func() { m.Run(ctx) })
+	}
+	var sc *timer.Schedule
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if sc, err = s.GetSchedule(ctx, v.ID); err != nil {
+			t.Fatal(err)
+		}
+		if sc.Next.IsZero() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the schedule never finished: cursor %v", sc.Next)
+		}
+	}
+	cancel()
+	wg.Wait()
+	var want int64
+	for at := v.NextFireTimes[0]; !at.After(v.EndAt); at = at.Add(time.Second) {
+		want++
+	}
+	observed := obs[0].n.Load() + obs[1].n.Load() + obs[2].n.Load()
+	if sc.Skipped != want || observed != want || sc.LastSkipReason != "token tenant-a holds 5 of its max_pending 5: over quota" || sc.LastSkippedAt.IsZero() {
+		t.Errorf("skipped %d, observed %d, last at %v for %q; want %d", sc.Skipped, observed, sc.LastSkippedAt, sc.LastSkipReason, want)
+	}
+	if jobs, err := s.ListJobs(t.Context(), timer.JobQuery{Topic: "quota", Limit: 100}); err != nil || len(jobs) != 0 {
+		t.Errorf("jobs %v, %v; want none", jobs, err)
+	}
+}
+
 // A daily schedule in New York and one in Berlin, the materializer's
 // clock moved through the daylight-saving changes of 2026 over MariaDB:
 // the jobs stored are due at what the expressions say (see timer/cron):
@@ -146,5 +215,36 @@ func TestMaterializeAcrossDaylightSavingOnMariaDB(t *testing.T) {
 				t.Errorf("jobs due\n %v\nwant\n %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// testUpgradeScheduleOwner: a schedule written before 0023 reads back
+// with no owner and nothing skipped, and its skips count from there.
+func testUpgradeScheduleOwner(t *testing.T, s *Store) {
+	ctx := t.Context()
+	if err := s.migrateTo(ctx, 21); err != nil {
+		t.Fatalf("migrate to 0021: %v", err)
+	}
+	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, callback, cron, catch_up, next_at, gmt_create, gmt_modified)
+		VALUES (?, ?, ?, ?, ?, ?, ?, ?)`, 7, "old", "https://example.com/hook", "* * * * *", 1, base.UnixMilli(), base.UnixMilli(), base.UnixMilli())
+	if err != nil {
+		t.Fatalf("insert a 0021 schedule: %v", err)
+	}
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("migrate to the last: %v", err)
+	}
+	old, err := s.GetSchedule(ctx, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Owner != "" || old.Skipped != 0 || !old.LastSkippedAt.IsZero() || old.LastSkipReason != "" || old.Job.Topic != "old" {
+		t.Errorf("a 0021 schedule reads back as %+v, want no owner, nothing skipped", old)
+	}
+	at := base.Add(time.Minute)
+	if ok, err := s.SkipOccurrences(ctx, 7, base, base.Add(time.Minute), 1, "max_pending full", at); err != nil || !ok {
+		t.Fatalf("skip in the 0021 schedule: %v, %v", ok, err)
+	}
+	if got, err := s.GetSchedule(ctx, 7); err != nil || got.Skipped != 1 || !got.LastSkippedAt.Equal(at) || got.LastSkipReason != "max_pending full" {
+		t.Errorf("after a skip: %+v, %v", got, err)
 	}
 }

@@ -50,7 +50,11 @@
 // (ScheduleWriter.AdvanceSchedule): the job first, so that a crash between
 // the two repeats the job (which the key makes the same one), never skips
 // it. Occurrences missed while no materializer ran follow the schedule's
-// CatchUp policy. Schedules holds the API's operations on them.
+// CatchUp policy. An occurrence that MaterializerConfig.Admit refuses with
+// ErrQuota (its owner's pending jobs are at their quota) is skipped: the
+// cursor moves past it in the same compare-and-set
+// (ScheduleWriter.SkipOccurrences), which counts it in Schedule.Skipped.
+// Schedules holds the API's operations on them.
 //
 // # Guarantees
 //

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 )
 
@@ -24,6 +25,10 @@ const (
 	DefaultLate = 2 * time.Second
 	// DefaultMaterializeBatch is how many schedules one pass reads.
 	DefaultMaterializeBatch = 100
+	// SkipLogInterval is the least time between two log lines about the
+	// skipped occurrences of one schedule; those skipped between are
+	// counted in the next.
+	SkipLogInterval = time.Minute
 )
 
 // JobScheduler commits one job; *Scheduler implements it.
@@ -47,9 +52,20 @@ type MaterializerConfig struct {
 	// BatchSize: schedules read per pass (default DefaultMaterializeBatch).
 	BatchSize int
 	// Cron reads cron expressions (package timer/cron).
-	Cron   CronParser
-	Now    func() time.Time
-	Logger *slog.Logger
+	Cron CronParser
+	// Admit, when set, is asked before each occurrence's job is made,
+	// whether the schedule's owner (Schedule.Owner) may have one more
+	// pending job. An error IsQuota reports skips the occurrence: the
+	// cursor moves past it as past a job made, and the schedule counts
+	// it (Schedule.Skipped, the Observer's OccurrencesSkipped). Skipped,
+	// not held: occurrences held while the quota is full would all come
+	// at once when it frees. Any other error leaves the cursor for the
+	// next pass to try again.
+	Admit func(ctx context.Context, s *Schedule) error
+	// Observer counts the occurrences skipped (default NopObserver).
+	Observer Observer
+	Now      func() time.Time
+	Logger   *slog.Logger
 }
 
 // Validate reports the first field of c that is out of range.
@@ -72,8 +88,7 @@ func (c MaterializerConfig) withDefaults() MaterializerConfig {
 	c.Interval = cmp.Or(c.Interval, DefaultMaterializeInterval)
 	c.Late = cmp.Or(c.Late, DefaultLate)
 	c.BatchSize = cmp.Or(c.BatchSize, DefaultMaterializeBatch)
-	var obs Observer
-	fillCommon(&c.Now, &c.Logger, &obs)
+	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
 
@@ -95,6 +110,7 @@ type Materializer struct {
 	jobs  JobScheduler
 	cfg   MaterializerConfig
 	wake  chan struct{}
+	skips skipLog
 }
 
 // NewMaterializer returns a Materializer of store's schedules, making
@@ -147,13 +163,30 @@ func (m *Materializer) RunOnce(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, fmt.Errorf("read due schedules: %w", err)
 	}
+	var refused error
 	for _, s := range due {
-		if err := m.materialize(ctx, s, now); err != nil {
+		err := m.materialize(ctx, s, now)
+		if _, ok := errors.AsType[*admitError](err); ok {
+			// This schedule's owner could not be checked: it waits for
+			// the next pass, the others go on.
+			if refused == nil {
+				refused = err
+			}
+			continue
+		}
+		if err != nil {
 			return len(due), err
 		}
 	}
-	return len(due), nil
+	return len(due), refused
 }
+
+// admitError is an error of MaterializerConfig.Admit that is not a
+// quota's.
+type admitError struct{ err error }
+
+func (e *admitError) Error() string { return e.err.Error() }
+func (e *admitError) Unwrap() error { return e.err }
 
 // materialize makes the jobs of s's occurrences up to now + Lookahead,
 // then moves its cursor past them.
@@ -165,7 +198,17 @@ func (m *Materializer) materialize(ctx context.Context, s *Schedule, now time.Ti
 		return nil
 	}
 	times, next := plan(r, s, now, m.cfg.Late, m.cfg.Lookahead)
+	var skipped int64
+	var reason string
 	for _, t := range times {
+		if m.cfg.Admit != nil {
+			if err := m.cfg.Admit(ctx, s); IsQuota(err) {
+				skipped, reason = skipped+1, skipReason(err)
+				continue
+			} else if err != nil {
+				return &admitError{fmt.Errorf("schedule %s: occurrence %s: admit: %w", s.ID, t.UTC().Format(time.RFC3339Nano), err)}
+			}
+		}
 		_, err := m.jobs.Schedule(ctx, s.Job.Request(s.ID, t))
 		switch {
 		case err == nil:
@@ -178,10 +221,70 @@ func (m *Materializer) materialize(ctx context.Context, s *Schedule, now time.Ti
 			return fmt.Errorf("schedule %s: occurrence %s: %w", s.ID, t.UTC().Format(time.RFC3339Nano), err)
 		}
 	}
-	if _, err := m.store.AdvanceSchedule(ctx, s.ID, s.Next, next, now); err != nil {
-		return fmt.Errorf("schedule %s: advance: %w", s.ID, err)
+	if skipped == 0 {
+		if _, err := m.store.AdvanceSchedule(ctx, s.ID, s.Next, next, now); err != nil {
+			return fmt.Errorf("schedule %s: advance: %w", s.ID, err)
+		}
+		return nil
+	}
+	ok, err := m.store.SkipOccurrences(ctx, s.ID, s.Next, next, skipped, reason, now)
+	if err != nil {
+		return fmt.Errorf("schedule %s: advance past %d skipped: %w", s.ID, skipped, err)
+	}
+	if ok {
+		// Counted by the member whose cursor move won, once.
+		m.cfg.Observer.OccurrencesSkipped(SkipPendingQuota, int(skipped))
+		m.skips.note(m.cfg.Logger, s.ID, skipped, reason, m.cfg.Now())
 	}
 	return nil
+}
+
+// skipLog writes the log lines of skipped occurrences, at most one for a
+// schedule each SkipLogInterval.
+type skipLog struct {
+	mu sync.Mutex
+	// last is when each schedule's last line was written; quiet, the
+	// occurrences skipped since, not yet written.
+	last  map[ScheduleID]time.Time
+	quiet map[ScheduleID]int64
+	// pruneAt is the size of last at which the schedules not logged for
+	// an interval are forgotten: twice what was left after the last
+	// pruning, so that pruning costs O(1) a line, amortized.
+	pruneAt int
+}
+
+// minSkipLogPrune is the least size of skipLog.last that is pruned.
+const minSkipLogPrune = 1024
+
+// note counts n more skipped occurrences of schedule id and writes them
+// unless a line about it was written less than SkipLogInterval ago.
+func (l *skipLog) note(log *slog.Logger, id ScheduleID, n int64, reason string, now time.Time) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.last == nil {
+		l.last, l.quiet = make(map[ScheduleID]time.Time), make(map[ScheduleID]int64)
+	}
+	n += l.quiet[id]
+	if at, ok := l.last[id]; ok && now.Sub(at) < SkipLogInterval {
+		l.quiet[id] = n
+		return
+	}
+	delete(l.quiet, id)
+	l.last[id] = now
+	log.Warn("schedule occurrences skipped: over quota", "schedule", id.String(), "skipped", n,
+		"reason", SkipPendingQuota, "err", reason)
+	// Forget the schedules logged an interval ago or more, so that the
+	// maps hold those skipping now (the count of the occurrences of
+	// theirs not yet logged is in Schedule.Skipped and the metric).
+	if len(l.last) >= max(l.pruneAt, minSkipLogPrune) {
+		for k, at := range l.last {
+			if now.Sub(at) >= SkipLogInterval {
+				delete(l.last, k)
+				delete(l.quiet, k)
+			}
+		}
+		l.pruneAt = 2 * len(l.last)
+	}
 }
 
 // plan returns the occurrences of s to make into jobs at now, and the

@@ -174,7 +174,24 @@ type Schedule struct {
 	Next      time.Time
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// Owner is the name of the token that created the schedule ("" when
+	// the API asks for none), at most MaxOwnerBytes: whose quotas its
+	// occurrences are admitted against (MaterializerConfig.Admit).
+	Owner string
+	// Skipped counts the occurrences that made no job because a quota
+	// refused them (IsQuota); LastSkippedAt and LastSkipReason (at most
+	// MaxSkipReasonBytes) tell when the last was and why, zero and ""
+	// before the first. The Materializer sets them, with the cursor.
+	Skipped        int64
+	LastSkippedAt  time.Time
+	LastSkipReason string
 }
+
+// Bounds of a schedule's owner and skip reason, as stored.
+const (
+	MaxOwnerBytes      = 128
+	MaxSkipReasonBytes = 256
+)
 
 // Recurrence is a rule of occurrences.
 type Recurrence interface {
@@ -363,6 +380,14 @@ type ScheduleWriter interface {
 	// schedule also sets its cursor to next; resuming one that runs, or
 	// pausing one that is paused, changes nothing.
 	PauseSchedule(ctx context.Context, id ScheduleID, paused bool, next, now time.Time) (*Schedule, error)
+	// SkipOccurrences moves the cursor of schedule id from from to to as
+	// AdvanceSchedule does and, in the same compare-and-set, adds n to
+	// its Skipped count and sets LastSkippedAt to now and LastSkipReason
+	// to reason: of materializers that skip the same occurrences, one
+	// counts them. An n below 1 or a reason longer than
+	// MaxSkipReasonBytes is an error wrapping ErrInvalid, with nothing
+	// written.
+	SkipOccurrences(ctx context.Context, id ScheduleID, from, to time.Time, n int64, reason string, now time.Time) (bool, error)
 	// DeleteSchedule removes schedule id, or returns an error wrapping
 	// ErrNotFound. Jobs it made already stay.
 	DeleteSchedule(ctx context.Context, id ScheduleID) error
@@ -383,6 +408,8 @@ func CheckSchedule(s *Schedule) error {
 		return fmt.Errorf("schedule id %d out of range: %w", s.ID, ErrInvalid)
 	case len(s.Cron) > MaxCronBytes, len(s.TimeZone) > MaxTimeZoneBytes:
 		return fmt.Errorf("schedule %s: cron or time zone too long: %w", s.ID, ErrInvalid)
+	case len(s.Owner) > MaxOwnerBytes, len(s.LastSkipReason) > MaxSkipReasonBytes, s.Skipped < 0:
+		return fmt.Errorf("schedule %s: owner, skip count or skip reason out of range: %w", s.ID, ErrInvalid)
 	case !s.CatchUp.Valid():
 		return fmt.Errorf("schedule %s: catch-up %s: %w", s.ID, s.CatchUp, ErrInvalid)
 	}

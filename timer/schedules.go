@@ -53,12 +53,14 @@ func (s *Schedules) view(sc *Schedule) (ScheduleView, error) {
 }
 
 // Create checks and stores a new schedule, made of sc's job, rule,
-// bounds and catch-up policy; its cursor is its first occurrence from now.
+// bounds, catch-up policy and owner; its cursor is its first occurrence
+// from now.
 func (s *Schedules) Create(ctx context.Context, sc Schedule) (ScheduleView, error) {
 	now := TimeOf(s.now().UnixMilli())
 	// The creation time, as stored, anchors every_ms without start_at.
 	sc.CreatedAt, sc.UpdatedAt = now, now
 	sc.Paused = false
+	sc.Skipped, sc.LastSkippedAt, sc.LastSkipReason = 0, time.Time{}, ""
 	r, err := sc.Validate(s.parse, now)
 	if err != nil {
 		return ScheduleView{}, err

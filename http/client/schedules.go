@@ -108,6 +108,15 @@ type Schedule struct {
 	Job           JobTemplate
 	CreatedAt     time.Time
 	UpdatedAt     time.Time
+	// Owner is the name of the token that created it; "" when the
+	// server has no tokens.
+	Owner string
+	// Skipped counts its occurrences that made no job because Owner's
+	// max_pending was full; LastSkippedAt and LastSkipReason say when
+	// the last was and why (zero and "" before the first).
+	Skipped        int64
+	LastSkippedAt  time.Time
+	LastSkipReason string
 }
 
 type scheduleJSON struct {
@@ -124,6 +133,11 @@ type scheduleJSON struct {
 	Job           templateJSON `json:"job"`
 	CreatedAt     stamp        `json:"created_at"`
 	UpdatedAt     stamp        `json:"updated_at"`
+
+	Owner          string `json:"owner,omitempty"`
+	Skipped        int64  `json:"skipped"`
+	LastSkippedAt  stamp  `json:"last_skipped_at,omitzero"`
+	LastSkipReason string `json:"last_skip_reason,omitempty"`
 }
 
 // MarshalJSON writes s as the API does.
@@ -131,7 +145,8 @@ func (s Schedule) MarshalJSON() ([]byte, error) {
 	w := scheduleJSON{ID: decimal(s.ID), Cron: s.Cron, TimeZone: s.TimeZone, EveryMS: millis(s.Every),
 		StartAt: stamp(s.StartAt), EndAt: stamp(s.EndAt), CatchUp: s.CatchUp, Paused: s.Paused, KeyPrefix: s.KeyPrefix,
 		NextFireTimes: make([]stamp, len(s.NextFireTimes)), Job: templateOf(s.Job),
-		CreatedAt: stamp(s.CreatedAt), UpdatedAt: stamp(s.UpdatedAt)}
+		CreatedAt: stamp(s.CreatedAt), UpdatedAt: stamp(s.UpdatedAt),
+		Owner: s.Owner, Skipped: s.Skipped, LastSkippedAt: stamp(s.LastSkippedAt), LastSkipReason: s.LastSkipReason}
 	for i, t := range s.NextFireTimes {
 		w.NextFireTimes[i] = stamp(t)
 	}
@@ -149,7 +164,8 @@ func (s *Schedule) UnmarshalJSON(data []byte) error {
 		NextFireTimes: make([]time.Time, len(w.NextFireTimes)),
 		Job: JobTemplate{Topic: w.Job.Topic, CallbackURL: w.Job.CallbackURL, BizID: uint64(w.Job.BizID), BizType: uint64(w.Job.BizType),
 			Payload: w.Job.Payload, MaxAttempts: w.Job.MaxAttempts, Priority: w.Job.Priority, ConcurrencyKey: w.Job.ConcurrencyKey},
-		CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt)}
+		CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
+		Owner: w.Owner, Skipped: w.Skipped, LastSkippedAt: time.Time(w.LastSkippedAt), LastSkipReason: w.LastSkipReason}
 	if string(s.Job.Payload) == "null" {
 		s.Job.Payload = nil
 	}

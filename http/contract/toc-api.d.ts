@@ -1313,7 +1313,9 @@ export interface components {
          *         "priority": "normal"
          *       },
          *       "created_at": "2026-11-25T02:35:21.358Z",
-         *       "updated_at": "2026-11-25T02:35:21.358Z"
+         *       "updated_at": "2026-11-25T02:35:21.358Z",
+         *       "owner": "reports",
+         *       "skipped": 0
          *     }
          */
         Schedule: {
@@ -1351,6 +1353,17 @@ export interface components {
             };
             created_at: components["schemas"]["Time"];
             updated_at: components["schemas"]["Time"];
+            /** @description The name of the token that created it, whose max_pending its occurrences count against; left out when the server has no tokens. */
+            owner?: string;
+            /**
+             * Format: int64
+             * @description Occurrences that made no job because its owner's max_pending was full when they came: skipped, not held (held ones would all fire at once when the quota frees). Each is also counted in the metric toc_schedule_occurrences_skipped_total{reason="pending_quota"}.
+             */
+            skipped: number;
+            /** @description When the last occurrence was skipped; left out until one is. */
+            last_skipped_at?: components["schemas"]["Time"];
+            /** @description Why the last occurrence was skipped, as the quota's error said it; left out until one is. */
+            last_skip_reason?: string;
         };
         /**
          * @description A group id: 1 to 100 bytes of UTF-8 without control characters (below 0x20, and 0x7f).
@@ -3287,7 +3300,8 @@ export interface operations {
                      *             "priority": "normal"
                      *           },
                      *           "created_at": "2026-11-25T02:35:21.358Z",
-                     *           "updated_at": "2026-11-25T02:35:21.358Z"
+                     *           "updated_at": "2026-11-25T02:35:21.358Z",
+                     *           "skipped": 0
                      *         }
                      *       ],
                      *       "next_cursor": ""
@@ -3350,7 +3364,8 @@ export interface operations {
                      *         "priority": "normal"
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "skipped": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];
@@ -3417,7 +3432,8 @@ export interface operations {
                      *         "priority": "normal"
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "skipped": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];
@@ -3499,7 +3515,8 @@ export interface operations {
                      *         "priority": "normal"
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "skipped": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];
@@ -3556,7 +3573,8 @@ export interface operations {
                      *         "priority": "normal"
                      *       },
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "updated_at": "2026-11-25T02:35:21.358Z"
+                     *       "updated_at": "2026-11-25T02:35:21.358Z",
+                     *       "skipped": 0
                      *     }
                      */
                     "application/json": components["schemas"]["Schedule"];

@@ -39,6 +39,11 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id timer.ScheduleID, from, 
 	return s.shards[0].AdvanceSchedule(ctx, id, from, to, now)
 }
 
+// SkipOccurrences implements timer.ScheduleWriter in shard 0.
+func (s *Store) SkipOccurrences(ctx context.Context, id timer.ScheduleID, from, to time.Time, n int64, reason string, now time.Time) (bool, error) {
+	return s.shards[0].SkipOccurrences(ctx, id, from, to, n, reason, now)
+}
+
 // PauseSchedule implements timer.ScheduleWriter in shard 0.
 func (s *Store) PauseSchedule(ctx context.Context, id timer.ScheduleID, paused bool, next, now time.Time) (*timer.Schedule, error) {
 	return s.shards[0].PauseSchedule(ctx, id, paused, next, now)

@@ -22,6 +22,7 @@ func stored(sc timer.Schedule) *timer.Schedule {
 		return timer.TimeOf(t.UnixMilli())
 	}
 	sc.StartAt, sc.EndAt, sc.Next = ms(sc.StartAt), ms(sc.EndAt), ms(sc.Next)
+	sc.LastSkippedAt = ms(sc.LastSkippedAt)
 	sc.CreatedAt, sc.UpdatedAt = ms(sc.CreatedAt), ms(sc.UpdatedAt)
 	sc.Every = sc.Every.Truncate(time.Millisecond)
 	sc.Job.Payload = bytes.Clone(sc.Job.Payload)
@@ -125,6 +126,27 @@ func (s *Store) AdvanceSchedule(ctx context.Context, id timer.ScheduleID, from, 
 		return false, nil
 	}
 	sc.Next = stored(timer.Schedule{Next: to}).Next
+	sc.UpdatedAt = timer.TimeOf(now.UnixMilli())
+	return true, nil
+}
+
+// SkipOccurrences implements timer.ScheduleWriter.
+func (s *Store) SkipOccurrences(ctx context.Context, id timer.ScheduleID, from, to time.Time, n int64, reason string, now time.Time) (bool, error) {
+	if err := s.f.call("SkipOccurrences"); err != nil {
+		return false, err
+	}
+	if n < 1 || len(reason) > timer.MaxSkipReasonBytes {
+		return false, fmt.Errorf("skip occurrences of schedule %s: %w", id, timer.ErrInvalid)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sc, ok := s.schedules[id]
+	if !ok || millisOrZero(sc.Next) != millisOrZero(from) {
+		return false, nil
+	}
+	sc.Next = stored(timer.Schedule{Next: to}).Next
+	sc.Skipped += n
+	sc.LastSkippedAt, sc.LastSkipReason = timer.TimeOf(now.UnixMilli()), reason
 	sc.UpdatedAt = timer.TimeOf(now.UnixMilli())
 	return true, nil
 }

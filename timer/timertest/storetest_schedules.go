@@ -3,6 +3,7 @@ package timertest
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -25,6 +26,8 @@ func TestScheduleStore(t *testing.T, open func(t *testing.T) timer.ScheduleStore
 		{"Due", testScheduleDue},
 		{"Advance", testScheduleAdvance},
 		{"AdvanceRace", testScheduleAdvanceRace},
+		{"Skip", testScheduleSkip},
+		{"SkipRace", testScheduleSkipRace},
 		{"PauseResume", testSchedulePauseResume},
 		{"Delete", testScheduleDelete},
 	}
@@ -50,6 +53,7 @@ func newSchedule(id timer.ScheduleID, nextMs int64) *timer.Schedule {
 		Next:      base.Add(time.Duration(nextMs) * time.Millisecond),
 		CreatedAt: base,
 		UpdatedAt: base,
+		Owner:     "team-a@ops",
 	}
 }
 
@@ -78,7 +82,8 @@ func sameSchedule(got, want *timer.Schedule) bool {
 		got.Job.Priority == want.Job.Priority && got.Job.ConcurrencyKey == want.Job.ConcurrencyKey && got.Cron == want.Cron && got.TimeZone == want.TimeZone &&
 		got.Every == want.Every && got.StartAt.Equal(want.StartAt) && got.EndAt.Equal(want.EndAt) &&
 		got.CatchUp == want.CatchUp && got.Paused == want.Paused && got.Next.Equal(want.Next) &&
-		got.CreatedAt.Equal(want.CreatedAt) && got.UpdatedAt.Equal(want.UpdatedAt)
+		got.CreatedAt.Equal(want.CreatedAt) && got.UpdatedAt.Equal(want.UpdatedAt) && got.Owner == want.Owner &&
+		got.Skipped == want.Skipped && got.LastSkippedAt.Equal(want.LastSkippedAt) && got.LastSkipReason == want.LastSkipReason
 }
 
 func testScheduleCreateGet(t *testing.T, s timer.ScheduleStore) {
@@ -94,6 +99,16 @@ func testScheduleCreateGet(t *testing.T, s timer.ScheduleStore) {
 	if got := mustGetSchedule(t, s, 2); !sameSchedule(got, every) || !got.StartAt.IsZero() || !got.EndAt.IsZero() || !got.Next.IsZero() {
 		t.Errorf("got %+v\nwant %+v (zero times stay zero)", got, every)
 	}
+	counted := newSchedule(4, 0)
+	counted.Owner = strings.Repeat("o", timer.MaxOwnerBytes)
+	counted.Skipped, counted.LastSkippedAt, counted.LastSkipReason = 1<<40, base.Add(-time.Second), strings.Repeat("r", timer.MaxSkipReasonBytes)
+	mustCreate(t, s, counted)
+	if got := mustGetSchedule(t, s, 4); !sameSchedule(got, counted) {
+		t.Errorf("got %+v\nwant %+v (owner and skips at their bounds)", got, counted)
+	}
+	if got := mustGetSchedule(t, s, 2); got.Owner != "" || got.Skipped != 0 || !got.LastSkippedAt.IsZero() || got.LastSkipReason != "" {
+		t.Errorf("a schedule of no owner, never skipped: owner %q, skipped %d at %v for %q", got.Owner, got.Skipped, got.LastSkippedAt, got.LastSkipReason)
+	}
 	if err := s.CreateSchedule(ctx, newSchedule(1, 5)); !errors.Is(err, timer.ErrConflict) {
 		t.Errorf("a second schedule 1: %v, want ErrConflict", err)
 	}
@@ -104,6 +119,11 @@ func testScheduleCreateGet(t *testing.T, s timer.ScheduleStore) {
 	}
 	if _, err := s.GetSchedule(ctx, 3); !errors.Is(err, timer.ErrNotFound) {
 		t.Errorf("the refused schedule: %v, want ErrNotFound", err)
+	}
+	long := newSchedule(3, 0)
+	long.Owner = strings.Repeat("o", timer.MaxOwnerBytes+1)
+	if err := s.CreateSchedule(ctx, long); !errors.Is(err, timer.ErrInvalid) {
+		t.Errorf("an owner over %d bytes: %v, want ErrInvalid", timer.MaxOwnerBytes, err)
 	}
 }
 
@@ -191,6 +211,88 @@ func testScheduleAdvanceRace(t *testing.T, s timer.ScheduleStore) {
 	wg.Wait()
 	if won.Load() != 1 {
 		t.Errorf("%d winners, want 1", won.Load())
+	}
+}
+
+// testScheduleSkip: SkipOccurrences moves the cursor as AdvanceSchedule
+// does, on the same condition, and counts the occurrences it skipped.
+func testScheduleSkip(t *testing.T, s timer.ScheduleStore) {
+	ctx := t.Context()
+	mustCreate(t, s, newSchedule(1, 1000))
+	later := base.Add(time.Minute)
+	if ok, err := s.SkipOccurrences(ctx, 1, base, base.Add(2*time.Second), 1, "full", later); err != nil || ok {
+		t.Errorf("skip from a stale cursor: %v, %v; want false", ok, err)
+	}
+	if got := mustGetSchedule(t, s, 1); got.Skipped != 0 || !got.LastSkippedAt.IsZero() || got.LastSkipReason != "" {
+		t.Errorf("after a stale skip: skipped %d at %v for %q; want nothing counted", got.Skipped, got.LastSkippedAt, got.LastSkipReason)
+	}
+	if ok, err := s.SkipOccurrences(ctx, 1, base.Add(time.Second), base.Add(3*time.Second), 2, "max_pending 30 full", later); err != nil || !ok {
+		t.Fatalf("skip: %v, %v; want true", ok, err)
+	}
+	got := mustGetSchedule(t, s, 1)
+	if !got.Next.Equal(base.Add(3*time.Second)) || !got.UpdatedAt.Equal(later) || got.Skipped != 2 ||
+		!got.LastSkippedAt.Equal(later) || got.LastSkipReason != "max_pending 30 full" || got.Owner != "team-a@ops" {
+		t.Errorf("after skip: %+v", got)
+	}
+	if ok, err := s.AdvanceSchedule(ctx, 1, base.Add(3*time.Second), base.Add(4*time.Second), later.Add(time.Second)); err != nil || !ok {
+		t.Fatalf("advance: %v, %v", ok, err)
+	}
+	last := later.Add(time.Minute)
+	reason := strings.Repeat("é", timer.MaxSkipReasonBytes/2)
+	if ok, err := s.SkipOccurrences(ctx, 1, base.Add(4*time.Second), time.Time{}, 3, reason, last); err != nil || !ok {
+		t.Fatalf("skip to the end: %v, %v", ok, err)
+	}
+	got = mustGetSchedule(t, s, 1)
+	if !got.Next.IsZero() || got.Skipped != 5 || !got.LastSkippedAt.Equal(last) || got.LastSkipReason != reason {
+		t.Errorf("after the last skip: next %v, skipped %d at %v for %q; want none left, 5 at %v", got.Next, got.Skipped, got.LastSkippedAt, got.LastSkipReason, last)
+	}
+	if ok, err := s.SkipOccurrences(ctx, 9, base, base, 1, "", later); err != nil || ok {
+		t.Errorf("skip in an unknown schedule: %v, %v; want false", ok, err)
+	}
+	mustCreate(t, s, newSchedule(2, 0))
+	for _, bad := range []struct {
+		n      int64
+		reason string
+	}{{0, "none"}, {-1, "negative"}, {1, strings.Repeat("r", timer.MaxSkipReasonBytes+1)}} {
+		if ok, err := s.SkipOccurrences(ctx, 2, base, base.Add(time.Second), bad.n, bad.reason, later); !errors.Is(err, timer.ErrInvalid) || ok {
+			t.Errorf("skip %d for %d bytes: %v, %v; want ErrInvalid", bad.n, len(bad.reason), ok, err)
+		}
+	}
+	if got := mustGetSchedule(t, s, 2); !got.Next.Equal(base) || got.Skipped != 0 {
+		t.Errorf("after refused skips: next %v, skipped %d; want unchanged", got.Next, got.Skipped)
+	}
+}
+
+// testScheduleSkipRace: of materializers racing to skip the same
+// occurrences, and one to make them, exactly one moves the cursor, and
+// the count is that one's.
+func testScheduleSkipRace(t *testing.T, s timer.ScheduleStore) {
+	mustCreate(t, s, newSchedule(1, 0))
+	var won atomic.Int32
+	var wg sync.WaitGroup
+	for i := range 8 {
+		wg.Go(func() {
+			var ok bool
+			var err error
+			if i == 0 {
+				ok, err = s.AdvanceSchedule(t.Context(), 1, base, base.Add(3*time.Second), base)
+			} else {
+				ok, err = s.SkipOccurrences(t.Context(), 1, base, base.Add(3*time.Second), 3, "full", base)
+			}
+			if err != nil {
+				t.Error(err)
+			}
+			if ok {
+				won.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if won.Load() != 1 {
+		t.Errorf("%d winners, want 1", won.Load())
+	}
+	if got := mustGetSchedule(t, s, 1); got.Skipped != 0 && got.Skipped != 3 {
+		t.Errorf("skipped %d, want 0 or 3: one winner's count", got.Skipped)
 	}
 }
 
