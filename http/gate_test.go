@@ -7,6 +7,7 @@ import (
 
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/http/auth"
+	"github.com/toc-project/toc/timer"
 )
 
 // groupBody is POST /v1/groups's body for group id, completing in topic.
@@ -197,5 +198,30 @@ func TestGateScheduleAuditInNamespace(t *testing.T) {
 	}
 	if got := actions(ops); len(got) != 0 {
 		t.Errorf("the default namespace's audit log shows sandbox's schedule: %v", got)
+	}
+}
+
+// A schedule's occurrence is admitted as its owner's job: refused with
+// timer.ErrQuota at the owner's max_pending, and charged when admitted.
+func TestAdmitOccurrence(t *testing.T) {
+	e := tenantsEnv(t)
+	small := bearerOf("small")
+	if a := e.call(t, "POST", "/v1/jobs", job("small"), small...); a.status != http.StatusCreated {
+		t.Fatalf("small: %d %s", a.status, a.raw)
+	}
+	occurrence := &timer.Schedule{Owner: "small", Job: timer.JobTemplate{Topic: "small"}}
+	for i := range 2 { // room for two more of max_pending 3
+		if err := e.api.AdmitOccurrence(t.Context(), occurrence); err != nil {
+			t.Fatalf("occurrence %d: %v", i, err)
+		}
+	}
+	err := e.api.AdmitOccurrence(t.Context(), occurrence)
+	if !timer.IsQuota(err) || !strings.Contains(err.Error(), "max_pending 3") {
+		t.Errorf("at the quota: %v, want a quota error", err)
+	}
+	for _, owner := range []string{"", "gone"} {
+		if err := e.api.AdmitOccurrence(t.Context(), &timer.Schedule{Owner: owner}); err != nil {
+			t.Errorf("owner %q: %v, want no quota to keep", owner, err)
+		}
 	}
 }

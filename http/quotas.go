@@ -288,6 +288,28 @@ func (a *API) pendingOf(ctx context.Context, topic string) (int64, error) {
 	return st.Pending, err
 }
 
+// AdmitOccurrence is the gate of a schedule's occurrence, for the
+// Materializer's Admit: the schedule's owner, as the tokens in force name
+// it, must have room under its max_pending for one more job (which it
+// charges, as a job scheduled through the API). Otherwise it returns an
+// error wrapping timer.ErrQuota, and the occurrence is skipped. A
+// schedule made without auth, or whose owner's token is gone, has no
+// quota to keep.
+func (a *API) AdmitOccurrence(ctx context.Context, s *timer.Schedule) error {
+	if s.Owner == "" {
+		return nil
+	}
+	p, ok := a.cfg.tokenSet().Named(s.Owner)
+	if !ok {
+		return nil
+	}
+	err := a.roomForPending(auth.With(ctx, p), 1)
+	if qe, ok := errors.AsType[*quotaError](err); ok {
+		return fmt.Errorf("%w: %s", timer.ErrQuota, strings.TrimSuffix(qe.msg, nothingWritten))
+	}
+	return err
+}
+
 // setTokens makes the set of the --api-token tokens.
 func (c *APIConfig) setTokens() error {
 	if len(c.Tokens) == 0 || c.TokenSet != nil {

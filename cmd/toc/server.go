@@ -312,13 +312,17 @@ func (s *service) run(ctx context.Context) error {
 		// Every member materializes schedules: idempotency keys and the
 		// cursor's compare-and-set make that safe, and no leader's death
 		// delays an occurrence (see timer.Materializer).
-		if mat, err = timer.NewMaterializer(st, eng.Scheduler, timer.MaterializerConfig{Cron: cron.Parse, Logger: s.log}); err != nil {
+		// An occurrence is admitted by the API's quotas, as its owner's
+		// token (tochttp.API.AdmitOccurrence); the API is made below,
+		// before the materializer runs.
+		var api *tochttp.API
+		admit := func(ctx context.Context, sc *timer.Schedule) error { return api.AdmitOccurrence(ctx, sc) }
+		if mat, err = timer.NewMaterializer(st, eng.Scheduler, timer.MaterializerConfig{Cron: cron.Parse, Logger: s.log, Admit: admit, Observer: metrics}); err != nil {
 			return err
 		}
 		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, nil, mat.Wake)
 		apiCfg.Audit = st
-		api, err := tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg)
-		if err != nil {
+		if api, err = tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg); err != nil {
 			return err
 		}
 		front.api.Store(api)
