@@ -86,7 +86,7 @@ type skipCount struct {
 	n atomic.Int64
 }
 
-func (c *skipCount) OccurrencesSkipped(_ string, n int) { c.n.Add(int64(n)) }
+func (c *skipCount) OccurrencesSkipped(_, _ string, n int) { c.n.Add(int64(n)) }
 
 // Three members' materializers at once over one MariaDB, under a
 // schedule every second whose owner's quota refuses every occurrence:

@@ -233,7 +233,7 @@ func (m *Materializer) materialize(ctx context.Context, s *Schedule, now time.Ti
 	}
 	if ok {
 		// Counted by the member whose cursor move won, once.
-		m.cfg.Observer.OccurrencesSkipped(SkipPendingQuota, int(skipped))
+		m.cfg.Observer.OccurrencesSkipped(s.Job.Topic, SkipPendingQuota, int(skipped))
 		m.skips.note(m.cfg.Logger, s.ID, skipped, reason, m.cfg.Now())
 	}
 	return nil

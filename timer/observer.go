@@ -36,9 +36,9 @@ type Observer interface {
 	// Expired: a job of topic ended expired: no attempt could start by
 	// its deadline.
 	Expired(topic string)
-	// OccurrencesSkipped: n occurrences of a schedule made no job, for
-	// reason (SkipPendingQuota).
-	OccurrencesSkipped(reason string, n int)
+	// OccurrencesSkipped: n occurrences of a schedule of topic made no
+	// job, for reason (SkipPendingQuota).
+	OccurrencesSkipped(topic, reason string, n int)
 }
 
 // NopObserver is an Observer that does nothing.
@@ -55,7 +55,7 @@ func (NopObserver) Assigned(int)                                           {}
 func (NopObserver) Throttled(string)                                       {}
 func (NopObserver) Deferred(string)                                        {}
 func (NopObserver) Expired(string)                                         {}
-func (NopObserver) OccurrencesSkipped(string, int)                         {}
+func (NopObserver) OccurrencesSkipped(string, string, int)                 {}
 
 // fillCommon defaults the fields every part's config has: the clock, the
 // logger (discarding) and the observer (doing nothing).

@@ -23,7 +23,7 @@ type skipCount struct {
 	reason atomic.Value
 }
 
-func (c *skipCount) OccurrencesSkipped(reason string, n int) {
+func (c *skipCount) OccurrencesSkipped(_, reason string, n int) {
 	c.reason.Store(reason)
 	c.n.Add(int64(n))
 }

@@ -118,7 +118,7 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.throttled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_topic_throttled_total", Help: "Claims held back by the topic's rate_limit or max_in_flight; the jobs wait in Redis."}, []string{"topic"})
 	m.expired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_expired_total", Help: "Jobs that ended expired: no attempt could start by their deadline (expire_after_ms), so they never fired late."}, []string{"topic"})
 	m.audit = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_audit_unrecorded_total", Help: "Admin and bulk actions done whose audit log entry could not be written (logged at error level instead)."})
-	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_schedule_occurrences_skipped_total", Help: "Occurrences of schedules that made no job, by reason (pending_quota: the owner's max_pending was full)."}, []string{"reason"})
+	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_schedule_occurrences_skipped_total", Help: "Occurrences of schedules that made no job, by reason (pending_quota: the owner's max_pending was full)."}, []string{"topic", "reason"})
 	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -192,9 +192,10 @@ func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.to
 func (m *Observer) Expired(topic string)   { m.expired.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Observer) Throttled(topic string) { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
 
-// OccurrencesSkipped counts occurrences of schedules that made no job.
-func (m *Observer) OccurrencesSkipped(reason string, n int) {
-	m.skipped.WithLabelValues(reason).Add(float64(n))
+// OccurrencesSkipped counts occurrences of schedules that made no job,
+// by their topic, so that a tenant's token sees its own.
+func (m *Observer) OccurrencesSkipped(topic, reason string, n int) {
+	m.skipped.WithLabelValues(m.topic(topic), reason).Add(float64(n))
 }
 
 // AuditUnrecorded counts an action whose audit entry was not written
