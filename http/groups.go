@@ -21,6 +21,8 @@ type Groups interface {
 	SealGroup(ctx context.Context, id string) (*timer.Group, error)
 	// Group returns a group with its members counted now.
 	Group(ctx context.Context, id string) (timer.GroupView, error)
+	// GetGroup returns a group as stored, its members not counted.
+	GetGroup(ctx context.Context, id string) (*timer.Group, error)
 	// ScheduleGroup creates (or takes) a group, commits the requests as
 	// its members, all or nothing, and seals it when seal is set.
 	ScheduleGroup(ctx context.Context, g timer.Group, seal bool, reqs []timer.Request) (*timer.Group, []timer.Result, error)

@@ -325,6 +325,16 @@ func (s *Scheduler) Group(ctx context.Context, id string) (GroupView, error) {
 	return GroupView{Group: g, Now: counts}, nil
 }
 
+// GetGroup returns group id as stored, its members not counted, or an
+// error wrapping ErrNotFound.
+func (s *Scheduler) GetGroup(ctx context.Context, id string) (*Group, error) {
+	gs, err := s.groupStore("id")
+	if err != nil {
+		return nil, err
+	}
+	return gs.GetGroup(ctx, id)
+}
+
 // ScheduleGroup creates group g (or takes the open one of that id with
 // the same callback, see CreateGroup), makes every request a member of
 // it, commits them as ScheduleBatch does, and then, when seal is set,
