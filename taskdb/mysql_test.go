@@ -109,7 +109,7 @@ func TestMariaDBExplain(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs, toc_topics"); err != nil {
 		t.Fatal(err)
 	}
-	complete, completeArgs := completeStatement([]timer.JobID{1, 2, 3}, 1, base)
+	complete, completeArgs := completeStatement([]timer.JobID{1, 2, 3}, completeEnd{attempts: 1, status: 200}, base)
 	tests := []struct {
 		name, query string
 		args        []any

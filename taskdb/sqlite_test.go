@@ -73,7 +73,7 @@ func TestConfig(t *testing.T) {
 // TestSQLitePlans checks that the hot queries use the intended indexes.
 func TestSQLitePlans(t *testing.T) {
 	s := openSQLite(t)
-	complete, completeArgs := completeStatement([]timer.JobID{1, 2}, 1, time.Time{})
+	complete, completeArgs := completeStatement([]timer.JobID{1, 2}, completeEnd{attempts: 1, status: 200}, time.Time{})
 	tests := []struct {
 		name, query string
 		args        []any
