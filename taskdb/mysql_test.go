@@ -128,6 +128,10 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		{"Complete", complete, completeArgs,
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		// The jobs waiting past their deadline are one range of
+		// toc_jobs_overdue in its order, whatever the other pending jobs.
+		{"ScanOverdue", scanOverdue, []any{base.Add(time.Hour).UnixMilli(), 100},
+			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_overdue"}}},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"},
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due"}}},
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},
