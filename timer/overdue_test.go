@@ -23,13 +23,17 @@ func (e *expiredTopics) Expired(topic string) {
 
 // A job with a deadline in a paused topic ends expired once its deadline
 // passes, while the topic is still paused (the backstop's pass ends it;
-// no worker claims it), counted and out of Redis; resumed, the topic
-// fires its other jobs and never this one. MariaDB and redis-server.
+// no worker claims it), counted, out of Redis, and its group (of it
+// alone) completes; resumed, the topic fires its other jobs and never
+// this one. MariaDB and redis-server.
 func TestEnginePausedTopicJobExpires(t *testing.T) {
 	s := newStack(t, sharedRedis)
 	rec := newRecorder()
 	obs := &expiredTopics{}
-	e, _ := s.start(t, rec, timer.Config{Observer: obs, Backstop: timer.BackstopConfig{Interval: 100 * time.Millisecond}})
+	// The group sweep waits an hour: the group completes because the
+	// backstop tells the group completer.
+	e, _ := s.start(t, rec, timer.Config{Observer: obs, Backstop: timer.BackstopConfig{Interval: 100 * time.Millisecond},
+		Groups: timer.GroupCompleterConfig{Sweep: time.Hour}})
 	ctx := t.Context()
 	if _, _, err := e.PutTopic(ctx, timer.Topic{Name: "frozen", Slots: timer.DefaultSlots}); err != nil {
 		t.Fatal(err)
@@ -37,11 +41,13 @@ func TestEnginePausedTopicJobExpires(t *testing.T) {
 	if _, err := e.PauseTopic(ctx, "frozen", true); err != nil {
 		t.Fatal(err)
 	}
-	ids := schedule(t, e, []timer.Request{
-		{Topic: "frozen", FireAt: time.Now(), Expiry: timer.ExpireAfter(200 * time.Millisecond)},
-		{Topic: "frozen", FireAt: time.Now()}, // no deadline: waits for the resume
-	})
-	late, waiting := ids[0], ids[1]
+	_, res, err := e.ScheduleGroup(ctx, timer.Group{ID: "g-frozen"}, true,
+		[]timer.Request{{Topic: "frozen", FireAt: time.Now(), Expiry: timer.ExpireAfter(200 * time.Millisecond)}})
+	if err != nil || len(res) != 1 || res[0].Err != nil {
+		t.Fatalf("ScheduleGroup = %+v, %v", res, err)
+	}
+	late := res[0].Job.ID
+	waiting := schedule(t, e, []timer.Request{{Topic: "frozen", FireAt: time.Now()}})[0] // no deadline: waits for the resume
 	if _, stored, _, _ := s.leaseCounts(t, "frozen"); stored != 2 {
 		t.Fatalf("Redis holds %d timers of the paused topic, want 2", stored)
 	}
@@ -73,6 +79,21 @@ func TestEnginePausedTopicJobExpires(t *testing.T) {
 	}
 	if w, err := s.store.Get(ctx, waiting); err != nil || w.Status != timer.StatusPending {
 		t.Fatalf("the job without a deadline: %v, %v; want pending", w, err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		g, err := e.Group(ctx, "g-frozen")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !g.CompletedAt.IsZero() {
+			if g.Counts[timer.StatusExpired] != 1 {
+				t.Errorf("group completed with counts %v, want 1 expired", g.Counts)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the group of the expired job is not complete: %+v", g.Group)
+		}
 	}
 
 	if _, err := e.PauseTopic(ctx, "frozen", false); err != nil {
