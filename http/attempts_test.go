@@ -95,3 +95,31 @@ func waitFor(t *testing.T, poll func() (answer, bool)) answer {
 		}
 	}
 }
+
+// A job whose receiver answers 204 shows, done, last_status 204 (the
+// dashboard's "Last HTTP status"), as its attempt does: SQLite.
+func TestJobLastStatusOfSuccess(t *testing.T) {
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	hook, err := webhook.NewClient(webhook.Config{Secrets: []string{"whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}, AllowPrivate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(hook.CloseIdleConnections)
+	e := newAPIEnv(t, tochttp.APIConfig{}, hook)
+	e.run(t)
+	a := e.call(t, "POST", "/v1/jobs", `{"topic": "hooks", "delay_ms": 0, "callback_url": "`+receiver.URL+`/hook"}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("schedule: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	j := waitFor(t, func() (answer, bool) {
+		j := e.call(t, "GET", "/v1/jobs/"+id, "")
+		return j, j.body["status"] == "done"
+	})
+	if j.body["last_status"] != 204.0 || j.body["attempts"] != 1.0 || j.body["last_error"] != "" {
+		t.Errorf("done job: %s; want last_status 204 after 1 attempt, no last_error", j.raw)
+	}
+}

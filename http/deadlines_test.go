@@ -1,10 +1,14 @@
 package http_test
 
 import (
+	"context"
 	"net/http"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/timer"
 )
 
 // expire_after_ms on a job, a batch item, a schedule's job and a topic:
@@ -54,4 +58,51 @@ func TestDeadlineFields(t *testing.T) {
 	}
 	e.call(t, "POST", "/v1/schedules", `{"every_ms": 60000, "job": {"topic": "otp", "expire_after_ms": -3, `+cb+`}}`).
 		wantError(t, http.StatusBadRequest, "invalid_argument", "job.expire_after_ms")
+}
+
+// A job with a deadline in a paused topic reads expired once its deadline
+// has passed (the backstop's next pass ends it), while the topic is still
+// paused, with the reason; resumed, the topic fires nothing of it. SQLite.
+func TestPausedTopicJobExpires(t *testing.T) {
+	var fired atomic.Int32
+	e := newAPIEnv(t, tochttp.APIConfig{}, timer.HandlerFunc(func(_ context.Context, d timer.Delivery) error {
+		fired.Add(1)
+		return nil
+	}))
+	if a := e.call(t, "PUT", "/v1/topics/held", `{}`); a.status != http.StatusCreated {
+		t.Fatalf("PUT topic: %d %s", a.status, a.raw)
+	}
+	if a := e.call(t, "POST", "/v1/topics/held/pause", ""); a.status != http.StatusOK {
+		t.Fatalf("pause: %d %s", a.status, a.raw)
+	}
+	e.run(t)
+	a := e.call(t, "POST", "/v1/jobs", `{"topic": "held", "delay_ms": 0, "expire_after_ms": 100, `+cb+`}`)
+	if a.status != http.StatusCreated {
+		t.Fatalf("schedule: %d %s", a.status, a.raw)
+	}
+	id := a.body["id"].(string)
+	j := waitFor(t, func() (answer, bool) {
+		j := e.call(t, "GET", "/v1/jobs/"+id, "")
+		return j, j.body["status"] != "pending"
+	})
+	if j.body["status"] != "expired" || j.body["attempts"] != 0.0 || !strings.Contains(j.body["last_error"].(string), "deadline passed") {
+		t.Fatalf("the paused topic's job past its deadline: %s; want expired, no attempt, the reason", j.raw)
+	}
+	if p := e.call(t, "GET", "/v1/topics/held", ""); p.body["paused"] != true {
+		t.Fatalf("topic: %s; want it still paused", p.raw)
+	}
+	if a := e.call(t, "POST", "/v1/topics/held/resume", ""); a.status != http.StatusOK {
+		t.Fatalf("resume: %d %s", a.status, a.raw)
+	}
+	c := e.call(t, "POST", "/v1/jobs", `{"topic": "held", "delay_ms": 0, `+cb+`}`)
+	if c.status != http.StatusCreated {
+		t.Fatalf("schedule: %d %s", c.status, c.raw)
+	}
+	waitFor(t, func() (answer, bool) {
+		j := e.call(t, "GET", "/v1/jobs/"+c.body["id"].(string), "")
+		return j, j.body["status"] == "done"
+	})
+	if n := fired.Load(); n != 1 {
+		t.Errorf("%d calls after the resume, want 1: the job resumed after it, not the expired one", n)
+	}
 }

@@ -114,6 +114,13 @@ func TestListPauseResumeDeleteSchedule(t *testing.T) {
 	if p.status != http.StatusOK || p.body["paused"] != true {
 		t.Fatalf("pause: %d %s", p.status, p.raw)
 	}
+	// A paused schedule fires nothing: its next fire times are an empty
+	// array (not null), on the pause's answer and on a later look-up.
+	for _, c := range []answer{p, e.call(t, "GET", "/v1/schedules/"+ids[0], "")} {
+		if nft, ok := c.body["next_fire_times"].([]any); !ok || len(nft) != 0 {
+			t.Fatalf("paused: next_fire_times %v, want []: %s", c.body["next_fire_times"], c.raw)
+		}
+	}
 	r := e.call(t, "POST", "/v1/schedules/"+ids[0]+"/resume", "")
 	if r.status != http.StatusOK || r.body["paused"] != false || len(r.body["next_fire_times"].([]any)) != 5 {
 		t.Fatalf("resume: %d %s", r.status, r.raw)

@@ -195,7 +195,7 @@ func BenchmarkComplete(b *testing.B) {
 					b.StopTimer()
 					mustInsert(b, s, jobs(next, size, "bench")...)
 					for i := range done {
-						done[i] = timer.Completion{ID: next + timer.JobID(i), Attempts: 1}
+						done[i] = timer.Completion{ID: next + timer.JobID(i), Attempts: 1, Status: 200}
 					}
 					next += timer.JobID(size)
 					b.StartTimer()
@@ -407,7 +407,7 @@ func fireCycle(s *Store) []struct {
 		{"complete", func(ctx context.Context, ids []timer.JobID) error {
 			done := make([]timer.Completion, len(ids))
 			for i, id := range ids {
-				done[i] = timer.Completion{ID: id, Attempts: 1}
+				done[i] = timer.Completion{ID: id, Attempts: 1, Status: 200}
 			}
 			n, err := s.Complete(ctx, done, base)
 			return want("completed", n, ids, err)

@@ -74,6 +74,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		timertest.TestAuditLog(t, func(t *testing.T) timer.AuditLog { return open(t) })
 	})
+	t.Run("Overdue", func(t *testing.T) {
+		t.Parallel()
+		testOverdue(t, open(t))
+	})
 	t.Run("UpgradeDeadAndGroups", func(t *testing.T) {
 		t.Parallel()
 		testUpgradeDeadAndGroups(t, openEmpty(t))

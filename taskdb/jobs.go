@@ -4,6 +4,7 @@
 package taskdb
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
@@ -434,32 +435,38 @@ func (s *Store) exec(ctx context.Context, query string, args ...any) (int64, err
 const completeChunk = 1000
 
 // Complete moves pending or firing jobs to done with their attempt
-// counts, one UPDATE per attempt count among them and 1,000 jobs:
+// counts and their receivers' statuses, one UPDATE per pair of attempt
+// count and status among them and 1,000 jobs:
 //
-//	UPDATE toc_jobs SET version = version + 1, status = 2, attempts = ?, fired = 0,
-//	gmt_modified = ? WHERE +status = 0 AND job_id IN (...)
+//	UPDATE toc_jobs SET version = version + 1, status = 2, attempts = ?, last_status = ?,
+//	fired = 0, gmt_modified = ? WHERE +status = 0 AND job_id IN (...)
 //
 // and returns how many it moved. Nearly every job of a batch ends on the
-// same attempt, its first, so a batch is nearly always one statement. (A
-// CASE job_id WHEN ... THEN ... per job, one statement whatever the counts,
-// cost MariaDB more than the rest of the UPDATE: it tries the WHENs of a
-// row one by one, 1,000 for the last.)
+// same attempt, its first, and its receiver answers as the others do
+// (200, or 204), so a batch is nearly always one statement. (A CASE job_id
+// WHEN ... THEN ... per job, one statement whatever the counts, cost
+// MariaDB more than the rest of the UPDATE: it tries the WHENs of a row
+// one by one, 1,000 for the last.)
 func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
 	if len(done) == 0 {
 		return 0, nil
 	}
-	byAttempts := make(map[int][]timer.JobID)
+	byEnd := make(map[completeEnd][]timer.JobID)
 	for _, c := range done {
 		if c.Attempts < 0 || c.Attempts > math.MaxInt32 {
 			return 0, fmt.Errorf("complete job %d: attempts %d: %w", c.ID, c.Attempts, timer.ErrInvalid)
 		}
-		byAttempts[c.Attempts] = append(byAttempts[c.Attempts], c.ID)
+		if c.Status < 0 || c.Status > 999 {
+			return 0, fmt.Errorf("complete job %d: status %d: %w", c.ID, c.Status, timer.ErrInvalid)
+		}
+		end := completeEnd{c.Attempts, c.Status}
+		byEnd[end] = append(byEnd[end], c.ID)
 	}
 	var total int64
-	err := s.inTx(ctx, len(byAttempts) > 1 || len(done) > completeChunk, func(ex execer) error {
-		for _, attempts := range slices.Sorted(maps.Keys(byAttempts)) {
-			for chunk := range slices.Chunk(byAttempts[attempts], completeChunk) {
-				q, args := completeStatement(chunk, attempts, now)
+	err := s.inTx(ctx, len(byEnd) > 1 || len(done) > completeChunk, func(ex execer) error {
+		for _, end := range slices.SortedFunc(maps.Keys(byEnd), completeEnd.compare) {
+			for chunk := range slices.Chunk(byEnd[end], completeChunk) {
+				q, args := completeStatement(chunk, end, now)
 				res, err := ex.ExecContext(ctx, q, args...)
 				if err != nil {
 					return err
@@ -479,17 +486,29 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 	return int(total), nil
 }
 
-// completeStatement is Complete's UPDATE of ids, which end on attempts.
-func completeStatement(ids []timer.JobID, attempts int, now time.Time) (string, []any) {
-	args := make([]any, 0, 4+len(ids))
-	args = append(args, int64(timer.StatusDone), int64(attempts), now.UnixMilli(), int64(timer.StatusPending))
+// completeEnd is how the jobs of one of Complete's UPDATEs ended: on
+// which attempt, and what their receivers answered.
+type completeEnd struct {
+	attempts, status int
+}
+
+// compare orders ends by attempts, then status: Complete's UPDATEs run in
+// that order, so that two of them take their rows' locks alike.
+func (e completeEnd) compare(o completeEnd) int {
+	return cmp.Or(cmp.Compare(e.attempts, o.attempts), cmp.Compare(e.status, o.status))
+}
+
+// completeStatement is Complete's UPDATE of ids, which end as end says.
+func completeStatement(ids []timer.JobID, end completeEnd, now time.Time) (string, []any) {
+	args := make([]any, 0, 5+len(ids))
+	args = append(args, int64(timer.StatusDone), int64(end.attempts), int64(end.status), now.UnixMilli(), int64(timer.StatusPending))
 	for _, id := range ids {
 		args = append(args, int64(id))
 	}
 	// "+status" keeps SQLite's planner, when it has no statistics, from
 	// walking every pending job in toc_jobs_status_due instead of looking
 	// the ids up by primary key. MySQL ignores the plus.
-	return "UPDATE toc_jobs SET version = version + 1, status = ?, attempts = ?, fired = 0, gmt_modified = ? WHERE +status = ? AND job_id IN (" +
+	return "UPDATE toc_jobs SET version = version + 1, status = ?, attempts = ?, last_status = ?, fired = 0, gmt_modified = ? WHERE +status = ? AND job_id IN (" +
 		placeholders(len(ids)) + ")", args
 }
 

@@ -109,7 +109,7 @@ func TestMariaDBExplain(t *testing.T) {
 	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs, toc_topics"); err != nil {
 		t.Fatal(err)
 	}
-	complete, completeArgs := completeStatement([]timer.JobID{1, 2, 3}, 1, base)
+	complete, completeArgs := completeStatement([]timer.JobID{1, 2, 3}, completeEnd{attempts: 1, status: 200}, base)
 	tests := []struct {
 		name, query string
 		args        []any
@@ -128,6 +128,10 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		{"Complete", complete, completeArgs,
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		// The jobs waiting past their deadline are one range of
+		// toc_jobs_overdue in its order, whatever the other pending jobs.
+		{"ScanOverdue", scanOverdue, []any{base.Add(time.Hour).UnixMilli(), 100},
+			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_overdue"}}},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"},
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due"}}},
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},

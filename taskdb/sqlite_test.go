@@ -73,7 +73,7 @@ func TestConfig(t *testing.T) {
 // TestSQLitePlans checks that the hot queries use the intended indexes.
 func TestSQLitePlans(t *testing.T) {
 	s := openSQLite(t)
-	complete, completeArgs := completeStatement([]timer.JobID{1, 2}, 1, time.Time{})
+	complete, completeArgs := completeStatement([]timer.JobID{1, 2}, completeEnd{attempts: 1, status: 200}, time.Time{})
 	tests := []struct {
 		name, query string
 		args        []any
@@ -85,6 +85,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"ScanPending", scanPending, []any{0, 10, 0, 0, 0, 100}, "USING COVERING INDEX toc_jobs_status_due"},
 		{"Transition", "UPDATE toc_jobs SET status = ? WHERE job_id = ? AND status = ?", []any{2, 1, 0}, "USING INTEGER PRIMARY KEY"},
 		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
+		{"ScanOverdue", scanOverdue, []any{10, 100}, "USING INDEX toc_jobs_overdue (waiting_deadline<?)"},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_"},
 		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, 3_600_000, 0, 0, 0, 50}, "USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)"},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")}, "INDEX toc_jobs_group (group_id=? AND group_status=?)"},

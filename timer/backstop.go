@@ -87,6 +87,11 @@ func (c BackstopConfig) withDefaults() BackstopConfig {
 // incremental scan every Interval reads only the due times that entered
 // the horizon since the last scan.
 //
+// Each pass also ends the jobs whose deadline passed while they waited
+// unclaimed, when the store can find them (OverdueScanner): a paused
+// topic's jobs expire within about Interval of their deadline, not when
+// the topic is resumed.
+//
 // Over a Sharded store each shard is scanned on its own: a shard that
 // does not answer fails its own scan, which is tried again (in full, if
 // it was a full one) at the next check, and the others go on.
@@ -95,6 +100,9 @@ type Backstop struct {
 	index  Index
 	cfg    BackstopConfig
 	wake   func(Wake)
+	// ended, when set, hears of the group of each member the backstop
+	// ended expired (see OnEnded).
+	ended func(group string)
 	// repair asks for a full scan at once (see Repair).
 	repair atomic.Bool
 }
@@ -113,6 +121,10 @@ type shardScan struct {
 	// owesFull: the last full scan of this shard failed.
 	owesFull bool
 }
+
+// OnEnded registers fn to hear of the group of each member the backstop
+// ends expired: the GroupCompleter's cue. Call it before Run.
+func (b *Backstop) OnEnded(fn func(group string)) { b.ended = fn }
 
 // Repair asks for a full scan as soon as possible: an index write after a
 // commit failed or was skipped. The scan is tried every LossCheck until
@@ -231,13 +243,18 @@ func (b *Backstop) runOnce(ctx context.Context, full, all bool) (int, error) {
 	return int(total.Load()), errors.Join(errs...)
 }
 
-// runShard scans one shard, fully or from its mark. Reading the next page
-// overlaps restoring the last one.
+// runShard scans one shard, fully or from its mark, then ends the jobs
+// of the shard whose deadline passed while they waited unclaimed (see
+// OverdueScanner). Reading the next page overlaps restoring the last one.
 func (b *Backstop) runShard(ctx context.Context, sh *shardScan, full bool) (int, error) {
 	full = full || sh.owesFull
 	n, err := b.scanShard(ctx, sh, full)
 	sh.owesFull = err != nil && full
-	return n, err
+	expired, expErr := b.expireOverdue(ctx, sh.store)
+	if expired > 0 {
+		b.cfg.Logger.Debug("backstop: jobs past their deadline ended expired", "jobs", expired)
+	}
+	return n, errors.Join(err, expErr)
 }
 
 func (b *Backstop) scanShard(ctx context.Context, sh *shardScan, full bool) (int, error) {

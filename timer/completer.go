@@ -53,6 +53,7 @@ type outcome struct {
 	lease   Lease
 	job     *Job // nil for outAck of a missing row and for outDeadRow
 	attempt int  // the attempt made (outDone, outFailed)
+	status  int  // the HTTP status the receiver answered (outDone), 0 for none
 	err     error
 	until   time.Time // outNotSent
 	// token: the lease still counts against the worker's leases, and the
@@ -115,7 +116,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 	for _, o := range batch {
 		switch o.kind {
 		case outDone:
-			done = append(done, Completion{ID: o.lease.ID, Attempts: o.attempt})
+			done = append(done, Completion{ID: o.lease.ID, Attempts: o.attempt, Status: o.status})
 			if c.cfg.tracer != nil && o.job.TraceParent != "" {
 				spans = append(spans, doneSpan{c.cfg.tracer.Start(ctx, SpanComplete, o.job.TraceParent, now), o})
 			}

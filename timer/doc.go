@@ -37,7 +37,9 @@
 //
 // A lease that is never acked (its worker died) expires and is swept
 // back. The Backstop rescans the task store and restores pending jobs that
-// Redis lost, and loads far-future jobs as they come within the horizon.
+// Redis lost, loads far-future jobs as they come within the horizon, and
+// ends expired the jobs whose deadline passed while nothing claimed them
+// (a paused topic's).
 // The Catalog is the process's one copy of the topic list.
 //
 // # Recurring schedules

@@ -128,6 +128,7 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		e.Groups = NewGroupCompleter(gs, sched, gc)
 		sched.OnEnded(e.Groups.Notify)
 		worker.OnEnded(e.Groups.Notify)
+		e.Backstop.OnEnded(e.Groups.Notify)
 	}
 	e.waker, _ = timers.(Waker)
 	return e, nil

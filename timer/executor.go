@@ -42,10 +42,9 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 		e.lim.refund(topic)
 		return outcome{kind: outExpire, lease: t.lease, job: t.job, token: true}
 	}
-	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent}
-	if e.history != nil {
-		d.Response = new(Response)
-	}
+	// The handler fills in the receiver's answer: its status is the job's
+	// last status, whatever the history keeps.
+	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent, Response: new(Response)}
 	var span Span
 	if e.cfg.tracer != nil && t.job.TraceParent != "" {
 		span = e.startDeliver(ctx, &d)
@@ -80,7 +79,7 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	switch {
 	case err == nil:
 		e.lim.release(topic, 1)
-		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt}
+		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt, status: d.Response.StatusCode}
 	case ctx.Err() != nil:
 		// Cut short by shutdown: not the receiver's fault, so no attempt is
 		// recorded, in the row or the history; the lease expires and the

@@ -33,8 +33,9 @@ type Delivery struct {
 	// Tracer), else the job's as stored.
 	TraceParent string
 	// Response, when not nil, is for the handler to fill with the
-	// receiver's answer, which the attempt history keeps; the worker sets
-	// it when its store implements AttemptLog.
+	// receiver's answer: its status becomes the job's LastStatus, and the
+	// attempt history keeps it when the store implements AttemptLog. The
+	// worker always sets it.
 	Response *Response
 }
 

@@ -161,8 +161,8 @@ type Job struct {
 	Attempts    int
 	MaxAttempts int
 	// LastError is why the last failed attempt failed, and LastStatus the
-	// HTTP status its receiver answered (0: no answer, or no attempt
-	// failed).
+	// HTTP status the receiver answered to the last attempt, failed or
+	// not (0: no answer, or no attempt made).
 	LastError  string
 	LastStatus int
 	// Priority orders the job among due jobs of its topic.

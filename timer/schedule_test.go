@@ -296,16 +296,25 @@ func TestPauseResumeDelete(t *testing.T) {
 	e := newSchedEnv(t, t0.Add(100*time.Millisecond))
 	v := e.create(t, timer.Schedule{Cron: "* * * * * *", CatchUp: timer.CatchUpAll})
 	e.pass(t)
-	if _, err := e.schedules.Pause(t.Context(), v.ID); err != nil {
+	p, err := e.schedules.Pause(t.Context(), v.ID)
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Paused, it will fire nothing: no next fire times, not even those it
+	// would have if resumed.
+	if !p.Paused || p.NextFireTimes == nil || len(p.NextFireTimes) != 0 {
+		t.Fatalf("pause: paused %v, next fire times %v; want paused with none", p.Paused, p.NextFireTimes)
 	}
 	e.now = t0.Add(30 * time.Second)
 	e.pass(t)
 	if got := e.due(t, "rec", v.ID); len(got) != 3 {
 		t.Fatalf("paused: %d jobs, want the 3 made before", len(got))
 	}
+	if g, err := e.schedules.Get(t.Context(), v.ID); err != nil || len(g.NextFireTimes) != 0 {
+		t.Fatalf("get while paused: next fire times %v, %v; want none", g.NextFireTimes, err)
+	}
 	r, err := e.schedules.Resume(t.Context(), v.ID)
-	if err != nil || r.Paused || !r.NextFireTimes[0].Equal(t0.Add(31*time.Second)) {
+	if err != nil || r.Paused || !sameTimes(r.NextFireTimes, seconds(t0, 31, 32, 33, 34, 35)) {
 		t.Fatalf("resume: %+v, %v; want running from 31 s", r, err)
 	}
 	e.pass(t)

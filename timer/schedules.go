@@ -35,8 +35,9 @@ func NewSchedules(store ScheduleStore, node int, parse CronParser, now func() ti
 type ScheduleView struct {
 	*Schedule
 	// NextFireTimes are the next DefaultUpcoming occurrences not yet made
-	// into jobs; none for a finished schedule. A paused one shows those it
-	// would have, resumed now.
+	// into jobs; none for a finished schedule and none for a paused one,
+	// which makes no jobs until it is resumed (see Resume for the times it
+	// then has).
 	NextFireTimes []time.Time
 }
 
@@ -45,11 +46,10 @@ func (s *Schedules) view(sc *Schedule) (ScheduleView, error) {
 	if err != nil {
 		return ScheduleView{}, fmt.Errorf("schedule %s: %w", sc.ID, err)
 	}
-	next := sc.Next
-	if sc.Paused && !next.IsZero() {
-		next = first(r, sc.StartAt, s.now())
+	if sc.Paused {
+		return ScheduleView{Schedule: sc, NextFireTimes: []time.Time{}}, nil
 	}
-	return ScheduleView{Schedule: sc, NextFireTimes: Upcoming(r, next, DefaultUpcoming)}, nil
+	return ScheduleView{Schedule: sc, NextFireTimes: Upcoming(r, sc.Next, DefaultUpcoming)}, nil
 }
 
 // Create checks and stores a new schedule, made of sc's job, rule,

@@ -60,7 +60,8 @@ type JobWriter interface {
 	// firing: the store is the referee of the key.
 	Fire(ctx context.Context, ids []JobID, until, now time.Time) (int, error)
 	// Complete moves pending or firing jobs to done, recording their
-	// attempt counts, and returns how many it moved.
+	// attempt counts and their receivers' statuses (as LastStatus), and
+	// returns how many it moved.
 	Complete(ctx context.Context, done []Completion, now time.Time) (int, error)
 	// Fail records a failed attempt of a pending or firing job: its attempt
 	// count, error and the receiver's status; the job is pending again, or
@@ -111,6 +112,9 @@ type Failure struct {
 type Completion struct {
 	ID       JobID
 	Attempts int
+	// Status is the HTTP status its receiver answered (a 2xx), 0 when the
+	// handler did not say (see Delivery.Response).
+	Status int
 }
 
 // JobReader reads job rows.

@@ -38,7 +38,11 @@ func printSchedule(w io.Writer, o map[string]any) {
 	for _, t := range next {
 		fmt.Fprintln(w, cell(t))
 	}
-	if len(next) == 0 {
+	switch {
+	case len(next) > 0:
+	case o["paused"] == true:
+		fmt.Fprintln(w, "- (none while paused)")
+	default:
 		fmt.Fprintln(w, "- (none left)")
 	}
 }

@@ -67,7 +67,7 @@ func TestSchedulesClientAndCLI(t *testing.T) {
 	if get := run("schedules", "get", id); !strings.Contains(get, "NEXT_FIRE_TIMES") || !strings.Contains(get, "schedule:"+id+":") {
 		t.Errorf("schedules get:\n%s", get)
 	}
-	if out := run("schedules", "pause", id); !strings.Contains(out, "true") {
+	if out := run("schedules", "pause", id); !strings.Contains(out, "true") || !strings.Contains(out, "(none while paused)") {
 		t.Errorf("schedules pause:\n%s", out)
 	}
 	if out := run("schedules", "resume", id, "--json"); !strings.Contains(out, `"paused": false`) && !strings.Contains(out, `"paused":false`) {

@@ -58,6 +58,7 @@ func TestDashboardSchedules(t *testing.T) {
 	// Pause, then resume, the daily one.
 	d.do(chromedp.Click(chromedp.CSS(row(dailyID) + " button.pause")))
 	d.waitText(row(dailyID)+" td.state", "paused")
+	d.waitText(row(dailyID)+" td.next", "none while paused")
 	if _, s := p.call(t, "GET", "/v1/schedules/"+dailyID, nil); s["paused"] != true {
 		t.Errorf("paused on the page, not in the API: %v", s)
 	}

@@ -791,7 +791,7 @@ export interface components {
             /** @description Default normal; an empty string is a 400. */
             priority?: components["schemas"]["Priority"];
             /**
-             * @description The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
+             * @description The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; one waiting unclaimed (its topic paused) is ended by the backstop within about 5 s of its deadline, not on resume; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
              * @example 30000
              */
             expire_after_ms?: number | null;
@@ -876,7 +876,7 @@ export interface components {
             priority: components["schemas"]["Priority"];
             /** @description Why the last failed attempt failed; empty when none did. */
             last_error: string;
-            /** @description The HTTP status the receiver answered to the last failed attempt; 0 when it did not answer or no attempt failed. */
+            /** @description The HTTP status the receiver answered to the last attempt, failed or not (a done job's is its receiver's 2xx); 0 when it did not answer or no attempt was made. */
             last_status: number;
             callback_url: string;
             /** @description The payload as given, compacted; null when none. */
@@ -1333,7 +1333,7 @@ export interface components {
             paused: boolean;
             /** @description The idempotency key of each job it makes is this prefix and the occurrence in Unix ms: GET /v1/jobs?topic=<job.topic>&key=<key_prefix><ms> finds one. */
             key_prefix: string;
-            /** @description The next occurrences not yet made into jobs, up to 5; empty when none is left (past end_at). A paused schedule shows those it would have if resumed now. */
+            /** @description The next occurrences not yet made into jobs, up to 5; empty when none is left (past end_at) and while the schedule is paused, since it then makes none; resuming it shows them again. */
             next_fire_times: components["schemas"]["Time"][];
             /** @description The job each occurrence makes. */
             job: {
@@ -3495,15 +3495,9 @@ export interface operations {
                      *       "cron": "0 9 * * MON-FRI",
                      *       "time_zone": "Europe/Berlin",
                      *       "catch_up": "last",
-                     *       "paused": false,
+                     *       "paused": true,
                      *       "key_prefix": "schedule:4737272962162360321:",
-                     *       "next_fire_times": [
-                     *         "2026-11-26T08:00:00.000Z",
-                     *         "2026-11-27T08:00:00.000Z",
-                     *         "2026-11-30T08:00:00.000Z",
-                     *         "2026-12-01T08:00:00.000Z",
-                     *         "2026-12-02T08:00:00.000Z"
-                     *       ],
+                     *       "next_fire_times": [],
                      *       "job": {
                      *         "topic": "reports",
                      *         "biz_id": "0",

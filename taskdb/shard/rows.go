@@ -191,6 +191,34 @@ func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time
 	}), nil
 }
 
+var _ timer.OverdueScanner = (*Store)(nil)
+
+// ScanOverdue implements timer.OverdueScanner over every shard, merged in
+// (deadline, id) order.
+func (s *Store) ScanOverdue(ctx context.Context, now time.Time, limit int) ([]timer.Overdue, error) {
+	pages := make([][]timer.Overdue, len(s.shards))
+	err := s.all(func(i int) error {
+		var err error
+		pages[i], err = s.Scanner(i).(timer.OverdueScanner).ScanOverdue(ctx, now, limit)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return merge(pages, limit, func(a, b timer.Overdue) int {
+		return cmp.Or(a.Job.ExpireAt.Compare(b.Job.ExpireAt), cmp.Compare(a.Job.ID, b.Job.ID))
+	}), nil
+}
+
+// ExpireWaiting implements timer.OverdueScanner.
+func (s *Store) ExpireWaiting(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	st, err := s.of(id)
+	if err != nil {
+		return false, nil
+	}
+	return st.ExpireWaiting(ctx, id, reason, now)
+}
+
 // ListDead implements timer.DeadReader over every shard, merged in (time
 // of death, id) order, the order of q.After.
 func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
@@ -345,4 +373,37 @@ func (sc scanner) ScanPending(ctx context.Context, after timer.Cursor, before ti
 		t.Slots = k
 	}
 	return timers, nil
+}
+
+var _ timer.OverdueScanner = scanner{}
+
+// ScanOverdue implements timer.OverdueScanner over one shard, with the
+// slot counts of the topics read from shard 0, where the topics are.
+func (sc scanner) ScanOverdue(ctx context.Context, now time.Time, limit int) ([]timer.Overdue, error) {
+	overdue, err := sc.s.shards[sc.i].ScanOverdue(ctx, now, limit)
+	if err != nil {
+		return nil, err
+	}
+	slots := make(map[string]int)
+	for n := range overdue {
+		o := &overdue[n]
+		k, ok := slots[o.Job.Topic]
+		if !ok {
+			topic, err := sc.s.shards[0].Topic(ctx, o.Job.Topic)
+			switch {
+			case errors.Is(err, timer.ErrNotFound): // Slots 0: its timer is left alone
+			case err != nil:
+				return nil, fmt.Errorf("topic %s from shard 0: %w", o.Job.Topic, err)
+			}
+			k = topic.Slots
+			slots[o.Job.Topic] = k
+		}
+		o.Slots = k
+	}
+	return overdue, nil
+}
+
+// ExpireWaiting implements timer.OverdueScanner over one shard.
+func (sc scanner) ExpireWaiting(ctx context.Context, id timer.JobID, reason string, now time.Time) (bool, error) {
+	return sc.s.shards[sc.i].ExpireWaiting(ctx, id, reason, now)
 }

@@ -105,7 +105,7 @@ func (s spread) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 func (s spread) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
 	cp := make([]timer.Completion, len(done))
 	for i, c := range done {
-		cp[i] = timer.Completion{ID: s.enc(c.ID), Attempts: c.Attempts}
+		cp[i] = timer.Completion{ID: s.enc(c.ID), Attempts: c.Attempts, Status: c.Status}
 	}
 	return s.Store.Complete(ctx, cp, now)
 }

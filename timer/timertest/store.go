@@ -228,11 +228,14 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 		if c.Attempts < 0 || c.Attempts > math.MaxInt32 {
 			return 0, fmt.Errorf("complete job %d: attempts %d: %w", c.ID, c.Attempts, timer.ErrInvalid)
 		}
+		if c.Status < 0 || c.Status > 999 {
+			return 0, fmt.Errorf("complete job %d: status %d: %w", c.ID, c.Status, timer.ErrInvalid)
+		}
 	}
 	n := 0
 	for _, c := range done {
 		if s.update(c.ID, unfinished, now, func(r *row) {
-			r.job.Status, r.job.Attempts = timer.StatusDone, c.Attempts
+			r.job.Status, r.job.Attempts, r.job.LastStatus = timer.StatusDone, c.Attempts, c.Status
 		}) {
 			n++
 		}

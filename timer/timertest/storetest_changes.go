@@ -62,13 +62,13 @@ func testComplete(t *testing.T, s timer.Store) {
 	mustInsert(t, s, js...)
 	now := base.Add(time.Hour)
 
-	done := []timer.Completion{{ID: 1, Attempts: 1}, {ID: 2, Attempts: 5}, {ID: 3, Attempts: 5}, {ID: 4, Attempts: 5}, {ID: 9999, Attempts: 1}}
+	done := []timer.Completion{{ID: 1, Attempts: 1, Status: 204}, {ID: 2, Attempts: 5}, {ID: 3, Attempts: 5}, {ID: 4, Attempts: 5}, {ID: 9999, Attempts: 1}}
 	n, err := s.Complete(t.Context(), done, now)
 	if err != nil || n != 1 {
 		t.Fatalf("Complete = %d, %v; want 1", n, err)
 	}
-	if got := mustGet(t, s, 1); got.Status != timer.StatusDone || got.Attempts != 1 || !got.UpdatedAt.Equal(now) {
-		t.Errorf("completed job: status %s attempts %d updated %v", got.Status, got.Attempts, got.UpdatedAt)
+	if got := mustGet(t, s, 1); got.Status != timer.StatusDone || got.Attempts != 1 || got.LastStatus != 204 || !got.UpdatedAt.Equal(now) {
+		t.Errorf("completed job: status %s attempts %d last status %d updated %v; want done, 1, 204", got.Status, got.Attempts, got.LastStatus, got.UpdatedAt)
 	}
 	for id, st := range map[timer.JobID]timer.Status{2: timer.StatusDone, 3: timer.StatusCancelled, 4: timer.StatusDead} {
 		if got := mustGet(t, s, id); got.Status != st || got.Attempts != 0 || !got.UpdatedAt.Equal(base) {
@@ -79,10 +79,11 @@ func testComplete(t *testing.T, s timer.Store) {
 		t.Errorf("Complete again = %d, %v; want 0", n, err)
 	}
 
-	// Many, over several statements, with distinct attempt counts.
+	// Many, over several statements, with distinct attempt counts and
+	// receivers' statuses.
 	done = done[:0]
 	for id := timer.JobID(5); id <= 2100; id++ {
-		done = append(done, timer.Completion{ID: id, Attempts: int(id % 9)})
+		done = append(done, timer.Completion{ID: id, Attempts: int(id % 9), Status: 200 + int(id%3)})
 	}
 	if n, err := s.Complete(t.Context(), done, now); err != nil || n != len(done) {
 		t.Fatalf("Complete(%d) = %d, %v", len(done), n, err)
@@ -96,12 +97,15 @@ func testComplete(t *testing.T, s timer.Store) {
 		t.Fatalf("GetMany = %d jobs, %v; want %d", len(got), err, len(ids))
 	}
 	for _, j := range got {
-		if j.Status != timer.StatusDone || j.Attempts != int(j.ID%9) {
-			t.Errorf("job %d: status %s attempts %d, want done %d", j.ID, j.Status, j.Attempts, j.ID%9)
+		if j.Status != timer.StatusDone || j.Attempts != int(j.ID%9) || j.LastStatus != 200+int(j.ID%3) {
+			t.Errorf("job %d: status %s attempts %d last status %d, want done %d %d", j.ID, j.Status, j.Attempts, j.LastStatus, j.ID%9, 200+j.ID%3)
 		}
 	}
 	if _, err := s.Complete(t.Context(), []timer.Completion{{ID: 1, Attempts: -1}}, now); !errors.Is(err, timer.ErrInvalid) {
 		t.Errorf("Complete with negative attempts = %v, want ErrInvalid", err)
+	}
+	if _, err := s.Complete(t.Context(), []timer.Completion{{ID: 1, Attempts: 1, Status: 1000}}, now); !errors.Is(err, timer.ErrInvalid) {
+		t.Errorf("Complete with status 1000 = %v, want ErrInvalid", err)
 	}
 }
 

@@ -51,7 +51,7 @@ function scheduleRow(s, message) {
     state.textContent = v.paused ? 'paused' : 'active';
     pause.hidden = v.paused;
     resume.hidden = !v.paused;
-    times.replaceChildren(fireTimes(v.next_fire_times));
+    times.replaceChildren(v.paused ? el('span', { class: 'none' }, 'none while paused') : fireTimes(v.next_fire_times));
   };
   async function act(what) {
     try {
