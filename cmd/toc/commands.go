@@ -150,7 +150,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("--api-token: %w", err)
 		}
-		if tokenFile, err = auth.OpenFile(*tokensFile, spaces.names(), admins, log); err != nil {
+		if tokenFile, err = openTokensFile(*tokensFile, spaces.names(), admins, log); err != nil {
 			return fmt.Errorf("--tokens-file: %w", err)
 		}
 	}

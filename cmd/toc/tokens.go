@@ -4,11 +4,13 @@ import (
 	"bufio"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"strings"
 
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/ratelog"
 )
 
 const tokensUsage = `usage: toc tokens hash [TOKEN]   the token_sha256 of TOKEN (without TOKEN: read from stdin)
@@ -43,4 +45,12 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, auth.Hash(token))
 	return nil
+}
+
+// openTokensFile opens --tokens-file, joined with the --api-token admins.
+// Its reloads log through log without the rate limit of repeated
+// warnings: each refusal is an operator's edit, logged with its reason,
+// however soon after the last.
+func openTokensFile(path string, namespaces []string, admins *auth.Set, log *slog.Logger) (*auth.File, error) {
+	return auth.OpenFile(path, namespaces, admins, ratelog.Unlimited(log))
 }
