@@ -2,10 +2,12 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/toc-project/toc/http/auth"
@@ -14,13 +16,20 @@ import (
 )
 
 const tokensUsage = `usage: toc tokens hash [TOKEN]   the token_sha256 of TOKEN (without TOKEN: read from stdin)
-       toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets`
+       toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets
+
+example:
+  toc tokens hash < token.txt`
 
 // runTokens: toc tokens hash [TOKEN], printing the token_sha256 of a
 // token for --tokens-file (without TOKEN it reads one line from stdin,
 // so that the secret need not be in the shell's history), and toc tokens
 // secret, printing a new webhook secret.
 func runTokens(args []string, stdout, stderr io.Writer) error {
+	if slices.ContainsFunc(args, isHelp) {
+		fmt.Fprintln(stdout, tokensUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 1 && args[0] == "secret" {
 		fmt.Fprintln(stdout, webhook.NewSecret())
 		return nil
