@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -103,11 +104,11 @@ func toDetail(err error) (int, errorDetail) {
 	case errors.Is(err, timer.ErrNotFound):
 		return http.StatusNotFound, errorDetail{Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, timer.ErrInFlight):
-		return http.StatusConflict, errorDetail{Code: CodeInFlight, Message: err.Error()}
+		return http.StatusConflict, errorDetail{Code: CodeInFlight, Message: without(err, timer.ErrConflict)}
 	case errors.Is(err, timer.ErrAlreadyFired):
-		return http.StatusConflict, errorDetail{Code: CodeAlreadyFired, Message: err.Error()}
+		return http.StatusConflict, errorDetail{Code: CodeAlreadyFired, Message: without(err, timer.ErrConflict)}
 	case errors.Is(err, timer.ErrConflict):
-		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: err.Error()}
+		return http.StatusConflict, errorDetail{Code: CodeConflict, Message: without(err, timer.ErrConflict)}
 	case errors.Is(err, errMethodNotAllowed):
 		return http.StatusMethodNotAllowed, errorDetail{Code: CodeMethodNotAllowed, Message: err.Error()}
 	case errors.Is(err, errForbidden):
@@ -120,6 +121,18 @@ func toDetail(err error) (int, errorDetail) {
 	// Everything else is a dependency failing (task store or Redis down):
 	// nothing was written, and the caller may retry.
 	return http.StatusServiceUnavailable, errorDetail{Code: CodeUnavailable, Message: "the service is unavailable; nothing was written"}
+}
+
+// without is the message of err without the text of the sentinel it
+// wraps at its end: "job 5 is cancelled", not "job 5 is cancelled:
+// conflict", whose code already says it is a conflict. A sentinel's text
+// that is the whole message stays.
+func without(err, sentinel error) string {
+	msg := err.Error()
+	if m, ok := strings.CutSuffix(msg, ": "+sentinel.Error()); ok && m != "" {
+		return m
+	}
+	return msg
 }
 
 // batchDetail answers a refused batch: 400 invalid_argument, or 409

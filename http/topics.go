@@ -24,16 +24,68 @@ func readTopicAt(r *http.Request, in *topicAt) (*claim, error) {
 	return &claim{topics: []topicRef{{field: "topic", name: &in.name}}}, nil
 }
 
-// topicStats: GET /v1/topics/{topic}/stats.
+// TopicBreakers is implemented by a Stats that knows the circuit
+// breakers of the callback hosts a topic's jobs call (toc serve's and
+// dev's, from the member's webhook client); GET /v1/topics/{topic}/stats
+// shows them and counts the jobs they hold back as overdue.
+type TopicBreakers interface {
+	// TopicBreakers returns the breakers that are open, half-open or
+	// counting failures and that jobs of topic met, at now.
+	TopicBreakers(topic string, now time.Time) []Breaker
+}
+
+// Breaker is one callback host's circuit breaker, as the topic stats
+// show it.
+type Breaker struct {
+	// Host is host:port; State "closed", "open" or "half_open"; Since
+	// when it took that state; Failures the consecutive failed calls.
+	Host     string
+	State    string
+	Since    time.Time
+	Failures int
+	// OpenUntil is when an open breaker lets a probe through (zero:
+	// closed).
+	OpenUntil time.Time
+	// OldestHeld is the due time of the topic's oldest job it held back,
+	// not sent (zero: none).
+	OldestHeld time.Time
+}
+
+// breakerView is a Breaker as the API shows it.
+type breakerView struct {
+	Host            string `json:"host"`
+	State           string `json:"state"`
+	Since           string `json:"since"`
+	Failures        int    `json:"failures"`
+	OpenUntil       string `json:"open_until"`
+	OldestHeldDueAt string `json:"oldest_held_due_at"`
+}
+
+// topicStats: GET /v1/topics/{topic}/stats. A job an open breaker holds
+// back is overdue from its due time: its timer in Redis waits for the
+// breaker, not for the job's time.
 func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ *admission) {
-	st, err := a.stats.TopicStats(r.Context(), in.name)
+	topic := in.name
+	st, err := a.stats.TopicStats(r.Context(), topic)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
+	now := a.cfg.Now()
+	oldest := st.NextDue
+	breakers := []breakerView{}
+	if tb, ok := a.stats.(TopicBreakers); ok {
+		for _, b := range tb.TopicBreakers(topic, now) {
+			breakers = append(breakers, breakerView{Host: b.Host, State: b.State, Since: formatTime(b.Since), Failures: b.Failures,
+				OpenUntil: formatTime(b.OpenUntil), OldestHeldDueAt: formatTime(b.OldestHeld)})
+			if !b.OldestHeld.IsZero() && (oldest.IsZero() || b.OldestHeld.Before(oldest)) {
+				oldest = b.OldestHeld
+			}
+		}
+	}
 	var overdue int64
-	if now := a.cfg.Now(); !st.NextDue.IsZero() && st.NextDue.Before(now) {
-		overdue = now.Sub(st.NextDue).Milliseconds()
+	if !oldest.IsZero() && oldest.Before(now) {
+		overdue = now.Sub(oldest).Milliseconds()
 	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"topic":             shownTopic(st.Topic),
@@ -41,10 +93,11 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ 
 		"pending":           st.Pending,
 		"in_flight":         st.InFlight,
 		"dead":              st.Dead,
-		"counted_at":        formatTime(cmp.Or(st.CountedAt, a.cfg.Now())),
+		"counted_at":        formatTime(cmp.Or(st.CountedAt, now)),
 		"counts_estimated":  st.CountsEstimated,
 		"next_due_at":       formatTime(st.NextDue),
 		"oldest_overdue_ms": overdue,
+		"breakers":          breakers,
 	})
 }
 

@@ -270,7 +270,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			result, f.Expired = "expired", true
 			j := *o.job
 			j.Attempts, j.LastError = o.attempt, f.Error
-			f.Error = ExpireReason(&j, "its next attempt, at "+at.UTC().Format(time.RFC3339Nano)+", would start after it")
+			f.Error = ExpireReason(&j, "its next attempt, at "+at.UTC().Format(reasonLayout)+", would start after it")
 		}
 		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)

@@ -245,12 +245,21 @@ func (j *Job) Expired(now time.Time) bool {
 	return !j.ExpireAt.IsZero() && MillisOf(now) > MillisOf(j.ExpireAt)
 }
 
+// reasonLayout writes the times in a job's last error: to the
+// millisecond, always three digits, as the API writes times.
+const reasonLayout = "2006-01-02T15:04:05.000Z07:00"
+
 // ExpireReason is the last error an expired job keeps: why it expired,
-// with its deadline, attempts and the last attempt's error.
+// with its deadline, attempts and the last attempt's error, its times to
+// the millisecond.
 func ExpireReason(j *Job, why string) string {
-	msg := fmt.Sprintf("deadline passed (%s): due %s + %d ms = %s; %d attempts",
-		why, j.DueAt.UTC().Format(time.RFC3339Nano), j.Expiry.After.Milliseconds(),
-		j.ExpireAt.UTC().Format(time.RFC3339Nano), j.Attempts)
+	attempts := "attempts"
+	if j.Attempts == 1 {
+		attempts = "attempt"
+	}
+	msg := fmt.Sprintf("deadline passed (%s): due %s + %d ms = %s; %d %s",
+		why, j.DueAt.UTC().Format(reasonLayout), j.Expiry.After.Milliseconds(),
+		j.ExpireAt.UTC().Format(reasonLayout), j.Attempts, attempts)
 	if j.LastError != "" {
 		msg += "; last error: " + j.LastError
 	}

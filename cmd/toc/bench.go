@@ -105,6 +105,7 @@ type benchConfig struct {
 
 func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("bench", benchUsage)
+	fs.example = "toc bench --scenarios schedule,fire --short --stack embedded"
 	fs.SetOutput(stderr)
 	scenarios := fs.string("scenarios", "schedule,fire,drain,memory,recover,fairness,topics,hostile", "comma-separated scenarios to run")
 	hostileTopics := fs.int("hostile-topics", 0, "hostile: topics the hostile client creates (default 10000, --short 2000)")

@@ -18,6 +18,7 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/toc-project/toc/http/client"
 )
@@ -27,6 +28,8 @@ type clientCommand struct {
 	// name is the command's words after toc: "jobs get".
 	name  string
 	about string
+	// example is a command line using it, which its help ends with.
+	example string
 	// args are its positional arguments, for its usage line and their
 	// count: "ID", "NAME".
 	args string
@@ -48,47 +51,47 @@ type call func(ctx context.Context, c *client.Client) (any, error)
 // clientCommands are the client commands; a group ("jobs", "topics",
 // "dead", "schedules", "groups") is the first word of several.
 var clientCommands = []clientCommand{
-	{name: "schedule", about: "schedule a job", flags: scheduleFlags, table: one(jobFields...)},
-	{name: "jobs get", about: "show a job", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
-	{name: "jobs cancel", about: "cancel a pending job", args: "ID", flags: cancelFlags, table: one(jobFields...)},
-	{name: "jobs reschedule", about: "move a pending job to --fire-at or --delay", args: "ID", flags: rescheduleFlags, table: one(jobFields...)},
-	{name: "jobs attempts", about: "list a job's deliveries: start, duration, status, error, response", args: "ID",
+	{name: "schedule", about: "schedule a job", example: "toc schedule --topic orders --callback https://example.com/hook --delay 30m --payload '{\"order\":42}' --key order-42", flags: scheduleFlags, table: one(jobFields...)},
+	{name: "jobs get", about: "show a job", example: "toc jobs get 1234 --json", args: "ID", flags: onJob((*client.Client).Get), table: one(jobFields...)},
+	{name: "jobs cancel", about: "cancel a pending job", example: "toc jobs cancel 1234 --if-match 2", args: "ID", flags: cancelFlags, table: one(jobFields...)},
+	{name: "jobs reschedule", about: "move a pending job to --fire-at or --delay", example: "toc jobs reschedule 1234 --delay 1h", args: "ID", flags: rescheduleFlags, table: one(jobFields...)},
+	{name: "jobs attempts", about: "list a job's deliveries: start, duration, status, error, response", example: "toc jobs attempts 1234", args: "ID",
 		flags: onJob(attempts), table: attemptTable},
-	{name: "jobs list", about: "find a topic's jobs by status, business id, key and due time", flags: jobSearch, table: jobPage},
-	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", flags: cancelAll, table: one("cancelled", "too_late")},
-	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", flags: rescheduleAll,
+	{name: "jobs list", about: "find a topic's jobs by status, business id, key and due time", example: "toc jobs list --topic orders --status pending,dead --biz-id 42", flags: jobSearch, table: jobPage},
+	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", example: "toc jobs cancel-all --topic orders --biz-id 42", flags: cancelAll, table: one("cancelled", "too_late")},
+	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", example: "toc jobs reschedule-all --topic orders --key order-42 --fire-at 2030-01-02T15:04:05Z", flags: rescheduleAll,
 		table: one("rescheduled", "too_late")},
-	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page(topicFields...)},
-	{name: "topics get", about: "show a topic and its live usage", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
-	{name: "topics set", about: "change the settings given as flags", args: "NAME", flags: topicSettings, table: printTopic},
-	{name: "topics pause", about: "stop firing a topic's jobs", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
-	{name: "topics resume", about: "fire a paused topic's jobs again", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
-	{name: "dead list", about: "list a topic's dead letters, in order of death", flags: deadQuery, table: page(jobFields...)},
-	{name: "dead replay", about: "make a dead letter pending again (now, unless told)", args: "ID", flags: replayFlags, table: one(jobFields...)},
-	{name: "dead purge", about: "purge a dead letter", args: "ID", flags: onJob(purge), table: one("id", "purged")},
-	{name: "dead summary", about: "a topic's dead letters grouped by why they died", flags: deadRangeFlags, table: deadGroups},
-	{name: "dead replay-all", about: "replay the dead letters of a --signature (or all) of a topic, at a capped rate",
+	{name: "topics list", about: "list the topics", example: "toc topics list", flags: noFlags(topicList), table: page(topicFields...)},
+	{name: "topics get", about: "show a topic and its live usage", example: "toc topics get orders", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
+	{name: "topics set", about: "change the settings given as flags", example: "toc topics set orders --rate-limit 50 --max-attempts 8", args: "NAME", flags: topicSettings, table: printTopic},
+	{name: "topics pause", about: "stop firing a topic's jobs", example: "toc topics pause orders", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
+	{name: "topics resume", about: "fire a paused topic's jobs again", example: "toc topics resume orders", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
+	{name: "dead list", about: "list a topic's dead letters, in order of death", example: "toc dead list --topic orders --error timeout --limit 20", flags: deadQuery, table: page(jobFields...)},
+	{name: "dead replay", about: "make a dead letter pending again (now, unless told)", example: "toc dead replay 1234 --delay 5m", args: "ID", flags: replayFlags, table: one(jobFields...)},
+	{name: "dead purge", about: "purge a dead letter", example: "toc dead purge 1234", args: "ID", flags: onJob(purge), table: one("id", "purged")},
+	{name: "dead summary", about: "a topic's dead letters grouped by why they died", example: "toc dead summary --topic orders --from 2030-01-01T00:00:00Z", flags: deadRangeFlags, table: deadGroups},
+	{name: "dead replay-all", about: "replay the dead letters of a --signature (or all) of a topic, at a capped rate", example: "toc dead replay-all --topic orders --signature 'HTTP 503' --delay 1m --rate 100",
 		flags: deadBulk(true), table: one("replayed", "more")},
-	{name: "dead purge-all", about: "purge the dead letters of a --signature (or all) of a topic, at a capped rate",
+	{name: "dead purge-all", about: "purge the dead letters of a --signature (or all) of a topic, at a capped rate", example: "toc dead purge-all --topic orders --signature 'HTTP 410'",
 		flags: deadBulk(false), table: one("purged", "more")},
-	{name: "forecast", about: "how many of a topic's jobs fall due per --step from --from to --to, as a bar chart", args: "TOPIC",
+	{name: "forecast", about: "how many of a topic's jobs fall due per --step from --from to --to, as a bar chart", example: "toc forecast orders --step 15m", args: "TOPIC",
 		flags: forecastFlags, table: forecastChart},
-	{name: "schedules create", about: "create a recurring schedule: --cron (and --time-zone) or --every, and its job", flags: scheduleCreateFlags,
+	{name: "schedules create", about: "create a recurring schedule: --cron (and --time-zone) or --every, and its job", example: "toc schedules create --every 1h --topic reports --callback https://example.com/hook", flags: scheduleCreateFlags,
 		table: printSchedule},
-	{name: "schedules list", about: "list the schedules with their next fire times", flags: scheduleListFlags, table: schedulePage},
-	{name: "schedules get", about: "show a schedule and its next fire times", args: "ID", flags: onSchedule(scheduleGet), table: printSchedule},
-	{name: "schedules pause", about: "stop a schedule making jobs", args: "ID", flags: onSchedule(schedulePause), table: printSchedule},
-	{name: "schedules resume", about: "start a paused schedule again from its next occurrence", args: "ID", flags: onSchedule(scheduleResume),
+	{name: "schedules list", about: "list the schedules with their next fire times", example: "toc schedules list --limit 20", flags: scheduleListFlags, table: schedulePage},
+	{name: "schedules get", about: "show a schedule and its next fire times", example: "toc schedules get 17", args: "ID", flags: onSchedule(scheduleGet), table: printSchedule},
+	{name: "schedules pause", about: "stop a schedule making jobs", example: "toc schedules pause 17", args: "ID", flags: onSchedule(schedulePause), table: printSchedule},
+	{name: "schedules resume", about: "start a paused schedule again from its next occurrence", example: "toc schedules resume 17", args: "ID", flags: onSchedule(scheduleResume),
 		table: printSchedule},
-	{name: "schedules delete", about: "delete a schedule (the jobs it made stay)", args: "ID", flags: onSchedule(scheduleDelete),
+	{name: "schedules delete", about: "delete a schedule (the jobs it made stay)", example: "toc schedules delete 17", args: "ID", flags: onSchedule(scheduleDelete),
 		table: one("id", "deleted")},
-	{name: "groups create", about: "create an open group: jobs join it with toc schedule --group until it is sealed", args: "ID",
+	{name: "groups create", about: "create an open group: jobs join it with toc schedule --group until it is sealed", example: "toc groups create batch-7 --on-complete https://example.com/done", args: "ID",
 		flags: groupCreateFlags, table: printGroup},
-	{name: "groups get", about: "show a group and its members' counts by status", args: "ID", flags: onGroup((*client.Client).GetGroup), table: printGroup},
-	{name: "groups seal", about: "close a group to new members: it completes once every member has ended", args: "ID",
+	{name: "groups get", about: "show a group and its members' counts by status", example: "toc groups get batch-7", args: "ID", flags: onGroup((*client.Client).GetGroup), table: printGroup},
+	{name: "groups seal", about: "close a group to new members: it completes once every member has ended", example: "toc groups seal batch-7", args: "ID",
 		flags: onGroup((*client.Client).SealGroup), table: printGroup},
-	{name: "cluster", about: "show the cluster's members, leader and slots", flags: noFlags(cluster), table: printCluster},
-	{name: "audit", about: "list the audit log, newest first: who did which admin or bulk action, when, on how many jobs",
+	{name: "cluster", about: "show the cluster's members, leader and slots", example: "toc cluster", flags: noFlags(cluster), table: printCluster},
+	{name: "audit", about: "list the audit log, newest first: who did which admin or bulk action, when, on how many jobs", example: "toc audit --action topic.pause --since 2030-01-01T00:00:00Z",
 		flags: auditFlags, table: auditPage},
 }
 
@@ -120,20 +123,13 @@ func runClient(ctx context.Context, name string, args []string, stdout, stderr i
 		cc, _ = findClientCommand(name + " " + args[i])
 		args = slices.Delete(slices.Clone(args), i, i+1)
 	}
-	fs := newFlagSet(cc.name, strings.Join(strings.Fields(cc.name+" "+cc.args+" [flags]"), " "))
-	server := fs.string("server", "http://127.0.0.1:8080", "toc's address")
-	token := fs.string("token", "", "bearer token")
-	asJSON := fs.bool("json", false, "print the API's JSON instead of a table")
-	timeout := fs.duration("timeout", 30*time.Second, "how long the command may take, retries included")
-	prep := cc.flags(fs)
+	fs, o, do, err := cc.parse(args)
 	fail := func(err error) error {
 		fmt.Fprintf(stderr, "toc %s: %v\n", cc.name, err)
 		fs.SetOutput(stderr)
 		fs.Usage()
 		return exitError{2}
 	}
-	fs.SetOutput(io.Discard) // errors are printed by fail, help below
-	pos, err := fs.parseAnywhere(args)
 	switch {
 	case errors.Is(err, flag.ErrHelp):
 		fs.SetOutput(stdout)
@@ -141,13 +137,8 @@ func runClient(ctx context.Context, name string, args []string, stdout, stderr i
 		return err
 	case err != nil:
 		return fail(err)
-	case len(pos) != len(strings.Fields(cc.args)):
-		return fail(fmt.Errorf("want %s, got %d arguments", cmp.Or(cc.args, "no arguments"), len(pos)))
 	}
-	do, err := prep(pos)
-	if err != nil {
-		return fail(err)
-	}
+	server, token, asJSON, timeout := o.server, o.token, o.asJSON, o.timeout
 	c, err := client.New(*server, client.WithToken(*token), client.WithUserAgent("toc/"+version),
 		client.WithHTTPClient(&http.Client{Timeout: *timeout}))
 	if err != nil {
@@ -164,6 +155,38 @@ func runClient(ctx context.Context, name string, args []string, stdout, stderr i
 		return err
 	}
 	return show(stdout, answer, *asJSON, cc.table)
+}
+
+// clientFlags are the flags of every client command.
+type clientFlags struct {
+	server, token *string
+	asJSON        *bool
+	timeout       *time.Duration
+}
+
+// parse reads the arguments of cc, in which its flags may come anywhere,
+// and returns its flag set, its common flags and the call to make; an
+// error is a usage error, or flag.ErrHelp when help was asked for.
+func (cc clientCommand) parse(args []string) (*flagSet, clientFlags, call, error) {
+	fs := newFlagSet(cc.name, strings.Join(strings.Fields(cc.name+" "+cc.args+" [flags]"), " "))
+	fs.example = cc.example
+	o := clientFlags{
+		server:  fs.string("server", "http://127.0.0.1:8080", "toc's address"),
+		token:   fs.string("token", "", "bearer token"),
+		asJSON:  fs.bool("json", false, "print the API's JSON instead of a table"),
+		timeout: fs.duration("timeout", 30*time.Second, "how long the command may take, retries included"),
+	}
+	prep := cc.flags(fs)
+	fs.SetOutput(io.Discard) // the caller prints errors and help
+	pos, err := fs.parseAnywhere(args)
+	if err != nil {
+		return fs, o, nil, err
+	}
+	if len(pos) != len(strings.Fields(cc.args)) {
+		return fs, o, nil, fmt.Errorf("want %s, got %d arguments", cmp.Or(cc.args, "no arguments"), len(pos))
+	}
+	do, err := prep(pos)
+	return fs, o, do, err
 }
 
 // printError prints an API error: its message, or with --json its
@@ -269,16 +292,29 @@ func printTable(w io.Writer, fields []string, objects ...map[string]any) {
 	}
 }
 
-// cell is a JSON value as one cell of a table: on one line, "-" for
-// nothing.
+// maxCell is the most runes of a cell of a table; --json prints values
+// whole.
+const maxCell = 60
+
+// cell is a JSON value as one cell of a table: on one line, its white
+// space collapsed, at most maxCell runes (cut with "…"), "-" for nothing.
 func cell(v any) string {
 	switch v := v.(type) {
 	case nil:
 		return "-"
 	case string:
-		return cmp.Or(strings.Join(strings.Fields(v), " "), "-")
+		return cmp.Or(truncate(strings.Join(strings.Fields(v), " "), maxCell), "-")
 	}
-	return fmt.Sprint(v)
+	return truncate(fmt.Sprint(v), maxCell)
+}
+
+// truncate cuts s to at most n runes, the last of them "…" when cut.
+func truncate(s string, n int) string {
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
 }
 
 // objects are the JSON objects of an array.

@@ -25,6 +25,7 @@ import (
 // worker owning every slot, no auth, loopback callbacks allowed.
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev", "dev [flags]")
+	fs.example = "toc dev --addr 127.0.0.1:8080 --data ./toc-dev.db"
 	fs.SetOutput(stderr)
 	data := fs.string("data", "./toc-dev.db", "SQLite file holding the jobs; pending ones survive restarts")
 	f := addServiceFlags(fs, "text")
@@ -100,6 +101,7 @@ func devSecret(path string) (string, error) {
 // runServe runs toc against MySQL and Redis.
 func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("serve", "serve --mysql-dsn DSN --redis-addr HOST:PORT[,HOST:PORT...] --webhook-secret whsec_... [flags]")
+	fs.example = "toc serve --mysql-dsn 'toc:secret@tcp(db:3306)/toc' --redis-addr redis:6379 --webhook-secret whsec_... --tokens-file tokens.json"
 	fs.SetOutput(stderr)
 	dsns := fs.spaceList("mysql-dsn", "task store, as a go-sql-driver/mysql DSN: user:pass@tcp(host:3306)/toc; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
 	redisFlags := addRedisFlags(fs)
@@ -150,7 +152,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return fmt.Errorf("--api-token: %w", err)
 		}
-		if tokenFile, err = auth.OpenFile(*tokensFile, spaces.names(), admins, log); err != nil {
+		if tokenFile, err = openTokensFile(*tokensFile, spaces.names(), admins, log); err != nil {
 			return fmt.Errorf("--tokens-file: %w", err)
 		}
 	}
@@ -229,6 +231,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // it, and records the shard map in each.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE)")
+	fs.example = "toc migrate --mysql-dsn 'toc:secret@tcp(db:3306)/toc'"
 	fs.SetOutput(stderr)
 	dsns := fs.spaceList("mysql-dsn", "MySQL/MariaDB task store DSN; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
 	file := fs.string("sqlite", "", "SQLite task store file")

@@ -16,6 +16,9 @@ type flagSet struct {
 	envErr error
 	// aliases are further environment variables of a flag, by flag name.
 	aliases map[string][]string
+	// example is a command line using the command, which its usage ends
+	// with.
+	example string
 }
 
 func newFlagSet(name, usage string) *flagSet {
@@ -38,6 +41,9 @@ func newFlagSet(name, usage string) *flagSet {
 			}
 			fmt.Fprintln(out, ")")
 		})
+		if fs.example != "" {
+			fmt.Fprintf(out, "\nexample:\n  %s\n", fs.example)
+		}
 	}
 	return fs
 }

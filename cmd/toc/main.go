@@ -10,9 +10,13 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"os/signal"
+	"slices"
+	"strings"
 	"syscall"
+	"text/tabwriter"
 	// The zone database in the binary: schedules name IANA zones, and a
 	// static binary in a scratch image has no /usr/share/zoneinfo.
 	_ "time/tzdata"
@@ -23,34 +27,54 @@ import (
 // version is set at build time with -ldflags "-X main.version=...".
 var version = "dev"
 
-const usage = `toc — the low-latency timeout center
+// command is a command of toc's other than the client commands, for the
+// top-level help.
+type command struct{ name, about string }
 
-usage: toc <command> [flags]
+// serviceCommands and otherCommands are the commands of the top-level
+// help besides clientCommands, which it lists from their table.
+var (
+	serviceCommands = []command{
+		{"dev", "run everything in one process: SQLite file, in-process Redis, one worker"},
+		{"serve", "run against MySQL/MariaDB and Redis (production)"},
+		{"migrate", "apply the task-store migrations"},
+	}
+	otherCommands = []command{
+		{"bench", "measure toc: scheduling, firing lateness, drain, memory, recovery"},
+		{"tokens hash [TOKEN]", "print the token_sha256 of a token for --tokens-file"},
+		{"tokens secret", "print a new webhook secret (whsec_...)"},
+		{"version", "print the version, module, Go version and commit"},
+		{"help [COMMAND...]", "print this, or a command's help: its flags and an example"},
+	}
+)
 
-Service:
-  dev        run everything in one process: SQLite file, in-process Redis, one worker
-  serve      run against MySQL/MariaDB and Redis (production)
-  migrate    apply the task-store migrations
-
-Client (talks to a running toc over its REST API; --server, --token, --json):
-  schedule   schedule a job
-  jobs       get, cancel or reschedule a job (get, cancel: short for jobs get, jobs cancel)
-  topics     list, get, set, pause or resume topics
-  dead       list, replay or purge dead letters
-  forecast   how many of a topic's jobs fall due per step: tomorrow's spike, today
-  schedules  create, list, get, pause, resume or delete recurring schedules
-  groups     create, get or seal groups of jobs
-  cluster    show the cluster's members, leader and slots
-  audit      list the audit log: who did which admin or bulk action, when, on how many jobs
-
-Other:
-  bench      measure toc: scheduling, firing lateness, drain, memory, recovery
-  tokens     hash TOKEN: print the token_sha256 of a token for --tokens-file;
-             secret: print a new webhook secret (whsec_...)
-  version    print the version, module, Go version and commit
-
-Run 'toc <command> -h' for a command's flags; every flag also reads TOC_<FLAG>.
-`
+// usage is the top-level help. Its client commands come from
+// clientCommands, so that none is left out.
+func usage() string {
+	var b strings.Builder
+	b.WriteString("toc — the low-latency timeout center\n\nusage: toc <command> [flags]\n")
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	section := func(title string, cmds []command) {
+		fmt.Fprintf(tw, "\n%s\n", title)
+		for _, c := range cmds {
+			fmt.Fprintf(tw, "  %s\t%s\n", c.name, c.about)
+		}
+	}
+	section("Service:", serviceCommands)
+	var client []command
+	for _, cc := range clientCommands {
+		client = append(client, command{strings.TrimSpace(cc.name + " " + cc.args), cc.about})
+	}
+	for _, alias := range slices.Sorted(maps.Keys(clientAliases)) {
+		cc, _ := findClientCommand(clientAliases[alias])
+		client = append(client, command{strings.TrimSpace(alias + " " + cc.args), "short for toc " + cc.name})
+	}
+	section("Client (talks to a running toc over its REST API; --server, --token, --json):", client)
+	section("Other:", otherCommands)
+	tw.Flush()
+	b.WriteString("\nRun 'toc help <command>' (or 'toc <command> -h') for a command's flags and an example;\nevery flag also reads TOC_<FLAG>.\n")
+	return b.String()
+}
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -78,7 +102,7 @@ func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return exitError{2}
 	}
 	cmd, rest := args[0], args[1:]
@@ -91,19 +115,54 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runMigrate(ctx, rest, stdout, stderr)
 	case "bench":
 		return runBench(ctx, rest, stdout, stderr)
-	case "schedule", "get", "cancel", "jobs", "topics", "dead", "forecast", "schedules", "groups", "cluster", "audit":
-		return runClient(ctx, cmd, rest, stdout, stderr)
 	case "tokens":
 		return runTokens(rest, stdout, stderr)
 	case "version", "--version":
+		if slices.ContainsFunc(rest, isHelp) {
+			fmt.Fprintln(stdout, "usage: toc version\n\nprints the version, module, Go version and commit\n\nexample:\n  toc version")
+			return flag.ErrHelp
+		}
 		printVersion(stdout)
 		return nil
 	case "help", "-h", "--help":
-		fmt.Fprint(stdout, usage)
-		return nil
+		if len(rest) == 0 || isHelp(rest[0]) {
+			fmt.Fprint(stdout, usage())
+			return nil
+		}
+		if !isCommand(rest[0]) {
+			fmt.Fprintf(stderr, "toc help: unknown command %q\n\n%s", rest[0], usage())
+			return exitError{2}
+		}
+		// toc help X [Y]: X's (or X Y's) own help, all of it on stdout.
+		return run(ctx, append(slices.Clone(rest), "-h"), stdout, stdout)
 	}
-	fmt.Fprintf(stderr, "toc: unknown command %q\n\n%s", cmd, usage)
+	if isClientCommand(cmd) {
+		return runClient(ctx, cmd, rest, stdout, stderr)
+	}
+	fmt.Fprintf(stderr, "toc: unknown command %q\n\n%s", cmd, usage())
 	return exitError{2}
+}
+
+// isHelp reports whether a is an argument asking for help.
+func isHelp(a string) bool { return a == "-h" || a == "--help" || a == "-help" || a == "help" }
+
+// isCommand reports whether name is one of toc's commands.
+func isCommand(name string) bool {
+	for _, c := range slices.Concat(serviceCommands, otherCommands) {
+		if strings.Fields(c.name)[0] == name {
+			return true
+		}
+	}
+	return isClientCommand(name)
+}
+
+// isClientCommand reports whether name is a client command, a group of
+// them (its first word) or an alias.
+func isClientCommand(name string) bool {
+	_, alias := clientAliases[name]
+	return alias || slices.ContainsFunc(clientCommands, func(cc clientCommand) bool {
+		return cc.name == name || strings.HasPrefix(cc.name, name+" ")
+	})
 }
 
 // rateLimited wraps the handler of dev's and serve's logger: a warning or

@@ -307,7 +307,7 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)
-		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics()}
+		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		// Every member materializes schedules: idempotency keys and the
 		// cursor's compare-and-set make that safe, and no leader's death

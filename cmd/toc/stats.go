@@ -9,6 +9,7 @@ import (
 	"time"
 
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/webhook"
 
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/taskdb/shard"
@@ -83,6 +84,20 @@ type topicStats struct {
 	counter   *jobCounter
 	queue     *prepare.Index
 	maxTopics int
+	// webhook is this member's webhook client, whose circuit breakers
+	// the stats show (each member keeps its own).
+	webhook *webhook.Client
+}
+
+var _ tochttp.TopicBreakers = (*topicStats)(nil)
+
+// TopicBreakers returns this member's breakers that jobs of topic met.
+func (t *topicStats) TopicBreakers(topic string, now time.Time) []tochttp.Breaker {
+	var out []tochttp.Breaker
+	for _, b := range t.webhook.Breakers(topic, now) {
+		out = append(out, tochttp.Breaker{Host: b.Host, State: b.State, Since: b.Since, Failures: b.Failures, OpenUntil: b.OpenUntil, OldestHeld: b.OldestHeld})
+	}
+	return out
 }
 
 // PendingJobs is topic's pending jobs as the stats count them (exact

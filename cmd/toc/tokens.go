@@ -2,23 +2,34 @@ package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/ratelog"
 )
 
 const tokensUsage = `usage: toc tokens hash [TOKEN]   the token_sha256 of TOKEN (without TOKEN: read from stdin)
-       toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets`
+       toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets
+
+example:
+  toc tokens hash < token.txt`
 
 // runTokens: toc tokens hash [TOKEN], printing the token_sha256 of a
 // token for --tokens-file (without TOKEN it reads one line from stdin,
 // so that the secret need not be in the shell's history), and toc tokens
 // secret, printing a new webhook secret.
 func runTokens(args []string, stdout, stderr io.Writer) error {
+	if slices.ContainsFunc(args, isHelp) {
+		fmt.Fprintln(stdout, tokensUsage)
+		return flag.ErrHelp
+	}
 	if len(args) == 1 && args[0] == "secret" {
 		fmt.Fprintln(stdout, webhook.NewSecret())
 		return nil
@@ -43,4 +54,12 @@ func runTokens(args []string, stdout, stderr io.Writer) error {
 	}
 	fmt.Fprintln(stdout, auth.Hash(token))
 	return nil
+}
+
+// openTokensFile opens --tokens-file, joined with the --api-token admins.
+// Its reloads log through log without the rate limit of repeated
+// warnings: each refusal is an operator's edit, logged with its reason,
+// however soon after the last.
+func openTokensFile(path string, namespaces []string, admins *auth.Set, log *slog.Logger) (*auth.File, error) {
+	return auth.OpenFile(path, namespaces, admins, ratelog.Unlimited(log))
 }

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -121,6 +122,13 @@ func TestDashboard(t *testing.T) {
 	}
 	if got := d.text("#topic-state"); got != "active" {
 		t.Errorf("topic page: state %q, want active", got)
+	}
+	// Its failing receiver's circuit breaker, with the dying topic's two
+	// failed calls at least.
+	failingRow := fmt.Sprintf(`#breakers tr[data-host=%q]`, strings.TrimPrefix(failing.URL, "http://"))
+	d.do(chromedp.WaitVisible(chromedp.CSS(failingRow)))
+	if n, err := strconv.Atoi(d.text(failingRow + " td.failures")); err != nil || n < 2 {
+		t.Errorf("topic page: the failing host's breaker shows %q failures, want 2 or more", d.text(failingRow+" td.failures"))
 	}
 	d.shot("topic")
 	d.do(chromedp.Click(chromedp.CSS("#pause")), chromedp.WaitVisible(chromedp.CSS("#topic-state.paused")), chromedp.WaitVisible(chromedp.CSS("#message.ok")))

@@ -1000,8 +1000,28 @@ export interface components {
             counts_estimated: boolean;
             /** @description The earliest due time in Redis; empty when nothing is due within the horizon. */
             next_due_at: components["schemas"]["Time"] | string;
-            /** @description How far next_due_at is in the past; 0 when it is not. */
+            /** @description How long the topic's oldest overdue job has waited past its due time: the earlier of next_due_at and the oldest_held_due_at of its breakers, if in the past; 0 when nothing is overdue. A job an open circuit breaker holds back counts from its own due time. */
             oldest_overdue_ms: number;
+            /** @description The circuit breakers of the callback hosts the topic's jobs met (their calls failed or were held back) that are open, half-open, or closed and counting failures, by host. They are those of the member that answers: each member keeps its own. */
+            breakers: components["schemas"]["Breaker"][];
+        };
+        /** @description One callback host's circuit breaker: after 5 consecutive failed calls (no answer, or a 5xx) it opens and the host's jobs are held back, not sent, with no attempt counted, until one call probes the host. */
+        Breaker: {
+            /** @description The callback URL's host:port, lowercased. */
+            host: string;
+            /**
+             * @description closed: calls go through, failures are counted; open: no call is made until open_until; half_open: the next call probes the host, and its success closes the breaker.
+             * @enum {string}
+             */
+            state: "closed" | "open" | "half_open";
+            /** @description When the breaker took its state: a closed one's first failure, an open one's opening, a half-open one's end of the open period. */
+            since: components["schemas"]["Time"];
+            /** @description Consecutive failed calls to the host since its last success, failed probes included. */
+            failures: number;
+            /** @description When an open breaker lets a probe through; empty when closed. */
+            open_until: components["schemas"]["Time"] | string;
+            /** @description The due time of the topic's oldest job this breaker held back since it opened; empty when it held none. */
+            oldest_held_due_at: components["schemas"]["Time"] | string;
         };
         Forecast: {
             topic: components["schemas"]["TopicName"];

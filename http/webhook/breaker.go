@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +96,17 @@ type breaker struct {
 // while failures > 0.
 type circuit struct {
 	failures int // consecutive failures while closed
+	// streak counts the consecutive failures since the last success,
+	// across openings (failed probes included), for BreakerState.
+	streak int
+	// since is when the circuit took its state: the first failure of a
+	// closed one, the opening of an open one.
+	since time.Time
+	// topics are the topics of the jobs whose calls failed or were held
+	// back since the circuit was kept, each with the due time of the
+	// oldest of its jobs held back (zero: none); at most
+	// maxCircuitTopics.
+	topics map[string]time.Time
 	// open is true while open or half-open: half-open once until passed.
 	open  bool
 	until time.Time
@@ -121,10 +133,16 @@ func newBreaker(cfg Config) *breaker {
 	}
 }
 
+// maxCircuitTopics bounds the topics a circuit remembers.
+const maxCircuitTopics = 64
+
 // ticket is a call let through by allow, to be handed back to done.
 type ticket struct {
 	host  string
 	probe bool
+	// topic is the topic of the job called, which done records with a
+	// failure ("" for none).
+	topic string
 }
 
 // outcome is what a call says of its host's health.
@@ -163,6 +181,38 @@ func (b *breaker) allow(host string, now time.Time) (ticket, error) {
 	}
 }
 
+// hold records that a job of topic due at due was held back by host's
+// circuit, for BreakerStates: the topic's oldest held job.
+func (b *breaker) hold(host, topic string, due time.Time) {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if c := b.hosts[host]; c != nil && c.open {
+		c.note(topic, due)
+	}
+}
+
+// note remembers topic in c, with a job held back due at due (zero for a
+// failed call). b.mu is held.
+func (c *circuit) note(topic string, due time.Time) {
+	if topic == "" {
+		return
+	}
+	if c.topics == nil {
+		c.topics = make(map[string]time.Time)
+	}
+	oldest, ok := c.topics[topic]
+	switch {
+	case !ok && len(c.topics) >= maxCircuitTopics:
+	case !due.IsZero() && (oldest.IsZero() || due.Before(oldest)):
+		c.topics[topic] = due
+	case !ok:
+		c.topics[topic] = time.Time{}
+	}
+}
+
 // done records the outcome of a call that allow let through, at now.
 func (b *breaker) done(t ticket, o outcome, now time.Time) {
 	if b == nil || (o == neither && !t.probe) {
@@ -179,6 +229,8 @@ func (b *breaker) done(t ticket, o outcome, now time.Time) {
 			delete(b.hosts, t.host)
 			b.obs.BreakerOpenHosts(-1)
 		case failure:
+			c.streak++
+			c.note(t.topic, time.Time{})
 			b.open(c, now)
 		}
 	case c != nil && c.open:
@@ -190,7 +242,10 @@ func (b *breaker) done(t ticket, o outcome, now time.Time) {
 			if c = b.keep(t.host, now); c == nil {
 				return
 			}
+			c.since = now
 		}
+		c.streak++
+		c.note(t.topic, time.Time{})
 		if c.failures++; c.failures >= b.threshold {
 			b.open(c, now)
 		}
@@ -204,8 +259,72 @@ func (b *breaker) open(c *circuit, now time.Time) {
 	}
 	c.opens++
 	c.cooldown = b.cooldown(c.opens)
-	c.open, c.until, c.failures = true, now.Add(c.cooldown), 0
+	c.open, c.until, c.failures, c.since = true, now.Add(c.cooldown), 0, now
 	b.obs.BreakerOpened()
+}
+
+// Breaker states, as BreakerState.State gives them.
+const (
+	BreakerClosed   = "closed"
+	BreakerOpen     = "open"
+	BreakerHalfOpen = "half_open"
+)
+
+// BreakerState is one callback host's circuit breaker as a Client's
+// Breakers shows it.
+type BreakerState struct {
+	// Host is the callback host, host:port.
+	Host string
+	// State is BreakerClosed (failing, below the threshold), BreakerOpen
+	// (no call made until OpenUntil) or BreakerHalfOpen (the next call
+	// probes the host).
+	State string
+	// Since is when the state began: a closed circuit's first failure, an
+	// open one's opening, a half-open one's OpenUntil.
+	Since time.Time
+	// Failures counts the consecutive failed calls since the last
+	// success, failed probes included.
+	Failures int
+	// OpenUntil is when an open circuit turns half-open (zero when
+	// closed).
+	OpenUntil time.Time
+	// OldestHeld is the due time of the oldest job of the topic asked
+	// about that the circuit held back since it opened, not sent (zero:
+	// none).
+	OldestHeld time.Time
+}
+
+// Breakers returns, by host, the circuits that are not closed or have
+// failures and that jobs of topic have met: their calls failed or were
+// held back. A disabled breaker has none.
+func (c *Client) Breakers(topic string, now time.Time) []BreakerState {
+	return c.breaker.states(topic, now)
+}
+
+// states is Breakers.
+func (b *breaker) states(topic string, now time.Time) []BreakerState {
+	if b == nil {
+		return nil
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []BreakerState
+	for host, c := range b.hosts {
+		oldest, ok := c.topics[topic]
+		if !ok {
+			continue
+		}
+		st := BreakerState{Host: host, State: BreakerClosed, Since: c.since, Failures: c.streak}
+		switch {
+		case c.open && now.Before(c.until):
+			st.State, st.OpenUntil, st.OldestHeld = BreakerOpen, c.until, oldest
+		case c.open:
+			st.State, st.Since, st.OpenUntil, st.OldestHeld = BreakerHalfOpen, c.until, c.until, oldest
+		}
+		out = append(out, st)
+	}
+	slices.SortFunc(out, func(a, b BreakerState) int { return strings.Compare(a.Host, b.Host) })
+	return out
 }
 
 // cooldown is the open period after the nth consecutive opening:

@@ -292,10 +292,13 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		headers = append(headers, header{"traceparent", d.TraceParent})
 	}
 
-	t, err := c.breaker.allow(breakerHost(u), now)
+	host := breakerHost(u)
+	t, err := c.breaker.allow(host, now)
 	if err != nil {
+		c.breaker.hold(host, j.Topic, j.DueAt)
 		return err
 	}
+	t.topic = j.Topic
 	resp, err := c.post(ctx, u, headers, body)
 	c.breaker.done(t, callOutcome(resp, err), c.cfg.Now())
 	if err != nil {

@@ -104,6 +104,17 @@ func (h *Handler) Handle(ctx context.Context, r slog.Record) error {
 	return h.next.Handle(ctx, r)
 }
 
+// Unlimited returns a logger of l's handler without its rate limit, for
+// records that are each an event to keep rather than the repeats of a
+// loop (a tokens file refused on reload, with its reason): l itself when
+// its handler is not a Handler.
+func Unlimited(l *slog.Logger) *slog.Logger {
+	if h, ok := l.Handler().(*Handler); ok {
+		return slog.New(h.next)
+	}
+	return l
+}
+
 // WithAttrs returns a handler with attrs, sharing h's counts.
 func (h *Handler) WithAttrs(attrs []slog.Attr) slog.Handler {
 	h2 := *h

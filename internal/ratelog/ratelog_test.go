@@ -273,3 +273,23 @@ func TestLimiterLogReportsSuppressed(t *testing.T) {
 		t.Fatalf("logged %q, want %q", lines, want)
 	}
 }
+
+// Unlimited's logger passes every record, repeats within the interval
+// included, to the handler the limited one wraps, with its attributes.
+func TestUnlimited(t *testing.T) {
+	log, buf, _ := newLogger(t, ratelog.Config{})
+	log = log.With("path", "tokens.json")
+	for _, reason := range []string{"bad role", "bad role", "truncated"} {
+		ratelog.Unlimited(log).Error("tokens file refused", "err", reason)
+	}
+	if got := strings.Count(buf.String(), "tokens file refused"); got != 3 {
+		t.Errorf("%d records passed, want 3:\n%s", got, buf.String())
+	}
+	if !strings.Contains(buf.String(), "path=tokens.json") {
+		t.Errorf("the logger's attributes were lost:\n%s", buf.String())
+	}
+	plain := slog.New(slog.DiscardHandler)
+	if ratelog.Unlimited(plain) != plain {
+		t.Error("a logger without a limit is not returned as it is")
+	}
+}

@@ -151,6 +151,8 @@ export async function topicPage(view, params, name) {
         ['Deadline of its jobs', deadline(topic.expire_after_ms), 'topic-deadline'],
         ['Created', topic.created_at],
       ]))),
+    el('h2', {}, 'Circuit breakers'),
+    breakerTable(stats.breakers),
     el('h2', {}, 'Forecast: jobs falling due'),
     forecast.node,
     el('h2', {}, 'Jobs'),
@@ -164,6 +166,23 @@ export async function topicPage(view, params, name) {
     jobs,
   );
   await Promise.all([listJobs(jobs, name, params), forecast.load()]);
+}
+
+// breakerTable shows the circuit breakers of GET /v1/topics/{t}/stats:
+// the callback hosts the topic's jobs met that are failing, or held back
+// while their breaker is open (their wait counts in Overdue).
+function breakerTable(breakers = []) {
+  if (breakers.length === 0) {
+    return el('p', { id: 'no-breakers' }, 'None: no callback host of this topic\'s jobs is failing.');
+  }
+  return table('breakers', ['Host', 'State', 'Since', 'Failures', 'Open until', 'Oldest job held back, due at'], breakers.map((b) =>
+    el('tr', { 'data-host': b.host },
+      el('td', { class: 'host' }, b.host),
+      el('td', { class: 'state' }, el('span', { class: 'badge breaker-' + b.state }, b.state.replace('_', '-'))),
+      el('td', {}, text(b.since)),
+      el('td', { class: 'failures' }, b.failures),
+      el('td', {}, text(b.open_until)),
+      el('td', { class: 'held' }, text(b.oldest_held_due_at)))));
 }
 
 // listJobs fills section with a page of the topic's jobs; an error answer
