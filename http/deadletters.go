@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -27,44 +28,75 @@ func (a *API) replayDead(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// listDead: GET /v1/deadletters?topic=T&from=T1&to=T2&error=TEXT&limit=N&after=CURSOR,
-// from the task store's dead rows, in the order they died.
+// listDead: GET /v1/deadletters?topic=T&from=T1&to=T2&error=TEXT&limit=N
+// &cursor=C, from the task store's dead rows, in the order they died;
+// next_cursor is "" after the last page. Without a topic it lists those
+// of every topic the token may see. after is cursor's former name, still
+// taken.
 func (a *API) listDead(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
-	f := timer.DeadQuery{ErrorContains: q.Get("error")}
-	var err error
-	if f.Topic, err = requiredTopic(r.Context(), q.Get("topic")); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := allowTopic(r.Context(), f.Topic); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	if err := timeRange(q.Get, &f.From, &f.To); err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	limit := DefaultDeadPage
-	if s := q.Get("limit"); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 || n > MaxDeadPage {
-			a.writeError(w, r, &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxDeadPage)})
-			return
+	ctx, q := r.Context(), r.URL.Query()
+	f, cursor, err := deadQuery(ctx, q)
+	if err == nil && f.Topic == "" {
+		var topics []timer.Topic
+		topics, err = a.jobs.Topics(ctx)
+		for _, t := range visibleTopics(ctx, topics) {
+			f.Topics = append(f.Topics, t.Name)
 		}
-		limit = n
 	}
-	f.Limit = limit
-	jobs, next, err := a.dead.ListDead(r.Context(), f, q.Get("after"))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	items := make([]jobView, len(jobs))
-	for i, j := range jobs {
-		items[i] = viewOf(j)
+	jobs, next, err := a.dead.ListDead(ctx, f, cursor)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next": next})
+	views := make([]jobView, len(jobs))
+	for i, j := range jobs {
+		views[i] = viewOf(j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": views, "next_cursor": next})
+}
+
+// deadQuery reads the query of GET /v1/deadletters: its timer.DeadQuery
+// (with the topic, when one is given, that the token may use) and its
+// cursor. A parameter not its own, or given twice, is a 400 naming it.
+func deadQuery(ctx context.Context, q url.Values) (timer.DeadQuery, string, error) {
+	f := timer.DeadQuery{ErrorContains: q.Get("error"), Limit: DefaultDeadPage}
+	if err := onlyParams(q, "topic", "from", "to", "error", "limit", "cursor", "after"); err != nil {
+		return f, "", err
+	}
+	cursor, field := q.Get("cursor"), "cursor"
+	if q.Has("after") {
+		if q.Has("cursor") {
+			return f, "", &timer.FieldError{Field: "after", Message: "the former name of cursor: give one of them"}
+		}
+		cursor, field = q.Get("after"), "after"
+	}
+	if _, err := timer.ParseCursor(cursor, field); err != nil {
+		return f, "", err
+	}
+	var err error
+	if f.Topic, err = qualify(ctx, "topic", q.Get("topic")); err != nil {
+		return f, "", err
+	}
+	if f.Topic != "" {
+		if err := allowTopic(ctx, f.Topic); err != nil {
+			return f, "", err
+		}
+	}
+	if err := timeRange(q.Get, &f.From, &f.To); err != nil {
+		return f, "", err
+	}
+	if s := q.Get("limit"); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > MaxDeadPage {
+			return f, "", &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxDeadPage)}
+		}
+		f.Limit = n
+	}
+	return f, cursor, nil
 }
 
 // purgeDead: DELETE /v1/deadletters/{id}.

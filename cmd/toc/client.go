@@ -58,12 +58,12 @@ var clientCommands = []clientCommand{
 	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", flags: cancelAll, table: one("cancelled", "too_late")},
 	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", flags: rescheduleAll,
 		table: one("rescheduled", "too_late")},
-	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page(topicFields...)},
+	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page("items", topicFields...)},
 	{name: "topics get", about: "show a topic and its live usage", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
 	{name: "topics set", about: "change the settings given as flags", args: "NAME", flags: topicSettings, table: printTopic},
 	{name: "topics pause", about: "stop firing a topic's jobs", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
 	{name: "topics resume", about: "fire a paused topic's jobs again", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
-	{name: "dead list", about: "list a topic's dead letters, in order of death", flags: deadQuery, table: page(jobFields...)},
+	{name: "dead list", about: "list the dead letters of a topic, or of every topic, in order of death", flags: deadQuery, table: page("jobs", deadFields...)},
 	{name: "dead replay", about: "make a dead letter pending again (now, unless told)", args: "ID", flags: replayFlags, table: one(jobFields...)},
 	{name: "dead purge", about: "purge a dead letter", args: "ID", flags: onJob(purge), table: one("id", "purged")},
 	{name: "dead summary", about: "a topic's dead letters grouped by why they died", flags: deadRangeFlags, table: deadGroups},
@@ -298,12 +298,13 @@ func one(fields ...string) func(io.Writer, map[string]any) {
 	return func(w io.Writer, o map[string]any) { printTable(w, fields, o) }
 }
 
-// page is a table of a page of objects, {"items": [...], "next": cursor}:
-// their fields, and the cursor of the next page when there is one.
-func page(fields ...string) func(io.Writer, map[string]any) {
+// page is a table of a page of objects, {key: [...], "next_cursor":
+// cursor}: their fields, and the cursor of the next page when there is
+// one.
+func page(key string, fields ...string) func(io.Writer, map[string]any) {
 	return func(w io.Writer, p map[string]any) {
-		printTable(w, fields, objects(p["items"])...)
-		if next, _ := p["next"].(string); next != "" {
+		printTable(w, fields, objects(p[key])...)
+		if next, _ := p["next_cursor"].(string); next != "" {
 			fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
 		}
 	}
