@@ -674,7 +674,7 @@ func TestTopics(t *testing.T) {
 	}
 	e.call(t, "GET", "/v1/topics/nope", "").wantError(t, 404, tochttp.CodeNotFound, "")
 	l := e.call(t, "GET", "/v1/topics", "")
-	if items, _ := l.body["items"].([]any); l.status != http.StatusOK || len(items) != 2 {
+	if items, _ := l.body["topics"].([]any); l.status != http.StatusOK || len(items) != 2 {
 		t.Fatalf("list: %d %s", l.status, l.raw)
 	}
 }

@@ -114,7 +114,7 @@ func TestTenantRolesAndScope(t *testing.T) {
 	names := func(tok []string) string {
 		a := e.call(t, "GET", "/v1/topics", "", tok...)
 		var n []string
-		for _, it := range a.body["items"].([]any) {
+		for _, it := range a.body["topics"].([]any) {
 			n = append(n, it.(map[string]any)["name"].(string))
 		}
 		return strings.Join(n, ",")

@@ -464,7 +464,8 @@ func (a *API) getTopic(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, v)
 }
 
-// listTopics: GET /v1/topics.
+// listTopics: GET /v1/topics, as {"topics": [...]}: a list names its
+// items by their kind, as every list of the API does.
 func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
 	topics, err := a.jobs.Topics(r.Context())
 	if err != nil {
@@ -476,7 +477,7 @@ func (a *API) listTopics(w http.ResponseWriter, r *http.Request) {
 	for i, t := range topics {
 		items[i] = a.topicViewOf(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	writeJSON(w, http.StatusOK, map[string]any{"topics": items})
 }
 
 // auditTopic records a change of a topic's settings, with the settings it

@@ -200,7 +200,7 @@ func TestCLI(t *testing.T) {
 		var list struct {
 			Items []struct {
 				Name string `json:"name"`
-			} `json:"items"`
+			} `json:"topics"`
 		}
 		if err := json.Unmarshal([]byte(run(t, "topics", "list", "--json")), &list); err != nil || !slices.ContainsFunc(list.Items, func(it struct {
 			Name string `json:"name"`

@@ -58,7 +58,7 @@ var clientCommands = []clientCommand{
 	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", flags: cancelAll, table: one("cancelled", "too_late")},
 	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", flags: rescheduleAll,
 		table: one("rescheduled", "too_late")},
-	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page("items", topicFields...)},
+	{name: "topics list", about: "list the topics", flags: noFlags(topicList), table: page("topics", topicFields...)},
 	{name: "topics get", about: "show a topic and its live usage", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
 	{name: "topics set", about: "change the settings given as flags", args: "NAME", flags: topicSettings, table: printTopic},
 	{name: "topics pause", about: "stop firing a topic's jobs", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},

@@ -115,7 +115,7 @@ func TestClientLive(t *testing.T) {
 		if err != nil || len(topics) == 0 {
 			t.Fatalf("topics: %v %v", topics, err)
 		}
-		asServed(map[string]any{"items": topics}, "/v1/topics")
+		asServed(map[string]any{"topics": topics}, "/v1/topics")
 		st, err := c.TopicStats(ctx, "live")
 		if err != nil || st.Topic != "live" || st.Slots == 0 || st.CountedAt.IsZero() {
 			t.Errorf("stats: %+v %v", st, err)

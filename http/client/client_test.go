@@ -104,7 +104,7 @@ func TestRetriesA429WithAnHTTPDate(t *testing.T) {
 			io.WriteString(w, "<html>slow down</html>")
 			return
 		}
-		answer(w, http.StatusOK, `{"items":[]}`)
+		answer(w, http.StatusOK, `{"topics":[]}`)
 	})
 	c.now = func() time.Time { return now }
 	topics, err := c.Topics(t.Context())
@@ -590,6 +590,18 @@ func TestDeadLettersAllFollowsCursors(t *testing.T) {
 	if err != nil || len(p.Jobs) != 2 || p.NextCursor != "p2" || !reflect.DeepEqual(p.Items, p.Jobs) || p.Next != "p2" ||
 		!p.Jobs[0].DiedAt.Equal(time.Date(2026, 11, 21, 20, 0, 1, 250e6, time.UTC)) || !p.Jobs[1].DiedAt.IsZero() {
 		t.Errorf("page %+v, %v", p, err)
+	}
+}
+
+// Topics reads the list as {"topics"}, and as {"items"} from a server
+// older than the client.
+func TestTopicsOfEitherShape(t *testing.T) {
+	for _, body := range []string{`{"topics":[{"name":"a"},{"name":"b"}]}`, `{"items":[{"name":"a"},{"name":"b"}]}`} {
+		c := newFake(t, func(w http.ResponseWriter, _ *http.Request) { answer(w, 200, body) })
+		topics, err := c.Topics(t.Context())
+		if err != nil || len(topics) != 2 || topics[1].Name != "b" {
+			t.Errorf("from %s: %+v, %v", body, topics, err)
+		}
 	}
 }
 

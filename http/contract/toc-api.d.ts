@@ -2773,7 +2773,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "items": [
+                     *       "topics": [
                      *         {
                      *           "name": "orders",
                      *           "slots": 16,
@@ -2797,7 +2797,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        items: components["schemas"]["Topic"][];
+                        topics: components["schemas"]["Topic"][];
                     };
                 };
             };

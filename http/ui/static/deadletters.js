@@ -18,7 +18,7 @@ const groupLimit = 1000;
 // the route, the dead jobs of every topic the token may see, in the order
 // they died; the groups, and their actions, are a topic's.
 export async function deadLettersPage(view, params) {
-  const { items: topics } = await call('GET', '/topics');
+  const { topics } = await call('GET', '/topics');
   const topic = params.topic || '';
   const form = searchForm('dead-search', [
     select('Topic', 'topic', topic, [['', 'All topics'], ...topics.map((t) => [t.name, t.name])]),
