@@ -21,11 +21,16 @@ const (
 	DefaultDeadRate = 500
 )
 
-// deadSummary: GET /v1/deadletters/summary?topic=T&from=T1&to=T2.
+// deadSummary: GET /v1/deadletters/summary?topic=T&from=T1&to=T2; any
+// other parameter, or one given twice, is a 400 naming it.
 func (a *API) deadSummary(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	f := timer.DeadFilter{Topic: q.Get("topic")}
-	if err := deadRange(r.Context(), q.Get, &f); err != nil {
+	err := onlyParams(q, "topic", "from", "to")
+	if err == nil {
+		err = deadRange(r.Context(), q.Get, &f)
+	}
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}

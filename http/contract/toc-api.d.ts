@@ -199,7 +199,7 @@ export interface paths {
         };
         /**
          * Group a topic's dead jobs by why they died.
-         * @description The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+         * @description The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
          */
         get: operations["summarizeDeadLetters"];
         put?: never;
