@@ -1,6 +1,7 @@
 package deadletter
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"time"
@@ -36,14 +37,15 @@ type Letters struct {
 // NewLetters returns the dead letters of jobs, purging from box too.
 func NewLetters(box *Box, jobs Jobs) *Letters { return &Letters{box: box, jobs: jobs, now: time.Now} }
 
-// ListDead returns up to q.Limit dead jobs of q.Topic (required) that
-// died in [q.From, q.To) and whose last error contains q.ErrorContains
-// (see timer.DeadReader), in the order they died (then by id), after the
+// ListDead returns up to q.Limit dead jobs of q.Topic that died in
+// [q.From, q.To) and whose last error contains q.ErrorContains (see
+// timer.DeadReader), in the order they died (then by id), after the
 // cursor after ("" for the first page; q.After is not read), and the next
 // page's cursor ("" at the end). An unknown topic is an error wrapping
-// timer.ErrNotFound.
+// timer.ErrNotFound. Without q.Topic it lists those of q.Topics together
+// (none of none), whether they exist or not.
 func (l *Letters) ListDead(ctx context.Context, q timer.DeadQuery, after string) ([]*timer.Job, string, error) {
-	if !slots.ValidTopic(q.Topic) {
+	if q.Topic != "" && !slots.ValidTopic(q.Topic) {
 		return nil, "", &timer.FieldError{Field: "topic", Message: fmt.Sprintf("%q is not a topic name", q.Topic)}
 	}
 	limit := q.Limit
@@ -51,15 +53,19 @@ func (l *Letters) ListDead(ctx context.Context, q timer.DeadQuery, after string)
 		return nil, "", &timer.FieldError{Field: "limit", Message: fmt.Sprintf("must be within 1..%d", MaxLimit)}
 	}
 	var err error
-	if q.After, err = timer.ParseCursor(after, "after"); err != nil {
+	if q.After, err = timer.ParseCursor(after, "cursor"); err != nil {
 		return nil, "", err
 	}
-	if _, err := l.jobs.Topic(ctx, q.Topic); err != nil {
-		return nil, "", fmt.Errorf("list dead letters: %w", err)
+	if q.Topic != "" {
+		if _, err := l.jobs.Topic(ctx, q.Topic); err != nil {
+			return nil, "", fmt.Errorf("list dead letters: %w", err)
+		}
+	} else if len(q.Topics) == 0 {
+		return []*timer.Job{}, "", nil
 	}
 	jobs, err := l.jobs.ListDead(ctx, q)
 	if err != nil {
-		return nil, "", fmt.Errorf("list dead letters of %s: %w", q.Topic, err)
+		return nil, "", fmt.Errorf("list dead letters of %s: %w", cmp.Or(q.Topic, fmt.Sprintf("%d topics", len(q.Topics))), err)
 	}
 	next := ""
 	if len(jobs) == limit {

@@ -75,13 +75,44 @@ func TestLetters(t *testing.T) {
 			t.Errorf("filtered %v, want [3 5 7]", ids)
 		}
 
+		// Many topics: their dead letters in one order of death, paged;
+		// job 20 of topic e died between 6 and 7. A topic that does not
+		// exist has none; no topics, none.
+		if _, err := store.EnsureTopic(ctx, timer.Topic{Name: "e", Slots: 8}); err != nil {
+			t.Fatal(err)
+		}
+		if err := store.Insert(ctx, []*timer.Job{{ID: 20, Topic: "e", DueAt: t0, MaxAttempts: 1, CallbackURL: "http://localhost/h"}}); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := store.Fail(ctx, 20, timer.Failure{Attempts: 1, Error: "POST: 404", Status: 404, Dead: true}, t0.Add(6500*time.Millisecond)); !ok || err != nil {
+			t.Fatal(ok, err)
+		}
+		got = nil
+		for after := ""; ; {
+			page, next, err := l.ListDead(ctx, timer.DeadQuery{Topics: []string{"e", "nope", "d"}, Limit: 4}, after)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got = append(got, idsOf(page)...)
+			if next == "" {
+				break
+			}
+			after = next
+		}
+		if want := []timer.JobID{1, 2, 3, 4, 5, 6, 20, 7, 8, 9, 10, 11, 12}; !slices.Equal(got, want) {
+			t.Errorf("listed of topics e, nope and d %v, want %v", got, want)
+		}
+		if page, next, err := l.ListDead(ctx, timer.DeadQuery{Limit: 10}, ""); err != nil || page == nil || len(page) != 0 || next != "" {
+			t.Errorf("of no topics: %v, %q, %v; want an empty page", idsOf(page), next, err)
+		}
+
 		if _, _, err := l.ListDead(ctx, timer.DeadQuery{Topic: "nope", Limit: 10}, ""); !errors.Is(err, timer.ErrNotFound) {
 			t.Errorf("unknown topic: %v", err)
 		}
 		for field, call := range map[string]func() error{
-			"topic": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Limit: 10}, "")) },
-			"after": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d", Limit: 10}, "garbage")) },
-			"limit": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d"}, "")) },
+			"topic":  func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "Not a topic", Limit: 10}, "")) },
+			"cursor": func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d", Limit: 10}, "garbage")) },
+			"limit":  func() error { return second3(l.ListDead(ctx, timer.DeadQuery{Topic: "d"}, "")) },
 		} {
 			var fe *timer.FieldError
 			if err := call(); !errors.As(err, &fe) || fe.Field != field || !errors.Is(err, timer.ErrInvalid) {

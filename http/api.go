@@ -61,10 +61,11 @@ type Topics interface {
 
 // DeadLetters lists and purges dead jobs.
 type DeadLetters interface {
-	// ListDead returns up to q.Limit dead jobs of q.Topic matching q, in
-	// the order they died, after the cursor after ("" for the first page),
-	// and the next page's cursor ("" at the end). An unknown topic is an
-	// error wrapping timer.ErrNotFound.
+	// ListDead returns up to q.Limit dead jobs of q.Topic (without one, of
+	// q.Topics together) matching q, in the order they died, after the
+	// cursor after ("" for the first page), and the next page's cursor (""
+	// at the end). An unknown q.Topic is an error wrapping
+	// timer.ErrNotFound.
 	ListDead(ctx context.Context, q timer.DeadQuery, after string) ([]*timer.Job, string, error)
 	// PurgeDead ends a dead job: its row becomes purged (kept, never listed
 	// or fired). It returns an error wrapping timer.ErrNotFound for an

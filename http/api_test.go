@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -407,52 +408,95 @@ func TestDeadLetters(t *testing.T) {
 		if l.status != http.StatusOK {
 			t.Fatalf("list: %d %s", l.status, l.raw)
 		}
-		if items = l.body["items"].([]any); len(items) == 3 {
+		if items, _ = l.body["jobs"].([]any); len(items) == 3 {
 			break
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("dead letters: %s", l.raw)
 		}
 	}
+	// Each with when it died: its last change, in the API's time format.
 	for _, it := range items {
 		j := it.(map[string]any)
 		if j["status"] != "dead" || j["last_error"] != "nope" || !slices.Contains(ids, j["id"].(string)) {
 			t.Errorf("dead letter %v", j)
 		}
-	}
-	// Paging: one at a time, each once.
-	var seen []string
-	for after := ""; ; {
-		l := e.call(t, "GET", "/v1/deadletters?topic=d&limit=1&after="+after, "")
-		for _, it := range l.body["items"].([]any) {
-			seen = append(seen, it.(map[string]any)["id"].(string))
-		}
-		if after = l.body["next"].(string); after == "" {
-			break
+		if died, _ := j["died_at"].(string); died != j["updated_at"] || !regexp.MustCompile(`^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$`).MatchString(died) {
+			t.Errorf("dead letter %v died_at %q, want its updated_at, RFC 3339 in ms", j["id"], died)
 		}
 	}
-	slices.Sort(seen)
-	sorted := slices.Sorted(slices.Values(ids))
-	if !slices.Equal(seen, sorted) {
-		t.Errorf("paged %v, want %v", seen, sorted)
+	// Paging: one at a time, each once, by cursor or by after, its former
+	// name.
+	for _, param := range []string{"cursor", "after"} {
+		var seen []string
+		for cursor := ""; ; {
+			l := e.call(t, "GET", "/v1/deadletters?topic=d&limit=1&"+param+"="+cursor, "")
+			for _, it := range l.body["jobs"].([]any) {
+				seen = append(seen, it.(map[string]any)["id"].(string))
+			}
+			if cursor = l.body["next_cursor"].(string); cursor == "" {
+				break
+			}
+		}
+		slices.Sort(seen)
+		sorted := slices.Sorted(slices.Values(ids))
+		if !slices.Equal(seen, sorted) {
+			t.Errorf("paged by %s %v, want %v", param, seen, sorted)
+		}
 	}
-	e.call(t, "GET", "/v1/deadletters", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/deadletters?topic=D", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/deadletters?topic=ghost", "").wantError(t, 404, tochttp.CodeNotFound, "")
 	e.call(t, "GET", "/v1/deadletters?topic=d&limit=0", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
 	e.call(t, "GET", "/v1/deadletters?topic=d&limit=x", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
+	e.call(t, "GET", "/v1/deadletters?topic=d&cursor=garbage", "").wantError(t, 400, tochttp.CodeInvalid, "cursor")
 	e.call(t, "GET", "/v1/deadletters?topic=d&after=garbage", "").wantError(t, 400, tochttp.CodeInvalid, "after")
+	e.call(t, "GET", "/v1/deadletters?topic=d&after=&cursor=", "").wantError(t, 400, tochttp.CodeInvalid, "after")
+	// A parameter given twice or not one of the route's is refused, not
+	// ignored.
+	e.call(t, "GET", "/v1/deadletters?topic=d&topic=e", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/deadletters?topic=d&limit=1&limit=2", "").wantError(t, 400, tochttp.CodeInvalid, "limit")
+	e.call(t, "GET", "/v1/deadletters?topic=d&status=dead", "").wantError(t, 400, tochttp.CodeInvalid, "status")
+	e.call(t, "GET", "/v1/deadletters?topics=d", "").wantError(t, 400, tochttp.CodeInvalid, "topics")
 
 	// Filters: error text (case ignored) and time of death.
-	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=NOPE", ""); len(l.body["items"].([]any)) != 3 {
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=NOPE", ""); len(l.body["jobs"].([]any)) != 3 {
 		t.Errorf("error filter: %s", l.raw)
 	}
-	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=other", ""); len(l.body["items"].([]any)) != 0 {
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&error=other", ""); len(l.body["jobs"].([]any)) != 0 {
 		t.Errorf("error filter matching none: %s", l.raw)
 	}
 	future := url.QueryEscape(time.Now().Add(time.Hour).Format(time.RFC3339))
-	if l := e.call(t, "GET", "/v1/deadletters?topic=d&from="+future, ""); len(l.body["items"].([]any)) != 0 {
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d&from="+future, ""); len(l.body["jobs"].([]any)) != 0 {
 		t.Errorf("from an hour ahead: %s", l.raw)
 	}
 	e.call(t, "GET", "/v1/deadletters?topic=d&from=yesterday", "").wantError(t, 400, tochttp.CodeInvalid, "from")
+
+	// Without a topic: the dead letters of every topic, in the order they
+	// died, paged the same way; a topic without any adds none.
+	a := e.call(t, "POST", "/v1/jobs", `{"topic": "e", "delay_ms": 0, "max_attempts": 1, `+cb+`}`)
+	e.call(t, "POST", "/v1/jobs", `{"topic": "quiet", "delay_ms": 3600000, `+cb+`}`)
+	other := a.body["id"].(string)
+	waitStatus(t, e, other, "dead")
+	var seen, died []string
+	for cursor := ""; ; {
+		l := e.call(t, "GET", "/v1/deadletters?limit=2&cursor="+cursor, "")
+		if l.status != http.StatusOK {
+			t.Fatalf("list without topic: %d %s", l.status, l.raw)
+		}
+		for _, it := range l.body["jobs"].([]any) {
+			seen = append(seen, it.(map[string]any)["id"].(string))
+			died = append(died, it.(map[string]any)["died_at"].(string))
+		}
+		if cursor = l.body["next_cursor"].(string); cursor == "" {
+			break
+		}
+	}
+	if want := append(slices.Clone(ids), other); !slices.Equal(slices.Sorted(slices.Values(seen)), slices.Sorted(slices.Values(want))) || !slices.IsSorted(died) {
+		t.Errorf("without topic listed %v dead at %v; want %v in the order they died", seen, died, want)
+	}
+	if l := e.call(t, "GET", "/v1/deadletters?error=nope", ""); len(l.body["jobs"].([]any)) != 4 {
+		t.Errorf("without topic, filtered by error: %s", l.raw)
+	}
 
 	// Purge one: gone from the list, its row purged (a record, not dead).
 	p := e.call(t, "DELETE", "/v1/deadletters/"+ids[0], "")
@@ -475,7 +519,7 @@ func TestDeadLetters(t *testing.T) {
 	if r := e.call(t, "POST", "/v1/deadletters/"+ids[2]+"/replay", ``); r.status != http.StatusOK {
 		t.Fatalf("replay without body: %d %s", r.status, r.raw)
 	}
-	if l := e.call(t, "GET", "/v1/deadletters?topic=d", ""); len(l.body["items"].([]any)) > 1 {
+	if l := e.call(t, "GET", "/v1/deadletters?topic=d", ""); len(l.body["jobs"].([]any)) > 1 {
 		t.Errorf("after purge and replays: %s", l.raw)
 	}
 }
@@ -630,7 +674,7 @@ func TestTopics(t *testing.T) {
 	}
 	e.call(t, "GET", "/v1/topics/nope", "").wantError(t, 404, tochttp.CodeNotFound, "")
 	l := e.call(t, "GET", "/v1/topics", "")
-	if items, _ := l.body["items"].([]any); l.status != http.StatusOK || len(items) != 2 {
+	if items, _ := l.body["topics"].([]any); l.status != http.StatusOK || len(items) != 2 {
 		t.Fatalf("list: %d %s", l.status, l.raw)
 	}
 }

@@ -33,17 +33,32 @@ func (a *API) replayDead(w http.ResponseWriter, r *http.Request, in *jobAt, _ *a
 
 // deadPage is the input of GET /v1/deadletters: the query and the cursor.
 type deadPage struct {
-	q     timer.DeadQuery
-	after string
+	q      timer.DeadQuery
+	cursor string
 }
 
 // readDeadPage reads GET /v1/deadletters?topic=T&from=T1&to=T2&error=TEXT
-// &limit=N&after=CURSOR.
+// &limit=N&cursor=C; after is cursor's former name, still taken. The
+// topic is optional: without one the page is of every topic the token may
+// see. A parameter not its own, or given twice, is a 400 naming it.
 func readDeadPage(r *http.Request, in *deadPage) (*claim, error) {
 	q := r.URL.Query()
-	in.q = timer.DeadQuery{ErrorContains: q.Get("error"), Limit: DefaultDeadPage}
-	in.q.Topic, in.after = q.Get("topic"), q.Get("after")
-	c := &claim{topics: []topicRef{{field: "topic", name: &in.q.Topic}}}
+	in.q = timer.DeadQuery{Topic: q.Get("topic"), ErrorContains: q.Get("error"), Limit: DefaultDeadPage}
+	c := &claim{topics: []topicRef{{field: "topic", name: &in.q.Topic, optional: true}}}
+	if err := onlyParams(q, "topic", "from", "to", "error", "limit", "cursor", "after"); err != nil {
+		return c, err
+	}
+	cursor, field := q.Get("cursor"), "cursor"
+	if q.Has("after") {
+		if q.Has("cursor") {
+			return c, &timer.FieldError{Field: "after", Message: "the former name of cursor: give one of them"}
+		}
+		cursor, field = q.Get("after"), "after"
+	}
+	if _, err := timer.ParseCursor(cursor, field); err != nil {
+		return c, err
+	}
+	in.cursor = cursor
 	if err := timeRange(q.Get, &in.q.From, &in.q.To); err != nil {
 		return c, err
 	}
@@ -58,18 +73,30 @@ func readDeadPage(r *http.Request, in *deadPage) (*claim, error) {
 }
 
 // listDead: GET /v1/deadletters, from the task store's dead rows, in the
-// order they died.
+// order they died; next_cursor is "" after the last page. Without a
+// topic it lists those of every topic the token may see.
 func (a *API) listDead(w http.ResponseWriter, r *http.Request, in *deadPage, _ *admission) {
-	jobs, next, err := a.dead.ListDead(r.Context(), in.q, in.after)
+	ctx, f := r.Context(), in.q
+	if f.Topic == "" {
+		topics, err := a.jobs.Topics(ctx)
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		for _, t := range visibleTopics(ctx, topics) {
+			f.Topics = append(f.Topics, t.Name)
+		}
+	}
+	jobs, next, err := a.dead.ListDead(ctx, f, in.cursor)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	items := make([]jobView, len(jobs))
+	views := make([]jobView, len(jobs))
 	for i, j := range jobs {
-		items[i] = viewOf(j)
+		views[i] = viewOf(j)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items, "next": next})
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": views, "next_cursor": next})
 }
 
 // purgeDead: DELETE /v1/deadletters/{id}.

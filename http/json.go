@@ -573,6 +573,8 @@ type jobView struct {
 	ConcurrencyKey string `json:"concurrency_key"`
 	// GroupID is the job's group, when it has one.
 	GroupID string `json:"group_id,omitempty"`
+	// DiedAt is when a dead job died (its UpdatedAt); "" unless it is dead.
+	DiedAt string `json:"died_at,omitempty"`
 }
 
 func viewOf(j *timer.Job) jobView {
@@ -607,6 +609,9 @@ func viewOf(j *timer.Job) jobView {
 	if j.Expiry.Set {
 		ms := j.Expiry.After.Milliseconds()
 		v.ExpireAfterMS, v.ExpireAt = &ms, formatTime(j.ExpireAt)
+	}
+	if j.Status == timer.StatusDead {
+		v.DiedAt = v.UpdatedAt
 	}
 	return v
 }

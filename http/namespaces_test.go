@@ -63,7 +63,7 @@ func TestNamespacesInTheAPI(t *testing.T) {
 			t.Errorf("%s lists topic orders: %d %s; want its own job only", c.tok[1], a.status, a.raw)
 		}
 		a = e.call(t, "GET", "/v1/topics", "", c.tok...)
-		if items, _ := a.body["items"].([]any); len(items) != 1 || items[0].(map[string]any)["name"] != "orders" {
+		if items, _ := a.body["topics"].([]any); len(items) != 1 || items[0].(map[string]any)["name"] != "orders" {
 			t.Errorf("%s lists topics: %s; want its orders only", c.tok[1], a.raw)
 		}
 	}

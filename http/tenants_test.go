@@ -114,7 +114,7 @@ func TestTenantRolesAndScope(t *testing.T) {
 	names := func(tok []string) string {
 		a := e.call(t, "GET", "/v1/topics", "", tok...)
 		var n []string
-		for _, it := range a.body["items"].([]any) {
+		for _, it := range a.body["topics"].([]any) {
 			n = append(n, it.(map[string]any)["name"].(string))
 		}
 		return strings.Join(n, ",")
@@ -283,7 +283,7 @@ func TestReplayWithinMaxPending(t *testing.T) {
 		ids = append(ids, a.body["id"].(string))
 	}
 	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l := e.call(t, "GET", "/v1/deadletters?topic=replay", "", tok...); len(l.body["items"].([]any)) == 2 {
+		if l := e.call(t, "GET", "/v1/deadletters?topic=replay", "", tok...); len(l.body["jobs"].([]any)) == 2 {
 			break
 		}
 		if time.Now().After(deadline) {

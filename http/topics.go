@@ -483,7 +483,9 @@ func (a *API) getTopic(w http.ResponseWriter, r *http.Request, in *topicAt, _ *a
 	writeJSON(w, http.StatusOK, v)
 }
 
-// listTopics: GET /v1/topics, those the token may use.
+// listTopics: GET /v1/topics, those the token may use, as {"topics":
+// [...]}: a list names its items by their kind, as every list of the API
+// does.
 func (a *API) listTopics(w http.ResponseWriter, r *http.Request, _ *struct{}, _ *admission) {
 	topics, err := a.jobs.Topics(r.Context())
 	if err != nil {
@@ -495,7 +497,7 @@ func (a *API) listTopics(w http.ResponseWriter, r *http.Request, _ *struct{}, _ 
 	for i, t := range topics {
 		items[i] = a.topicViewOf(t)
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"items": items})
+	writeJSON(w, http.StatusOK, map[string]any{"topics": items})
 }
 
 // auditTopic records a change of a topic's settings, with the settings it

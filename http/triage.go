@@ -21,11 +21,16 @@ const (
 	DefaultDeadRate = 500
 )
 
-// readDeadSummary reads GET /v1/deadletters/summary?topic=T&from=T1&to=T2.
+// readDeadSummary reads GET /v1/deadletters/summary?topic=T&from=T1&to=T2;
+// any other parameter, or one given twice, is a 400 naming it.
 func readDeadSummary(r *http.Request, f *timer.DeadFilter) (*claim, error) {
 	q := r.URL.Query()
 	f.Topic = q.Get("topic")
-	return &claim{topics: []topicRef{{field: "topic", name: &f.Topic}}}, timeRange(q.Get, &f.From, &f.To)
+	c := &claim{topics: []topicRef{{field: "topic", name: &f.Topic}}}
+	if err := onlyParams(q, "topic", "from", "to"); err != nil {
+		return c, err
+	}
+	return c, timeRange(q.Get, &f.From, &f.To)
 }
 
 // deadSummary: GET /v1/deadletters/summary.

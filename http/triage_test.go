@@ -81,6 +81,8 @@ func TestDeadLetterTriage(t *testing.T) {
 
 	e.call(t, "GET", "/v1/deadletters/summary", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
 	e.call(t, "GET", "/v1/deadletters/summary?topic=d&from=x", "").wantError(t, 400, tochttp.CodeInvalid, "from")
+	e.call(t, "GET", "/v1/deadletters/summary?topic=d&topic=e", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/deadletters/summary?topic=d&signature=x", "").wantError(t, 400, tochttp.CodeInvalid, "signature")
 	e.call(t, "POST", "/v1/deadletters/replay", `{"topic": "d", "limit": 0}`).wantError(t, 400, tochttp.CodeInvalid, "limit")
 	e.call(t, "POST", "/v1/deadletters/replay", `{"topic": "d", "rate": 100000}`).wantError(t, 400, tochttp.CodeInvalid, "rate")
 	e.call(t, "POST", "/v1/deadletters/purge", `{"topic": "d", "delay_ms": 5}`).wantError(t, 400, tochttp.CodeInvalid, "delay_ms")

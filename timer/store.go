@@ -142,16 +142,20 @@ type Scanner interface {
 
 // DeadReader lists dead jobs: the record of the dead letters.
 type DeadReader interface {
-	// ListDead returns up to q.Limit dead jobs of q.Topic that died (their
-	// UpdatedAt) in [q.From, q.To) and whose last error contains
-	// q.ErrorContains, ordered by (time of death, id), strictly after
-	// q.After. Zero From, To and ErrorContains do not filter.
+	// ListDead returns up to q.Limit dead jobs of q.Topic (or, when it is
+	// "", of q.Topics) that died (their UpdatedAt) in [q.From, q.To) and
+	// whose last error contains q.ErrorContains, ordered by (time of
+	// death, id), strictly after q.After. Zero From, To and ErrorContains
+	// do not filter.
 	ListDead(ctx context.Context, q DeadQuery) ([]*Job, error)
 }
 
 // DeadQuery selects dead jobs for DeadReader.ListDead.
 type DeadQuery struct {
-	Topic         string
+	Topic string
+	// Topics, when Topic is "", are the topics whose dead jobs are listed
+	// together, in one order of death; none lists none.
+	Topics        []string
 	From, To      time.Time
 	ErrorContains string
 	// After is the position of the last job of the previous page: its

@@ -56,7 +56,7 @@ func TestServeAuditTrail(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("5 jobs never died: %v", dead)
 		}
-		dead, _ = must("GET", "/v1/deadletters?topic=auditdead", nil, http.StatusOK)["items"].([]any)
+		dead, _ = must("GET", "/v1/deadletters?topic=auditdead", nil, http.StatusOK)["jobs"].([]any)
 	}
 	replayed, purged := dead[0].(map[string]any)["id"].(string), dead[1].(map[string]any)["id"].(string)
 	must("POST", "/v1/deadletters/"+replayed+"/replay", map[string]any{"delay_ms": 3_600_000}, http.StatusOK)

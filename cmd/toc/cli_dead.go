@@ -9,10 +9,14 @@ import (
 	"github.com/toc-project/toc/http/client"
 )
 
+// deadFields are the columns of a table of dead letters: a job's, with
+// when it died.
+var deadFields = []string{"id", "topic", "died_at", "status", "fire_at", "attempts", "max_attempts", "last_status", "last_error", "version", "group_id"}
+
 // deadQuery are the flags of toc dead list.
 func deadQuery(fs *flagSet) prepareCall {
 	var q client.DeadQuery
-	fs.StringVar(&q.Topic, "topic", "", "the dead letters' topic (required)")
+	fs.StringVar(&q.Topic, "topic", "", "the dead letters' topic (none: every topic the token may see)")
 	from := fs.timeVar("from", "dead at or after this RFC 3339 time")
 	to := fs.timeVar("to", "dead before this RFC 3339 time")
 	fs.StringVar(&q.Error, "error", "", "whose last error holds this text")

@@ -72,7 +72,7 @@ func TestCLIManyJobs(t *testing.T) {
 	}
 	// A dead job's one attempt, with the status its receiver answered.
 	dead := runJSON("dead", "list", "--topic", "bad", "--limit", "1")
-	id := dead["items"].([]any)[0].(map[string]any)["id"].(string)
+	id := dead["jobs"].([]any)[0].(map[string]any)["id"].(string)
 	if out := run("jobs", "attempts", id); !strings.Contains(out, "502") || strings.Count(out, "\n") != 2 {
 		t.Errorf("jobs attempts %s:\n%s", id, out)
 	}

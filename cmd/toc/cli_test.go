@@ -200,7 +200,7 @@ func TestCLI(t *testing.T) {
 		var list struct {
 			Items []struct {
 				Name string `json:"name"`
-			} `json:"items"`
+			} `json:"topics"`
 		}
 		if err := json.Unmarshal([]byte(run(t, "topics", "list", "--json")), &list); err != nil || !slices.ContainsFunc(list.Items, func(it struct {
 			Name string `json:"name"`
@@ -253,29 +253,38 @@ func TestCLI(t *testing.T) {
 				t.Fatalf("jobs not dead: %v %v", a, b)
 			}
 		}
+		// A table with when each died, the time of its last change.
 		out := run(t, "dead", "list", "--topic", "cli-dead")
+		if h := strings.Fields(out); len(h) < 3 || h[2] != "DIED_AT" {
+			t.Errorf("dead list: header of\n%s", out)
+		}
 		for _, id := range ids {
-			if r := row(t, out, id); !strings.Contains(r, "dead") || !strings.Contains(r, "500") {
-				t.Errorf("dead list: row %q", r)
+			_, j := p.call(t, "GET", "/v1/jobs/"+id, nil)
+			if r := row(t, out, id); !strings.Contains(r, "dead") || !strings.Contains(r, "500") || strings.Fields(r)[2] != j["updated_at"] {
+				t.Errorf("dead list: row %q, want it dead at %v", r, j["updated_at"])
 			}
 		}
+		// Without --topic: those of every topic.
+		if out := run(t, "dead", "list"); !strings.Contains(out, ids[0]) || !strings.Contains(out, ids[1]) {
+			t.Errorf("dead list without --topic:\n%s", out)
+		}
 		page := object(t, "dead", "list", "--topic", "cli-dead", "--limit", "1", "--from", time.Now().Add(-time.Hour).Format(time.RFC3339))
-		items, _ := page["items"].([]any)
-		next, _ := page["next"].(string)
-		if len(items) != 1 || next == "" {
+		items, _ := page["jobs"].([]any)
+		next, _ := page["next_cursor"].(string)
+		if len(items) != 1 || next == "" || items[0].(map[string]any)["died_at"] == nil {
 			t.Fatalf("dead list --limit 1: %v", page)
 		}
 		first := items[0].(map[string]any)["id"]
 		for _, flag := range []string{"--cursor", "--after"} { // --after: its name before
 			rest := object(t, "dead", "list", "--topic", "cli-dead", flag, next)
-			if items, _ := rest["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] == first {
+			if items, _ := rest["jobs"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] == first {
 				t.Errorf("dead list %s: %v", flag, rest)
 			}
 		}
-		if none := object(t, "dead", "list", "--topic", "cli-dead", "--error", "no such error text"); len(none["items"].([]any)) != 0 {
+		if none := object(t, "dead", "list", "--topic", "cli-dead", "--error", "no such error text"); len(none["jobs"].([]any)) != 0 {
 			t.Errorf("dead list --error: %v", none)
 		}
-		if none := object(t, "dead", "list", "--topic", "cli-dead", "--to", time.Now().Add(-time.Hour).Format(time.RFC3339)); len(none["items"].([]any)) != 0 {
+		if none := object(t, "dead", "list", "--topic", "cli-dead", "--to", time.Now().Add(-time.Hour).Format(time.RFC3339)); len(none["jobs"].([]any)) != 0 {
 			t.Errorf("dead list --to: %v", none)
 		}
 		if r := row(t, run(t, "dead", "replay", ids[0], "--delay", "1h"), ids[0]); !strings.Contains(r, "pending") {
@@ -284,7 +293,7 @@ func TestCLI(t *testing.T) {
 		if r := row(t, run(t, "dead", "purge", ids[1]), ids[1]); !strings.Contains(r, "true") {
 			t.Errorf("dead purge: row %q", r)
 		}
-		if left := object(t, "dead", "list", "--topic", "cli-dead"); len(left["items"].([]any)) != 0 {
+		if left := object(t, "dead", "list", "--topic", "cli-dead"); len(left["jobs"].([]any)) != 0 {
 			t.Errorf("dead list after replay and purge: %v", left)
 		}
 		r := cli(t, nil, "dead", "purge", ids[1], "--server", p.url, "--token", p.token)

@@ -19,7 +19,7 @@ var topicFields = []string{"name", "slots", "max_attempts", "rate_limit", "burst
 
 // topicItems is the answer of toc topics list, as the API's.
 type topicItems struct {
-	Items []client.Topic `json:"items"`
+	Topics []client.Topic `json:"topics"`
 }
 
 func topicList(ctx context.Context, c *client.Client) (any, error) {

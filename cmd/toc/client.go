@@ -61,12 +61,12 @@ var clientCommands = []clientCommand{
 	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", example: "toc jobs cancel-all --topic orders --biz-id 42", flags: cancelAll, table: one("cancelled", "too_late")},
 	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", example: "toc jobs reschedule-all --topic orders --key order-42 --fire-at 2030-01-02T15:04:05Z", flags: rescheduleAll,
 		table: one("rescheduled", "too_late")},
-	{name: "topics list", about: "list the topics", example: "toc topics list", flags: noFlags(topicList), table: page(topicFields...)},
+	{name: "topics list", about: "list the topics", example: "toc topics list", flags: noFlags(topicList), table: page("topics", topicFields...)},
 	{name: "topics get", about: "show a topic and its live usage", example: "toc topics get orders", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
 	{name: "topics set", about: "change the settings given as flags", example: "toc topics set orders --rate-limit 50 --max-attempts 8", args: "NAME", flags: topicSettings, table: printTopic},
 	{name: "topics pause", about: "stop firing a topic's jobs", example: "toc topics pause orders", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
 	{name: "topics resume", about: "fire a paused topic's jobs again", example: "toc topics resume orders", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
-	{name: "dead list", about: "list a topic's dead letters, in order of death", example: "toc dead list --topic orders --error timeout --limit 20", flags: deadQuery, table: page(jobFields...)},
+	{name: "dead list", about: "list the dead letters of a topic, or of every topic, in order of death", example: "toc dead list --topic orders --error timeout --limit 20", flags: deadQuery, table: page("jobs", deadFields...)},
 	{name: "dead replay", about: "make a dead letter pending again (now, unless told)", example: "toc dead replay 1234 --delay 5m", args: "ID", flags: replayFlags, table: one(jobFields...)},
 	{name: "dead purge", about: "purge a dead letter", example: "toc dead purge 1234", args: "ID", flags: onJob(purge), table: one("id", "purged")},
 	{name: "dead summary", about: "a topic's dead letters grouped by why they died", example: "toc dead summary --topic orders --from 2030-01-01T00:00:00Z", flags: deadRangeFlags, table: deadGroups},
@@ -334,12 +334,13 @@ func one(fields ...string) func(io.Writer, map[string]any) {
 	return func(w io.Writer, o map[string]any) { printTable(w, fields, o) }
 }
 
-// page is a table of a page of objects, {"items": [...], "next": cursor}:
-// their fields, and the cursor of the next page when there is one.
-func page(fields ...string) func(io.Writer, map[string]any) {
+// page is a table of a page of objects, {key: [...], "next_cursor":
+// cursor}: their fields, and the cursor of the next page when there is
+// one.
+func page(key string, fields ...string) func(io.Writer, map[string]any) {
 	return func(w io.Writer, p map[string]any) {
-		printTable(w, fields, objects(p["items"])...)
-		if next, _ := p["next"].(string); next != "" {
+		printTable(w, fields, objects(p[key])...)
+		if next, _ := p["next_cursor"].(string); next != "" {
 			fmt.Fprintf(w, "\nmore: --cursor %s\n", next)
 		}
 	}

@@ -115,7 +115,7 @@ func TestClientLive(t *testing.T) {
 		if err != nil || len(topics) == 0 {
 			t.Fatalf("topics: %v %v", topics, err)
 		}
-		asServed(map[string]any{"items": topics}, "/v1/topics")
+		asServed(map[string]any{"topics": topics}, "/v1/topics")
 		st, err := c.TopicStats(ctx, "live")
 		if err != nil || st.Topic != "live" || st.Slots == 0 || st.CountedAt.IsZero() {
 			t.Errorf("stats: %+v %v", st, err)
@@ -243,8 +243,11 @@ func TestClientLive(t *testing.T) {
 			}
 		}
 		pg, err := c.DeadLetters(ctx, client.DeadQuery{Topic: "live-dead", Error: "500", From: time.Now().Add(-time.Hour)})
-		if err != nil || len(pg.Items) != 4 || pg.Items[0].LastStatus != 500 {
+		if err != nil || len(pg.Jobs) != 4 || pg.Jobs[0].LastStatus != 500 || pg.Jobs[0].DiedAt.IsZero() || !pg.Jobs[0].DiedAt.Equal(pg.Jobs[0].UpdatedAt) {
 			t.Fatalf("dead letters: %+v %v", pg, err)
+		}
+		if all, err := c.DeadLetters(ctx, client.DeadQuery{}); err != nil || len(all.Jobs) != 4 || all.Jobs[0].Topic != "live-dead" {
+			t.Errorf("dead letters of every topic: %+v %v", all, err)
 		}
 		asServed(pg, "/v1/deadletters?topic=live-dead")
 		at, err := c.Attempts(ctx, ids[0])
@@ -273,7 +276,7 @@ func TestClientLive(t *testing.T) {
 		if err != nil || pur.Purged != 1 || pur.More {
 			t.Errorf("purge matching the last: %+v %v", pur, err)
 		}
-		if left, err := c.DeadLetters(ctx, client.DeadQuery{Topic: "live-dead"}); err != nil || len(left.Items) != 0 {
+		if left, err := c.DeadLetters(ctx, client.DeadQuery{Topic: "live-dead"}); err != nil || len(left.Jobs) != 0 {
 			t.Errorf("dead letters left: %+v %v", left, err)
 		}
 		// The topic still holds pending jobs (the replayed ones).

@@ -439,7 +439,7 @@ func flow(t *testing.T, secret string, start func() *proc) {
 		}
 	}
 	_, list := p.call(t, "GET", "/v1/deadletters?topic=flaky", nil)
-	if items, _ := list["items"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != flaky {
+	if items, _ := list["jobs"].([]any); len(items) != 1 || items[0].(map[string]any)["id"] != flaky {
 		t.Fatalf("dead letters: %v", list)
 	}
 	r.mu.Lock()

@@ -118,7 +118,7 @@ func TestNamespacesEndToEnd(t *testing.T) {
 		if jobs := want(c.q, "GET", "/v1/jobs?topic=orders", nil, 200)["jobs"].([]any); len(jobs) != 2 {
 			t.Errorf("%s lists topic orders: %d jobs, want its 2", c.q.token, len(jobs))
 		}
-		if items := want(c.q, "GET", "/v1/topics", nil, 200)["items"].([]any); len(items) != c.topicCount || items[0].(map[string]any)["name"] != "orders" {
+		if items := want(c.q, "GET", "/v1/topics", nil, 200)["topics"].([]any); len(items) != c.topicCount || items[0].(map[string]any)["name"] != "orders" {
 			t.Errorf("%s lists topics: %v", c.q.token, items)
 		}
 	}

@@ -99,10 +99,10 @@ func TestTenantsEndToEnd(t *testing.T) {
 	want(orders, "PUT", "/v1/topics/orders-eu", map[string]any{}, 403, "forbidden")
 	want(orders, "GET", "/v1/cluster", nil, 403, "forbidden")
 	want(p, "GET", "/v1/cluster", nil, 200, "")
-	if topics := want(billing, "GET", "/v1/topics", nil, 200, "")["items"].([]any); len(topics) != 1 || topics[0].(map[string]any)["name"] != "billing" {
+	if topics := want(billing, "GET", "/v1/topics", nil, 200, "")["topics"].([]any); len(topics) != 1 || topics[0].(map[string]any)["name"] != "billing" {
 		t.Errorf("billing's topics: %v", topics)
 	}
-	if topics := want(p, "GET", "/v1/topics", nil, 200, "")["items"].([]any); len(topics) != 2 {
+	if topics := want(p, "GET", "/v1/topics", nil, 200, "")["topics"].([]any); len(topics) != 2 {
 		t.Errorf("admin's topics: %v", topics)
 	}
 	metrics := func(q *proc) (int, string) {

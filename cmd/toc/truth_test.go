@@ -39,7 +39,7 @@ func TestDeadLettersSurviveRedisLossAndRestart(t *testing.T) {
 			t.Fatalf("list: %d %v", status, body)
 		}
 		var out []string
-		for _, it := range body["items"].([]any) {
+		for _, it := range body["jobs"].([]any) {
 			j := it.(map[string]any)
 			if j["status"] != "dead" {
 				t.Errorf("listed %v", j)

@@ -338,19 +338,52 @@ func TestDashboard(t *testing.T) {
 	d.check()
 }
 
-// Without tokens (toc dev) the login form lets anything in.
+// Without tokens (toc dev) the dashboard opens without a login form, and
+// its dead letters page opens on the dead jobs of every topic, not on the
+// first topic by name (aaa-quiet, which has none). After Log out, the
+// form lets anything in.
 func TestDashboardWithoutAuth(t *testing.T) {
 	chromium := needChromium(t)
 	p := startToc(t, "", "dev", "--data", filepath.Join(t.TempDir(), "toc-dev.db"))
 	r := newReceiver(t, e2eSecret)
+	failing := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusInternalServerError)
+	}))
+	t.Cleanup(failing.Close)
 	postJob(t, p, map[string]any{"topic": "dev-orders", "delay_ms": 3_600_000, "callback_url": r.srv.URL})
+	postJob(t, p, map[string]any{"topic": "aaa-quiet", "delay_ms": 3_600_000, "callback_url": r.srv.URL})
+	dying := postJob(t, p, map[string]any{"topic": "zz-dying", "delay_ms": 0, "callback_url": failing.URL, "max_attempts": 1})
+	waitJob(t, p, dying, "dead")
+
 	d := openDashboard(t, chromium, p.url+"/ui")
-	d.do(chromedp.WaitVisible(chromedp.CSS("#login-form")), chromedp.Click(chromedp.CSS("#login")),
-		chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="dev-orders"][data-loaded]`)))
+	d.do(chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="dev-orders"][data-loaded]`)))
 	if got := d.text(`tr[data-topic="dev-orders"] td.pending`); got != "1" {
 		t.Errorf("topics page: dev-orders pending %q", got)
 	}
+	if n := d.eval(`String(document.querySelectorAll("#login-form").length)`); n != "0" {
+		t.Errorf("without auth the dashboard shows a login form")
+	}
 	d.shot("dev-topics")
+
+	d.do(chromedp.Click(chromedp.CSS(`#nav a[href="#/deadletters"]`)))
+	row := fmt.Sprintf(`#dead tr[data-job="%s"]`, dying)
+	d.do(chromedp.WaitVisible(chromedp.CSS(row)))
+	_, job := p.call(t, "GET", "/v1/jobs/"+dying, nil)
+	if got := d.text(row + " td.topic"); got != "zz-dying" {
+		t.Errorf("dead letters of all topics: the job's topic shows %q", got)
+	}
+	if got := d.text(row + " td.died"); got != job["updated_at"] || got == "" {
+		t.Errorf("dead letters of all topics: the job died at %q, want %v", got, job["updated_at"])
+	}
+	if got := d.eval(`document.querySelector('#dead-search select[name="topic"]').value`); got != "" {
+		t.Errorf("dead letters: the topic chosen is %q, want all", got)
+	}
+	d.shot("dev-deadletters")
+	// A topic's own view from its link: its groups.
+	d.do(chromedp.Click(chromedp.CSS(row+" td.topic a")), chromedp.WaitVisible(chromedp.CSS(`#dead-groups tr[data-signature="HTTP 500"]`)))
+
+	d.do(chromedp.Click(chromedp.CSS("#logout")), chromedp.WaitVisible(chromedp.CSS("#login-form")), chromedp.Click(chromedp.CSS("#login")),
+		chromedp.WaitVisible(chromedp.CSS(`tr[data-topic="dev-orders"][data-loaded]`)))
 	d.check()
 }
 

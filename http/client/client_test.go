@@ -24,6 +24,13 @@ const jobAnswer = `{"id":"4737258989562101760","topic":"orders","key":"k1","biz_
 	`"last_error":"HTTP 503","last_status":503,"callback_url":"http://127.0.0.1:9001/hook","payload":{"order":42},` +
 	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:00:01.250Z","next_attempt_at":"2026-11-21T20:00:02.000Z","version":4,"window_ms":0,"concurrency_key":""}`
 
+// deadAnswer is a dead letter as the API answers it.
+const deadAnswer = `{"id":"4737258989562101761","topic":"orders","key":"","biz_id":"0","biz_type":"0",` +
+	`"status":"dead","fire_at":"2026-11-21T20:00:02.000Z","attempts":16,"max_attempts":16,"priority":"normal",` +
+	`"last_error":"HTTP 503","last_status":503,"callback_url":"http://127.0.0.1:9001/hook","payload":null,` +
+	`"created_at":"2026-11-21T20:00:00.000Z","updated_at":"2026-11-21T20:10:01.250Z","version":33,"window_ms":0,"concurrency_key":"",` +
+	`"died_at":"2026-11-21T20:10:01.250Z"}`
+
 // fake is a client of srv whose waits are recorded, not slept.
 type fake struct {
 	*Client
@@ -97,7 +104,7 @@ func TestRetriesA429WithAnHTTPDate(t *testing.T) {
 			io.WriteString(w, "<html>slow down</html>")
 			return
 		}
-		answer(w, http.StatusOK, `{"items":[]}`)
+		answer(w, http.StatusOK, `{"topics":[]}`)
 	})
 	c.now = func() time.Time { return now }
 	topics, err := c.Topics(t.Context())
@@ -411,7 +418,7 @@ func TestRoundTrip(t *testing.T) {
 		{new(Attempt), `{"attempt":2,"started_at":"2026-11-21T20:00:00.000Z","duration_ms":10000,"error":"timeout","response_excerpt":""}`},
 		{new(DeadSummary), `{"groups":[{"signature":"HTTP 502","count":4,"first_seen":"2026-11-21T20:00:00.000Z",` +
 			`"last_seen":"2026-11-21T20:00:01.000Z","example_id":"77"}],"truncated":false}`},
-		{new(DeadPage), `{"items":[` + jobAnswer + `],"next":"abc"}`},
+		{new(DeadPage), `{"jobs":[` + deadAnswer + `],"next_cursor":"abc"}`},
 		{new(JobPage), `{"jobs":[],"next_cursor":""}`},
 		{new(Cluster), `{"mode":"standalone","members":[]}`},
 		{new(Cluster), `{"mode":"cluster","status":{"self":"a","connected":true,"leader":"a","version":3,` +
@@ -500,7 +507,8 @@ func TestRequests(t *testing.T) {
 		{func() error {
 			_, err := c.DeadLetters(ctx, DeadQuery{Topic: "t", From: at, Error: "503", Cursor: "x"})
 			return err
-		}, sent{"GET", "/v1/deadletters?after=x&error=503&from=2026-11-21T19%3A00%3A02.25Z&topic=t", "", "", ""}},
+		}, sent{"GET", "/v1/deadletters?cursor=x&error=503&from=2026-11-21T19%3A00%3A02.25Z&topic=t", "", "", ""}},
+		{func() error { _, err := c.DeadLetters(ctx, DeadQuery{}); return err }, sent{"GET", "/v1/deadletters", "", "", ""}},
 		{func() error { _, err := c.ReplayDead(ctx, 9, When{}); return err }, sent{"POST", "/v1/deadletters/9/replay", `{"delay_ms":0}`, "", ""}},
 		{func() error {
 			_, err := c.ReplayMatching(ctx, DeadBulk{Topic: "t", Signature: "HTTP 503", Limit: 3, Rate: 200, Delay: time.Minute})
@@ -552,6 +560,48 @@ func TestSearchAllFollowsCursors(t *testing.T) {
 	}
 	if errs != 1 {
 		t.Errorf("%d errors yielded", errs)
+	}
+}
+
+// Dead letters come in pages of the API's one shape, followed by cursor;
+// Items and Next, their names before, say the same.
+func TestDeadLettersAllFollowsCursors(t *testing.T) {
+	c := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Query().Get("cursor") {
+		case "":
+			answer(w, 200, `{"jobs":[{"id":"1","died_at":"2026-11-21T20:00:01.250Z"},{"id":"2"}],"next_cursor":"p2"}`)
+		case "p2":
+			answer(w, 200, `{"jobs":[{"id":"3"}],"next_cursor":""}`)
+		default:
+			answer(w, 400, `{"error":{"code":"invalid_argument","message":"bad cursor","field":"cursor"}}`)
+		}
+	})
+	var ids []uint64
+	for j, err := range c.DeadLettersAll(t.Context(), DeadQuery{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	if !reflect.DeepEqual(ids, []uint64{1, 2, 3}) {
+		t.Errorf("ids %v", ids)
+	}
+	p, err := c.DeadLetters(t.Context(), DeadQuery{})
+	if err != nil || len(p.Jobs) != 2 || p.NextCursor != "p2" || !reflect.DeepEqual(p.Items, p.Jobs) || p.Next != "p2" ||
+		!p.Jobs[0].DiedAt.Equal(time.Date(2026, 11, 21, 20, 0, 1, 250e6, time.UTC)) || !p.Jobs[1].DiedAt.IsZero() {
+		t.Errorf("page %+v, %v", p, err)
+	}
+}
+
+// Topics reads the list as {"topics"}, and as {"items"} from a server
+// older than the client.
+func TestTopicsOfEitherShape(t *testing.T) {
+	for _, body := range []string{`{"topics":[{"name":"a"},{"name":"b"}]}`, `{"items":[{"name":"a"},{"name":"b"}]}`} {
+		c := newFake(t, func(w http.ResponseWriter, _ *http.Request) { answer(w, 200, body) })
+		topics, err := c.Topics(t.Context())
+		if err != nil || len(topics) != 2 || topics[1].Name != "b" {
+			t.Errorf("from %s: %+v, %v", body, topics, err)
+		}
 	}
 }
 

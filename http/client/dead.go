@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// DeadQuery selects a topic's dead letters (GET /v1/deadletters). Topic is
-// required; every other field left zero selects all.
+// DeadQuery selects dead letters (GET /v1/deadletters). Every field left
+// zero selects all: without Topic, those of every topic the token may see.
 type DeadQuery struct {
 	Topic string
 	// From and To bound when they died: at or after, before.
@@ -29,20 +29,31 @@ type DeadQuery struct {
 }
 
 func (q DeadQuery) values() url.Values {
-	v := url.Values{"topic": {q.Topic}}
+	v := url.Values{}
+	setString(v, "topic", q.Topic)
 	setTime(v, "from", q.From)
 	setTime(v, "to", q.To)
 	setString(v, "error", q.Error)
 	setInt(v, "limit", q.Limit)
-	setString(v, "after", q.Cursor)
+	setString(v, "cursor", q.Cursor)
 	return v
 }
 
-// DeadPage is a page of dead letters, in the order they died.
+// DeadPage is a page of dead letters, in the order they died: the shape
+// of every page of the API, as JobPage.
 type DeadPage struct {
-	Items []Job `json:"items"`
-	// Next is the next page's DeadQuery.Cursor, "" after the last.
-	Next string `json:"next"`
+	Jobs []Job `json:"jobs"`
+	// NextCursor is the next page's DeadQuery.Cursor, "" after the last.
+	NextCursor string `json:"next_cursor"`
+
+	// Items is Jobs.
+	//
+	// Deprecated: use Jobs.
+	Items []Job `json:"-"`
+	// Next is NextCursor.
+	//
+	// Deprecated: use NextCursor.
+	Next string `json:"-"`
 }
 
 // DeadLetters returns a page of the dead letters q selects (GET
@@ -52,9 +63,10 @@ func (c *Client) DeadLetters(ctx context.Context, q DeadQuery) (*DeadPage, error
 	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/deadletters", query: q.values(), safety: idempotent}, p); err != nil {
 		return nil, err
 	}
-	if p.Items == nil {
-		p.Items = []Job{}
+	if p.Jobs == nil {
+		p.Jobs = []Job{}
 	}
+	p.Items, p.Next = p.Jobs, p.NextCursor
 	return p, nil
 }
 
@@ -67,7 +79,7 @@ func (c *Client) DeadLettersAll(ctx context.Context, q DeadQuery) iter.Seq2[Job,
 		if err != nil {
 			return nil, "", err
 		}
-		return p.Items, p.Next, nil
+		return p.Jobs, p.NextCursor, nil
 	})
 }
 

@@ -79,6 +79,9 @@ type Job struct {
 	ConcurrencyKey string
 	// GroupID is the job's group, "" for none.
 	GroupID string
+	// DiedAt is when a dead job died (the zero time unless it is dead):
+	// the time the dead letters are listed by.
+	DiedAt time.Time
 }
 
 type jobJSON struct {
@@ -105,6 +108,7 @@ type jobJSON struct {
 	WindowMS       int64           `json:"window_ms"`
 	ConcurrencyKey string          `json:"concurrency_key"`
 	GroupID        string          `json:"group_id,omitempty"`
+	DiedAt         stamp           `json:"died_at,omitzero"`
 }
 
 // MarshalJSON writes j as the API does.
@@ -115,7 +119,7 @@ func (j Job) MarshalJSON() ([]byte, error) {
 		Priority: j.Priority, LastError: j.LastError, LastStatus: j.LastStatus, CallbackURL: j.CallbackURL,
 		Payload: payloadOf(j.Payload), CreatedAt: stamp(j.CreatedAt), UpdatedAt: stamp(j.UpdatedAt),
 		NextAttemptAt: stamp(j.NextAttemptAt), Version: j.Version, ExpireAt: stamp(j.ExpireAt), WindowMS: ms(j.Window),
-		ConcurrencyKey: j.ConcurrencyKey, GroupID: j.GroupID,
+		ConcurrencyKey: j.ConcurrencyKey, GroupID: j.GroupID, DiedAt: stamp(j.DiedAt),
 	}
 	if !j.ExpireAt.IsZero() {
 		after := j.ExpireAfter.Milliseconds()
@@ -137,7 +141,7 @@ func (j *Job) UnmarshalJSON(data []byte) error {
 		Payload: rawPayload(w.Payload), CreatedAt: time.Time(w.CreatedAt), UpdatedAt: time.Time(w.UpdatedAt),
 		NextAttemptAt: time.Time(w.NextAttemptAt), Version: w.Version, ExpireAt: time.Time(w.ExpireAt),
 		Window: time.Duration(w.WindowMS) * time.Millisecond, ConcurrencyKey: w.ConcurrencyKey,
-		GroupID: w.GroupID,
+		GroupID: w.GroupID, DiedAt: time.Time(w.DiedAt),
 	}
 	if w.ExpireAfterMS != nil {
 		j.ExpireAfter = time.Duration(*w.ExpireAfterMS) * time.Millisecond

@@ -300,15 +300,21 @@ func topicPath(name, rest string) string {
 // Topics lists the topics (GET /v1/topics), without their Usage.
 func (c *Client) Topics(ctx context.Context) ([]Topic, error) {
 	var out struct {
+		Topics []Topic `json:"topics"`
+		// Items is the list's name before: a server older than the
+		// client still answers it.
 		Items []Topic `json:"items"`
 	}
 	if _, err := c.call(ctx, request{method: http.MethodGet, path: "/v1/topics", safety: idempotent}, &out); err != nil {
 		return nil, err
 	}
-	if out.Items == nil {
-		out.Items = []Topic{}
+	if out.Topics == nil {
+		out.Topics = out.Items
 	}
-	return out.Items, nil
+	if out.Topics == nil {
+		out.Topics = []Topic{}
+	}
+	return out.Topics, nil
 }
 
 // Topic looks a topic up with its live Usage (GET /v1/topics/{topic}).

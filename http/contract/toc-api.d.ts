@@ -178,8 +178,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * List a topic's dead jobs.
-         * @description From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis.
+         * List dead jobs: a topic's, or those of every topic the token may see.
+         * @description From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis. Without topic, the dead jobs of every topic the token may use (auth off or an admin: every topic of its namespace; a token with topic patterns: those topics), in one order of death. A page at a time: pass next_cursor back as cursor until it is empty. An unknown parameter, or one given twice, is a 400 naming it.
          */
         get: operations["listDeadLetters"];
         put?: never;
@@ -199,7 +199,7 @@ export interface paths {
         };
         /**
          * Group a topic's dead jobs by why they died.
-         * @description The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+         * @description The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
          */
         get: operations["summarizeDeadLetters"];
         put?: never;
@@ -904,6 +904,8 @@ export interface components {
             concurrency_key: string;
             /** @description The job's group; left out when it has none. */
             group_id?: components["schemas"]["GroupID"];
+            /** @description When a dead job died: its updated_at while it is dead, the time the dead letters are ordered by. Left out unless it is dead. */
+            died_at?: components["schemas"]["Time"];
         };
         /**
          * @example {
@@ -2349,9 +2351,9 @@ export interface operations {
     };
     listDeadLetters: {
         parameters: {
-            query: {
-                /** @description The topic (required). */
-                topic: components["parameters"]["QueryTopic"];
+            query?: {
+                /** @description The topic; without it, every topic the token may see. */
+                topic?: components["schemas"]["TopicName"];
                 /** @description Only jobs that died at or after this time (RFC 3339). */
                 from?: string;
                 /** @description Only jobs that died before this time (RFC 3339). */
@@ -2363,7 +2365,12 @@ export interface operations {
                 error?: string;
                 /** @description Jobs per page. */
                 limit?: number;
-                /** @description The next of the previous page. */
+                /** @description next_cursor of the previous page. */
+                cursor?: string;
+                /**
+                 * @deprecated
+                 * @description The former name of cursor, still taken (not with cursor).
+                 */
                 after?: string;
             };
             header?: never;
@@ -2380,7 +2387,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "items": [
+                     *       "jobs": [
                      *         {
                      *           "id": "4737272962162360320",
                      *           "topic": "orders",
@@ -2402,16 +2409,17 @@ export interface operations {
                      *           "updated_at": "2026-11-25T06:10:41.002Z",
                      *           "version": 33,
                      *           "window_ms": 0,
-                     *           "concurrency_key": ""
+                     *           "concurrency_key": "",
+                     *           "died_at": "2026-11-25T06:10:41.002Z"
                      *         }
                      *       ],
-                     *       "next": ""
+                     *       "next_cursor": ""
                      *     }
                      */
                     "application/json": {
-                        items: components["schemas"]["Job"][];
-                        /** @description Pass it as after for the next page; empty at the end. */
-                        next: string;
+                        jobs: components["schemas"]["Job"][];
+                        /** @description Pass it as cursor for the next page; empty after the last (a page shorter than limit). */
+                        next_cursor: string;
                     };
                 };
             };
@@ -2755,7 +2763,7 @@ export interface operations {
                 content: {
                     /**
                      * @example {
-                     *       "items": [
+                     *       "topics": [
                      *         {
                      *           "name": "orders",
                      *           "slots": 16,
@@ -2779,7 +2787,7 @@ export interface operations {
                      *     }
                      */
                     "application/json": {
-                        items: components["schemas"]["Topic"][];
+                        topics: components["schemas"]["Topic"][];
                     };
                 };
             };

@@ -3,7 +3,8 @@
 //
 // The page holds no data of its own. In the browser it calls the REST API
 // under /v1 with the bearer token the user typed, kept in sessionStorage,
-// so the assets themselves need no token. The pages are hash routes of
+// so the assets themselves need no token; when the API answers without
+// one (auth off, as in toc dev), it opens without asking. The pages are hash routes of
 // the one document: topics (the landing page), a topic and its jobs, a
 // job, dead letters and the cluster.
 //

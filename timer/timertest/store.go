@@ -463,7 +463,7 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 	defer s.mu.Unlock()
 	var rows []*row
 	for _, r := range s.jobs {
-		if r.job.Topic == q.Topic && r.job.Status == timer.StatusDead && r.modified >= from && r.modified < to &&
+		if (r.job.Topic == q.Topic || q.Topic == "" && slices.Contains(q.Topics, r.job.Topic)) && r.job.Status == timer.StatusDead && r.modified >= from && r.modified < to &&
 			(r.modified > afterMs || (r.modified == afterMs && r.job.ID > q.After.ID)) &&
 			strings.Contains(strings.ToLower(r.job.LastError), needle) {
 			rows = append(rows, r)

@@ -144,28 +144,55 @@ func testListDead(t *testing.T, s timer.Store) {
 	if ok, err := s.Fail(ctx, 50, timer.Failure{Attempts: 1, Error: "x", Dead: true}, base); !ok || err != nil {
 		t.Fatal(ok, err)
 	}
-	// Paging: 5 at a time, in order of death: ids 12, 11, ..., 1.
-	var ids []timer.JobID
-	q := timer.DeadQuery{Topic: "t", Limit: 5}
-	for range 10 {
-		page, err := s.ListDead(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, j := range page {
-			ids = append(ids, j.ID)
-			if j.Status != timer.StatusDead || j.LastStatus != 500 || j.Topic != "t" {
-				t.Fatalf("listed %+v", j)
+	// pages lists what q selects, 5 at a time.
+	pages := func(q timer.DeadQuery) string {
+		t.Helper()
+		var ids []timer.JobID
+		q.Limit = 5
+		for range 10 {
+			page, err := s.ListDead(ctx, q)
+			if err != nil {
+				t.Fatal(err)
 			}
+			for _, j := range page {
+				ids = append(ids, j.ID)
+				if j.Status != timer.StatusDead || (j.Topic == "t") != (j.LastStatus == 500) {
+					t.Fatalf("listed %+v", j)
+				}
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			last := page[len(page)-1]
+			q.After = timer.Cursor{DueAt: last.UpdatedAt, ID: last.ID}
 		}
-		if len(page) < q.Limit {
-			break
-		}
-		last := page[len(page)-1]
-		q.After = timer.Cursor{DueAt: last.UpdatedAt, ID: last.ID}
+		return fmt.Sprint(ids)
 	}
-	if fmt.Sprint(ids) != "[12 11 10 9 8 7 6 5 4 3 2 1]" {
-		t.Fatalf("pages listed %v, want 12 down to 1", ids)
+	// Paging: 5 at a time, in order of death: ids 12, 11, ..., 1.
+	if got := pages(timer.DeadQuery{Topic: "t"}); got != "[12 11 10 9 8 7 6 5 4 3 2 1]" {
+		t.Fatalf("pages listed %v, want 12 down to 1", got)
+	}
+	// Many topics: their dead jobs in one order of death (50 died first).
+	// 6,002 names, the two of them far apart, so that a store that asks
+	// for them in parts must merge the parts.
+	topics := []string{"other"}
+	for i := range 6000 {
+		topics = append(topics, fmt.Sprintf("idle-%d", i))
+	}
+	topics = append(topics, "t")
+	for _, c := range []struct {
+		q    timer.DeadQuery
+		want string
+	}{
+		{timer.DeadQuery{Topics: topics}, "[50 12 11 10 9 8 7 6 5 4 3 2 1]"},
+		{timer.DeadQuery{Topics: []string{"other", "ghost"}}, "[50]"},
+		{timer.DeadQuery{Topics: nil}, "[]"},
+		{timer.DeadQuery{Topic: "other", Topics: []string{"t"}}, "[50]"},
+		{timer.DeadQuery{Topics: []string{"t", "other"}, From: base.Add(3 * time.Second), To: base.Add(5 * time.Second)}, "[10 9]"},
+	} {
+		if got := pages(c.q); got != c.want {
+			t.Errorf("ListDead of %d topics %.2q (topic %q) listed %s, want %s", len(c.q.Topics), c.q.Topics, c.q.Topic, got, c.want)
+		}
 	}
 	filtered, err := s.ListDead(ctx, timer.DeadQuery{Topic: "t", ErrorContains: "REFUSED 100%_", Limit: 100})
 	if err != nil {

@@ -1,7 +1,7 @@
-// The dead letters page: a topic's dead jobs grouped by why they died,
-// each group with Replay group and Purge group, then the dead jobs
-// themselves, filtered by error text and paged by cursor, each with
-// Replay and Purge.
+// The dead letters page: the dead jobs of every topic, or of one; a
+// topic's grouped by why they died, each group with Replay group and
+// Purge group; then the dead jobs themselves, filtered by error text and
+// paged by cursor, each with Replay and Purge.
 
 import { call, path, query } from './api.js';
 import { el, text, link, route, table, Message, button, pager, searchForm, input, select, describe } from './dom.js';
@@ -13,27 +13,38 @@ const deadPerPage = 50;
 // fix) or more; the API's default and its most are 1,000 and 10,000.
 const groupLimit = 1000;
 
-// deadLettersPage: GET /v1/deadletters/summary?topic= and
-// GET /v1/deadletters?topic=&error=&limit=&after=. The API lists one
-// topic at a time; without one in the route, the first.
+// deadLettersPage: GET /v1/deadletters?topic=&error=&limit=&cursor=, and
+// with a topic GET /v1/deadletters/summary?topic=. Without a topic in
+// the route, the dead jobs of every topic the token may see, in the order
+// they died; the groups, and their actions, are a topic's.
 export async function deadLettersPage(view, params) {
-  const { items: topics } = await call('GET', '/topics');
-  const topic = params.topic || (topics[0] && topics[0].name);
+  const { topics } = await call('GET', '/topics');
+  const topic = params.topic || '';
   const form = searchForm('dead-search', [
-    select('Topic', 'topic', topic, topics.map((t) => [t.name, t.name])),
+    select('Topic', 'topic', topic, [['', 'All topics'], ...topics.map((t) => [t.name, t.name])]),
     input('Error contains', 'error', params.error, { size: 24 }),
   ], (f) => { location.hash = route(['deadletters'], f); });
-  if (!topic) {
-    view.replaceChildren(el('h1', {}, 'Dead letters'), el('p', {}, 'No topics yet.'));
-    return;
-  }
+  // cursor, or after: its name in older links.
+  const cursor = params.cursor || params.after;
   const filters = { topic, error: params.error };
   const message = new Message();
+  const list = el('section', { id: 'dead-list' });
+  if (!topic) {
+    await fillList(list, filters, cursor, message);
+    view.replaceChildren(
+      el('h1', {}, 'Dead letters'),
+      form,
+      message.node,
+      el('p', { id: 'dead-groups-hint', class: 'hint' }, 'Choose a topic to see its dead jobs grouped by why they died, and to replay or purge a group.'),
+      el('h2', {}, 'Dead jobs of all topics'),
+      list,
+    );
+    return;
+  }
   const groups = el('section', { id: 'dead-groups-section' });
   const limit = el('input', { id: 'group-limit', type: 'number', min: 1, max: 10000, value: groupLimit, size: 6 });
-  const list = el('section', { id: 'dead-list' });
   // refresh draws the groups and the list again, after a group's action.
-  const refresh = () => Promise.all([fillGroups(groups, topic, limit, message, refresh), fillList(list, filters, params.after, message)]);
+  const refresh = () => Promise.all([fillGroups(groups, topic, limit, message, refresh), fillList(list, filters, cursor, message)]);
   await refresh();
   view.replaceChildren(
     el('h1', {}, 'Dead letters'),
@@ -94,18 +105,21 @@ function groupRow(topic, g, limit, message, refresh) {
     el('td', { class: 'row-actions' }, replay, ' ', purge));
 }
 
-// fillList fills section with a page of the topic's dead jobs.
-async function fillList(section, filters, after, message) {
-  const page = await call('GET', '/deadletters' + query({ ...filters, limit: deadPerPage, after }));
+// fillList fills section with a page of the dead jobs of the topic, or
+// of every topic (with a column of their topics).
+async function fillList(section, filters, cursor, message) {
+  const page = await call('GET', '/deadletters' + query({ ...filters, limit: deadPerPage, cursor }));
+  const all = !filters.topic;
   section.replaceChildren(
-    page.items.length === 0
-      ? el('p', { id: 'no-dead' }, `No dead jobs in ${filters.topic} match.`)
-      : table('dead', ['Job', 'Due', 'Attempts', 'Last status', 'Last error', 'Died', 'State', 'Actions'], page.items.map((j) => deadRow(j, message))),
-    pager(['deadletters'], { ...filters, after }, 'after', page.next),
+    page.jobs.length === 0
+      ? el('p', { id: 'no-dead' }, all ? 'No dead jobs match.' : `No dead jobs in ${filters.topic} match.`)
+      : table('dead', [...(all ? ['Topic'] : []), 'Job', 'Due', 'Attempts', 'Last status', 'Last error', 'Died', 'State', 'Actions'],
+        page.jobs.map((j) => deadRow(j, all, message))),
+    pager(['deadletters'], { ...filters, cursor }, 'cursor', page.next_cursor),
   );
 }
 
-function deadRow(j, message) {
+function deadRow(j, all, message) {
   const state = el('td', { class: 'state' }, j.status);
   const actions = el('td', { class: 'row-actions' });
   const done = (what, answer) => {
@@ -131,12 +145,13 @@ function deadRow(j, message) {
   }, { cls: 'purge danger', confirmLabel: 'Confirm purge' });
   actions.append(replay, ' ', purge);
   return el('tr', { 'data-job': j.id },
+    ...(all ? [el('td', { class: 'topic' }, link(j.topic, ['deadletters'], { topic: j.topic }))] : []),
     el('td', {}, link(j.id, ['jobs', j.id])),
     el('td', {}, text(j.fire_at)),
     el('td', { class: 'num' }, `${j.attempts} / ${j.max_attempts}`),
     el('td', { class: 'num' }, text(j.last_status || null)),
     el('td', { class: 'error-text' }, text(j.last_error)),
-    el('td', {}, text(j.updated_at)),
+    el('td', { class: 'died' }, text(j.died_at)),
     state,
     actions);
 }

@@ -17,7 +17,7 @@ const statuses = ['', 'pending', 'firing', 'done', 'cancelled', 'dead', 'purged'
 // topicsPage: GET /v1/topics, a page of them at a time, each row then
 // filled from GET /v1/topics/{topic}/stats and GET /v1/topics/{topic}.
 export async function topicsPage(view, params) {
-  const { items } = await call('GET', '/topics');
+  const { topics: items } = await call('GET', '/topics');
   const pages = Math.max(1, Math.ceil(items.length / topicsPerPage));
   const page = Math.min(pages, Math.max(1, parseInt(params.page, 10) || 1));
   const shown = items.slice((page - 1) * topicsPerPage, page * topicsPerPage);
