@@ -90,6 +90,27 @@ func (e AuditEntryResult) Valid() bool {
 	}
 }
 
+// Defines values for BreakerState.
+const (
+	Closed   BreakerState = "closed"
+	HalfOpen BreakerState = "half_open"
+	Open     BreakerState = "open"
+)
+
+// Valid indicates whether the value is a known member of the BreakerState enum.
+func (e BreakerState) Valid() bool {
+	switch e {
+	case Closed:
+		return true
+	case HalfOpen:
+		return true
+	case Open:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CatchUp.
 const (
 	All  CatchUp = "all"
@@ -525,6 +546,46 @@ type BatchResult struct {
 	Status Status `json:"status"`
 }
 
+// Breaker One callback host's circuit breaker: after 5 consecutive failed calls (no answer, or a 5xx) it opens and the host's jobs are held back, not sent, with no attempt counted, until one call probes the host.
+type Breaker struct {
+	// Failures Consecutive failed calls to the host since its last success, failed probes included.
+	Failures int `json:"failures"`
+
+	// Host The callback URL's host:port, lowercased.
+	Host string `json:"host"`
+
+	// OldestHeldDueAt The due time of the topic's oldest job this breaker held back since it opened; empty when it held none.
+	OldestHeldDueAt Breaker_OldestHeldDueAt `json:"oldest_held_due_at"`
+
+	// OpenUntil When an open breaker lets a probe through; empty when closed.
+	OpenUntil Breaker_OpenUntil `json:"open_until"`
+
+	// Since When the breaker took its state: a closed one's first failure, an open one's opening, a half-open one's end of the open period.
+	Since Time `json:"since"`
+
+	// State closed: calls go through, failures are counted; open: no call is made until open_until; half_open: the next call probes the host, and its success closes the breaker.
+	State BreakerState `json:"state"`
+}
+
+// BreakerOldestHeldDueAt1 defines model for Breaker.OldestHeldDueAt.1.
+type BreakerOldestHeldDueAt1 = string
+
+// Breaker_OldestHeldDueAt The due time of the topic's oldest job this breaker held back since it opened; empty when it held none.
+type Breaker_OldestHeldDueAt struct {
+	union json.RawMessage
+}
+
+// BreakerOpenUntil1 defines model for Breaker.OpenUntil.1.
+type BreakerOpenUntil1 = string
+
+// Breaker_OpenUntil When an open breaker lets a probe through; empty when closed.
+type Breaker_OpenUntil struct {
+	union json.RawMessage
+}
+
+// BreakerState closed: calls go through, failures are counted; open: no call is made until open_until; half_open: the next call probes the host, and its success closes the breaker.
+type BreakerState string
+
 // CatchUp What a schedule does with occurrences missed while no toc ran (found more than 2 s after their time): skip drops them; last fires the latest of them once; all fires each, up to 1,000 (the earliest), and drops the rest. Default last.
 type CatchUp string
 
@@ -826,6 +887,9 @@ type Job struct {
 	// Examples: 2026-11-25T03:35:21.359Z
 	CreatedAt Time `json:"created_at"`
 
+	// DiedAt When a dead job died: its updated_at while it is dead, the time the dead letters are ordered by. Left out unless it is dead.
+	DiedAt *Time `json:"died_at,omitempty"`
+
 	// ExpireAfterMs The job's deadline rule, its own or its topic's when it was scheduled: an attempt may start at most this many ms after its due time. Left out: no deadline.
 	ExpireAfterMs *int `json:"expire_after_ms,omitempty"`
 
@@ -849,7 +913,7 @@ type Job struct {
 	// LastError Why the last failed attempt failed; empty when none did.
 	LastError string `json:"last_error"`
 
-	// LastStatus The HTTP status the receiver answered to the last failed attempt; 0 when it did not answer or no attempt failed.
+	// LastStatus The HTTP status the receiver answered to the last attempt, failed or not (a done job's is its receiver's 2xx); 0 when it did not answer or no attempt was made.
 	LastStatus  int `json:"last_status"`
 	MaxAttempts int `json:"max_attempts"`
 
@@ -953,7 +1017,7 @@ type NewJob struct {
 	// Examples: 1800000
 	DelayMs *DelayMS `json:"delay_ms,omitempty"`
 
-	// ExpireAfterMs The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
+	// ExpireAfterMs The job's deadline: how many ms after its due time an attempt may still start. A job that cannot start one by then (a backlog, its topic's rate limit or pause, a receiver down, retries) ends expired with the reason in last_error, instead of firing late; one waiting unclaimed (its topic paused) is ended by the backstop within about 5 s of its deadline, not on resume; a failed attempt whose retry would start past it ends the job expired. 0: the job must not fire late at all (a call that would start in a later millisecond than the due time's is never made). Left out or null: the topic's expire_after_ms (none unless set). -1: no deadline, even when the topic has one. A reschedule moves the deadline with the due time; retries do not.
 	//
 	// Examples: 30000
 	ExpireAfterMs *int `json:"expire_after_ms,omitempty"`
@@ -1056,7 +1120,7 @@ type Retry struct {
 
 // Schedule A recurring schedule and its next occurrences.
 //
-// Examples: {"catch_up":"last","created_at":"2026-11-25T02:35:21.358Z","cron":"0 9 * * MON-FRI","id":"4737272962162360321","job":{"biz_id":"0","biz_type":"0","callback_url":"https://reports.example.com/hooks/daily","payload":{"report":"daily"},"priority":"normal","topic":"reports"},"key_prefix":"schedule:4737272962162360321:","next_fire_times":["2026-11-26T08:00:00.000Z","2026-11-27T08:00:00.000Z","2026-11-30T08:00:00.000Z","2026-12-01T08:00:00.000Z","2026-12-02T08:00:00.000Z"],"paused":false,"time_zone":"Europe/Berlin","updated_at":"2026-11-25T02:35:21.358Z"}
+// Examples: {"catch_up":"last","created_at":"2026-11-25T02:35:21.358Z","cron":"0 9 * * MON-FRI","id":"4737272962162360321","job":{"biz_id":"0","biz_type":"0","callback_url":"https://reports.example.com/hooks/daily","payload":{"report":"daily"},"priority":"normal","topic":"reports"},"key_prefix":"schedule:4737272962162360321:","next_fire_times":["2026-11-26T08:00:00.000Z","2026-11-27T08:00:00.000Z","2026-11-30T08:00:00.000Z","2026-12-01T08:00:00.000Z","2026-12-02T08:00:00.000Z"],"owner":"reports","paused":false,"skipped":0,"time_zone":"Europe/Berlin","updated_at":"2026-11-25T02:35:21.358Z"}
 type Schedule struct {
 	// CatchUp What a schedule does with occurrences missed while no toc ran (found more than 2 s after their time): skip drops them; last fires the latest of them once; all fires each, up to 1,000 (the earliest), and drops the rest. Default last.
 	CatchUp CatchUp `json:"catch_up"`
@@ -1119,11 +1183,23 @@ type Schedule struct {
 	// KeyPrefix The idempotency key of each job it makes is this prefix and the occurrence in Unix ms: GET /v1/jobs?topic=<job.topic>&key=<key_prefix><ms> finds one.
 	KeyPrefix string `json:"key_prefix"`
 
-	// NextFireTimes The next occurrences not yet made into jobs, up to 5; empty when none is left (past end_at). A paused schedule shows those it would have if resumed now.
+	// LastSkipReason Why the last occurrence was skipped, as the quota's error said it; left out until one is.
+	LastSkipReason *string `json:"last_skip_reason,omitempty"`
+
+	// LastSkippedAt When the last occurrence was skipped; left out until one is.
+	LastSkippedAt *Time `json:"last_skipped_at,omitempty"`
+
+	// NextFireTimes The next occurrences not yet made into jobs, up to 5; empty when none is left (past end_at) and while the schedule is paused, since it then makes none; resuming it shows them again.
 	NextFireTimes []Time `json:"next_fire_times"`
+
+	// Owner The name of the token that created it, whose max_pending its occurrences count against; left out when the server has no tokens.
+	Owner *string `json:"owner,omitempty"`
 
 	// Paused A paused schedule makes no job; resumed, it starts from its next occurrence (those of the pause are dropped). Jobs already made (up to about 3 s ahead) still fire.
 	Paused bool `json:"paused"`
+
+	// Skipped Occurrences that made no job because its owner's max_pending was full when they came: skipped, not held (held ones would all fire at once when the quota frees). Each is also counted in the metric toc_schedule_occurrences_skipped_total{reason="pending_quota"}.
+	Skipped int64 `json:"skipped"`
 
 	// StartAt RFC 3339 in UTC with milliseconds, as toc writes every time.
 	//
@@ -1267,6 +1343,9 @@ type TopicSettings struct {
 
 // TopicStats defines model for TopicStats.
 type TopicStats struct {
+	// Breakers The circuit breakers of the callback hosts the topic's jobs met (their calls failed or were held back) that are open, half-open, or closed and counting failures, by host. They are those of the member that answers: each member keeps its own.
+	Breakers []Breaker `json:"breakers"`
+
 	// CountedAt When pending and dead were counted: now for a small topic; a topic past 10,000 jobs of a status (per shard) is counted in the background, so its counts may be up to a minute old.
 	CountedAt Time `json:"counted_at"`
 
@@ -1282,7 +1361,7 @@ type TopicStats struct {
 	// NextDueAt The earliest due time in Redis; empty when nothing is due within the horizon.
 	NextDueAt TopicStats_NextDueAt `json:"next_due_at"`
 
-	// OldestOverdueMs How far next_due_at is in the past; 0 when it is not.
+	// OldestOverdueMs How long the topic's oldest overdue job has waited past its due time: the earlier of next_due_at and the oldest_held_due_at of its breakers, if in the past; 0 when nothing is overdue. A job an open circuit breaker holds back counts from its own due time.
 	OldestOverdueMs int `json:"oldest_overdue_ms"`
 
 	// Pending Rows pending or firing in the task store (the truth).
@@ -1448,8 +1527,8 @@ type ListAuditParamsAction string
 
 // ListDeadLettersParams defines parameters for ListDeadLetters.
 type ListDeadLettersParams struct {
-	// Topic The topic (required).
-	Topic QueryTopic `form:"topic" json:"topic"`
+	// Topic The topic; without it, every topic the token may see.
+	Topic *TopicName `form:"topic,omitempty" json:"topic,omitempty"`
 
 	// From Only jobs that died at or after this time (RFC 3339).
 	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
@@ -1463,7 +1542,11 @@ type ListDeadLettersParams struct {
 	// Limit Jobs per page.
 	Limit *int `form:"limit,omitempty" json:"limit,omitempty"`
 
-	// After The next of the previous page.
+	// Cursor next_cursor of the previous page.
+	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
+
+	// After The former name of cursor, still taken (not with cursor).
+	// Deprecated: this property has been marked as deprecated upstream, but no `x-deprecated-reason` was set
 	After *string `form:"after,omitempty" json:"after,omitempty"`
 }
 
@@ -1688,6 +1771,130 @@ type PutTopicJSONRequestBody = TopicSettings
 
 // JobDueJSONRequestBody defines body for JobDue for application/json ContentType.
 type JobDueJSONRequestBody = JobDueJSONBody
+
+// AsTime returns the union data inside the Breaker_OldestHeldDueAt as a Time
+func (t Breaker_OldestHeldDueAt) AsTime() (Time, error) {
+	var body Time
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTime overwrites any union data inside the Breaker_OldestHeldDueAt as the provided Time
+func (t *Breaker_OldestHeldDueAt) FromTime(v Time) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTime performs a merge with any union data inside the Breaker_OldestHeldDueAt, using the provided Time
+func (t *Breaker_OldestHeldDueAt) MergeTime(v Time) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBreakerOldestHeldDueAt1 returns the union data inside the Breaker_OldestHeldDueAt as a BreakerOldestHeldDueAt1
+func (t Breaker_OldestHeldDueAt) AsBreakerOldestHeldDueAt1() (BreakerOldestHeldDueAt1, error) {
+	var body BreakerOldestHeldDueAt1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBreakerOldestHeldDueAt1 overwrites any union data inside the Breaker_OldestHeldDueAt as the provided BreakerOldestHeldDueAt1
+func (t *Breaker_OldestHeldDueAt) FromBreakerOldestHeldDueAt1(v BreakerOldestHeldDueAt1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBreakerOldestHeldDueAt1 performs a merge with any union data inside the Breaker_OldestHeldDueAt, using the provided BreakerOldestHeldDueAt1
+func (t *Breaker_OldestHeldDueAt) MergeBreakerOldestHeldDueAt1(v BreakerOldestHeldDueAt1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Breaker_OldestHeldDueAt) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Breaker_OldestHeldDueAt) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
+// AsTime returns the union data inside the Breaker_OpenUntil as a Time
+func (t Breaker_OpenUntil) AsTime() (Time, error) {
+	var body Time
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTime overwrites any union data inside the Breaker_OpenUntil as the provided Time
+func (t *Breaker_OpenUntil) FromTime(v Time) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTime performs a merge with any union data inside the Breaker_OpenUntil, using the provided Time
+func (t *Breaker_OpenUntil) MergeTime(v Time) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsBreakerOpenUntil1 returns the union data inside the Breaker_OpenUntil as a BreakerOpenUntil1
+func (t Breaker_OpenUntil) AsBreakerOpenUntil1() (BreakerOpenUntil1, error) {
+	var body BreakerOpenUntil1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromBreakerOpenUntil1 overwrites any union data inside the Breaker_OpenUntil as the provided BreakerOpenUntil1
+func (t *Breaker_OpenUntil) FromBreakerOpenUntil1(v BreakerOpenUntil1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeBreakerOpenUntil1 performs a merge with any union data inside the Breaker_OpenUntil, using the provided BreakerOpenUntil1
+func (t *Breaker_OpenUntil) MergeBreakerOpenUntil1(v BreakerOpenUntil1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t Breaker_OpenUntil) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *Breaker_OpenUntil) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
 
 // AsStandaloneCluster returns the union data inside the Cluster as a StandaloneCluster
 func (t Cluster) AsStandaloneCluster() (StandaloneCluster, error) {
@@ -1961,9 +2168,9 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListDeadLetters List a topic's dead jobs.
+	// ListDeadLetters List dead jobs: a topic's, or those of every topic the token may see.
 	//
-	// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis.
+	// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis. Without topic, the dead jobs of every topic the token may use (auth off or an admin: every topic of its namespace; a token with topic patterns: those topics), in one order of death. A page at a time: pass next_cursor back as cursor until it is empty. An unknown parameter, or one given twice, is a 400 naming it.
 	//
 	// Corresponds with GET /v1/deadletters (the `ListDeadLetters` operationId).
 	ListDeadLetters(ctx context.Context, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2006,7 +2213,7 @@ type ClientInterface interface {
 
 	// SummarizeDeadLetters Group a topic's dead jobs by why they died.
 	//
-	// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+	// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
 	//
 	// Corresponds with GET /v1/deadletters/summary (the `SummarizeDeadLetters` operationId).
 	SummarizeDeadLetters(ctx context.Context, params *SummarizeDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2415,9 +2622,9 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 	return c.Client.Do(req)
 }
 
-// ListDeadLetters List a topic's dead jobs.
+// ListDeadLetters List dead jobs: a topic's, or those of every topic the token may see.
 //
-// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis.
+// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis. Without topic, the dead jobs of every topic the token may use (auth off or an admin: every topic of its namespace; a token with topic patterns: those topics), in one order of death. A page at a time: pass next_cursor back as cursor until it is empty. An unknown parameter, or one given twice, is a 400 naming it.
 //
 // Corresponds with GET /v1/deadletters (the `ListDeadLetters` operationId).
 func (c *Client) ListDeadLetters(ctx context.Context, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -2510,7 +2717,7 @@ func (c *Client) ReplayDeadLetters(ctx context.Context, body ReplayDeadLettersJS
 
 // SummarizeDeadLetters Group a topic's dead jobs by why they died.
 //
-// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
 //
 // Corresponds with GET /v1/deadletters/summary (the `SummarizeDeadLetters` operationId).
 func (c *Client) SummarizeDeadLetters(ctx context.Context, params *SummarizeDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3505,12 +3712,16 @@ func NewListDeadLettersRequest(server string, params *ListDeadLettersParams) (*h
 		// per the OpenAPI spec (e.g. "color=blue,black,brown").
 		var rawQueryFragments []string
 
-		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "topic", params.Topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-			return nil, err
-		} else {
-			for _, qp := range strings.Split(queryFrag, "&") {
-				rawQueryFragments = append(rawQueryFragments, qp)
+		if params.Topic != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "topic", *params.Topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
 			}
+
 		}
 
 		if params.From != nil {
@@ -3552,6 +3763,18 @@ func NewListDeadLettersRequest(server string, params *ListDeadLettersParams) (*h
 		if params.Limit != nil {
 
 			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "limit", *params.Limit, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Cursor != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "cursor", *params.Cursor, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
 				return nil, err
 			} else {
 				for _, qp := range strings.Split(queryFrag, "&") {
@@ -5259,9 +5482,9 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/cluster (the `GetCluster` operationId).
 	GetClusterWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetClusterResponse, error)
 
-	// ListDeadLettersWithResponse List a topic's dead jobs.
+	// ListDeadLettersWithResponse List dead jobs: a topic's, or those of every topic the token may see.
 	//
-	// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis.
+	// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis. Without topic, the dead jobs of every topic the token may use (auth off or an admin: every topic of its namespace; a token with topic patterns: those topics), in one order of death. A page at a time: pass next_cursor back as cursor until it is empty. An unknown parameter, or one given twice, is a 400 naming it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -5306,7 +5529,7 @@ type ClientWithResponsesInterface interface {
 
 	// SummarizeDeadLettersWithResponse Group a topic's dead jobs by why they died.
 	//
-	// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+	// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6009,10 +6232,10 @@ type ListDeadLettersResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Items []Job `json:"items"`
+		Jobs []Job `json:"jobs"`
 
-		// Next Pass it as after for the next page; empty at the end.
-		Next string `json:"next"`
+		// NextCursor Pass it as cursor for the next page; empty after the last (a page shorter than limit).
+		NextCursor string `json:"next_cursor"`
 	}
 	// JSON400 the response for an HTTP 400 `application/json` response
 	JSON400 *BadRequest
@@ -6032,10 +6255,10 @@ type ListDeadLettersResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListDeadLettersResponse) GetJSON200() *struct {
-	Items []Job `json:"items"`
+	Jobs []Job `json:"jobs"`
 
-	// Next Pass it as after for the next page; empty at the end.
-	Next string `json:"next"`
+	// NextCursor Pass it as cursor for the next page; empty after the last (a page shorter than limit).
+	NextCursor string `json:"next_cursor"`
 } {
 	return r.JSON200
 }
@@ -8527,7 +8750,7 @@ type ListTopicsResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *struct {
-		Items []Topic `json:"items"`
+		Topics []Topic `json:"topics"`
 	}
 	// JSON401 the response for an HTTP 401 `application/json` response
 	JSON401 *Unauthenticated
@@ -8541,7 +8764,7 @@ type ListTopicsResponse struct {
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r ListTopicsResponse) GetJSON200() *struct {
-	Items []Topic `json:"items"`
+	Topics []Topic `json:"topics"`
 } {
 	return r.JSON200
 }
@@ -9408,9 +9631,9 @@ func (c *ClientWithResponses) GetClusterWithResponse(ctx context.Context, reqEdi
 	return ParseGetClusterResponse(rsp)
 }
 
-// ListDeadLettersWithResponse List a topic's dead jobs.
+// ListDeadLettersWithResponse List dead jobs: a topic's, or those of every topic the token may see.
 //
-// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis.
+// From the task store's rows, in the order the jobs died (then by id), so the list is the same after any loss of Redis. Without topic, the dead jobs of every topic the token may use (auth off or an admin: every topic of its namespace; a token with topic patterns: those topics), in one order of death. A page at a time: pass next_cursor back as cursor until it is empty. An unknown parameter, or one given twice, is a 400 naming it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -9485,7 +9708,7 @@ func (c *ClientWithResponses) ReplayDeadLettersWithResponse(ctx context.Context,
 
 // SummarizeDeadLettersWithResponse Group a topic's dead jobs by why they died.
 //
-// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died.
+// The signature is `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded (cut at 120 bytes), so that errors differing only in an address or a count fall together. Reads at most 100,000 dead letters, in the order they died. An unknown parameter, or one given twice, is a 400 naming it.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -10378,10 +10601,10 @@ func ParseListDeadLettersResponse(rsp *http.Response) (*ListDeadLettersResponse,
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Items []Job `json:"items"`
+			Jobs []Job `json:"jobs"`
 
-			// Next Pass it as after for the next page; empty at the end.
-			Next string `json:"next"`
+			// NextCursor Pass it as cursor for the next page; empty after the last (a page shorter than limit).
+			NextCursor string `json:"next_cursor"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
@@ -12702,7 +12925,7 @@ func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
 		var dest struct {
-			Items []Topic `json:"items"`
+			Topics []Topic `json:"topics"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
