@@ -11,6 +11,7 @@ import (
 
 	"github.com/go-chi/chi/v5"
 
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -31,27 +32,10 @@ func readTopicAt(r *http.Request, in *topicAt) (*claim, error) {
 type TopicBreakers interface {
 	// TopicBreakers returns the breakers that are open, half-open or
 	// counting failures and that jobs of topic met, at now.
-	TopicBreakers(topic string, now time.Time) []Breaker
+	TopicBreakers(topic string, now time.Time) []webhook.BreakerState
 }
 
-// Breaker is one callback host's circuit breaker, as the topic stats
-// show it.
-type Breaker struct {
-	// Host is host:port; State "closed", "open" or "half_open"; Since
-	// when it took that state; Failures the consecutive failed calls.
-	Host     string
-	State    string
-	Since    time.Time
-	Failures int
-	// OpenUntil is when an open breaker lets a probe through (zero:
-	// closed).
-	OpenUntil time.Time
-	// OldestHeld is the due time of the topic's oldest job it held back,
-	// not sent (zero: none).
-	OldestHeld time.Time
-}
-
-// breakerView is a Breaker as the API shows it.
+// breakerView is a breaker as the API shows it.
 type breakerView struct {
 	Host            string `json:"host"`
 	State           string `json:"state"`

@@ -1,9 +1,6 @@
 package timer
 
-import (
-	"errors"
-	"unicode/utf8"
-)
+import "errors"
 
 // ErrQuota means a tenant's quota refuses what was asked: the API's
 // quota errors wrap it, and an occurrence of a schedule that the
@@ -21,14 +18,4 @@ const SkipPendingQuota = "pending_quota"
 
 // skipReason is err's message cut to MaxSkipReasonBytes, on a rune
 // boundary.
-func skipReason(err error) string {
-	s := err.Error()
-	if len(s) <= MaxSkipReasonBytes {
-		return s
-	}
-	i := MaxSkipReasonBytes
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	return s[:i]
-}
+func skipReason(err error) string { return truncateUTF8(err.Error(), MaxSkipReasonBytes) }

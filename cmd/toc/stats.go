@@ -92,12 +92,8 @@ type topicStats struct {
 var _ tochttp.TopicBreakers = (*topicStats)(nil)
 
 // TopicBreakers returns this member's breakers that jobs of topic met.
-func (t *topicStats) TopicBreakers(topic string, now time.Time) []tochttp.Breaker {
-	var out []tochttp.Breaker
-	for _, b := range t.webhook.Breakers(topic, now) {
-		out = append(out, tochttp.Breaker{Host: b.Host, State: b.State, Since: b.Since, Failures: b.Failures, OpenUntil: b.OpenUntil, OldestHeld: b.OldestHeld})
-	}
-	return out
+func (t *topicStats) TopicBreakers(topic string, now time.Time) []webhook.BreakerState {
+	return t.webhook.Breakers(topic, now)
 }
 
 // PendingJobs is topic's pending jobs as the stats count them (exact
