@@ -235,7 +235,7 @@ func TestProbeTenancy(t *testing.T) {
 			"jobs":  []any{probeJob("q1", hook, time.Hour)}}); a.status != http.StatusConflict || a.code != "topic_quota" {
 			t.Errorf("POST /v1/jobs/batch with group.on_complete.topic q5 at 3 of 3 topics: %v, want 409 topic_quota", a)
 		}
-		for _, it := range probeMust(t, ops, "GET", "/v1/topics", nil, http.StatusOK)["items"].([]any) {
+		for _, it := range probeMust(t, ops, "GET", "/v1/topics", nil, http.StatusOK)["topics"].([]any) {
 			if name := it.(map[string]any)["name"]; name == "q4" || name == "q5" {
 				t.Errorf("topic %v exists", name)
 			}
