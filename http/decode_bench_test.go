@@ -61,3 +61,51 @@ func BenchmarkDecodeJobV1(b *testing.B) {
 		}
 	}
 }
+
+// batchBody is a POST /v1/jobs/batch body of 1,000 typical jobs.
+var batchBody = func() []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"jobs": [`)
+	for i := range MaxBatchJobs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(singleJobBody)
+	}
+	b.WriteString(`]}`)
+	return b.Bytes()
+}()
+
+// BenchmarkDecodeBatch measures reading a batch of 1,000 jobs as POST
+// /v1/jobs/batch does: the body read with its items counted, then decoded
+// in one pass:
+//
+//	go test -run '^$' -bench DecodeBatch -benchmem -count 5 ./http/
+func BenchmarkDecodeBatch(b *testing.B) {
+	b.SetBytes(int64(len(batchBody)))
+	b.ReportAllocs()
+	for b.Loop() {
+		raw, err := readBatchBody(bytes.NewReader(batchBody), int64(len(batchBody)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, errs, err := decodeBatch(raw); err != nil || errs != nil {
+			b.Fatal(err, errs)
+		}
+	}
+}
+
+// BenchmarkDecodeBatchWhole is the batch decoded whole, as before the
+// body was streamed, for comparison in the same run.
+func BenchmarkDecodeBatchWhole(b *testing.B) {
+	b.SetBytes(int64(len(batchBody)))
+	b.ReportAllocs()
+	for b.Loop() {
+		var body struct {
+			Jobs []jobRequest `json:"jobs"`
+		}
+		if err := decodeBytes(batchBody, &body); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -96,10 +96,12 @@ func FuzzCheckKeys(f *testing.F) {
 				t.Fatalf("%q: %v does not name the key", data, err)
 			}
 		}
-		if _, _, err := readBatchBody(bytes.NewReader(data)); err != nil {
-			if _, ok := errors.AsType[*timer.FieldError](err); !ok {
-				t.Fatalf("%q as a batch: %v is not a field error", data, err)
-			}
+		raw, err := readBatchBody(bytes.NewReader(data), int64(len(data)))
+		if err == nil {
+			_, _, _, err = decodeBatch(raw)
+		}
+		if _, ok := errors.AsType[*timer.FieldError](err); err != nil && !ok {
+			t.Fatalf("%q as a batch: %v is not a field error", data, err)
 		}
 		for _, target := range []any{new(jobRequest), new(whenRequest), new(struct {
 			Jobs []jobRequest `json:"jobs"`

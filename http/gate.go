@@ -29,7 +29,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strings"
 
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/timer"
@@ -368,12 +367,3 @@ func (e *forbiddenItems) Error() string {
 }
 
 func (e *forbiddenItems) Unwrap() error { return errForbidden }
-
-// fieldIn names err's field under prefix ("group." or "job."), as
-// inJob does for a schedule's job.
-func fieldIn(prefix string, err error) error {
-	if fe, ok := errors.AsType[*timer.FieldError](err); ok && !strings.HasPrefix(fe.Field, prefix) {
-		return &timer.FieldError{Field: prefix + fe.Field, Message: fe.Message}
-	}
-	return err
-}

@@ -105,25 +105,30 @@ type newBatch struct {
 
 // readBatch reads POST /v1/jobs/batch, all or nothing: any refused item
 // is a 400 (409 when every refused item reused a key with other content)
-// with one error per refused item, by index. The body is read as a
-// stream, an item at a time, and an item past MaxBatchJobs ends it: a body
-// of many small items costs no more memory than MaxBatchJobs of them.
+// with one error per refused item, by index. The body's reading stops
+// once it holds more items than a batch may (readBatchBody).
 func (a *API) readBatch(r *http.Request, in *newBatch) (*claim, error) {
-	group, items, err := readBatchBody(r.Body)
+	raw, err := readBatchBody(r.Body, max(0, r.ContentLength))
 	if err != nil {
 		return nil, err
 	}
-	if len(items) == 0 {
+	group, bodies, errs, err := decodeBatch(raw)
+	if err != nil {
+		return nil, err
+	}
+	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
 		return nil, errBatchSize
 	}
-	c := &claim{jobs: len(items)}
-	in.reqs = make([]timer.Request, len(items))
+	c := &claim{jobs: len(bodies)}
+	in.reqs = make([]timer.Request, len(bodies))
 	var refused []timer.ItemError
-	for i, item := range items {
-		var body jobRequest
-		err := decodeBytes(item, &body)
+	for i := range bodies {
+		var err error
+		if errs != nil {
+			err = errs[i]
+		}
 		if err == nil {
-			in.reqs[i], err = body.request()
+			in.reqs[i], err = bodies[i].request()
 		}
 		if err != nil {
 			refused = append(refused, timer.ItemError{Index: i, Err: err})
@@ -138,11 +143,8 @@ func (a *API) readBatch(r *http.Request, in *newBatch) (*claim, error) {
 		c.add(&in.reqs[i], i)
 	}
 	if group != nil {
-		in.group = new(batchGroupRequest)
-		if err := decodeBytes(group, in.group); err != nil {
-			return nil, fieldIn("group.", err)
-		}
-		if err := a.readGroup(r.Context(), in.group.ID, in.group.OnComplete, "group.", &in.g, c); err != nil {
+		in.group = group
+		if err := a.readGroup(r.Context(), group.ID, group.OnComplete, "group.", &in.g, c); err != nil {
 			return nil, err
 		}
 		c.joinCreated()

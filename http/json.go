@@ -645,82 +645,106 @@ func attemptViewOf(a timer.Attempt) attemptView {
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 
-// readBatchBody reads the body of POST /v1/jobs/batch as a stream: its
-// "group", when given, and its "jobs", each item kept as it came to be
-// decoded on its own (so that its error names it). It stops at the item
-// past MaxBatchJobs with errBatchSize, having read no more of the body
-// than that: a body of many small items costs no more memory than
-// MaxBatchJobs of them. Any other key, or one given twice, is a 400
-// naming it.
-func readBatchBody(body io.Reader) (group json.RawMessage, items []json.RawMessage, err error) {
-	dec := json.NewDecoder(body)
-	if tok, err := dec.Token(); err != nil {
-		return nil, nil, decodeError(err)
-	} else if tok != json.Delim('{') {
-		return nil, nil, &timer.FieldError{Message: "the body must be a JSON object"}
-	}
-	seen := map[string]bool{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, nil, decodeError(err)
-		}
-		key, _ := tok.(string)
-		if seen[key] {
-			return nil, nil, &timer.FieldError{Field: key, Message: "given more than once"}
-		}
-		seen[key] = true
-		switch key {
-		case "group":
-			if err := dec.Decode(&group); err != nil {
-				return nil, nil, decodeError(err)
-			}
-			if string(group) == "null" {
-				group = nil
-			}
-		case "jobs":
-			if items, err = readBatchItems(dec); err != nil {
-				return nil, nil, err
-			}
-		default:
-			return nil, nil, &timer.FieldError{Field: key, Message: "unknown field"}
-		}
-	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return nil, nil, decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return nil, nil, &timer.FieldError{Message: "trailing data after the JSON value"}
-	}
-	return group, items, nil
-}
-
-// readBatchItems reads the array of "jobs", an item at a time, stopping
-// at the one past MaxBatchJobs.
-func readBatchItems(dec *json.Decoder) ([]json.RawMessage, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, decodeError(err)
-	}
-	if tok == nil { // null
-		return nil, nil
-	}
-	if tok != json.Delim('[') {
-		return nil, &timer.FieldError{Field: "jobs", Message: "must be an array of jobs"}
-	}
-	var items []json.RawMessage
-	for dec.More() {
-		if len(items) == MaxBatchJobs {
+// readBatchBody reads the body of POST /v1/jobs/batch, counting as it
+// goes the objects that open directly inside the values of its top-level
+// object: a batch's items, and its group's on_complete. Past
+// MaxBatchJobs+1 of them the batch cannot be valid: it stops reading with
+// errBatchSize, so a body of many small items costs no more memory than
+// MaxBatchJobs of them. The count is a guard only; the body is decoded,
+// and its items counted exactly, once read.
+//
+// size, when known (the Content-Length), sizes the buffer at once, up to
+// maxBatchPresize: a larger body grows it as it comes.
+func readBatchBody(body io.Reader, size int64) ([]byte, error) {
+	var raw bytes.Buffer
+	raw.Grow(int(min(size, maxBatchPresize)) + bytes.MinRead)
+	var c objectCounter
+	chunk := make([]byte, 32<<10)
+	for {
+		n, err := body.Read(chunk)
+		raw.Write(chunk[:n])
+		if c.scan(chunk[:n]) > MaxBatchJobs+1 {
 			return nil, errBatchSize
 		}
-		var item json.RawMessage
-		if err := dec.Decode(&item); err != nil {
-			return nil, under("jobs["+strconv.Itoa(len(items))+"]", decodeError(err))
+		if errors.Is(err, io.EOF) {
+			return raw.Bytes(), nil
 		}
-		items = append(items, item)
+		if err != nil {
+			return nil, decodeError(err)
+		}
 	}
-	if _, err := dec.Token(); err != nil { // the closing bracket
-		return nil, decodeError(err)
+}
+
+// maxBatchPresize bounds the buffer a batch's Content-Length makes at
+// once, before any of its bytes came.
+const maxBatchPresize = 4 << 20
+
+// objectCounter counts the JSON objects that open at depth 2 (inside a
+// value of the top-level object), over a text fed to it in pieces; a
+// malformed text is counted somehow, and refused by the decoder after.
+type objectCounter struct {
+	depth         int
+	inString, esc bool
+	objects       int
+}
+
+func (c *objectCounter) scan(p []byte) int {
+	for _, b := range p {
+		switch {
+		case c.esc:
+			c.esc = false
+		case c.inString:
+			switch b {
+			case '\\':
+				c.esc = true
+			case '"':
+				c.inString = false
+			}
+		case b == '"':
+			c.inString = true
+		case b == '{' || b == '[':
+			if b == '{' && c.depth == 2 {
+				c.objects++
+			}
+			c.depth++
+		case b == '}' || b == ']':
+			c.depth--
+		}
 	}
-	return items, nil
+	return c.objects
+}
+
+// decodeBatch decodes a batch's body: its group and its items, in one
+// pass when every item is a well-formed job (the common case), else each
+// item alone, so that an item's error names it (errs, by index; nil when
+// none failed).
+func decodeBatch(raw []byte) (group *batchGroupRequest, bodies []jobRequest, errs []error, err error) {
+	var fast struct {
+		Group *batchGroupRequest `json:"group"`
+		Jobs  []jobRequest       `json:"jobs"`
+	}
+	if decodeBytes(raw, &fast) == nil {
+		return fast.Group, fast.Jobs, nil, nil
+	}
+	var slow struct {
+		Group *batchGroupRequest `json:"group"`
+		Jobs  []batchItemJSON    `json:"jobs"`
+	}
+	if err := decodeBytes(raw, &slow); err != nil {
+		return nil, nil, nil, err
+	}
+	bodies, errs = make([]jobRequest, len(slow.Jobs)), make([]error, len(slow.Jobs))
+	for i, item := range slow.Jobs {
+		errs[i] = decodeBytes(item, &bodies[i])
+	}
+	return slow.Group, bodies, errs, nil
+}
+
+// batchItemJSON is one item of a batch, kept as it came to be decoded on
+// its own (checkKeys leaves a type with its own UnmarshalJSON to it).
+type batchItemJSON []byte
+
+func (b *batchItemJSON) UnmarshalJSON(data []byte) error {
+	*b = slices.Clone(data)
+	return nil
 }
