@@ -228,7 +228,11 @@ type PendingCounter interface {
 // fired or was cancelled meanwhile (in the token's favour) and by what
 // other processes scheduled (against it, for up to a second). Over it,
 // 429 pending_quota.
-func (a *API) roomForPending(ctx context.Context, n int) error {
+func (a *API) roomForPending(ctx context.Context, n int) error { return a.pendingRoom(ctx, n, true) }
+
+// pendingRoom is roomForPending; charge false checks the room without
+// taking it.
+func (a *API) pendingRoom(ctx context.Context, n int, charge bool) error {
 	p := principalFrom(ctx)
 	if p == nil || p.MaxPending <= 0 {
 		return nil
@@ -255,27 +259,16 @@ func (a *API) roomForPending(ctx context.Context, n int) error {
 		return &quotaError{status: http.StatusTooManyRequests, code: CodePendingQuota, retryAfter: quotaPendingAge,
 			msg: fmt.Sprintf("token %s's topics hold %d pending jobs of its max_pending %d", p.Name, have, p.MaxPending) + nothingWritten}
 	}
-	t.added += int64(n)
+	if charge {
+		t.added += int64(n)
+	}
 	return nil
 }
 
 // roomForSchedule refuses a new schedule while the token's topics hold
 // max_pending jobs: its occurrences could only be skipped. It charges
 // nothing; each occurrence is admitted as it comes (AdmitOccurrence).
-func (a *API) roomForSchedule(ctx context.Context) error {
-	if err := a.roomForPending(ctx, 1); err != nil {
-		return err
-	}
-	p := principalFrom(ctx)
-	if p == nil || p.MaxPending <= 0 {
-		return nil
-	}
-	t := a.quotas.of(p.Name)
-	t.view.Lock()
-	t.added--
-	t.view.Unlock()
-	return nil
-}
+func (a *API) roomForSchedule(ctx context.Context) error { return a.pendingRoom(ctx, 1, false) }
 
 func (a *API) pendingOf(ctx context.Context, topic string) (int64, error) {
 	if pc, ok := a.stats.(PendingCounter); ok {
