@@ -26,6 +26,7 @@ var mysqlDialect = dialect{
 	// checked and cut before, and the history is best effort.
 	insertAttempts: "INSERT IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",
 	pruneAttempts:  "DELETE FROM toc_attempts WHERE started_at < ? ORDER BY started_at LIMIT ?",
+	pruneAudit:     "DELETE FROM toc_audit_log WHERE at < ? ORDER BY at, audit_id LIMIT ?",
 	isConflict: func(err error) bool {
 		var me *mysql.MySQLError
 		return errors.As(err, &me) && me.Number == 1062 // ER_DUP_ENTRY

@@ -50,6 +50,9 @@ type dialect struct {
 	// pruneAttempts deletes up to ? attempts that started before ?
 	// (arguments: before, limit).
 	pruneAttempts string
+	// pruneAudit deletes up to ? audit entries recorded before ?
+	// (arguments: before, limit).
+	pruneAudit string
 	// isConflict reports a duplicate primary or unique key.
 	isConflict func(error) bool
 	// nowMillis is an SQL expression of the database's clock in Unix ms.

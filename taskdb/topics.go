@@ -162,15 +162,18 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	if err := t.Expiry.Check("expire_after_ms"); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
-	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry {
+	if err := t.Retention.Validate("retention"); err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry && existing.Retention == t.Retention {
 		return existing, created, nil
 	}
 	l := t.Limits
 	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
 		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?,
-		lateness_slo_ms = ?, expire_after_ms = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		lateness_slo_ms = ?, expire_after_ms = ?, retention = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
 		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
-		l.LatenessSLO.Milliseconds(), expiryArg(t.Expiry), t.Name); err != nil {
+		l.LatenessSLO.Milliseconds(), expiryArg(t.Expiry), retentionArg(t.Retention), t.Name); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	if err := s.topicWritten(ctx, s.db); err != nil {
@@ -181,7 +184,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 }
 
 const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
-	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms, expire_after_ms FROM toc_topics `
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms, expire_after_ms, retention FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
@@ -191,9 +194,10 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		retryBase, retryMax, lease, cbTime int64
 		paused, slo                        int64
 		expireAfter                        sql.NullInt64
+		retention                          string
 	)
 	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
-		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo, &expireAfter); err != nil {
+		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo, &expireAfter, &retention); err != nil {
 		return timer.Topic{}, err
 	}
 	t.Paused = paused != 0
@@ -203,6 +207,7 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	t.Lease = time.Duration(lease) * time.Millisecond
 	t.CallbackTimeout = time.Duration(cbTime) * time.Millisecond
 	t.LatenessSLO = time.Duration(slo) * time.Millisecond
+	t.Retention = parseRetention(retention)
 	if expireAfter.Valid {
 		t.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
 	}

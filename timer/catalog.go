@@ -181,7 +181,7 @@ func (c *Catalog) Changes(pos uint64) (names []string, next uint64, all bool) {
 }
 
 func sameTopic(a, b Topic) bool {
-	return a.Slots == b.Slots && a.MaxAttempts == b.MaxAttempts && a.Limits == b.Limits && a.Paused == b.Paused && a.Expiry == b.Expiry
+	return a.Slots == b.Slots && a.MaxAttempts == b.MaxAttempts && a.Limits == b.Limits && a.Paused == b.Paused && a.Expiry == b.Expiry && a.Retention == b.Retention
 }
 
 // notify wakes those waiting on Changed; c.mu is held.

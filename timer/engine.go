@@ -28,6 +28,9 @@ type Config struct {
 	Worker    WorkerConfig
 	Backstop  BackstopConfig
 	Groups    GroupCompleterConfig
+	// Retention configures the retirer; its zero value keeps every job
+	// and audit entry forever (and only surveys them).
+	Retention RetirerConfig
 	// Assignment gives the worker its slots (default: AllSlots over the
 	// store, the standalone mode).
 	Assignment Assignment
@@ -45,7 +48,10 @@ type Engine struct {
 	// none): Run runs it, and the scheduler and worker tell it of every
 	// member they end.
 	Groups *GroupCompleter
-	waker  Waker
+	// Retirer deletes the jobs past their retention (nil when the store
+	// cannot: it implements neither RetireStore nor RetireSharded).
+	Retirer *Retirer
+	waker   Waker
 	log    *slog.Logger
 }
 
@@ -63,6 +69,9 @@ func (c Config) Validate() error {
 	}
 	if err := c.Backstop.Validate(); err != nil {
 		return fmt.Errorf("backstop config: %w", err)
+	}
+	if err := c.Retention.Validate(); err != nil {
+		return fmt.Errorf("retention config: %w", err)
 	}
 	return nil
 }
@@ -130,6 +139,26 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		worker.OnEnded(e.Groups.Notify)
 		e.Backstop.OnEnded(e.Groups.Notify)
 	}
+	_, one := store.(RetireStore)
+	_, sharded := store.(RetireSharded)
+	if one || sharded {
+		rc := cfg.Retention
+		if rc.Now == nil {
+			rc.Now = cfg.Now
+		}
+		if rc.Logger == nil {
+			rc.Logger = cfg.Logger
+		}
+		if rc.Observer == nil {
+			rc.Observer = cfg.Observer
+		}
+		if rc.Owner == nil {
+			rc.Owner = bc.Owner
+		}
+		if e.Retirer, err = NewRetirer(store, rc); err != nil {
+			return nil, err
+		}
+	}
 	e.waker, _ = timers.(Waker)
 	return e, nil
 }
@@ -138,7 +167,7 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 // is done, then waits for the worker's graceful stop.
 func (e *Engine) Run(ctx context.Context) error {
 	var wg sync.WaitGroup
-	errs := make(chan error, 4)
+	errs := make(chan error, 8)
 	run := func(name string, f func(context.Context) error) {
 		wg.Go(func() {
 			if err := f(ctx); err != nil {
@@ -151,6 +180,9 @@ func (e *Engine) Run(ctx context.Context) error {
 	run("backstop", e.Backstop.Run)
 	if e.Groups != nil {
 		run("groups", e.Groups.Run)
+	}
+	if e.Retirer != nil {
+		run("retirer", e.Retirer.Run)
 	}
 	if e.waker != nil {
 		run("wakes", func(ctx context.Context) error { return e.waker.Wakes(ctx, e.Worker.Wake) })

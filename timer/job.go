@@ -345,6 +345,10 @@ type Topic struct {
 	// their own (Request.Expiry), copied into each when it is scheduled;
 	// the zero Expiry is none.
 	Expiry Expiry
+	// Retention is how long the topic's jobs are kept after they end,
+	// where it differs from the global retention (see Retention.Over);
+	// the zero Retention sets nothing.
+	Retention Retention
 }
 
 // Limits are a topic's dispatch limits and per-attempt settings. Workers

@@ -52,6 +52,11 @@ type serviceFlags struct {
 	maxCallback     *time.Duration
 	grace           *time.Duration
 	retention       *time.Duration
+	// retain holds --retain-done and the other retention flags, by the
+	// status they set.
+	retain         map[timer.Status]*time.Duration
+	auditRetention *time.Duration
+	retentionDuty  *float64
 	logFormat       *string
 	logLevel        *string
 	redisPrefix     *string
@@ -67,7 +72,15 @@ type serviceFlags struct {
 }
 
 func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
+	retain := map[timer.Status]*time.Duration{}
+	def := timer.DefaultRetention()
+	for _, st := range timer.RetiredStatuses() {
+		retain[st] = fs.duration("retain-"+st.String(), def.Of(st), fmt.Sprintf("how long a job that ended %s is kept before it is deleted (0: forever); a topic's retention.%s_ms overrides it", st, st))
+	}
 	return &serviceFlags{
+		retain:          retain,
+		auditRetention:  fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
+		retentionDuty:   fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
 		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
 		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
 		horizon:         fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
@@ -93,6 +106,29 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 			"empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off"),
 		traceSampleRatio: fs.float("trace-sample-ratio", 1, "share of the traces begun at toc (a schedule without a traceparent) that are recorded, 0..1; a request's sampled flag decides for its own"),
 	}
+}
+
+// retirer returns the retirer's config from the retention flags.
+func (f *serviceFlags) retirer(owner timer.ShardOwner) (timer.RetirerConfig, error) {
+	cfg := timer.RetirerConfig{Owner: owner, Duty: *f.retentionDuty}
+	for _, st := range timer.RetiredStatuses() {
+		d := *f.retain[st]
+		if err := timer.CheckRetention("retain-"+st.String(), d); err != nil {
+			return cfg, err
+		}
+		if d == 0 {
+			d = timer.KeepForever
+		}
+		cfg.Retention = cfg.Retention.Set(st, d)
+	}
+	if err := timer.CheckRetention("audit-retention", *f.auditRetention); err != nil {
+		return cfg, err
+	}
+	cfg.AuditRetention = *f.auditRetention
+	if d := *f.retentionDuty; d <= 0 || d > 1 || d != d {
+		return cfg, fmt.Errorf("--retention-duty: %v: want a share above 0 and at most 1", d)
+	}
+	return cfg, nil
 }
 
 func (f *serviceFlags) logger(w io.Writer) (*slog.Logger, error) {
@@ -223,6 +259,9 @@ func (s *service) run(ctx context.Context) error {
 	if tracer != nil {
 		engineCfg.Worker.Tracer = tracer
 	}
+	if engineCfg.Retention, err = f.retirer(shardOwner); err != nil {
+		return err
+	}
 	if err := engineCfg.Validate(); err != nil {
 		return err
 	}
@@ -309,6 +348,9 @@ func (s *service) run(ctx context.Context) error {
 		s.catalog.Store(eng.Catalog)
 		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
+		if eng.Retirer != nil {
+			metrics.WatchRetention(eng.Retirer.Survey, time.Now)
+		}
 		// Every member materializes schedules: idempotency keys and the
 		// cursor's compare-and-set make that safe, and no leader's death
 		// delays an occurrence (see timer.Materializer).

@@ -62,6 +62,7 @@ type Observer struct {
 	expired   *prometheus.CounterVec
 	audit     prometheus.Counter
 	skipped   *prometheus.CounterVec
+	retired   *prometheus.CounterVec
 
 	maxTopics int
 	mu        sync.Mutex
@@ -71,6 +72,7 @@ type Observer struct {
 var (
 	_ timer.Observer          = (*Observer)(nil)
 	_ webhook.BreakerObserver = (*Observer)(nil)
+	_ timer.RetireObserver    = (*Observer)(nil)
 )
 
 // New is NewWith the zero Config.
@@ -119,7 +121,8 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.expired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_expired_total", Help: "Jobs that ended expired: no attempt could start by their deadline (expire_after_ms), so they never fired late."}, []string{"topic"})
 	m.audit = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_audit_unrecorded_total", Help: "Admin and bulk actions done whose audit log entry could not be written (logged at error level instead)."})
 	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_schedule_occurrences_skipped_total", Help: "Occurrences of schedules that made no job, by reason (pending_quota: the owner's max_pending was full)."}, []string{"topic", "reason"})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped,
+	m.retired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_retention_deleted_total", Help: "Ended jobs deleted once past their retention, by the status they ended in."}, []string{"topic", "status"})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -158,6 +161,52 @@ func (m *Observer) Scheduled(topic string, n int) {
 func (m *Observer) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
 func (m *Observer) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Observer) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
+
+// Retired implements timer.RetireObserver.
+func (m *Observer) Retired(topic string, st timer.Status, n int) {
+	m.retired.WithLabelValues(m.topic(topic), st.String()).Add(float64(n))
+}
+
+// WatchRetention exports what survey returns (a Retirer's Survey) at each
+// scrape: toc_retention_backlog, the ended jobs past their retention
+// still held, and toc_retention_oldest_ended_seconds, the age of the
+// oldest ended job held, by topic and status, over the task store shards
+// this process retires (in a cluster, sum the backlog over members and
+// take the oldest's max).
+func (m *Observer) WatchRetention(survey func() []timer.RetireStat, now func() time.Time) {
+	m.registry.MustRegister(&retentionCollector{m: m, survey: survey, now: now})
+}
+
+var (
+	backlogDesc = prometheus.NewDesc("toc_retention_backlog", "Ended jobs past their retention still in the task store, by the status they ended in "+
+		"(the database's estimate beyond 10,000 a shard); the retirer is deleting them.", []string{"topic", "status"}, nil)
+	oldestDesc = prometheus.NewDesc("toc_retention_oldest_ended_seconds", "Age of the oldest ended job still in the task store, by the status it ended in.", []string{"topic", "status"}, nil)
+)
+
+// retentionCollector reads a retirer's survey at each scrape.
+type retentionCollector struct {
+	m      *Observer
+	survey func() []timer.RetireStat
+	now    func() time.Time
+}
+
+func (c *retentionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc; ch <- oldestDesc }
+
+func (c *retentionCollector) Collect(ch chan<- prometheus.Metric) {
+	now := c.now()
+	type key struct{ topic, status string }
+	backlog := map[key]float64{}
+	oldest := map[key]float64{}
+	for _, s := range c.survey() {
+		k := key{c.m.topic(s.Topic), s.Status.String()}
+		backlog[k] += float64(s.Backlog)
+		oldest[k] = max(oldest[k], now.Sub(s.Oldest).Seconds())
+	}
+	for k, v := range backlog {
+		ch <- prometheus.MustNewConstMetric(backlogDesc, prometheus.GaugeValue, v, k.topic, k.status)
+		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest[k], k.topic, k.status)
+	}
+}
 func (m *Observer) Repaired(n int)              { m.restored.Add(float64(n)) }
 func (m *Observer) Assigned(n int) {
 	m.owned.Set(float64(n))

@@ -1,0 +1,272 @@
+// Retention (timer.Retirer): the ended jobs by topic, status and end
+// time in toc_jobs_ended (migration 0025), deleted by primary key a batch
+// at a time; finished groups without members; old audit entries.
+
+package taskdb
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+var (
+	_ timer.RetireStore  = (*Store)(nil)
+	_ timer.GroupRetirer = (*Store)(nil)
+	_ timer.AuditPruner  = (*Store)(nil)
+)
+
+// EndedClasses implements timer.RetireStore: one group by ended topic and
+// status. EXPLAIN on MariaDB: toc_jobs range toc_jobs_ended, "Using index
+// for group-by", a few index dives per topic and status however many
+// rows each holds.
+func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
+	rows, err := s.rdb.QueryContext(ctx, `SELECT ended_topic, ended_status, MIN(ended_at) FROM toc_jobs
+		WHERE ended_topic IS NOT NULL GROUP BY ended_topic, ended_status`)
+	if err != nil {
+		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+	}
+	defer rows.Close()
+	var out []timer.EndedClass
+	for rows.Next() {
+		var (
+			c           timer.EndedClass
+			status, end int64
+		)
+		if err := rows.Scan(&c.Topic, &status, &end); err != nil {
+			return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+		}
+		c.Status, c.Oldest = timer.Status(status), timer.TimeOf(end)
+		out = append(out, c)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+	}
+	return out, nil
+}
+
+// endedRange is the jobs of a topic and status that ended before a time,
+// after a cursor (end time, id), by toc_jobs_ended.
+const endedRange = ` FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?
+	AND ended_at >= ? AND (ended_at > ? OR job_id > ?)`
+
+// EndedJobs implements timer.RetireStore: a range of toc_jobs_ended, and
+// the group of each row read by primary key. EXPLAIN on MariaDB:
+// toc_jobs range toc_jobs_ended.
+func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, before time.Time, after timer.EndedJob, limit int) ([]timer.EndedJob, error) {
+	afterAt := int64(math.MinInt64)
+	if !after.EndedAt.IsZero() {
+		afterAt = after.EndedAt.UnixMilli()
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT job_id, ended_at, group_id"+endedRange+" ORDER BY ended_at, job_id LIMIT ?",
+		topic, int64(st), before.UnixMilli(), afterAt, afterAt, int64(after.ID), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
+	}
+	defer rows.Close()
+	var out []timer.EndedJob
+	for rows.Next() {
+		var (
+			id, end int64
+			group   []byte
+		)
+		if err := rows.Scan(&id, &end, &group); err != nil {
+			return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
+		}
+		out = append(out, timer.EndedJob{ID: timer.JobID(id), EndedAt: timer.TimeOf(end), Group: string(group)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
+	}
+	return out, nil
+}
+
+// DeleteEnded implements timer.RetireStore: one DELETE by primary key,
+// each row checked again for its status and end time.
+func (s *Store) DeleteEnded(ctx context.Context, st timer.Status, before time.Time, ids []timer.JobID) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := make([]any, 0, len(ids)+2)
+	args = append(args, int64(st), before.UnixMilli())
+	for _, id := range ids {
+		args = append(args, int64(id))
+	}
+	res, err := s.db.ExecContext(ctx, "DELETE FROM toc_jobs WHERE ended_status = ? AND ended_at < ? AND job_id IN ("+placeholders(len(ids))+")", args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete %d ended jobs: %w", len(ids), err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// CountEnded implements timer.RetireStore: a count of a range of
+// toc_jobs_ended up to limit, the database's estimate beyond.
+func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, before time.Time, limit int64) (n int64, exact bool, err error) {
+	const from = " FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?"
+	args := []any{topic, int64(st), before.UnixMilli()}
+	if limit <= 0 || s.d.estimateRows == nil {
+		if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&n); err != nil {
+			return 0, false, fmt.Errorf("count %s jobs of %s past retention: %w", st, topic, err)
+		}
+		return n, true, nil
+	}
+	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT 1"+from+" LIMIT ?) c", append(args, limit+1)...).Scan(&n); err != nil {
+		return 0, false, fmt.Errorf("count %s jobs of %s past retention: %w", st, topic, err)
+	}
+	if n <= limit {
+		return n, true, nil
+	}
+	est, err := s.d.estimateRows(ctx, s.rdb, "SELECT 1"+from, args...)
+	if err != nil {
+		return 0, false, fmt.Errorf("estimate %s jobs of %s past retention: %w", st, topic, err)
+	}
+	return max(est, n), false, nil
+}
+
+// OldestEnded returns when the oldest job of topic that ended in st
+// ended; the zero time when it holds none. One dive into
+// toc_jobs_ended.
+func (s *Store) OldestEnded(ctx context.Context, topic string, st timer.Status) (time.Time, error) {
+	var end *int64
+	if err := s.rdb.QueryRowContext(ctx, "SELECT MIN(ended_at) FROM toc_jobs WHERE ended_topic = ? AND ended_status = ?",
+		topic, int64(st)).Scan(&end); err != nil {
+		return time.Time{}, fmt.Errorf("oldest %s job of %s: %w", st, topic, err)
+	}
+	if end == nil {
+		return time.Time{}, nil
+	}
+	return timer.TimeOf(*end), nil
+}
+
+// FinishedGroups implements timer.GroupRetirer: a range of
+// toc_groups_finished.
+func (s *Store) FinishedGroups(ctx context.Context, before, afterAt time.Time, after string, limit int) ([]timer.FinishedGroup, error) {
+	from := int64(1) // completed_at 0 is not completed
+	if !afterAt.IsZero() {
+		from = afterAt.UnixMilli()
+	}
+	rows, err := s.rdb.QueryContext(ctx, `SELECT group_id, completed_at FROM toc_groups
+		WHERE finished = 1 AND completed_at < ? AND completed_at >= ? AND (completed_at > ? OR group_id > ?)
+		ORDER BY completed_at, group_id LIMIT ?`, before.UnixMilli(), from, from, []byte(after), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read finished groups: %w", err)
+	}
+	defer rows.Close()
+	var out []timer.FinishedGroup
+	for rows.Next() {
+		var (
+			id []byte
+			at int64
+		)
+		if err := rows.Scan(&id, &at); err != nil {
+			return nil, fmt.Errorf("read finished groups: %w", err)
+		}
+		out = append(out, timer.FinishedGroup{ID: string(id), CompletedAt: timer.TimeOf(at)})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read finished groups: %w", err)
+	}
+	return out, nil
+}
+
+// GroupsWithMembers implements timer.GroupRetirer: which of ids have a
+// row in toc_jobs, by toc_jobs_group.
+func (s *Store) GroupsWithMembers(ctx context.Context, ids []string) (map[string]bool, error) {
+	out := make(map[string]bool)
+	if len(ids) == 0 {
+		return out, nil
+	}
+	args := make([]any, len(ids))
+	for i, id := range ids {
+		args[i] = []byte(id)
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT DISTINCT group_id FROM toc_jobs WHERE group_id IN ("+placeholders(len(ids))+")", args...)
+	if err != nil {
+		return nil, fmt.Errorf("read the members of %d groups: %w", len(ids), err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id []byte
+		if err := rows.Scan(&id); err != nil {
+			return nil, fmt.Errorf("read the members of %d groups: %w", len(ids), err)
+		}
+		out[string(id)] = true
+	}
+	return out, rows.Err()
+}
+
+// DeleteGroups implements timer.GroupRetirer: one DELETE by primary key,
+// each row checked again for being finished before before and without
+// members in this store (a sharded store checks the other shards first).
+func (s *Store) DeleteGroups(ctx context.Context, ids []string, before time.Time) (int, error) {
+	if len(ids) == 0 {
+		return 0, nil
+	}
+	args := []any{before.UnixMilli()}
+	for _, id := range ids {
+		args = append(args, []byte(id))
+	}
+	res, err := s.db.ExecContext(ctx, `DELETE FROM toc_groups WHERE finished = 1 AND completed_at <> 0 AND completed_at < ?
+		AND group_id IN (`+placeholders(len(ids))+`)
+		AND NOT EXISTS (SELECT 1 FROM toc_jobs WHERE toc_jobs.group_id = toc_groups.group_id)`, args...)
+	if err != nil {
+		return 0, fmt.Errorf("delete %d groups: %w", len(ids), err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// PruneAudit implements timer.AuditPruner: one DELETE of up to limit
+// entries in time order, a range of toc_audit_at.
+func (s *Store) PruneAudit(ctx context.Context, before time.Time, limit int) (int, error) {
+	res, err := s.db.ExecContext(ctx, s.d.pruneAudit, before.UnixMilli(), limit)
+	if err != nil {
+		return 0, fmt.Errorf("prune audit entries before %s: %w", before.UTC().Format(time.RFC3339), err)
+	}
+	n, err := res.RowsAffected()
+	return int(n), err
+}
+
+// retentionArg is the retention column of a topic's own settings:
+// "status=ms" for each set field, 0 keeping forever.
+func retentionArg(r timer.Retention) string {
+	var parts []string
+	for _, st := range timer.RetiredStatuses() {
+		switch d := r.Of(st); {
+		case d == 0:
+		case timer.Keeps(d):
+			parts = append(parts, st.String()+"=0")
+		default:
+			parts = append(parts, st.String()+"="+strconv.FormatInt(d.Milliseconds(), 10))
+		}
+	}
+	return strings.Join(parts, ",")
+}
+
+// parseRetention reads a retention column; what it cannot read is unset.
+func parseRetention(s string) timer.Retention {
+	var r timer.Retention
+	for part := range strings.SplitSeq(s, ",") {
+		name, v, ok := strings.Cut(part, "=")
+		ms, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil || ms < 0 {
+			continue
+		}
+		d := timer.KeepForever
+		if ms > 0 {
+			d = time.Duration(ms) * time.Millisecond
+		}
+		for _, st := range timer.RetiredStatuses() {
+			if st.String() == name {
+				r = r.Set(st, d)
+			}
+		}
+	}
+	return r
+}

@@ -1,0 +1,530 @@
+package timer
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"sync"
+	"time"
+)
+
+// Defaults of the retirer.
+const (
+	// DefaultRetireBatch is the most rows one DELETE removes.
+	DefaultRetireBatch = 1000
+	// DefaultRetireInterval is the wait between passes once a pass found
+	// nothing left past its retention.
+	DefaultRetireInterval = 10 * time.Second
+	// DefaultRetireDuty is the share of its time the retirer spends in
+	// the task store while it has a backlog: after a batch that took d it
+	// waits d*(1-duty)/duty, so that the fire path's statements find the
+	// database free most of the time.
+	DefaultRetireDuty = 0.25
+	// retireCountMax bounds the rows past retention a survey counts per
+	// topic, status and shard; beyond it the count is the database's
+	// estimate.
+	retireCountMax = 10_000
+)
+
+// RetireStore is a task store (or one shard of it) whose ended jobs can
+// be deleted once past their retention. Every method reads or deletes
+// only ended rows: never a pending or firing one.
+type RetireStore interface {
+	// EndedClasses returns, for each topic and status of the ended jobs
+	// the store holds, when the oldest of them ended.
+	EndedClasses(ctx context.Context) ([]EndedClass, error)
+	// EndedJobs returns up to limit jobs of topic that ended in status st
+	// before before, after the cursor (zero: from the oldest), in the
+	// order they ended. It reads an index of end times, not the rows of
+	// live jobs.
+	EndedJobs(ctx context.Context, topic string, st Status, before time.Time, after EndedJob, limit int) ([]EndedJob, error)
+	// DeleteEnded deletes the jobs of ids that are still in status st and
+	// ended before before (one replayed since it was read is kept), and
+	// returns how many it deleted.
+	DeleteEnded(ctx context.Context, st Status, before time.Time, ids []JobID) (int, error)
+	// CountEnded counts the jobs of topic that ended in st before before:
+	// exactly up to limit, beyond it the database's estimate (exact is
+	// false then).
+	CountEnded(ctx context.Context, topic string, st Status, before time.Time, limit int64) (n int64, exact bool, err error)
+}
+
+// EndedClass is the ended jobs of one topic and status in a store.
+type EndedClass struct {
+	Topic  string
+	Status Status
+	// Oldest is when the oldest of them ended.
+	Oldest time.Time
+}
+
+// EndedJob is a job EndedJobs found: when it ended and the group it is a
+// member of ("" for none).
+type EndedJob struct {
+	ID      JobID
+	EndedAt time.Time
+	Group   string
+}
+
+// RetireSharded is implemented by a sharded store: the RetireStore of
+// each shard, so that a shard that does not answer holds up only its own
+// retirement, and each member of a cluster retires the shards it owns.
+type RetireSharded interface {
+	Shards() int
+	RetireShard(shard int) RetireStore
+}
+
+// GroupRetirer is implemented by a store that keeps groups: their rows
+// retire once complete, past the done retention, and without members.
+type GroupRetirer interface {
+	// FinishedGroups returns up to limit ids of the groups whose
+	// completion ended (the on_complete job made, or none to make)
+	// before before, oldest first, after the group with id after
+	// completed at afterAt.
+	FinishedGroups(ctx context.Context, before time.Time, afterAt time.Time, after string, limit int) ([]FinishedGroup, error)
+	// GroupsWithMembers returns which of ids still have a member row.
+	GroupsWithMembers(ctx context.Context, ids []string) (map[string]bool, error)
+	// DeleteGroups deletes the rows of the groups of ids that are still
+	// finished, completed before before and without members.
+	DeleteGroups(ctx context.Context, ids []string, before time.Time) (int, error)
+}
+
+// FinishedGroup is a group FinishedGroups found.
+type FinishedGroup struct {
+	ID          string
+	CompletedAt time.Time
+}
+
+// AuditPruner is implemented by a store whose audit log is pruned by age.
+type AuditPruner interface {
+	// PruneAudit deletes up to limit audit entries recorded before before,
+	// oldest first, and returns how many it deleted.
+	PruneAudit(ctx context.Context, before time.Time, limit int) (int, error)
+}
+
+// RetireObserver is implemented by an Observer that counts what the
+// retirer deletes.
+type RetireObserver interface {
+	// Retired: n jobs of topic that ended in st were deleted.
+	Retired(topic string, st Status, n int)
+}
+
+// RetirerConfig configures a Retirer.
+type RetirerConfig struct {
+	// Retention is the global retention; a topic's own settings override
+	// it field by field (Topic.Retention). Its zero fields keep forever.
+	Retention Retention
+	// AuditRetention is how long audit entries are kept; 0 keeps them
+	// forever.
+	AuditRetention time.Duration
+	// Batch is the most rows one DELETE removes (at most
+	// DefaultRetireBatch, the default).
+	Batch int
+	// Interval is the wait between passes once nothing is left past its
+	// retention.
+	Interval time.Duration
+	// Duty is the share of its time the retirer works while it has a
+	// backlog, in (0, 1]; default DefaultRetireDuty.
+	Duty float64
+	// Owner, when set, says which shards this process retires (in a
+	// cluster, one member per shard); nil: every shard. Groups and the
+	// audit log, in shard 0, are retired by shard 0's owner.
+	Owner    ShardOwner
+	Now      func() time.Time
+	Logger   *slog.Logger
+	Observer Observer
+}
+
+// Validate reports the first field of c that is out of range.
+func (c RetirerConfig) Validate() error {
+	switch {
+	case c.Batch < 0 || c.Batch > DefaultRetireBatch:
+		return invalid("Batch", "must be between 0 and %d", DefaultRetireBatch)
+	case c.Interval < 0:
+		return invalid("Interval", "must not be negative")
+	case c.Duty < 0 || c.Duty > 1 || c.Duty != c.Duty:
+		return invalid("Duty", "must be between 0 and 1")
+	case c.AuditRetention < 0:
+		return invalid("AuditRetention", "must not be negative")
+	}
+	return c.Retention.Validate("Retention")
+}
+
+func (c RetirerConfig) withDefaults() RetirerConfig {
+	c.Batch = cmp.Or(c.Batch, DefaultRetireBatch)
+	c.Interval = cmp.Or(c.Interval, DefaultRetireInterval)
+	c.Duty = cmp.Or(c.Duty, DefaultRetireDuty)
+	fillCommon(&c.Now, &c.Logger, &c.Observer)
+	return c
+}
+
+// Retirer deletes the jobs that ended longer ago than their retention,
+// the groups that completed and lost their members so, and old audit
+// entries, so that the task store holds a bounded window of history. It
+// never touches a pending or firing job, nor a member of a group that
+// has not completed.
+//
+// Each pass walks, per shard, the topics and statuses of ended jobs by
+// their end time (an index of end times holds only ended rows, so the
+// walk never reads a live one) and deletes a batch at a time, pacing
+// itself (Duty) while it has a backlog. It keeps no state: after a
+// restart, or a shard's outage, the next pass starts again from the
+// oldest row past its retention.
+type Retirer struct {
+	shards []retireShard
+	topics TopicLister
+	groups GroupReader
+	cfg    RetirerConfig
+	obs    RetireObserver
+
+	mu     sync.Mutex
+	survey map[int][]RetireStat // by shard, of the last pass
+}
+
+type retireShard struct {
+	store RetireStore
+	index int
+}
+
+// TopicLister lists the topics with their settings: the retirer reads
+// their retention at each pass.
+type TopicLister interface {
+	Topics(ctx context.Context) ([]Topic, error)
+}
+
+// GroupReader reads a group's row: the retirer keeps the members of a
+// group that has not completed.
+type GroupReader interface {
+	GetGroup(ctx context.Context, id string) (*Group, error)
+}
+
+// RetireStat is what the last pass saw of one topic and status in the
+// shards this process retires.
+type RetireStat struct {
+	Topic  string
+	Status Status
+	// Oldest is when the oldest job still held ended.
+	Oldest time.Time
+	// Backlog counts the jobs past their retention still held (the
+	// database's estimate beyond a few thousand a shard: Estimated).
+	Backlog   int64
+	Estimated bool
+}
+
+// NewRetirer returns a retirer over store, which must implement
+// RetireStore or RetireSharded, and TopicLister; groups and the audit
+// log are retired when it implements GroupRetirer and AuditPruner.
+func NewRetirer(store any, cfg RetirerConfig) (*Retirer, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Retirer{cfg: cfg.withDefaults(), survey: map[int][]RetireStat{}}
+	switch s := store.(type) {
+	case RetireSharded:
+		for i := range s.Shards() {
+			r.shards = append(r.shards, retireShard{store: s.RetireShard(i), index: i})
+		}
+	case RetireStore:
+		r.shards = []retireShard{{store: s}}
+	default:
+		return nil, fmt.Errorf("retirer: the store (%T) cannot delete ended jobs", store)
+	}
+	var ok bool
+	if r.topics, ok = store.(TopicLister); !ok {
+		return nil, fmt.Errorf("retirer: the store (%T) lists no topics", store)
+	}
+	r.groups, _ = store.(GroupReader)
+	r.obs, _ = r.cfg.Observer.(RetireObserver)
+	return r, nil
+}
+
+// Run retires at once and then after every Interval until ctx is done; a
+// pass that has more to do than a batch goes on at once, paced by Duty.
+func (r *Retirer) Run(ctx context.Context) error {
+	for {
+		if _, err := r.runOnce(ctx); err != nil && ctx.Err() == nil {
+			r.cfg.Logger.Warn("retention: pass failed; the next pass tries again", "dep", "task_store", "err", err)
+		}
+		if sleep(ctx, r.cfg.Interval) != nil {
+			return nil
+		}
+	}
+}
+
+// runOnce is one pass over every shard this process owns, then groups
+// and the audit log; it returns how many rows it deleted. A shard that
+// fails does not stop the others.
+func (r *Retirer) runOnce(ctx context.Context) (int, error) {
+	topics, err := r.topics.Topics(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("list topics: %w", err)
+	}
+	retention := make(map[string]Retention, len(topics))
+	for _, t := range topics {
+		retention[t.Name] = t.Retention.Over(r.cfg.Retention)
+	}
+	of := func(topic string) Retention {
+		if ret, ok := retention[topic]; ok {
+			return ret
+		}
+		return r.cfg.Retention
+	}
+	total := 0
+	var errs []error
+	for _, sh := range r.shards {
+		if r.cfg.Owner != nil && !r.cfg.Owner.OwnsShard(sh.index) {
+			r.setSurvey(sh.index, nil)
+			continue
+		}
+		n, err := r.retireShard(ctx, sh, of)
+		total += n
+		if err != nil {
+			errs = append(errs, fmt.Errorf("shard %d: %w", sh.index, err))
+		}
+	}
+	if r.cfg.Owner == nil || r.cfg.Owner.OwnsShard(0) {
+		n, err := r.retireGroups(ctx)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+		n, err = r.pruneAudit(ctx)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
+}
+
+// retireShard deletes one shard's ended jobs past their retention and
+// surveys what is left.
+func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(string) Retention) (int, error) {
+	classes, err := sh.store.EndedClasses(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("read the ended jobs' topics: %w", err)
+	}
+	now := r.cfg.Now()
+	total := 0
+	for _, c := range classes {
+		keep := of(c.Topic).Of(c.Status)
+		if before := now.Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
+			n, err := r.retireClass(ctx, sh.store, c, before)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+	}
+	if total > 0 {
+		if classes, err = sh.store.EndedClasses(ctx); err != nil {
+			return total, fmt.Errorf("read the ended jobs' topics: %w", err)
+		}
+	}
+	stats := make([]RetireStat, 0, len(classes))
+	for _, c := range classes {
+		stat := RetireStat{Topic: c.Topic, Status: c.Status, Oldest: c.Oldest}
+		if keep := of(c.Topic).Of(c.Status); !Keeps(keep) && c.Oldest.Before(now.Add(-keep)) {
+			if stat.Backlog, stat.Estimated, err = sh.store.CountEnded(ctx, c.Topic, c.Status, now.Add(-keep), retireCountMax); err != nil {
+				return total, fmt.Errorf("count the %s jobs of %s past retention: %w", c.Status, c.Topic, err)
+			}
+		}
+		stats = append(stats, stat)
+	}
+	r.setSurvey(sh.index, stats)
+	return total, nil
+}
+
+// retireClass deletes the jobs of c that ended before before, a batch at
+// a time, skipping members of groups that have not completed.
+func (r *Retirer) retireClass(ctx context.Context, store RetireStore, c EndedClass, before time.Time) (int, error) {
+	total := 0
+	var after EndedJob
+	for {
+		start := time.Now()
+		page, err := store.EndedJobs(ctx, c.Topic, c.Status, before, after, r.cfg.Batch)
+		if err != nil || len(page) == 0 {
+			return total, err
+		}
+		after = page[len(page)-1]
+		ids, err := r.retirable(ctx, page)
+		if err != nil {
+			return total, err
+		}
+		if len(ids) > 0 {
+			n, err := store.DeleteEnded(ctx, c.Status, before, ids)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("delete %d %s jobs of %s: %w", len(ids), c.Status, c.Topic, err)
+			}
+			if n > 0 && r.obs != nil {
+				r.obs.Retired(c.Topic, c.Status, n)
+			}
+		}
+		if len(page) < r.cfg.Batch {
+			return total, nil
+		}
+		if err := r.pace(ctx, time.Since(start)); err != nil {
+			return total, nil
+		}
+	}
+}
+
+// retirable returns the ids of page that may go: all but the members of
+// groups that have not completed (a group without a row has none to
+// wait for).
+func (r *Retirer) retirable(ctx context.Context, page []EndedJob) ([]JobID, error) {
+	ids := make([]JobID, 0, len(page))
+	complete := map[string]bool{}
+	for _, j := range page {
+		if j.Group != "" && r.groups != nil {
+			done, ok := complete[j.Group]
+			if !ok {
+				g, err := r.groups.GetGroup(ctx, j.Group)
+				switch {
+				case errors.Is(err, ErrNotFound):
+					done = true
+				case err != nil:
+					return nil, fmt.Errorf("read group %q: %w", GroupName(j.Group), err)
+				default:
+					done = !g.CompletedAt.IsZero()
+				}
+				complete[j.Group] = done
+			}
+			if !done {
+				continue
+			}
+		}
+		ids = append(ids, j.ID)
+	}
+	return ids, nil
+}
+
+// retireGroups deletes the rows of groups that completed longer ago than
+// the done retention and have no members left.
+func (r *Retirer) retireGroups(ctx context.Context) (int, error) {
+	store, ok := r.topics.(GroupRetirer)
+	keep := r.cfg.Retention.Done
+	if !ok || Keeps(keep) {
+		return 0, nil
+	}
+	before := r.cfg.Now().Add(-keep)
+	total := 0
+	var afterAt time.Time
+	after := ""
+	for {
+		start := time.Now()
+		page, err := store.FinishedGroups(ctx, before, afterAt, after, r.cfg.Batch)
+		if err != nil || len(page) == 0 {
+			if err != nil {
+				err = fmt.Errorf("read finished groups: %w", err)
+			}
+			return total, err
+		}
+		last := page[len(page)-1]
+		afterAt, after = last.CompletedAt, last.ID
+		ids := make([]string, len(page))
+		for i, g := range page {
+			ids[i] = g.ID
+		}
+		held, err := store.GroupsWithMembers(ctx, ids)
+		if err != nil {
+			return total, fmt.Errorf("read the members of %d groups: %w", len(ids), err)
+		}
+		ids = slices.DeleteFunc(ids, func(id string) bool { return held[id] })
+		if len(ids) > 0 {
+			n, err := store.DeleteGroups(ctx, ids, before)
+			total += n
+			if err != nil {
+				return total, fmt.Errorf("delete %d groups: %w", len(ids), err)
+			}
+		}
+		if len(page) < r.cfg.Batch {
+			return total, nil
+		}
+		if err := r.pace(ctx, time.Since(start)); err != nil {
+			return total, nil
+		}
+	}
+}
+
+// pruneAudit deletes audit entries older than AuditRetention.
+func (r *Retirer) pruneAudit(ctx context.Context) (int, error) {
+	store, ok := r.topics.(AuditPruner)
+	if !ok || Keeps(r.cfg.AuditRetention) {
+		return 0, nil
+	}
+	before := r.cfg.Now().Add(-r.cfg.AuditRetention)
+	total := 0
+	for {
+		start := time.Now()
+		n, err := store.PruneAudit(ctx, before, r.cfg.Batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("prune the audit log: %w", err)
+		}
+		if n < r.cfg.Batch {
+			return total, nil
+		}
+		if err := r.pace(ctx, time.Since(start)); err != nil {
+			return total, nil
+		}
+	}
+}
+
+// pace waits after a batch that took took, so that the retirer works
+// Duty of its time.
+func (r *Retirer) pace(ctx context.Context, took time.Duration) error {
+	if r.cfg.Duty >= 1 {
+		return ctx.Err()
+	}
+	return sleep(ctx, time.Duration(float64(took)*(1-r.cfg.Duty)/r.cfg.Duty))
+}
+
+func (r *Retirer) setSurvey(shard int, stats []RetireStat) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if stats == nil {
+		delete(r.survey, shard)
+		return
+	}
+	r.survey[shard] = stats
+}
+
+// Survey returns what the last pass saw of each topic and status over the
+// shards this process retires: the oldest ended job held and the backlog
+// past retention, summed over shards, by topic then status.
+func (r *Retirer) Survey() []RetireStat {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	type key struct {
+		topic string
+		st    Status
+	}
+	sum := map[key]RetireStat{}
+	for _, stats := range r.survey {
+		for _, s := range stats {
+			k := key{s.Topic, s.Status}
+			t, ok := sum[k]
+			if !ok {
+				sum[k] = s
+				continue
+			}
+			t.Backlog += s.Backlog
+			t.Estimated = t.Estimated || s.Estimated
+			if s.Oldest.Before(t.Oldest) {
+				t.Oldest = s.Oldest
+			}
+			sum[k] = t
+		}
+	}
+	out := make([]RetireStat, 0, len(sum))
+	for _, s := range sum {
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b RetireStat) int {
+		return cmp.Or(cmp.Compare(a.Topic, b.Topic), cmp.Compare(a.Status, b.Status))
+	})
+	return out
+}
