@@ -138,3 +138,6 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 // Acked tells the worker what an ack that began at at saw of the slots'
 // leases, as its completer does through a HeadAcker.
 func (s *Steps) Acked(at time.Time, next []SlotExpiry) { s.w.acks(at, next) }
+
+// RunOnce is one pass of the retirer, for tests that step it.
+func (r *Retirer) RunOnce(ctx context.Context) (int, error) { return r.runOnce(ctx) }

@@ -1,0 +1,357 @@
+package timer_test
+
+import (
+	"errors"
+	"path/filepath"
+	"slices"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/taskdb"
+	"github.com/toc-project/toc/taskdb/shard"
+	"github.com/toc-project/toc/timer"
+	"github.com/toc-project/toc/timer/timertest"
+)
+
+// retireBase is the retirer tests' start: when their jobs end.
+var retireBase = time.UnixMilli(1_800_000_000_000)
+
+// retireClock is a settable clock.
+type retireClock struct{ ns atomic.Int64 }
+
+func newRetireClock(t time.Time) *retireClock { c := &retireClock{}; c.set(t); return c }
+func (c *retireClock) set(t time.Time)        { c.ns.Store(t.UnixNano()) }
+func (c *retireClock) now() time.Time         { return time.Unix(0, c.ns.Load()) }
+func (c *retireClock) after(d time.Duration)  { c.set(retireBase.Add(d)) }
+
+// twoStores opens a store of two shards, each a database of its own, of
+// the kind named.
+func twoStores(t *testing.T, kind string) *shard.Store {
+	t.Helper()
+	var shards []*taskdb.Store
+	for i := range 2 {
+		var (
+			s   *taskdb.Store
+			err error
+		)
+		if kind == "SQLite" {
+			s, err = taskdb.OpenSQLite(t.Context(), filepath.Join(t.TempDir(), "toc.db"), taskdb.Config{})
+		} else {
+			s, err = taskdb.OpenMySQL(t.Context(), testenv.MariaDB(t).NewDatabase(t), taskdb.Config{MaxOpenConns: 4})
+		}
+		if err != nil {
+			t.Fatalf("open shard %d: %v", i, err)
+		}
+		t.Cleanup(func() { s.Close() })
+		if err := s.Migrate(t.Context()); err != nil {
+			t.Fatalf("migrate shard %d: %v", i, err)
+		}
+		shards = append(shards, s)
+	}
+	st, err := shard.New(shards, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// ended inserts a job of topic into shard that ended in st at
+// retireBase (pending and firing ones too, as they are), in group
+// ("" for none), and returns its id.
+func ended(t *testing.T, s *shard.Store, g *timer.IDGen, shardN int, topic string, st timer.Status, group string) timer.JobID {
+	t.Helper()
+	ctx := t.Context()
+	j := &timer.Job{ID: g.NextIn(shardN), Topic: topic, Status: st, DueAt: retireBase, MaxAttempts: 3,
+		CallbackURL: "http://127.0.0.1:1/hook", CreatedAt: retireBase.Add(-time.Minute), UpdatedAt: retireBase, GroupID: group}
+	if st == timer.StatusFiring {
+		j.Status = timer.StatusPending
+	}
+	if err := s.Insert(ctx, []*timer.Job{j}); err != nil {
+		t.Fatalf("insert a %s job: %v", st, err)
+	}
+	if st == timer.StatusFiring {
+		if n, err := s.Fire(ctx, []timer.JobID{j.ID}, retireBase, retireBase); n != 1 || err != nil {
+			t.Fatalf("Fire = %d, %v", n, err)
+		}
+	}
+	return j.ID
+}
+
+// alive returns which of ids still have a row.
+func alive(t *testing.T, s *shard.Store, ids ...timer.JobID) []timer.JobID {
+	t.Helper()
+	var out []timer.JobID
+	for _, id := range ids {
+		_, err := s.Get(t.Context(), id)
+		switch {
+		case err == nil:
+			out = append(out, id)
+		case !errors.Is(err, timer.ErrNotFound):
+			t.Fatalf("get job %d: %v", id, err)
+		}
+	}
+	return out
+}
+
+func TestRetirer(t *testing.T) {
+	for _, kind := range []string{"SQLite", "MariaDB"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			testRetirer(t, twoStores(t, kind))
+		})
+	}
+}
+
+// A store under the default retention, over two shards: each finished
+// status retires after its own retention, globally and per topic, while
+// pending and firing jobs, the dead letters of the last 30 days and the
+// members of an open group stay; a pass by a new retirer (a restart)
+// goes on where the last left off; a retirer owning one shard retires
+// only that one's jobs.
+func testRetirer(t *testing.T, s *shard.Store) {
+	ctx := t.Context()
+	c := newRetireClock(retireBase)
+	for _, tp := range []timer.Topic{
+		{Name: "t", Slots: 8},
+		{Name: "short", Slots: 8, Retention: timer.Retention{Done: time.Hour}},
+		{Name: "keep", Slots: 8, Retention: timer.Retention{Done: timer.KeepForever, Dead: timer.KeepForever}},
+	} {
+		if _, _, err := s.PutTopic(ctx, tp); err != nil {
+			t.Fatalf("put topic %s: %v", tp.Name, err)
+		}
+	}
+	g := timer.NewIDGen(1, c.now)
+	type row struct {
+		id     timer.JobID
+		topic  string
+		status timer.Status
+	}
+	var rows []row
+	for sh := range 2 {
+		for _, topic := range []string{"t", "short", "keep"} {
+			for _, st := range []timer.Status{timer.StatusPending, timer.StatusFiring, timer.StatusDone, timer.StatusCancelled,
+				timer.StatusExpired, timer.StatusDead, timer.StatusPurged} {
+				for range 3 { // more than a batch of 2
+					rows = append(rows, row{ended(t, s, g, sh, topic, st, ""), topic, st})
+				}
+			}
+		}
+	}
+	// A group still open: its ended member stays past retention, until
+	// the group completes.
+	if err := s.CreateGroup(ctx, &timer.Group{ID: "g1", CreatedAt: retireBase}); err != nil {
+		t.Fatal(err)
+	}
+	member := ended(t, s, g, 1, "t", timer.StatusDone, "g1")
+	ent := &timer.AuditEntry{At: retireBase, Who: "ops", Action: "topic.pause", Topic: "t"}
+	if err := s.AppendAudit(ctx, ent); err != nil {
+		t.Fatal(err)
+	}
+
+	newRetirer := func(owner timer.ShardOwner) *timer.Retirer {
+		r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), AuditRetention: timer.DefaultAuditRetention,
+			Batch: 2, Duty: 1, Now: c.now, Owner: owner})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	// kept returns the rows still held that should be, by the
+	// retention: those that ended within it or never end.
+	check := func(when string, gone func(r row) bool) {
+		t.Helper()
+		var ids, want []timer.JobID
+		for _, r := range rows {
+			ids = append(ids, r.id)
+			if !gone(r) {
+				want = append(want, r.id)
+			}
+		}
+		if got := alive(t, s, ids...); !slices.Equal(got, want) {
+			t.Errorf("%s: %d jobs held, want %d", when, len(got), len(want))
+			for _, r := range rows {
+				if slices.Contains(got, r.id) != slices.Contains(want, r.id) {
+					t.Errorf("  %s job of %s in shard %d: held %v", r.status, r.topic, r.id.Shard(), slices.Contains(got, r.id))
+				}
+			}
+		}
+	}
+	live := func(r row) bool { return r.status == timer.StatusPending || r.status == timer.StatusFiring }
+
+	// 30 minutes on: nothing is past any retention.
+	c.after(30 * time.Minute)
+	if n, err := newRetirer(nil).RunOnce(ctx); n != 0 || err != nil {
+		t.Fatalf("a pass at 30 min = %d, %v; want nothing deleted", n, err)
+	}
+	// 2 hours on: only the done jobs of "short" (1 h).
+	c.after(2 * time.Hour)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("at 2 h", func(r row) bool { return r.topic == "short" && r.status == timer.StatusDone })
+
+	// 25 hours on, by a retirer owning shard 1 only: its done,
+	// cancelled, expired and purged jobs go, but for "keep"'s done ones.
+	c.after(25 * time.Hour)
+	if _, err := newRetirer(owner{1: true}).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	day := func(r row) bool {
+		switch {
+		case live(r), r.status == timer.StatusDead:
+			return false
+		case r.topic == "keep" && r.status == timer.StatusDone:
+			return false
+		}
+		return true
+	}
+	check("at 25 h, shard 1 retired", func(r row) bool {
+		return (r.topic == "short" && r.status == timer.StatusDone) || (r.id.Shard() == 1 && day(r))
+	})
+	// Then every shard, by another retirer (a restart).
+	r := newRetirer(nil)
+	if _, err := r.RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("at 25 h", day)
+	if got := alive(t, s, member); len(got) != 1 {
+		t.Errorf("the done member of an open group was deleted")
+	}
+	// The survey: nothing past retention is held but the open group's
+	// member.
+	for _, st := range r.Survey() {
+		want := int64(0)
+		if st.Topic == "t" && st.Status == timer.StatusDone {
+			want = 1
+		}
+		if st.Backlog != want {
+			t.Errorf("survey: %d %s jobs of %s past retention after a pass; want %d", st.Backlog, st.Status, st.Topic, want)
+		}
+	}
+
+	// Day 29: the dead letters are still held, listable and replayable.
+	c.after(29 * 24 * time.Hour)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("on day 29", day)
+	var replay timer.JobID
+	for _, r := range rows {
+		if r.topic == "t" && r.status == timer.StatusDead {
+			replay = r.id
+		}
+	}
+	sched, err := timer.NewScheduler(s, timertest.NewIndex(), timer.SchedulerConfig{Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if j, err := sched.Replay(ctx, replay, time.Time{}, 0); err != nil || j.Status != timer.StatusPending {
+		t.Fatalf("replay a dead letter on day 29 = %+v, %v", j, err)
+	}
+
+	// Day 31: the dead letters go, but for "keep"'s and the replayed one,
+	// pending now; the open group's member still stays. Once the group
+	// completes, its member goes at the next pass, and the group's row
+	// the pass after the done retention, its members gone.
+	c.after(31 * 24 * time.Hour)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check("on day 31", func(r row) bool {
+		if r.id == replay || live(r) {
+			return false
+		}
+		if r.status == timer.StatusDead {
+			return r.topic != "keep"
+		}
+		return day(r)
+	})
+	if got := alive(t, s, member); len(got) != 1 {
+		t.Errorf("the done member of an open group was deleted on day 31")
+	}
+	if _, err := s.SealGroup(ctx, "g1", c.now()); err != nil {
+		t.Fatal(err)
+	}
+	if ok, err := s.CompleteGroup(ctx, "g1", map[timer.Status]int64{timer.StatusDone: 1}, c.now()); !ok || err != nil {
+		t.Fatalf("CompleteGroup = %v, %v", ok, err)
+	}
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := alive(t, s, member); len(got) != 0 {
+		t.Errorf("the done member of a complete group outlived its retention")
+	}
+	if _, err := s.GetGroup(ctx, "g1"); err != nil {
+		t.Errorf("the group's row went before the done retention passed: %v", err)
+	}
+	c.after(32*24*time.Hour + time.Minute)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetGroup(ctx, "g1"); !errors.Is(err, timer.ErrNotFound) {
+		t.Errorf("the group's row a day after it completed, its members gone: %v; want not found", err)
+	}
+
+	// The audit log: kept 90 days.
+	audit := func() int {
+		es, err := s.ListAudit(ctx, timer.AuditQuery{Limit: 10})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(es)
+	}
+	c.after(89 * 24 * time.Hour)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil || audit() != 1 {
+		t.Errorf("on day 89: %d audit entries, %v; want 1", audit(), err)
+	}
+	c.after(91 * 24 * time.Hour)
+	if _, err := newRetirer(nil).RunOnce(ctx); err != nil || audit() != 0 {
+		t.Errorf("on day 91: %d audit entries, %v; want 0", audit(), err)
+	}
+}
+
+// An idempotency key is reserved while its job's row lives: the same key
+// answers the job until it retires, and makes a new job after.
+func TestRetiredKeyIsFree(t *testing.T) {
+	for _, kind := range []string{"SQLite", "MariaDB"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			ctx := t.Context()
+			s := twoStores(t, kind)
+			c := newRetireClock(retireBase)
+			sched, err := timer.NewScheduler(s, timertest.NewIndex(), timer.SchedulerConfig{Now: c.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := timer.Request{Topic: "orders", Key: "order-1", Delay: time.Minute, CallbackURL: "http://127.0.0.1:1/hook"}
+			first, err := sched.Schedule(ctx, req)
+			if err != nil || !first.Created {
+				t.Fatalf("schedule = %+v, %v", first, err)
+			}
+			if _, err := sched.Cancel(ctx, first.Job.ID); err != nil {
+				t.Fatal(err)
+			}
+			r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Now: c.now, Duty: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.after(23 * time.Hour)
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if again, err := sched.Schedule(ctx, req); err != nil || again.Created || again.Job.ID != first.Job.ID {
+				t.Errorf("the key within the retention = %+v, %v; want the cancelled job", again, err)
+			}
+			c.after(25 * time.Hour)
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			again, err := sched.Schedule(ctx, req)
+			if err != nil || !again.Created || again.Job.ID == first.Job.ID {
+				t.Errorf("the key after its job retired = %+v, %v; want a new job", again, err)
+			}
+		})
+	}
+}
