@@ -52,7 +52,7 @@ type Engine struct {
 	// cannot: it implements neither RetireStore nor RetireSharded).
 	Retirer *Retirer
 	waker   Waker
-	log    *slog.Logger
+	log     *slog.Logger
 }
 
 // Validate reports the first field of c, or of one of its parts' configs,
