@@ -57,15 +57,16 @@ type serviceFlags struct {
 	retain         map[timer.Status]*time.Duration
 	auditRetention *time.Duration
 	retentionDuty  *float64
-	logFormat       *string
-	logLevel        *string
-	redisPrefix     *string
-	pprofAddr       *string
-	cpuProfile      *string
-	autoCreate      *bool
-	maxTopics       *int
-	metricsAddr     *string
-	metricsTopics   *int
+	retentionEvery *time.Duration
+	logFormat      *string
+	logLevel       *string
+	redisPrefix    *string
+	pprofAddr      *string
+	cpuProfile     *string
+	autoCreate     *bool
+	maxTopics      *int
+	metricsAddr    *string
+	metricsTopics  *int
 	// otlpEndpoint and traceSampleRatio turn tracing on (see tracing.go).
 	otlpEndpoint     *string
 	traceSampleRatio *float64
@@ -80,6 +81,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 	return &serviceFlags{
 		retain:          retain,
 		auditRetention:  fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
+		retentionEvery:  fs.duration("retention-interval", timer.DefaultRetireInterval, "how often the retirer looks for ended jobs past their retention once it has caught up"),
 		retentionDuty:   fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
 		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
 		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
@@ -110,7 +112,10 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 
 // retirer returns the retirer's config from the retention flags.
 func (f *serviceFlags) retirer(owner timer.ShardOwner) (timer.RetirerConfig, error) {
-	cfg := timer.RetirerConfig{Owner: owner, Duty: *f.retentionDuty}
+	cfg := timer.RetirerConfig{Owner: owner, Duty: *f.retentionDuty, Interval: *f.retentionEvery}
+	if *f.retentionEvery <= 0 {
+		return cfg, fmt.Errorf("--retention-interval: %v: want a positive duration", *f.retentionEvery)
+	}
 	for _, st := range timer.RetiredStatuses() {
 		d := *f.retain[st]
 		if err := timer.CheckRetention("retain-"+st.String(), d); err != nil {

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"database/sql"
+	"fmt"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
+)
+
+// statusRows returns how many job rows of each status the database at
+// dsn holds.
+func statusRows(t *testing.T, dsn string) map[int]int {
+	t.Helper()
+	out := map[int]int{}
+	eachRow(t, dsn, "SELECT status, COUNT(*) FROM toc_jobs GROUP BY status", func(rows *sql.Rows) error {
+		var st, n int
+		err := rows.Scan(&st, &n)
+		out[st] = n
+		return err
+	})
+	return out
+}
+
+// Issue 33: toc serve over two shards, with the retention of finished
+// jobs at 8 s, deletes the rows of fired and cancelled jobs of both
+// shards, also when it was stopped before they were past retention and
+// started again, and leaves the pending jobs as they are; the deletions
+// are counted in toc_retention_deleted_total.
+func TestRetentionOverTwoShards(t *testing.T) {
+	a, b := testenv.MariaDB(t).NewDatabase(t), testenv.MariaDB(t).NewDatabase(t)
+	prefix := fmt.Sprintf("ret%d:", time.Now().UnixNano())
+	retain := []string{"--retain-done", "8s", "--retain-cancelled", "8s", "--retain-dead", "8s", "--retention-interval", "500ms"}
+	serve := func() *proc {
+		return startToc(t, "tok3n", append([]string{"serve", "--redis-addr", testenv.Redis(t).Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", e2eSecret, "--allow-private-callbacks",
+			"--mysql-dsn", a, "--mysql-dsn", b}, retain...)...)
+	}
+	p := serve()
+	r := newReceiver(t, e2eSecret)
+	hook := r.srv.URL + "/hook"
+
+	// 300 jobs due at once, 100 far in the future of which 40 are
+	// cancelled, over 50 business ids, so both shards hold some.
+	due := time.Now().Add(time.Second)
+	var fired, later []string
+	for i := range 400 {
+		at := due
+		if i >= 300 {
+			at = due.Add(time.Hour)
+		}
+		status, body := p.call(t, "POST", "/v1/jobs", map[string]any{"topic": "orders", "biz_id": i%50 + 1,
+			"fire_at": at.Format(time.RFC3339Nano), "callback_url": hook})
+		if status != http.StatusCreated {
+			t.Fatalf("schedule: %d %v", status, body)
+		}
+		if id := body["id"].(string); i < 300 {
+			fired = append(fired, id)
+		} else {
+			later = append(later, id)
+		}
+	}
+	for _, id := range later[:40] {
+		if status, body := p.call(t, "DELETE", "/v1/jobs/"+id, nil); status != http.StatusOK && status != http.StatusNoContent {
+			t.Fatalf("cancel %s: %d %v", id, status, body)
+		}
+	}
+	r.wait(t, r.expect(fired), 30*time.Second)
+	// Stopped before the rows are past their retention: the next process
+	// deletes them.
+	if n := metricOf(t, p, `toc_retention_deleted_total{status="done",topic="orders"}`); n != "" {
+		t.Fatalf("%s done jobs deleted within 8 s of their end", n)
+	}
+	p.stop(t)
+	for _, dsn := range []string{a, b} {
+		if rows := statusRows(t, dsn); rows[2] == 0 {
+			t.Fatalf("a shard holds no done rows before the restart: %v", rows)
+		}
+	}
+	p = serve()
+	deadline := time.Now().Add(40 * time.Second)
+	for {
+		ra, rb := statusRows(t, a), statusRows(t, b)
+		if ra[2]+ra[3]+rb[2]+rb[3] == 0 {
+			if ra[0]+rb[0] != 60 || ra[0] == 0 || rb[0] == 0 {
+				t.Errorf("pending rows: %d and %d, want 60 over both shards", ra[0], rb[0])
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("40 s after a restart, rows by status: %v and %v; want the done and cancelled ones deleted", ra, rb)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	for _, id := range later[40:] {
+		if status, body := p.call(t, "GET", "/v1/jobs/"+id, nil); status != http.StatusOK || body["status"] != "pending" {
+			t.Errorf("pending job %s after retention: %d %v", id, status, body)
+		}
+	}
+	if status, _ := p.call(t, "GET", "/v1/jobs/"+fired[0], nil); status != http.StatusNotFound {
+		t.Errorf("a retired job's GET = %d, want 404", status)
+	}
+	n, _ := strconv.Atoi(metricOf(t, p, `toc_retention_deleted_total{status="done",topic="orders"}`))
+	if n != 300 {
+		t.Errorf(`toc_retention_deleted_total{status="done"} = %d, want 300`, n)
+	}
+	r.check(t)
+}
