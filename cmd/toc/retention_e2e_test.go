@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/timer"
 )
 
 // statusRows returns how many job rows of each status the database at
@@ -108,4 +110,36 @@ func TestRetentionOverTwoShards(t *testing.T) {
 		t.Errorf(`toc_retention_deleted_total{status="done"} = %d, want 300`, n)
 	}
 	r.check(t)
+}
+
+// A retention flag out of range stops toc at its start, naming the flag;
+// 0 keeps forever.
+func TestRetentionFlags(t *testing.T) {
+	for args, want := range map[string]string{
+		"--retain-done -1s":        "--retain-done: -1s",
+		"--retain-dead abc":        "-retain-dead",
+		"--audit-retention -1h":    "--audit-retention: -1h0m0s",
+		"--retention-duty 0":       "--retention-duty: 0",
+		"--retention-interval 0s":  "--retention-interval: 0s",
+		"--retain-purged 1000000h": "--retain-purged: 1000000h0m0s",
+	} {
+		out, err := runTocCmd(t, append([]string{"dev", "--addr", "127.0.0.1:0"}, strings.Fields(args)...)...)
+		if err == nil || !strings.Contains(out, want) {
+			t.Errorf("toc dev %s = %v\n%s\nwant an error naming %q", args, err, out, want)
+		}
+	}
+	fs := newFlagSet("serve", "")
+	f := addServiceFlags(fs, "text")
+	if err := fs.Parse([]string{"--retain-done", "0", "--retain-dead", "90s"}); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := f.retirer(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := timer.DefaultRetention()
+	want.Done, want.Dead = timer.KeepForever, 90*time.Second
+	if cfg.Retention != want || cfg.AuditRetention != timer.DefaultAuditRetention {
+		t.Errorf("retention of --retain-done 0 --retain-dead 90s = %+v, audit %v; want %+v, %v", cfg.Retention, cfg.AuditRetention, want, timer.DefaultAuditRetention)
+	}
 }
