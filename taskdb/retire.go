@@ -6,6 +6,8 @@ package taskdb
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -21,33 +23,32 @@ var (
 	_ timer.AuditPruner  = (*Store)(nil)
 )
 
-// EndedClasses implements timer.RetireStore: one group by ended topic and
-// status. EXPLAIN on MariaDB: toc_jobs range toc_jobs_ended, "Using index
-// for group-by", a few index dives per topic and status however many
-// rows each holds.
+// EndedClasses implements timer.RetireStore: a skip scan of
+// toc_jobs_ended, one index dive per topic and status. The first entry
+// of each is its oldest. (MariaDB makes no loose index scan of an index
+// on virtual columns: a GROUP BY would read every ended row.) EXPLAIN on
+// MariaDB: toc_jobs range toc_jobs_ended, one row.
 func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
-	rows, err := s.rdb.QueryContext(ctx, `SELECT ended_topic, ended_status, MIN(ended_at) FROM toc_jobs
-		WHERE ended_topic IS NOT NULL GROUP BY ended_topic, ended_status`)
-	if err != nil {
-		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
-	}
-	defer rows.Close()
 	var out []timer.EndedClass
-	for rows.Next() {
+	topic, status := "", int64(-1)
+	for {
 		var (
-			c           timer.EndedClass
-			status, end int64
+			c       timer.EndedClass
+			st, end int64
 		)
-		if err := rows.Scan(&c.Topic, &status, &end); err != nil {
+		err := s.rdb.QueryRowContext(ctx, `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
+			WHERE ended_topic > ? OR (ended_topic = ? AND ended_status > ?)
+			ORDER BY ended_topic, ended_status, ended_at LIMIT 1`, topic, topic, status).Scan(&c.Topic, &st, &end)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			return out, nil
+		case err != nil:
 			return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
 		}
-		c.Status, c.Oldest = timer.Status(status), timer.TimeOf(end)
+		c.Status, c.Oldest = timer.Status(st), timer.TimeOf(end)
 		out = append(out, c)
+		topic, status = c.Topic, st
 	}
-	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
-	}
-	return out, nil
 }
 
 // endedRange is the jobs of a topic and status that ended before a time,
