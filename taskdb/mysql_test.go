@@ -143,6 +143,17 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_dead"}}},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_group", extra: "Using index"}}},
+		// Retention: the next topic and status of ended jobs is one dive
+		// into toc_jobs_ended (a skip scan), a page of ended jobs a range
+		// of it in its order, their DELETE by primary key.
+		{"NextEndedStatus", nextEndedStatus, []any{"t", 2},
+			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
+		{"NextEndedTopic", nextEndedTopic, []any{"t"},
+			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
+		{"EndedJobs", endedJobs, []any{"t", 2, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
+		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{2, base.Add(time.Hour).UnixMilli(), 1, 2, 3},
+			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		// The jobs of the window are one range of the index in its order,
 		// read from the index alone; the buckets are grouped in a
 		// temporary table, unsorted.

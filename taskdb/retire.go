@@ -23,38 +23,60 @@ var (
 	_ timer.AuditPruner  = (*Store)(nil)
 )
 
+// The skip scan of EndedClasses: the oldest ended job of the next
+// status of a topic (arguments topic, status), else of the next topic's
+// first status (argument topic). Two queries, not one with an OR, which
+// SQLite reads as two ranges merged and sorted.
+const (
+	nextEndedStatus = `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
+	WHERE ended_topic = ? AND ended_status > ? ORDER BY ended_status, ended_at LIMIT 1`
+	nextEndedTopic = `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
+	WHERE ended_topic > ? ORDER BY ended_topic, ended_status, ended_at LIMIT 1`
+)
+
 // EndedClasses implements timer.RetireStore: a skip scan of
-// toc_jobs_ended, one index dive per topic and status. The first entry
-// of each is its oldest. (MariaDB makes no loose index scan of an index
-// on virtual columns: a GROUP BY would read every ended row.) EXPLAIN on
-// MariaDB: toc_jobs range toc_jobs_ended, one row.
+// toc_jobs_ended, an index dive or two per topic and status. The first
+// entry of each is its oldest. (MariaDB makes no loose index scan of an
+// index on virtual columns: a GROUP BY would read every ended row.)
+// EXPLAIN on MariaDB: toc_jobs range toc_jobs_ended, Using index.
 func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
 	var out []timer.EndedClass
-	topic, status := "", int64(-1)
-	for {
-		var (
-			c       timer.EndedClass
-			st, end int64
-		)
-		err := s.rdb.QueryRowContext(ctx, `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
-			WHERE ended_topic > ? OR (ended_topic = ? AND ended_status > ?)
-			ORDER BY ended_topic, ended_status, ended_at LIMIT 1`, topic, topic, status).Scan(&c.Topic, &st, &end)
-		switch {
-		case errors.Is(err, sql.ErrNoRows):
-			return out, nil
-		case err != nil:
-			return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+	next, ok, err := s.nextEnded(ctx, nextEndedTopic, "") // no topic is ""
+	for ok && err == nil {
+		out = append(out, next)
+		c := next
+		if next, ok, err = s.nextEnded(ctx, nextEndedStatus, c.Topic, int64(c.Status)); err == nil && !ok {
+			next, ok, err = s.nextEnded(ctx, nextEndedTopic, c.Topic)
 		}
-		c.Status, c.Oldest = timer.Status(st), timer.TimeOf(end)
-		out = append(out, c)
-		topic, status = c.Topic, st
 	}
+	if err != nil {
+		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+	}
+	return out, nil
+}
+
+// nextEnded runs one query of the skip scan; ok is false when it found
+// nothing.
+func (s *Store) nextEnded(ctx context.Context, query string, args ...any) (c timer.EndedClass, ok bool, err error) {
+	var st, end int64
+	err = s.rdb.QueryRowContext(ctx, query, args...).Scan(&c.Topic, &st, &end)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return c, false, nil
+	case err != nil:
+		return c, false, err
+	}
+	c.Status, c.Oldest = timer.Status(st), timer.TimeOf(end)
+	return c, true, nil
 }
 
 // endedRange is the jobs of a topic and status that ended before a time,
 // after a cursor (end time, id), by toc_jobs_ended.
 const endedRange = ` FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?
 	AND ended_at >= ? AND (ended_at > ? OR job_id > ?)`
+
+// endedJobs is a page of endedRange in its order.
+const endedJobs = "SELECT job_id, ended_at, group_id" + endedRange + " ORDER BY ended_at, job_id LIMIT ?"
 
 // EndedJobs implements timer.RetireStore: a range of toc_jobs_ended, and
 // the group of each row read by primary key. EXPLAIN on MariaDB:
@@ -64,7 +86,7 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 	if !after.EndedAt.IsZero() {
 		afterAt = after.EndedAt.UnixMilli()
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT job_id, ended_at, group_id"+endedRange+" ORDER BY ended_at, job_id LIMIT ?",
+	rows, err := s.rdb.QueryContext(ctx, endedJobs,
 		topic, int64(st), before.UnixMilli(), afterAt, afterAt, int64(after.ID), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
@@ -87,6 +109,10 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 	return out, nil
 }
 
+// deleteEnded begins the DELETE of ended jobs by id: the ids' list and
+// ")" end it.
+const deleteEnded = "DELETE FROM toc_jobs WHERE ended_status = ? AND ended_at < ? AND job_id IN ("
+
 // DeleteEnded implements timer.RetireStore: one DELETE by primary key,
 // each row checked again for its status and end time.
 func (s *Store) DeleteEnded(ctx context.Context, st timer.Status, before time.Time, ids []timer.JobID) (int, error) {
@@ -98,7 +124,7 @@ func (s *Store) DeleteEnded(ctx context.Context, st timer.Status, before time.Ti
 	for _, id := range ids {
 		args = append(args, int64(id))
 	}
-	res, err := s.db.ExecContext(ctx, "DELETE FROM toc_jobs WHERE ended_status = ? AND ended_at < ? AND job_id IN ("+placeholders(len(ids))+")", args...)
+	res, err := s.db.ExecContext(ctx, deleteEnded+placeholders(len(ids))+")", args...)
 	if err != nil {
 		return 0, fmt.Errorf("delete %d ended jobs: %w", len(ids), err)
 	}

@@ -89,6 +89,10 @@ func TestSQLitePlans(t *testing.T) {
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_"},
 		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, 3_600_000, 0, 0, 0, 50}, "USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)"},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")}, "INDEX toc_jobs_group (group_id=? AND group_status=?)"},
+		{"NextEndedStatus", nextEndedStatus, []any{"t", 2}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status>?)"},
+		{"NextEndedTopic", nextEndedTopic, []any{"t"}, "USING INDEX toc_jobs_ended (ended_topic>?)"},
+		{"EndedJobs", endedJobs, []any{"t", 2, 3_600_000, 0, 0, 0, 1000}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status=? AND ended_at>? AND ended_at<?)"},
+		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{2, 3_600_000, 1, 2, 3}, "USING INTEGER PRIMARY KEY"},
 		// The window's jobs from the covering index in its order; their
 		// grouping by bucket takes a temporary B-tree (below).
 		{"Forecast", fmt.Sprintf(forecast, sqliteDialect.intDiv, sqliteDialect.unsortedGroups), []any{0, 1000, "t", 0, 0, 3_600_000, 1_000_001},
