@@ -19,7 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -45,6 +45,22 @@ store shard, then over two, each on a mariadbd of its own that it
 starts (--stack real only), and states the ratio:
   toc bench --scenarios spike [--spike-jobs 100000] [--spike-window 60s] [--spike-rate 2000]
   toc bench --scenarios shards [--concurrency 64] [--duration 10s]
+
+aged, run only when named (--stack real), runs fire at 1,000 and 5,000
+jobs/s, single schedules (64 clients), batches of 1,000 (4 clients) and
+the drain on an empty store, then fills the task store by SQL with
+--aged-rows finished jobs (ended over the past 48 h, over 50 topics;
+spread over the shards) and runs them again with toc keeping every row,
+then once more, fire at 1,000/s only, with toc restarted with a 24 h
+retention so that it deletes half of them meanwhile:
+  toc bench --scenarios aged [--aged-rows 20000000] [--aged-phase empty|aged|deleting|all]
+
+soak, run only when named (--stack real), schedules --soak-rate jobs/s
+for --duration (default 1h) with toc keeping ended jobs --soak-retention,
+and reports each --soak-window: jobs fired, lateness, toc's RSS, the rows
+of toc_jobs and the rows deleted; it fails if a job was lost, early or
+fired twice:
+  toc bench --scenarios soak --duration 1h [--soak-rate 1000] [--soak-retention 1m] [--soak-window 5m]
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -97,6 +113,14 @@ type benchConfig struct {
 	hostileTopics int
 	// The shards scenario: --concurrency, or 64.
 	shardsConcurrency []int
+	// The aged scenario.
+	agedRows  int
+	agedPhase string
+	// The soak scenario; soakDuration is --duration when given.
+	soakDuration  time.Duration
+	soakRate      int
+	soakRetention time.Duration
+	soakWindow    time.Duration
 
 	jsonOut    string
 	profileDir string
@@ -138,6 +162,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	topicsDuration := fs.duration("topics-duration", 0, "topics: how long jobs are scheduled (default 20s, --short 5s)")
 	topicsDrain := fs.duration("topics-drain", 5*time.Minute, "topics: how long after the last job's due time a job may still arrive before it counts as lost")
 	idleWindow := fs.duration("idle-window", 0, "topics: how long toc's CPU is sampled at rest (default 10s, --short 5s)")
+	agedRows := fs.int("aged-rows", 0, "aged: finished jobs the task store is filled with (default 20000000, --short 200000)")
+	agedPhase := fs.string("aged-phase", "all", "aged: empty, aged, deleting or all")
+	soakRate := fs.int("soak-rate", 1000, "soak: jobs/s scheduled")
+	soakRetention := fs.duration("soak-retention", time.Minute, "soak: toc's every --retain-* flag")
+	soakWindow := fs.duration("soak-window", 5*time.Minute, "soak: the window the figures are reported by")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -152,6 +181,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		spikeJobs: *spikeJobs, spikeWindow: *spikeWindow, spikeRate: *spikeRate, lead: *lead,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
+		agedRows: *agedRows, agedPhase: *agedPhase, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -165,7 +195,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	for flag, v := range map[string]int{"--drain-jobs": cfg.drainJobs, "--memory-jobs": cfg.memoryJobs,
 		"--recover-jobs": cfg.recoverJobs, "--flood-jobs": cfg.floodJobs, "--flood-rate": cfg.floodRate,
 		"--spike-jobs": cfg.spikeJobs, "--spike-rate": cfg.spikeRate, "--spike-window": int(cfg.spikeWindow.Milliseconds()),
-		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics, "--store-shards": cfg.storeShards} {
+		"--topics": cfg.topics, "--topic-slots": cfg.topicSlots, "--hostile-topics": cfg.hostileTopics, "--store-shards": cfg.storeShards,
+		"--aged-rows": cfg.agedRows, "--soak-rate": cfg.soakRate} {
 		if v < 1 {
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}
@@ -176,8 +207,11 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	if cfg.lead <= 0 {
 		return fmt.Errorf("--lead: %v, want a positive duration", cfg.lead)
 	}
+	if err := cfg.checkAgedSoak(); err != nil {
+		return err
+	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -214,8 +248,15 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.shards(ctx)
 		case "spike":
 			res, err = b.spike(ctx)
+		case "aged":
+			res, err = b.aged(ctx)
+		case "soak":
+			res, err = b.soak(ctx)
 		}
 		if err != nil {
+			if len(res) > 0 {
+				printResults(stdout, res)
+			}
 			return fmt.Errorf("%s: %w", s, err)
 		}
 		b.results = append(b.results, res...)
@@ -261,6 +302,8 @@ func (c *benchConfig) defaults() {
 	pick(c.short, &c.floodJobs, 50000, 10000)
 	pick(c.short, &c.spikeJobs, 100000, 10000)
 	pick(c.short, &c.hostileTopics, 10000, 2000)
+	pick(c.short, &c.agedRows, 20000000, 200000)
+	pick(c.short, &c.soakDuration, time.Hour, 2*time.Minute)
 }
 
 // pick sets *v, when it is zero (not given), to full, or to short with
@@ -308,6 +351,13 @@ type bench struct {
 	log       io.Writer
 
 	redisAddr string // toc's Redis, when the bench started toc serve
+	// toc is the toc child the scenarios measure, when the bench started
+	// it; serveArgs are its arguments under --stack real, and dsns its
+	// task store's shards, for the scenarios that restart it with more
+	// flags or read its store (aged, soak).
+	toc       *tocChild
+	serveArgs []string
+	dsns      []string
 }
 
 func (b *bench) close() {

@@ -165,22 +165,29 @@ func (b *bench) schedule(ctx context.Context) ([]result, error) {
 		batchConc = []int{1, 4}
 	}
 	for _, c := range batchConc {
-		topic := b.topic("batch")
-		cpu := b.cpuMark(ctx)
-		lat, count, errs, took := hammer(ctx, c, b.cfg.duration, func(ctx context.Context, n int) error {
-			dues := make([]time.Time, 1000)
-			for i := range dues {
-				dues[i] = due(n*1000 + i)
-			}
-			_, err := b.scheduleBatch(ctx, topic, dues)
-			return err
-		})
-		res = append(res, result{Scenario: "schedule", Name: fmt.Sprintf("schedule batch=1000 c=%d", c),
-			Count: (count - errs) * 1000, Errors: errs, Seconds: took.Seconds(), Rate: float64((count-errs)*1000) / took.Seconds(), Latency: distOf(lat),
-			Extra: b.cpuPerJob(ctx, cpu, (count-errs)*1000)})
-		res[len(res)-1].Extra["requests"] = count
+		res = append(res, b.scheduleBatches(ctx, c, due))
 	}
 	return res, nil
+}
+
+// scheduleBatches measures POST /v1/jobs/batch of 1,000 jobs of a fresh
+// topic, due at due(n), from conc clients for the run's duration.
+func (b *bench) scheduleBatches(ctx context.Context, conc int, due func(n int) time.Time) result {
+	topic := b.topic("batch")
+	cpu := b.cpuMark(ctx)
+	lat, count, errs, took := hammer(ctx, conc, b.cfg.duration, func(ctx context.Context, n int) error {
+		dues := make([]time.Time, 1000)
+		for i := range dues {
+			dues[i] = due(n*1000 + i)
+		}
+		_, err := b.scheduleBatch(ctx, topic, dues)
+		return err
+	})
+	r := result{Scenario: "schedule", Name: fmt.Sprintf("schedule batch=1000 c=%d", conc),
+		Count: (count - errs) * 1000, Errors: errs, Seconds: took.Seconds(), Rate: float64((count-errs)*1000) / took.Seconds(), Latency: distOf(lat),
+		Extra: b.cpuPerJob(ctx, cpu, (count-errs)*1000)}
+	r.Extra["requests"] = count
+	return r
 }
 
 // scheduleSingle measures POST /v1/jobs, one job of a fresh topic, with
@@ -226,16 +233,29 @@ func (b *bench) fire(ctx context.Context) ([]result, error) {
 			}
 			extra["preload_rate_per_s"] = int(float64(pending) / time.Since(t0).Seconds())
 		}
-		topic := b.topic("fire")
-		ids, errs := b.steadyOver(ctx, []string{topic}, rate, b.cfg.duration, 0, b.cfg.lead)
-		b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
 		name := fmt.Sprintf("fire %d/s pending=%d", rate, pending)
 		if b.cfg.lead != fireLead {
 			name += " lead=" + b.cfg.lead.String()
 		}
-		res = append(res, b.steadyResult("fire", name, ids, errs, b.cfg.duration, extra))
+		res = append(res, b.fireRun(ctx, name, rate, extra))
 	}
 	return res, nil
+}
+
+// fireRun schedules rate jobs a second of a fresh topic for the run's
+// duration, each due --lead after it is scheduled, and reports their
+// lateness, with the worst of the p99s of the seconds they were due in.
+func (b *bench) fireRun(ctx context.Context, name string, rate int, extra map[string]any) result {
+	topic := b.topic("fire")
+	ids, errs := b.steadyOver(ctx, []string{topic}, rate, b.cfg.duration, 0, b.cfg.lead)
+	b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
+	if extra == nil {
+		extra = map[string]any{}
+	}
+	if p99, at, ok := b.recv.worstSecond(ids); ok {
+		extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
+	}
+	return b.steadyResult("fire", name, ids, errs, b.cfg.duration, extra)
 }
 
 // steadyResult is the result of a steady run that sent ids over d with

@@ -130,6 +130,7 @@ func startBench(ctx context.Context, cfg *benchConfig, log io.Writer) (*bench, e
 	for _, d := range dsns {
 		args = append(args, "--mysql-dsn", d)
 	}
+	b.serveArgs, b.dsns = args, dsns
 	err = b.startToc(ctx, args...)
 	if err != nil {
 		b.close()
@@ -146,7 +147,7 @@ func (b *bench) startToc(ctx context.Context, args ...string) error {
 		return err
 	}
 	b.closers = append(b.closers, t.stop)
-	b.url, b.tocPID, b.pprof = t.url, t.pid, t.pprof
+	b.toc, b.url, b.tocPID, b.pprof = t, t.url, t.pid, t.pprof
 	return nil
 }
 

@@ -26,6 +26,11 @@ func TestBenchRefusesBadNumbers(t *testing.T) {
 		{"--topics-rate", "-1"},
 		{"--hostile-topics", "-10"},
 		{"--store-shards", "-1"},
+		{"--aged-rows", "-1"},
+		{"--aged-phase", "old"},
+		{"--soak-rate", "-5"},
+		{"--soak-retention", "-1s"},
+		{"--soak-window", "-1m"},
 	} {
 		err := runBench(t.Context(), args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {

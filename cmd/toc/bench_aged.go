@@ -1,0 +1,565 @@
+// The aged scenario: toc's figures on a task store that holds many
+// finished jobs, as years of use leave it, and while the retirer deletes
+// them (issue 33).
+
+package main
+
+import (
+	"bufio"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"math"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/toc-project/toc/timer"
+)
+
+// The aged rows: their topics, how far back they ended, and the node
+// number their ids carry.
+const (
+	agedTopics = 50
+	// agedSpan is how long before the fill the aged rows were created,
+	// one after the other; a row ends up to about 11 minutes after it
+	// was created, so agedSlack keeps every end in the past.
+	agedSpan  = 48 * time.Hour
+	agedSlack = 15 * time.Minute
+	// agedNode is the node number of the aged rows' ids: live tocs lease
+	// the lowest free numbers, and the aged ids are in the past anyway.
+	agedNode = timer.MaxNode
+	// agedChunk is how many rows one INSERT ... SELECT writes.
+	agedChunk = 20000
+	// agedFillConns is how many connections fill the store at once.
+	agedFillConns = 4
+	// agedRetention is the retention of the deleting phase: about half
+	// of the aged rows ended longer ago.
+	agedRetention = "24h"
+)
+
+// idEpochMs is timer's id epoch (timer/id.go), 2025-01-01 UTC, in ms.
+const idEpochMs = 1735689600000
+
+// agedID is the job id that timer.IDGen of node makes in shard at ms
+// (Unix milliseconds) for the seq-th id of that millisecond: the layout
+// of timer/id.go, which agedInsert computes in SQL too
+// (TestAgedIDLayout holds the two to timer.IDGen).
+func agedID(ms int64, seq, shard, node int) timer.JobID {
+	return timer.JobID(1<<62 | uint64(ms-idEpochMs)<<21 | uint64(seq&511)<<12 | uint64(shard&15)<<8 | uint64(node&255))
+}
+
+// retentionArgs are toc serve's --retain-* flags, each set to d.
+func retentionArgs(d string) []string {
+	var args []string
+	for _, st := range []string{"done", "cancelled", "expired", "dead", "purged"} {
+		args = append(args, "--retain-"+st, d)
+	}
+	return args
+}
+
+// restartToc stops the toc the bench measures and starts it again with
+// its arguments and extra, named name (for --profile).
+func (b *bench) restartToc(ctx context.Context, name string, extra ...string) error {
+	if b.toc == nil || len(b.serveArgs) == 0 {
+		return errors.New("needs the toc serve the bench starts (--stack real)")
+	}
+	b.toc.stop()
+	t, err := b.runToc(ctx, name, append(slices.Clone(b.serveArgs), extra...)...)
+	if err != nil {
+		return fmt.Errorf("restart toc %s: %w", strings.Join(extra, " "), err)
+	}
+	b.closers = append(b.closers, t.stop)
+	b.toc, b.url, b.tocPID, b.pprof = t, t.url, t.pid, t.pprof
+	return nil
+}
+
+// openStores opens the task store's shards, in order.
+func (b *bench) openStores() ([]*sql.DB, error) {
+	var dbs []*sql.DB
+	for _, dsn := range b.dsns {
+		db, err := sql.Open("mysql", dsn)
+		if err != nil {
+			closeStores(dbs)
+			return nil, err
+		}
+		db.SetMaxOpenConns(agedFillConns + 2)
+		dbs = append(dbs, db)
+	}
+	return dbs, nil
+}
+
+func closeStores(dbs []*sql.DB) {
+	for _, db := range dbs {
+		db.Close()
+	}
+}
+
+// countRows counts the rows of toc_jobs over every shard.
+func countRows(ctx context.Context, dbs []*sql.DB) (int64, error) {
+	var sum int64
+	for i, db := range dbs {
+		var n int64
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_jobs").Scan(&n); err != nil {
+			return 0, fmt.Errorf("count the rows of shard %d: %w", i, err)
+		}
+		sum += n
+	}
+	return sum, nil
+}
+
+// storeSize returns InnoDB's estimate of toc_jobs's rows and of its
+// bytes (rows and indexes), summed over the shards.
+func storeSize(ctx context.Context, dbs []*sql.DB) (rows, bytes int64, err error) {
+	for i, db := range dbs {
+		var r, d, x int64
+		err := db.QueryRowContext(ctx, `SELECT TABLE_ROWS, DATA_LENGTH, INDEX_LENGTH FROM information_schema.TABLES
+			WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'toc_jobs'`).Scan(&r, &d, &x)
+		if err != nil {
+			return 0, 0, fmt.Errorf("size of shard %d: %w", i, err)
+		}
+		rows, bytes = rows+r, bytes+d+x
+	}
+	return rows, bytes, nil
+}
+
+// metricSum sums the series of a counter or gauge of toc's /metrics
+// whose labels hold every one of match (`status="done"`; none: all).
+func (b *bench) metricSum(ctx context.Context, name string, match ...string) (float64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.url+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	if b.token != "" {
+		req.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("GET /metrics: %s", resp.Status)
+	}
+	var sum float64
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		rest, ok := strings.CutPrefix(line, name)
+		if !ok || rest == "" || (rest[0] != '{' && rest[0] != ' ') {
+			continue
+		}
+		labels := ""
+		if rest[0] == '{' {
+			end := strings.LastIndexByte(rest, '}')
+			if end < 0 {
+				continue
+			}
+			labels, rest = rest[:end+1], rest[end+1:]
+		}
+		if !allIn(labels, match) {
+			continue
+		}
+		if f := strings.Fields(rest); len(f) > 0 {
+			v, err := strconv.ParseFloat(f[0], 64)
+			if err == nil {
+				sum += v
+			}
+		}
+	}
+	return sum, sc.Err()
+}
+
+func allIn(s string, subs []string) bool {
+	for _, m := range subs {
+		if !strings.Contains(s, m) {
+			return false
+		}
+	}
+	return true
+}
+
+// worstSecond groups the arrived jobs of ids by the second they were due
+// in and returns the largest of the seconds' p99 lateness, in ms, and
+// when that second began, in seconds after the first; ok is false when
+// none arrived.
+func (r *benchReceiver) worstSecond(ids []string) (p99 float64, at float64, ok bool) {
+	bySec := map[int64][]time.Duration{}
+	r.mu.Lock()
+	for _, id := range ids {
+		if a, found := r.arrivals[id]; found {
+			s := a.due.Unix()
+			bySec[s] = append(bySec[s], a.at.Sub(a.due))
+		}
+	}
+	r.mu.Unlock()
+	if len(bySec) == 0 {
+		return 0, 0, false
+	}
+	first := slices.Min(slices.Collect(func(yield func(int64) bool) {
+		for s := range bySec {
+			if !yield(s) {
+				return
+			}
+		}
+	}))
+	p99 = math.Inf(-1)
+	for s, lat := range bySec {
+		if d := distOf(lat); d.P99 > p99 || d.P99 == p99 && float64(s-first) < at {
+			p99, at = d.P99, float64(s-first)
+		}
+	}
+	return p99, at, true
+}
+
+// aged runs the aged scenario's phases (--aged-phase): the runs on an
+// empty store, the fill, the runs on the aged store with toc keeping
+// every row, and fire at 1,000/s while toc deletes the half of them past
+// a 24 h retention.
+func (b *bench) aged(ctx context.Context) ([]result, error) {
+	if b.toc == nil || len(b.dsns) == 0 {
+		fmt.Fprintln(b.log, "aged: skipped (it fills the task store by SQL and restarts toc; use --stack real)")
+		return nil, nil
+	}
+	phase := b.cfg.agedPhase
+	// Empty and aged alike: toc keeps every ended row.
+	if err := b.restartToc(ctx, "toc-aged", retentionArgs("0")...); err != nil {
+		return nil, err
+	}
+	var res []result
+	if phase == "empty" || phase == "all" {
+		r, err := b.agedRuns(ctx, "empty")
+		res = append(res, r...)
+		if err != nil || phase == "empty" {
+			return res, err
+		}
+	}
+	dbs, err := b.openStores()
+	if err != nil {
+		return res, err
+	}
+	defer closeStores(dbs)
+	fill, err := b.fillAged(ctx, dbs, b.cfg.agedRows)
+	if err != nil {
+		return res, err
+	}
+	res = append(res, fill)
+	b.settle(ctx, dbs)
+	label := fmt.Sprintf("aged %s", shortCount(b.cfg.agedRows))
+	if phase == "aged" || phase == "all" {
+		r, err := b.agedRuns(ctx, label)
+		res = append(res, r...)
+		if err != nil {
+			return res, err
+		}
+	}
+	if phase == "deleting" || phase == "all" {
+		r, err := b.agedDeleting(ctx, dbs, label+" deleting")
+		if err != nil {
+			return res, err
+		}
+		res = append(res, r)
+	}
+	return res, nil
+}
+
+// shortCount writes n as 20M, 200k or 512.
+func shortCount(n int) string {
+	switch {
+	case n >= 1e6 && n%1e5 == 0:
+		return strconv.FormatFloat(float64(n)/1e6, 'f', -1, 64) + "M"
+	case n >= 1e3 && n%100 == 0:
+		return strconv.FormatFloat(float64(n)/1e3, 'f', -1, 64) + "k"
+	}
+	return strconv.Itoa(n)
+}
+
+// agedRuns runs, labelled phase: fire at 1,000 and 5,000/s, single
+// schedules from 64 clients, batches of 1,000 from 4, and the drain. The
+// scheduled jobs' topics are paused afterwards, so that they do not come
+// due during a later phase.
+func (b *bench) agedRuns(ctx context.Context, phase string) ([]result, error) {
+	var res []result
+	add := func(r result) {
+		r.Scenario, r.Name = "aged", phase+": "+r.Name
+		if r.Extra == nil {
+			r.Extra = map[string]any{}
+		}
+		r.Extra["phase"] = phase
+		res = append(res, r)
+		p99 := 0.0
+		if r.Latency != nil {
+			p99 = r.Latency.P99
+		}
+		fmt.Fprintf(b.log, "aged: %s: %.0f/s, p99 %.2f ms\n", r.Name, r.Rate, p99)
+	}
+	for _, rate := range []int{1000, 5000} {
+		add(b.fireRun(ctx, fmt.Sprintf("fire %d/s", rate), rate, nil))
+	}
+	due := scheduleDue()
+	add(b.scheduleSingle(ctx, 64, due))
+	single := b.lastTopic("sched")
+	add(b.scheduleBatches(ctx, 4, due))
+	batch := b.lastTopic("batch")
+	for _, t := range []string{single, batch} {
+		if _, err := b.post(ctx, "/v1/topics/"+t+"/pause", nil, nil); err != nil {
+			return res, fmt.Errorf("pause %s: %w", t, err)
+		}
+	}
+	drain, err := b.drain(ctx)
+	if err != nil {
+		return res, err
+	}
+	for _, r := range drain {
+		add(r)
+	}
+	return res, ctx.Err()
+}
+
+// lastTopic is the name b.topic(kind) gave last.
+func (b *bench) lastTopic(kind string) string {
+	return fmt.Sprintf("bench-%s-%d", kind, b.topicSeq)
+}
+
+// fillAged writes n finished jobs into the task store by SQL, spread over
+// the shards: ended over the past 48 hours (each created up to 11
+// minutes before it ended), over agedTopics topics, done 80%, cancelled
+// 10%, expired 5%, dead 5%, with 300-byte payloads and time-ordered ids
+// of node agedNode. Each shard's rows are written by INSERT ... SELECT
+// from MariaDB's sequence tables, in order of creation, agedChunk rows a
+// statement, over agedFillConns connections.
+func (b *bench) fillAged(ctx context.Context, dbs []*sql.DB, n int) (result, error) {
+	for i := range agedTopics {
+		if err := b.putTopic(ctx, agedTopic(i), `{}`); err != nil {
+			return result{}, err
+		}
+	}
+	before, _, err := storeSize(ctx, dbs)
+	if err != nil {
+		return result{}, err
+	}
+	now := time.Now()
+	t0 := now.Add(-agedSpan - agedSlack).UnixMilli()
+	type chunk struct{ shard, lo, hi, of int }
+	var chunks []chunk
+	for s := range dbs {
+		of := n / len(dbs)
+		if s < n%len(dbs) {
+			of++
+		}
+		for lo := 0; lo < of; lo += agedChunk {
+			chunks = append(chunks, chunk{s, lo, min(of, lo+agedChunk), of})
+		}
+	}
+	var (
+		next    atomic.Int64
+		written atomic.Int64
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		fillErr error
+	)
+	start := time.Now()
+	stop := make(chan struct{})
+	go func() {
+		t := time.NewTicker(10 * time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				w := written.Load()
+				fmt.Fprintf(b.log, "aged: %d of %d rows written, %.0f rows/s\n", w, n, float64(w)/time.Since(start).Seconds())
+			}
+		}
+	}()
+	for range agedFillConns {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= len(chunks) || ctx.Err() != nil {
+					return
+				}
+				c := chunks[i]
+				if _, err := dbs[c.shard].ExecContext(ctx, agedInsert(c.shard, c.lo, c.hi, c.of, t0)); err != nil {
+					mu.Lock()
+					fillErr = cmpErr(fillErr, fmt.Errorf("fill shard %d rows %d..%d: %w", c.shard, c.lo, c.hi, err))
+					mu.Unlock()
+					next.Store(int64(len(chunks)))
+					return
+				}
+				written.Add(int64(c.hi - c.lo))
+			}
+		})
+	}
+	wg.Wait()
+	close(stop)
+	took := time.Since(start)
+	if fillErr == nil {
+		fillErr = ctx.Err()
+	}
+	if fillErr != nil {
+		return result{}, fillErr
+	}
+	extra := map[string]any{"shards": len(dbs), "topics": agedTopics, "rows_before_estimate": before}
+	if rows, bytes, err := storeSize(ctx, dbs); err == nil {
+		extra["store_mb"], extra["rows_estimate"] = mb(bytes), rows
+		if rows > 0 {
+			extra["bytes_per_row"] = bytes / rows
+		}
+	}
+	r := result{Scenario: "aged", Name: fmt.Sprintf("fill %s finished rows by SQL", shortCount(n)), Count: n,
+		Seconds: took.Seconds(), Rate: float64(n) / took.Seconds(), Extra: extra}
+	fmt.Fprintf(b.log, "aged: filled %d rows in %v: %.0f rows/s\n", n, took.Round(time.Second), r.Rate)
+	return r, nil
+}
+
+func cmpErr(a, b error) error {
+	if a != nil {
+		return a
+	}
+	return b
+}
+
+func agedTopic(i int) string { return fmt.Sprintf("aged-%02d", i) }
+
+// agedInsert is the INSERT ... SELECT that writes rows lo..hi-1 of the of
+// rows of shard. Row i was created at t0 + i*agedSpan/of (ms), and is,
+// by i mod 20: done (0..15), cancelled (16, 17), expired (18) or dead
+// (19); its topic is (i div 20) mod agedTopics, so that every topic has
+// rows of every status. It was due 1 s to 10 min after it was created;
+// a done job ended a few ms after its due time, a cancelled one halfway
+// to it, an expired one 60 s after it (its expire_after_ms), a dead one
+// after three attempts 3 s after it. One in five has an idempotency key,
+// one in four a business id, one in two a traceparent.
+func agedInsert(shard, lo, hi, of int, t0 int64) string {
+	// c: created (ms), k: i mod 20, lead: due - created.
+	src := fmt.Sprintf(`SELECT seq AS i, %d + seq * %d DIV %d AS c, seq MOD 20 AS k, 1000 + (seq * 7919) MOD 600000 AS lead
+		FROM seq_%d_to_%d`, t0, agedSpan.Milliseconds(), of, lo, hi-1)
+	topic := fmt.Sprintf(`CONCAT('aged-', LPAD((i DIV 20) MOD %d, 2, '0'))`, agedTopics)
+	status := `CASE WHEN k < 16 THEN 2 WHEN k < 18 THEN 3 WHEN k = 18 THEN 6 ELSE 4 END`
+	ended := `CASE WHEN k < 16 THEN c + lead + 5 + i MOD 50 WHEN k < 18 THEN c + lead DIV 2 WHEN k = 18 THEN c + lead + 60005 ELSE c + lead + 3020 END`
+	return fmt.Sprintf(`INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts, max_attempts,
+	last_error, last_status, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, version,
+	expire_after_ms, expire_at, window_ms, concurrency_key, group_id)
+SELECT (1 << 62) | ((c - %d) << 21) | ((i MOD 512) << 12) | (%d << 8) | %d,
+	%s,
+	IF(i MOD 5 = 1, CONCAT('order-', LPAD(i, 12, '0')), NULL),
+	IF(i MOD 4 = 0, 1000000 + i, 0), IF(i MOD 4 = 0, 1, 0),
+	%s,
+	c + lead + IF(k = 19, 3000, 0),
+	CASE WHEN k < 16 THEN 1 WHEN k = 19 THEN 3 ELSE 0 END,
+	IF(k = 19, 3, 16),
+	CASE WHEN k = 18 THEN 'deadline passed (expire_after_ms 60000): not fired in time' WHEN k = 19 THEN 'HTTP 500 from the callback on attempt 3 of 3' ELSE '' END,
+	CASE WHEN k < 16 THEN 200 WHEN k = 19 THEN 500 ELSE 0 END,
+	'http://127.0.0.1:9/hook/aged',
+	CONCAT(RPAD(CONCAT('{"order":', i, ',"note":"'), 298, 'x'), '"}'),
+	c, %s, 0, 0,
+	IF(i MOD 2 = 0, CONCAT('00-', MD5(i), '-', LEFT(SHA1(i), 16), '-01'), ''),
+	CASE WHEN k < 16 THEN 3 WHEN k = 19 THEN 7 ELSE 2 END,
+	IF(k = 18, 60000, NULL), IF(k = 18, c + lead + 60000, NULL),
+	0, '', NULL
+FROM (%s) g`, idEpochMs, shard, agedNode, topic, status, ended, src)
+}
+
+// settle waits, up to 2 minutes (20 s with --short), until InnoDB has
+// written most of the fill's dirty pages out, so that the runs after it
+// do not measure the flushing of the fill.
+func (b *bench) settle(ctx context.Context, dbs []*sql.DB) {
+	limit := 2 * time.Minute
+	if b.cfg.short {
+		limit = 20 * time.Second
+	}
+	start := time.Now()
+	for {
+		var worst float64
+		for _, db := range dbs {
+			dirty, err1 := globalStatus(ctx, db, "Innodb_buffer_pool_pages_dirty")
+			total, err2 := globalStatus(ctx, db, "Innodb_buffer_pool_pages_total")
+			if err1 != nil || err2 != nil || total == 0 {
+				return
+			}
+			worst = max(worst, dirty/total)
+		}
+		if worst < 0.05 || time.Since(start) > limit || ctx.Err() != nil {
+			fmt.Fprintf(b.log, "aged: %.1f%% of the buffer pool dirty after %v of settling\n", 100*worst, time.Since(start).Round(time.Second))
+			return
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func globalStatus(ctx context.Context, db *sql.DB, name string) (float64, error) {
+	var k string
+	var v float64
+	err := db.QueryRowContext(ctx, "SHOW GLOBAL STATUS LIKE '"+name+"'").Scan(&k, &v)
+	return v, err
+}
+
+// agedDeleting restarts toc with a 24 h retention of every status, so
+// that the retirer deletes the aged rows that ended longer ago, waits
+// until it has begun, and runs fire at 1,000/s meanwhile. It reports
+// the rows deleted during the run, from toc_retention_deleted_total.
+func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (result, error) {
+	if err := b.restartToc(ctx, "toc-aged-deleting", retentionArgs(agedRetention)...); err != nil {
+		return result{}, err
+	}
+	const metric = "toc_retention_deleted_total"
+	started := false
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+		if n, err := b.metricSum(ctx, metric); err == nil && n > 0 {
+			started = true
+			break
+		}
+	}
+	if !started {
+		fmt.Fprintln(b.log, "aged: toc deleted nothing within 2 minutes of its start; fire runs anyway")
+	}
+	backlog, _ := b.metricSum(ctx, "toc_retention_backlog")
+	d0, err := b.metricSum(ctx, metric)
+	if err != nil {
+		return result{}, err
+	}
+	t0 := time.Now()
+	r := b.fireRun(ctx, "fire 1000/s", 1000, nil)
+	d1, err := b.metricSum(ctx, metric)
+	if err != nil {
+		return result{}, err
+	}
+	took := time.Since(t0)
+	r.Scenario, r.Name = "aged", phase+": "+r.Name
+	r.Extra["phase"] = phase
+	r.Extra["deleting_before_run"] = started
+	r.Extra["deleted_during_run"] = int64(d1 - d0)
+	r.Extra["deleted_per_s"] = math.Round((d1 - d0) / took.Seconds())
+	r.Extra["deleted_before_run"] = int64(d0)
+	r.Extra["backlog_at_start"] = int64(backlog)
+	if rows, _, err := storeSize(ctx, dbs); err == nil {
+		r.Extra["rows_estimate_after"] = rows
+	}
+	p99 := 0.0
+	if r.Latency != nil {
+		p99 = r.Latency.P99
+	}
+	fmt.Fprintf(b.log, "aged: %s: p99 %.2f ms; %d rows deleted during the run, %.0f/s\n", r.Name, p99, int64(d1-d0), (d1-d0)/took.Seconds())
+	return r, nil
+}
+
+// checkAgedSoak checks the flags of the aged and soak scenarios.
+func (c *benchConfig) checkAgedSoak() error {
+	if !slices.Contains([]string{"empty", "aged", "deleting", "all"}, c.agedPhase) {
+		return fmt.Errorf("--aged-phase: %q, want empty, aged, deleting or all", c.agedPhase)
+	}
+	for flag, d := range map[string]time.Duration{"--soak-retention": c.soakRetention, "--soak-window": c.soakWindow, "--duration": c.soakDuration} {
+		if d <= 0 {
+			return fmt.Errorf("%s: %v, want a positive duration", flag, d)
+		}
+	}
+	return nil
+}

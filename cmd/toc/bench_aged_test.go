@@ -1,0 +1,100 @@
+package main
+
+import (
+	"database/sql"
+	"os/exec"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/timer"
+)
+
+// The aged rows' ids are those timer.IDGen makes: the first id of a
+// millisecond, of node agedNode, in each shard.
+func TestAgedIDLayout(t *testing.T) {
+	at := time.Date(2026, 3, 1, 12, 0, 0, 123e6, time.UTC)
+	for _, shard := range []int{0, 1, 7, 15} {
+		want := timer.NewIDGen(agedNode, func() time.Time { return at }).NextIn(shard)
+		if got := agedID(at.UnixMilli(), 0, shard, agedNode); got != want {
+			t.Errorf("shard %d: agedID %d, timer.IDGen %d", shard, got, want)
+		}
+		if got := agedID(at.UnixMilli(), 0, shard, agedNode).Shard(); got != shard {
+			t.Errorf("shard %d: the id names shard %d", shard, got)
+		}
+	}
+	g := timer.NewIDGen(agedNode, func() time.Time { return at })
+	g.Next()
+	if got, want := agedID(at.UnixMilli(), 1, 0, agedNode), g.Next(); got != want {
+		t.Errorf("second id of a millisecond: agedID %d, timer.IDGen %d", got, want)
+	}
+}
+
+// The aged fill writes its rows by SQL as agedInsert says: the ids it
+// computes in SQL are agedID's, every status has its share, about half
+// ended more than 24 h ago, every end is in the past, and every row is in
+// the retirer's terms ended, at its gmt_modified.
+func TestBenchAgedFill(t *testing.T) {
+	if _, err := exec.LookPath("redis-server"); err != nil && !testenv.Required() {
+		t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
+	}
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	if out, err := exec.Command(tocBin, "migrate", "--mysql-dsn", dsn).CombinedOutput(); err != nil {
+		t.Fatalf("toc migrate: %v\n%s", err, out)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	const n = 10000
+	t0 := time.Now().Add(-agedSpan - agedSlack).UnixMilli()
+	for lo := 0; lo < n; lo += 4000 {
+		if _, err := db.Exec(agedInsert(1, lo, min(n, lo+4000), n, t0)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var first, firstCreate int64
+	if err := db.QueryRow("SELECT job_id, gmt_create FROM toc_jobs ORDER BY job_id LIMIT 1").Scan(&first, &firstCreate); err != nil {
+		t.Fatal(err)
+	}
+	if want := agedID(firstCreate, 0, 1, agedNode); timer.JobID(first) != want {
+		t.Errorf("first id %d, want agedID %d", first, want)
+	}
+	byStatus := map[int]int{}
+	rows, err := db.Query("SELECT status, COUNT(*) FROM toc_jobs GROUP BY status")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for rows.Next() {
+		var st, c int
+		if err := rows.Scan(&st, &c); err != nil {
+			t.Fatal(err)
+		}
+		byStatus[st] = c
+	}
+	rows.Close()
+	for st, want := range map[int]int{2: n * 80 / 100, 3: n * 10 / 100, 6: n * 5 / 100, 4: n * 5 / 100} {
+		if byStatus[st] != want {
+			t.Errorf("status %d: %d rows, want %d (%v)", st, byStatus[st], want, byStatus)
+		}
+	}
+	var old, future, topics, payload, badOrder int
+	now := time.Now().UnixMilli()
+	if err := db.QueryRow(`SELECT SUM(gmt_modified < ?), SUM(gmt_modified > ?), COUNT(DISTINCT topic), MIN(LENGTH(payload)),
+		SUM(gmt_create > action_time OR (status <> 3 AND gmt_modified < action_time))
+		FROM toc_jobs`, now-24*3600*1000, now).Scan(&old, &future, &topics, &payload, &badOrder); err != nil {
+		t.Fatal(err)
+	}
+	if old < n*45/100 || old > n*55/100 {
+		t.Errorf("%d of %d rows ended more than 24 h ago, want about half", old, n)
+	}
+	if future != 0 || topics != agedTopics || payload != 300 || badOrder != 0 {
+		t.Errorf("%d rows end in the future, %d topics, shortest payload %d bytes, %d rows out of order; want 0, %d, 300, 0",
+			future, topics, payload, badOrder, agedTopics)
+	}
+	var ended int
+	if err := db.QueryRow("SELECT COUNT(*) FROM toc_jobs WHERE ended_at = gmt_modified AND ended_status = status").Scan(&ended); err != nil || ended != n {
+		t.Errorf("%d rows in toc_jobs_ended's terms (%v), want %d", ended, err, n)
+	}
+}
