@@ -298,18 +298,18 @@ func (r *Retirer) runOnce(ctx context.Context) (int, error) {
 	return total, errors.Join(errs...)
 }
 
-// retireShard deletes one shard's ended jobs past their retention and
-// surveys what is left.
+// retireShard deletes one shard's ended jobs past their retention. It
+// surveys the shard before (so that the backlog shows while a long pass
+// works it off) and again after.
 func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(string) Retention) (int, error) {
-	classes, err := sh.store.EndedClasses(ctx)
+	classes, err := r.surveyShard(ctx, sh, of)
 	if err != nil {
-		return 0, fmt.Errorf("read the ended jobs' topics: %w", err)
+		return 0, err
 	}
-	now := r.cfg.Now()
 	total := 0
 	for _, c := range classes {
 		keep := of(c.Topic).Of(c.Status)
-		if before := now.Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
+		if before := r.cfg.Now().Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
 			n, err := r.retireClass(ctx, sh.store, c, before)
 			total += n
 			if err != nil {
@@ -318,22 +318,32 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(strin
 		}
 	}
 	if total > 0 {
-		if classes, err = sh.store.EndedClasses(ctx); err != nil {
-			return total, fmt.Errorf("read the ended jobs' topics: %w", err)
-		}
+		_, err = r.surveyShard(ctx, sh, of)
 	}
+	return total, err
+}
+
+// surveyShard reads the topics and statuses of a shard's ended jobs, the
+// oldest of each and the backlog past retention, keeps them for Survey
+// and returns the classes.
+func (r *Retirer) surveyShard(ctx context.Context, sh retireShard, of func(string) Retention) ([]EndedClass, error) {
+	classes, err := sh.store.EndedClasses(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the ended jobs' topics: %w", err)
+	}
+	now := r.cfg.Now()
 	stats := make([]RetireStat, 0, len(classes))
 	for _, c := range classes {
 		stat := RetireStat{Topic: c.Topic, Status: c.Status, Oldest: c.Oldest}
 		if keep := of(c.Topic).Of(c.Status); !Keeps(keep) && c.Oldest.Before(now.Add(-keep)) {
 			if stat.Backlog, stat.Estimated, err = sh.store.CountEnded(ctx, c.Topic, c.Status, now.Add(-keep), retireCountMax); err != nil {
-				return total, fmt.Errorf("count the %s jobs of %s past retention: %w", c.Status, c.Topic, err)
+				return nil, fmt.Errorf("count the %s jobs of %s past retention: %w", c.Status, c.Topic, err)
 			}
 		}
 		stats = append(stats, stat)
 	}
 	r.setSurvey(sh.index, stats)
-	return total, nil
+	return classes, nil
 }
 
 // retireClass deletes the jobs of c that ended before before, a batch at
