@@ -57,15 +57,15 @@ type serviceFlags struct {
 	retain         map[timer.Status]*time.Duration
 	auditRetention *time.Duration
 	retentionDuty  *float64
-	logFormat       *string
-	logLevel        *string
-	redisPrefix     *string
-	pprofAddr       *string
-	cpuProfile      *string
-	autoCreate      *bool
-	maxTopics       *int
-	metricsAddr     *string
-	metricsTopics   *int
+	logFormat      *string
+	logLevel       *string
+	redisPrefix    *string
+	pprofAddr      *string
+	cpuProfile     *string
+	autoCreate     *bool
+	maxTopics      *int
+	metricsAddr    *string
+	metricsTopics  *int
 	// otlpEndpoint and traceSampleRatio turn tracing on (see tracing.go).
 	otlpEndpoint     *string
 	traceSampleRatio *float64
@@ -313,6 +313,7 @@ func (s *service) run(ctx context.Context) error {
 		Logger:                s.log,
 		Ready:                 ready,
 		AuditFailed:           metrics.AuditUnrecorded,
+		Retention:             engineCfg.Retention.Retention,
 	}
 	if s.tokenFile != nil {
 		apiCfg.TokenSet = s.tokenFile.Set
@@ -346,7 +347,8 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)
-		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook}
+		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook,
+			retention: engineCfg.Retention.Retention}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		if eng.Retirer != nil {
 			metrics.WatchRetention(eng.Retirer.Survey, time.Now)
