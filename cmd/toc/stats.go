@@ -147,6 +147,10 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 // end, one index dive; the rows past retention, counted the same way), so
 // a big topic costs what a small one does.
 func (t *topicStats) storage(ctx context.Context, topic string, retention timer.Retention, now time.Time) (map[timer.Status]tochttp.StatusStorage, error) {
+	limit := int64(liveCountMax)
+	if t.counter != nil {
+		limit = t.counter.liveMax
+	}
 	out := make(map[timer.Status]tochttp.StatusStorage, len(timer.RetiredStatuses()))
 	for _, st := range timer.RetiredStatuses() {
 		var (
@@ -154,7 +158,7 @@ func (t *topicStats) storage(ctx context.Context, topic string, retention timer.
 			exact bool
 			err   error
 		)
-		if s.Rows, exact, err = t.store.CountJobs(ctx, topic, st, liveCountMax); err != nil {
+		if s.Rows, exact, err = t.store.CountJobs(ctx, topic, st, limit); err != nil {
 			return nil, err
 		}
 		s.RowsEstimated = !exact
@@ -164,7 +168,7 @@ func (t *topicStats) storage(ctx context.Context, topic string, retention timer.
 			}
 		}
 		if keep := retention.Of(st); s.Rows > 0 && !timer.Keeps(keep) && !s.OldestEnded.IsZero() && now.Sub(s.OldestEnded) > keep {
-			if s.PastRetention, exact, err = t.store.CountEnded(ctx, topic, st, now.Add(-keep), liveCountMax); err != nil {
+			if s.PastRetention, exact, err = t.store.CountEnded(ctx, topic, st, now.Add(-keep), limit); err != nil {
 				return nil, err
 			}
 			s.PastRetentionEstimated = !exact
