@@ -500,6 +500,10 @@ func TestRequests(t *testing.T) {
 			return err
 		}, sent{"PUT", "/v1/topics/t", `{"rate_limit":200,"max_in_flight":50,"retry":{"base_ms":500}}`, "", ""}},
 		{func() error {
+			_, _, err := c.PutTopic(ctx, "t", TopicSettings{Retain: map[string]time.Duration{"done": 90 * time.Minute, "dead": 0}})
+			return err
+		}, sent{"PUT", "/v1/topics/t", `{"retention":{"dead_ms":0,"done_ms":5400000}}`, "", ""}},
+		{func() error {
 			_, err := c.PatchTopic(ctx, "t", TopicPatch{RateLimit: Set(0.0), Burst: Reset[int](), RetryMax: Set(time.Minute), Weight: Set(2)})
 			return err
 		}, sent{"PATCH", "/v1/topics/t", `{"burst":null,"rate_limit":0,"retry":{"max_ms":60000},"weight":2}`, "", ""}},

@@ -205,20 +205,25 @@ type TopicSettings struct {
 	// ExpireAfter, when not nil, is the deadline of the topic's jobs that
 	// set none (default none).
 	ExpireAfter *time.Duration
+	// Retain is the topic's own retention of jobs that ended in a status
+	// ("done", "cancelled", "expired", "dead", "purged"): 0 keeps them
+	// forever; a status left out takes the server's global retention.
+	Retain map[string]time.Duration
 }
 
 type settingsJSON struct {
-	Slots             int        `json:"slots,omitempty"`
-	MaxAttempts       int        `json:"max_attempts,omitempty"`
-	RateLimit         float64    `json:"rate_limit,omitempty"`
-	Burst             int        `json:"burst,omitempty"`
-	MaxInFlight       int        `json:"max_in_flight,omitempty"`
-	Weight            int        `json:"weight,omitempty"`
-	Retry             *retryJSON `json:"retry,omitempty"`
-	LeaseMS           *int64     `json:"lease_ms,omitempty"`
-	CallbackTimeoutMS *int64     `json:"callback_timeout_ms,omitempty"`
-	LatenessSLOMS     *int64     `json:"lateness_slo_ms,omitempty"`
-	ExpireAfterMS     *int64     `json:"expire_after_ms,omitempty"`
+	Slots             int              `json:"slots,omitempty"`
+	MaxAttempts       int              `json:"max_attempts,omitempty"`
+	RateLimit         float64          `json:"rate_limit,omitempty"`
+	Burst             int              `json:"burst,omitempty"`
+	MaxInFlight       int              `json:"max_in_flight,omitempty"`
+	Weight            int              `json:"weight,omitempty"`
+	Retry             *retryJSON       `json:"retry,omitempty"`
+	LeaseMS           *int64           `json:"lease_ms,omitempty"`
+	CallbackTimeoutMS *int64           `json:"callback_timeout_ms,omitempty"`
+	LatenessSLOMS     *int64           `json:"lateness_slo_ms,omitempty"`
+	ExpireAfterMS     *int64           `json:"expire_after_ms,omitempty"`
+	Retention         map[string]int64 `json:"retention,omitempty"`
 }
 
 type retryJSON struct {
@@ -248,6 +253,12 @@ func (s TopicSettings) MarshalJSON() ([]byte, error) {
 	}
 	if s.Retry != (Backoff{}) {
 		w.Retry = &retryJSON{BaseMS: msOrNil(s.Retry.Base), MaxMS: msOrNil(s.Retry.Max)}
+	}
+	if len(s.Retain) > 0 {
+		w.Retention = make(map[string]int64, len(s.Retain))
+		for st, d := range s.Retain {
+			w.Retention[st+"_ms"] = ms(d)
+		}
 	}
 	return marshal(w)
 }
