@@ -108,6 +108,30 @@ type TopicStats struct {
 	// NextDue is the earliest due time in Redis (zero: none within the
 	// horizon); a NextDue in the past is overdue by that much.
 	NextDue time.Time
+	// Retention is the retention in force for the topic's ended jobs: its
+	// own over the global one. A zero field is the API's
+	// APIConfig.Retention.
+	Retention timer.Retention
+	// Storage is the task store's picture of the topic's ended jobs, by
+	// the status they ended in (timer.RetiredStatuses); a status left
+	// out shows as none.
+	Storage map[timer.Status]StatusStorage
+}
+
+// StatusStorage is what the task store holds of a topic's jobs that ended
+// in one status.
+type StatusStorage struct {
+	// Rows counts them; RowsEstimated is true when it is the database's
+	// estimate of a big count.
+	Rows          int64
+	RowsEstimated bool
+	// OldestEnded is when the oldest of them ended (zero: none).
+	OldestEnded time.Time
+	// PastRetention counts those that ended longer ago than their
+	// retention: the retirer's backlog. PastRetentionEstimated as
+	// RowsEstimated.
+	PastRetention          int64
+	PastRetentionEstimated bool
 }
 
 // Defaults of the API.
@@ -171,8 +195,13 @@ type APIConfig struct {
 	// set (default DefaultMaxCallbackTimeout, and at least
 	// TopicDefaults.CallbackTimeout).
 	MaxCallbackTimeout time.Duration
-	Logger             *slog.Logger
-	Now                func() time.Time
+	// Retention is the global retention of ended jobs (toc serve's
+	// --retain-* flags; timer.KeepForever for 0), shown for a topic
+	// that sets none of its own. A zero field keeps forever, as in
+	// timer.RetirerConfig.
+	Retention timer.Retention
+	Logger    *slog.Logger
+	Now       func() time.Time
 }
 
 // Validate reports the first field of c that is out of range.
@@ -187,6 +216,9 @@ func (c APIConfig) Validate() error {
 	}
 	if err := c.TopicDefaults.Validate(); err != nil {
 		return &timer.FieldError{Field: "TopicDefaults", Message: err.Error()}
+	}
+	if err := c.Retention.Validate("Retention"); err != nil {
+		return err
 	}
 	if c.MaxCallbackTimeout < 0 || c.MaxCallbackTimeout > timer.MaxLease-timer.LeaseMargin {
 		return &timer.FieldError{Field: "MaxCallbackTimeout", Message: fmt.Sprintf("must be within 0..%v", timer.MaxLease-timer.LeaseMargin)}

@@ -47,6 +47,9 @@ type apiEnv struct {
 type fakeStats struct {
 	err error
 	eng *timer.Engine
+	// retention and storage are what TopicStats reports of them.
+	retention timer.Retention
+	storage   map[timer.Status]tochttp.StatusStorage
 }
 
 // TopicUsage reports the in-process worker's usage, as one member.
@@ -68,7 +71,7 @@ func (f *fakeStats) TopicStats(_ context.Context, topic string) (tochttp.TopicSt
 		return tochttp.TopicStats{}, fmt.Errorf("topic %s: %w", topic, timer.ErrNotFound)
 	}
 	return tochttp.TopicStats{Topic: topic, Slots: 16, Pending: 3, InFlight: 1, Dead: 2, NextDue: time.UnixMilli(1000),
-		CountedAt: time.UnixMilli(2000), CountsEstimated: true}, nil
+		CountedAt: time.UnixMilli(2000), CountsEstimated: true, Retention: f.retention, Storage: f.storage}, nil
 }
 
 func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiEnv {
@@ -754,7 +757,7 @@ func TestTopicLimits(t *testing.T) {
 		`{"weight": 5000}`:                                "weight",
 		`{"retry": {"base_ms": -1}}`:                      "retry.base_ms",
 		`{"retry": {"base_ms": 5000, "max_ms": 100}}`:     "retry.base_ms",
-		`{"retry": {"tries": 3}}`:                         "tries",
+		`{"retry": {"tries": 3}}`:                         "retry.tries",
 		`{"lease_ms": 5000, "callback_timeout_ms": 4000}`: "lease_ms",
 		`{"callback_timeout_ms": 999999999999}`:           "callback_timeout_ms",
 	} {

@@ -82,7 +82,49 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ 
 		"next_due_at":       formatTime(st.NextDue),
 		"oldest_overdue_ms": overdue,
 		"breakers":          breakers,
+		"retention":         retentionViewOf(st.Retention.Over(a.cfg.Retention)),
+		"storage":           storageViewOf(st.Storage),
 	})
+}
+
+// retentionView is the retention in force as the API shows it, in ms;
+// 0 keeps forever.
+type retentionView struct {
+	DoneMS      int64 `json:"done_ms"`
+	CancelledMS int64 `json:"cancelled_ms"`
+	ExpiredMS   int64 `json:"expired_ms"`
+	DeadMS      int64 `json:"dead_ms"`
+	PurgedMS    int64 `json:"purged_ms"`
+}
+
+func retentionViewOf(r timer.Retention) retentionView {
+	ms := func(d time.Duration) int64 {
+		if timer.Keeps(d) {
+			return 0
+		}
+		return d.Milliseconds()
+	}
+	return retentionView{DoneMS: ms(r.Done), CancelledMS: ms(r.Cancelled), ExpiredMS: ms(r.Expired), DeadMS: ms(r.Dead), PurgedMS: ms(r.Purged)}
+}
+
+// statusStorageView is a StatusStorage as the API shows it.
+type statusStorageView struct {
+	Rows                   int64  `json:"rows"`
+	RowsEstimated          bool   `json:"rows_estimated"`
+	OldestEndedAt          string `json:"oldest_ended_at"`
+	PastRetention          int64  `json:"past_retention"`
+	PastRetentionEstimated bool   `json:"past_retention_estimated"`
+}
+
+// storageViewOf shows every retired status, by name.
+func storageViewOf(s map[timer.Status]StatusStorage) map[string]statusStorageView {
+	out := make(map[string]statusStorageView, len(timer.RetiredStatuses()))
+	for _, st := range timer.RetiredStatuses() {
+		c := s[st]
+		out[st.String()] = statusStorageView{Rows: c.Rows, RowsEstimated: c.RowsEstimated, OldestEndedAt: formatTime(c.OldestEnded),
+			PastRetention: c.PastRetention, PastRetentionEstimated: c.PastRetentionEstimated}
+	}
+	return out
 }
 
 // DefaultMaxCallbackTimeout is the longest callback_timeout_ms a topic
@@ -112,6 +154,9 @@ type topicView struct {
 	// ExpireAfterMS is the deadline of the topic's jobs that set none:
 	// null for none.
 	ExpireAfterMS *int64 `json:"expire_after_ms"`
+	// Retention is the retention in force: the topic's own over the
+	// global one.
+	Retention retentionView `json:"retention"`
 }
 
 type retryView struct {
@@ -173,6 +218,7 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 		LatenessSLOMS:     l.LatenessSLO.Milliseconds(),
 		Paused:            t.Paused,
 		CreatedAt:         formatTime(t.CreatedAt),
+		Retention:         retentionViewOf(t.Retention.Over(a.cfg.Retention)),
 	}
 	if t.Expiry.Set {
 		ms := t.Expiry.After.Milliseconds()
@@ -200,6 +246,38 @@ type topicRequest struct {
 	// ExpireAfterMS: 0 or more sets the deadline of the topic's jobs
 	// that set none; null (or left out of a PUT) is none.
 	ExpireAfterMS *int64 `json:"expire_after_ms"`
+	// Retention sets how long the topic's ended jobs are kept, by status:
+	// see retentionRequest.
+	Retention *retentionRequest `json:"retention"`
+}
+
+// retentionRequest is a topic's own retention: a field of 0 keeps
+// forever, a positive one that many ms; null (or left out under PUT) is
+// the global retention. Under PATCH the fields merge one by one, and
+// retention null resets them all.
+type retentionRequest struct {
+	DoneMS      *int64 `json:"done_ms"`
+	CancelledMS *int64 `json:"cancelled_ms"`
+	ExpiredMS   *int64 `json:"expired_ms"`
+	DeadMS      *int64 `json:"dead_ms"`
+	PurgedMS    *int64 `json:"purged_ms"`
+}
+
+// of returns the field of st.
+func (r *retentionRequest) of(st timer.Status) *int64 {
+	switch st {
+	case timer.StatusDone:
+		return r.DoneMS
+	case timer.StatusCancelled:
+		return r.CancelledMS
+	case timer.StatusExpired:
+		return r.ExpiredMS
+	case timer.StatusDead:
+		return r.DeadMS
+	case timer.StatusPurged:
+		return r.PurgedMS
+	}
+	return nil
 }
 
 type retryRequest struct {
@@ -210,9 +288,10 @@ type retryRequest struct {
 // topicBody is a decoded topicRequest and the keys it held, so that a
 // key given as null can be told from one left out.
 type topicBody struct {
-	req   topicRequest
-	keys  map[string]json.RawMessage
-	retry map[string]json.RawMessage
+	req       topicRequest
+	keys      map[string]json.RawMessage
+	retry     map[string]json.RawMessage
+	retention map[string]json.RawMessage
 }
 
 // readTopicBody decodes the body of a PUT or PATCH; an empty body is an
@@ -226,6 +305,18 @@ func readTopicBody(r *http.Request) (topicBody, error) {
 	if len(bytes.TrimSpace(raw)) == 0 {
 		return b, nil
 	}
+	// The objects inside first, so that an error names its field by its
+	// path ("retention.colour_ms"): encoding/json names an unknown key
+	// alone.
+	if json.Unmarshal(raw, &b.keys) == nil {
+		for key, dst := range map[string]any{"retry": &retryRequest{}, "retention": &retentionRequest{}} {
+			if v := bytes.TrimSpace(b.keys[key]); len(v) > 0 && v[0] == '{' {
+				if err := decodeBytes(v, dst); err != nil {
+					return b, under(key, err)
+				}
+			}
+		}
+	}
 	if err := decode(bytes.NewReader(raw), &b.req); err != nil {
 		return b, err
 	}
@@ -233,6 +324,9 @@ func readTopicBody(r *http.Request) (topicBody, error) {
 	_ = json.Unmarshal(raw, &b.keys)
 	if rr, ok := b.keys["retry"]; ok {
 		_ = json.Unmarshal(rr, &b.retry)
+	}
+	if rr, ok := b.keys["retention"]; ok {
+		_ = json.Unmarshal(rr, &b.retention)
 	}
 	return b, nil
 }
@@ -285,6 +379,27 @@ func ms(s setter, key, field string, v *int64, dst *time.Duration, hi time.Durat
 	}
 	*dst = time.Duration(n) * time.Millisecond
 	return nil
+}
+
+// retentionOf is the topic's own retention of st after a body's field v:
+// 0 (the field given as 0) keeps forever, a positive one that many ms;
+// unset (0) goes back to the global retention, as a reset does; old stays
+// otherwise.
+func retentionOf(s setter, st timer.Status, v *int64, old time.Duration) (time.Duration, error) {
+	key := st.String() + "_ms"
+	switch {
+	case v != nil:
+		if err := within("retention."+key, 0, timer.MaxRetention.Milliseconds(), " (0: keep forever); null for the global retention")(*v); err != nil {
+			return 0, err
+		}
+		if *v == 0 {
+			return timer.KeepForever, nil
+		}
+		return time.Duration(*v) * time.Millisecond, nil
+	case s.reset(key):
+		return 0, nil
+	}
+	return old, nil
 }
 
 // apply edits t, the topic as stored (or a new one), by the body: as PUT
@@ -341,6 +456,19 @@ func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
 		t.Expiry = timer.ExpireAfter(time.Duration(*q.ExpireAfterMS) * time.Millisecond)
 	case s.reset("expire_after_ms"):
 		t.Expiry = timer.Expiry{}
+	}
+	if q.Retention != nil || s.reset("retention") {
+		// As retry: under PATCH its fields merge; null or, under PUT,
+		// leaving it out goes back to the global retention.
+		rs := setter{patch: patch && q.Retention != nil, keys: b.retention}
+		rq := cmp.Or(q.Retention, &retentionRequest{})
+		for _, st := range timer.RetiredStatuses() {
+			d, err := retentionOf(rs, st, rq.of(st), t.Retention.Of(st))
+			if err != nil {
+				return err
+			}
+			t.Retention = t.Retention.Set(st, d)
+		}
 	}
 	// The whole: a value kept from before is checked again too.
 	if l.CallbackTimeout > maxTimeout {

@@ -1,9 +1,10 @@
-// The client's topic commands: topics list|get|set|pause|resume.
+// The client's topic commands: topics list|get|set|pause|resume|retention.
 
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -111,4 +112,93 @@ func (s *setting) Set(v string) error {
 	}
 	s.apply(n, false)
 	return nil
+}
+
+// topicRetention are the flags of toc topics retention: with none it shows
+// the topic's retention in force and its storage; each status's flag
+// given (a Go duration, 0 keeps forever, "default" the server's global
+// retention) or --reset changes the topic's own retention first.
+func topicRetention(fs *flagSet) prepareCall {
+	var p client.TopicPatch
+	retain := map[string]client.Patch[time.Duration]{}
+	for _, st := range retiredStatuses {
+		fs.Var(&retentionFlag{status: st, retain: retain}, st,
+			fmt.Sprintf(`how long a job that ended %s is kept, a Go duration (1h, 30m); 0: forever; "default": the server's --retain-%s`, st, st))
+	}
+	reset := fs.bool("reset", false, "go back to the server's global retention for every status not given")
+	return func(args []string) (call, error) {
+		if *reset {
+			for _, st := range retiredStatuses {
+				if _, given := retain[st]; !given {
+					retain[st] = client.Reset[time.Duration]()
+				}
+			}
+		}
+		name := args[0]
+		return func(ctx context.Context, c *client.Client) (any, error) {
+			if len(retain) > 0 {
+				p.Retain = retain
+				if _, err := c.PatchTopic(ctx, name, p); err != nil {
+					return nil, err
+				}
+			}
+			return c.TopicStats(ctx, name)
+		}, nil
+	}
+}
+
+// retiredStatuses are the statuses whose jobs retire, as the API names
+// them.
+var retiredStatuses = []string{"done", "cancelled", "expired", "dead", "purged"}
+
+// retentionFlag is a status's flag of toc topics retention.
+type retentionFlag struct {
+	status string
+	retain map[string]client.Patch[time.Duration]
+}
+
+func (f *retentionFlag) String() string { return "" }
+
+func (f *retentionFlag) Set(v string) error {
+	if v == "default" {
+		f.retain[f.status] = client.Reset[time.Duration]()
+		return nil
+	}
+	d, err := time.ParseDuration(v)
+	switch {
+	case err != nil:
+		return errors.New(`not a duration (1h, 30m, 0 for forever), nor "default"`)
+	case d < 0:
+		return errors.New("negative: 0 keeps forever")
+	}
+	f.retain[f.status] = client.Set(d)
+	return nil
+}
+
+// printRetention prints a topic's stats as its retention in force and
+// what the task store holds of each ended status: a count the database
+// estimated starts with "~".
+func printRetention(w io.Writer, s map[string]any) {
+	retention, _ := s["retention"].(map[string]any)
+	storage, _ := s["storage"].(map[string]any)
+	rows := make([]map[string]any, 0, len(retiredStatuses))
+	for _, st := range retiredStatuses {
+		r := map[string]any{"status": st, "retention": "forever"}
+		n, _ := retention[st+"_ms"].(json.Number)
+		if ms, _ := n.Int64(); ms > 0 {
+			r["retention"] = (time.Duration(ms) * time.Millisecond).String()
+		}
+		if o, ok := storage[st].(map[string]any); ok {
+			count := func(n, estimated string) string {
+				c := cell(o[n])
+				if o[estimated] == true {
+					c = "~" + c
+				}
+				return c
+			}
+			r["rows"], r["past_retention"], r["oldest_ended_at"] = count("rows", "rows_estimated"), count("past_retention", "past_retention_estimated"), o["oldest_ended_at"]
+		}
+		rows = append(rows, r)
+	}
+	printTable(w, []string{"status", "retention", "rows", "oldest_ended_at", "past_retention"}, rows...)
 }

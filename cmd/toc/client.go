@@ -64,6 +64,8 @@ var clientCommands = []clientCommand{
 	{name: "topics list", about: "list the topics", example: "toc topics list", flags: noFlags(topicList), table: page("topics", topicFields...)},
 	{name: "topics get", about: "show a topic and its live usage", example: "toc topics get orders", args: "NAME", flags: onTopic((*client.Client).Topic), table: printTopic},
 	{name: "topics set", about: "change the settings given as flags", example: "toc topics set orders --rate-limit 50 --max-attempts 8", args: "NAME", flags: topicSettings, table: printTopic},
+	{name: "topics retention", about: "show how long a topic's ended jobs are kept and how many it holds; flags change it", example: "toc topics retention orders --done 1h --dead 0 --cancelled default",
+		args: "NAME", flags: topicRetention, table: printRetention},
 	{name: "topics pause", about: "stop firing a topic's jobs", example: "toc topics pause orders", args: "NAME", flags: onTopic((*client.Client).PauseTopic), table: printTopic},
 	{name: "topics resume", about: "fire a paused topic's jobs again", example: "toc topics resume orders", args: "NAME", flags: onTopic((*client.Client).ResumeTopic), table: printTopic},
 	{name: "dead list", about: "list the dead letters of a topic, or of every topic, in order of death", example: "toc dead list --topic orders --error timeout --limit 20", flags: deadQuery, table: page("jobs", deadFields...)},

@@ -318,6 +318,7 @@ func (s *service) run(ctx context.Context) error {
 		Logger:                s.log,
 		Ready:                 ready,
 		AuditFailed:           metrics.AuditUnrecorded,
+		Retention:             engineCfg.Retention.Retention,
 	}
 	if s.tokenFile != nil {
 		apiCfg.TokenSet = s.tokenFile.Set
@@ -351,7 +352,8 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)
-		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook}
+		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook,
+			retention: engineCfg.Retention.Retention}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		if eng.Retirer != nil {
 			metrics.WatchRetention(eng.Retirer.Survey, time.Now)

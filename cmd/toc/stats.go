@@ -87,6 +87,9 @@ type topicStats struct {
 	// webhook is this member's webhook client, whose circuit breakers
 	// the stats show (each member keeps its own).
 	webhook *webhook.Client
+	// retention is the global retention (the --retain-* flags), under a
+	// topic's own.
+	retention timer.Retention
 }
 
 var _ tochttp.TopicBreakers = (*topicStats)(nil)
@@ -119,7 +122,14 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 	if err != nil {
 		return tochttp.TopicStats{}, err
 	}
+	retention := topic.Retention.Over(t.retention)
+	storage, err := t.storage(ctx, name, retention, time.Now())
+	if err != nil {
+		return tochttp.TopicStats{}, err
+	}
 	return tochttp.TopicStats{
+		Retention:       retention,
+		Storage:         storage,
 		Topic:           name,
 		Slots:           topic.Slots,
 		Pending:         counts.pending,
@@ -129,4 +139,41 @@ func (t *topicStats) TopicStats(ctx context.Context, name string) (tochttp.Topic
 		CountsEstimated: counts.estimated,
 		NextDue:         next,
 	}, nil
+}
+
+// storage is the task store's picture of topic's ended jobs under
+// retention at now: for each status, three bounded queries per shard
+// (count up to liveCountMax, the database's estimate beyond; the oldest
+// end, one index dive; the rows past retention, counted the same way), so
+// a big topic costs what a small one does.
+func (t *topicStats) storage(ctx context.Context, topic string, retention timer.Retention, now time.Time) (map[timer.Status]tochttp.StatusStorage, error) {
+	limit := int64(liveCountMax)
+	if t.counter != nil {
+		limit = t.counter.liveMax
+	}
+	out := make(map[timer.Status]tochttp.StatusStorage, len(timer.RetiredStatuses()))
+	for _, st := range timer.RetiredStatuses() {
+		var (
+			s     tochttp.StatusStorage
+			exact bool
+			err   error
+		)
+		if s.Rows, exact, err = t.store.CountJobs(ctx, topic, st, limit); err != nil {
+			return nil, err
+		}
+		s.RowsEstimated = !exact
+		if s.Rows > 0 {
+			if s.OldestEnded, err = t.store.OldestEnded(ctx, topic, st); err != nil {
+				return nil, err
+			}
+		}
+		if keep := retention.Of(st); s.Rows > 0 && !timer.Keeps(keep) && !s.OldestEnded.IsZero() && now.Sub(s.OldestEnded) > keep {
+			if s.PastRetention, exact, err = t.store.CountEnded(ctx, topic, st, now.Add(-keep), limit); err != nil {
+				return nil, err
+			}
+			s.PastRetentionEstimated = !exact
+		}
+		out[st] = s
+	}
+	return out, nil
 }

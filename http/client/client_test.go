@@ -399,16 +399,21 @@ func TestRoundTrip(t *testing.T) {
 		{new(Topic), `{"name":"flood","slots":16,"max_attempts":16,"rate_limit":15,"burst":1.5,"max_in_flight":50,"weight":1,` +
 			`"retry":{"base_ms":1000,"max_ms":600000},"lease_ms":30000,"callback_timeout_ms":10000,"lateness_slo_ms":0,"paused":true,` +
 			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":29804,"in_flight":3,"rate":12.5,"throttled":4,"members":3,` +
-			`"lateness_p50_ms":5,"lateness_p99_ms":25,"lateness_calls":1200},"expire_after_ms":30000}`},
+			`"lateness_p50_ms":5,"lateness_p99_ms":25,"lateness_calls":1200},"expire_after_ms":30000,"retention":{"done_ms":86400000,"cancelled_ms":86400000,"expired_ms":86400000,"dead_ms":0,"purged_ms":1000}}`},
 		{new(Topic), `{"name":"idle","slots":1,"max_attempts":3,"rate_limit":0,"burst":0,"max_in_flight":0,"weight":1,` +
 			`"retry":{"base_ms":1000,"max_ms":600000},"lease_ms":30000,"callback_timeout_ms":10000,"lateness_slo_ms":0,"paused":false,` +
-			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":0,"in_flight":0,"rate":0,"throttled":0,"members":0,"lateness_calls":0},"expire_after_ms":null}`},
+			`"created_at":"2026-11-21T20:00:00.000Z","usage":{"due_waiting":0,"in_flight":0,"rate":0,"throttled":0,"members":0,"lateness_calls":0},"expire_after_ms":null,"retention":{"done_ms":86400000,"cancelled_ms":86400000,"expired_ms":86400000,"dead_ms":0,"purged_ms":1000}}`},
 		{new(Job), `{"id":"4737258989562101761","topic":"otp","key":"","biz_id":"0","biz_type":"0","status":"expired",` +
 			`"fire_at":"2026-11-21T20:00:02.000Z","attempts":0,"max_attempts":16,"priority":"normal","last_error":"deadline passed",` +
 			`"last_status":0,"callback_url":"http://127.0.0.1:9001/hook","payload":null,"created_at":"2026-11-21T20:00:00.000Z",` +
 			`"updated_at":"2026-11-21T20:00:08.000Z","version":2,"expire_after_ms":5000,"expire_at":"2026-11-21T20:00:07.000Z","window_ms":0,"concurrency_key":""}`},
 		{new(TopicStats), `{"topic":"orders","slots":16,"pending":10,"in_flight":1,"dead":2,"counted_at":"2026-11-21T20:00:00.000Z",` +
-			`"counts_estimated":false,"next_due_at":"","oldest_overdue_ms":0}`},
+			`"counts_estimated":false,"next_due_at":"","oldest_overdue_ms":0,` + `"retention":{"done_ms":86400000,"cancelled_ms":86400000,"expired_ms":86400000,"dead_ms":0,"purged_ms":1000},"storage":{` +
+			`"done":{"rows":2500000,"rows_estimated":true,"oldest_ended_at":"2026-11-20T17:03:08.551Z","past_retention":12000,"past_retention_estimated":true},` +
+			`"cancelled":{"rows":3,"rows_estimated":false,"oldest_ended_at":"2026-11-21T19:00:00.000Z","past_retention":0,"past_retention_estimated":false},` +
+			`"expired":{"rows":0,"rows_estimated":false,"oldest_ended_at":"","past_retention":0,"past_retention_estimated":false},` +
+			`"dead":{"rows":0,"rows_estimated":false,"oldest_ended_at":"","past_retention":0,"past_retention_estimated":false},` +
+			`"purged":{"rows":0,"rows_estimated":false,"oldest_ended_at":"","past_retention":0,"past_retention_estimated":false}}}`},
 		{new(Forecast), `{"topic":"orders","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T22:00:00.000Z","step":"1h0m0s",` +
 			`"complete":true,"buckets":[{"start":"2026-11-21T20:00:00.000Z","count":3},{"start":"2026-11-21T21:00:00.000Z","count":0}]}`},
 		{new(Forecast), `{"topic":"flood","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T20:00:02.500Z","step":"1.5s",` +
@@ -495,9 +500,18 @@ func TestRequests(t *testing.T) {
 			return err
 		}, sent{"PUT", "/v1/topics/t", `{"rate_limit":200,"max_in_flight":50,"retry":{"base_ms":500}}`, "", ""}},
 		{func() error {
+			_, _, err := c.PutTopic(ctx, "t", TopicSettings{Retain: map[string]time.Duration{"done": 90 * time.Minute, "dead": 0}})
+			return err
+		}, sent{"PUT", "/v1/topics/t", `{"retention":{"dead_ms":0,"done_ms":5400000}}`, "", ""}},
+		{func() error {
 			_, err := c.PatchTopic(ctx, "t", TopicPatch{RateLimit: Set(0.0), Burst: Reset[int](), RetryMax: Set(time.Minute), Weight: Set(2)})
 			return err
 		}, sent{"PATCH", "/v1/topics/t", `{"burst":null,"rate_limit":0,"retry":{"max_ms":60000},"weight":2}`, "", ""}},
+		{func() error {
+			_, err := c.PatchTopic(ctx, "t", TopicPatch{Retain: map[string]Patch[time.Duration]{
+				"done": Set(time.Hour), "dead": Set(time.Duration(0)), "expired": Reset[time.Duration]()}})
+			return err
+		}, sent{"PATCH", "/v1/topics/t", `{"retention":{"dead_ms":0,"done_ms":3600000,"expired_ms":null}}`, "", ""}},
 		{func() error { _, err := c.TopicStats(ctx, "t"); return err }, sent{"GET", "/v1/topics/t/stats", "", "", ""}},
 		{func() error { _, err := c.Forecast(ctx, ForecastQuery{Topic: "t"}); return err }, sent{"GET", "/v1/topics/t/forecast", "", "", ""}},
 		{func() error {

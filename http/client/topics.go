@@ -44,6 +44,33 @@ type Topic struct {
 	// force when Expires.
 	ExpireAfter time.Duration
 	Expires     bool
+	// Retention is how long the topic's jobs are kept after they end, in
+	// force: the topic's own over the server's global retention.
+	Retention Retention
+}
+
+// Retention is how long jobs are kept after they end, by the status they
+// ended in; 0 keeps them forever. The server deletes a job that ended
+// longer ago; pending and firing jobs, and members of a group not yet
+// complete, are never deleted.
+type Retention struct {
+	Done, Cancelled, Expired, Dead, Purged time.Duration
+}
+
+type retentionJSON struct {
+	DoneMS      millis `json:"done_ms"`
+	CancelledMS millis `json:"cancelled_ms"`
+	ExpiredMS   millis `json:"expired_ms"`
+	DeadMS      millis `json:"dead_ms"`
+	PurgedMS    millis `json:"purged_ms"`
+}
+
+func (r Retention) wire() retentionJSON {
+	return retentionJSON{millis(r.Done), millis(r.Cancelled), millis(r.Expired), millis(r.Dead), millis(r.Purged)}
+}
+
+func (w retentionJSON) retention() Retention {
+	return Retention{time.Duration(w.DoneMS), time.Duration(w.CancelledMS), time.Duration(w.ExpiredMS), time.Duration(w.DeadMS), time.Duration(w.PurgedMS)}
 }
 
 // Backoff is a topic's retry backoff: Base doubled at each failed
@@ -73,21 +100,22 @@ type Usage struct {
 }
 
 type topicJSON struct {
-	Name              string     `json:"name"`
-	Slots             int        `json:"slots"`
-	MaxAttempts       int        `json:"max_attempts"`
-	RateLimit         float64    `json:"rate_limit"`
-	Burst             float64    `json:"burst"`
-	MaxInFlight       int        `json:"max_in_flight"`
-	Weight            int        `json:"weight"`
-	Retry             backoffMS  `json:"retry"`
-	LeaseMS           millis     `json:"lease_ms"`
-	CallbackTimeoutMS millis     `json:"callback_timeout_ms"`
-	LatenessSLOMS     millis     `json:"lateness_slo_ms"`
-	Paused            bool       `json:"paused"`
-	CreatedAt         stamp      `json:"created_at"`
-	Usage             *usageJSON `json:"usage,omitempty"`
-	ExpireAfterMS     *millis    `json:"expire_after_ms"`
+	Name              string        `json:"name"`
+	Slots             int           `json:"slots"`
+	MaxAttempts       int           `json:"max_attempts"`
+	RateLimit         float64       `json:"rate_limit"`
+	Burst             float64       `json:"burst"`
+	MaxInFlight       int           `json:"max_in_flight"`
+	Weight            int           `json:"weight"`
+	Retry             backoffMS     `json:"retry"`
+	LeaseMS           millis        `json:"lease_ms"`
+	CallbackTimeoutMS millis        `json:"callback_timeout_ms"`
+	LatenessSLOMS     millis        `json:"lateness_slo_ms"`
+	Paused            bool          `json:"paused"`
+	CreatedAt         stamp         `json:"created_at"`
+	Usage             *usageJSON    `json:"usage,omitempty"`
+	ExpireAfterMS     *millis       `json:"expire_after_ms"`
+	Retention         retentionJSON `json:"retention"`
 }
 
 type backoffMS struct {
@@ -112,7 +140,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 		Name: t.Name, Slots: t.Slots, MaxAttempts: t.MaxAttempts, RateLimit: t.RateLimit, Burst: t.Burst,
 		MaxInFlight: t.MaxInFlight, Weight: t.Weight, Retry: backoffMS{millis(t.Retry.Base), millis(t.Retry.Max)},
 		LeaseMS: millis(t.Lease), CallbackTimeoutMS: millis(t.CallbackTimeout), LatenessSLOMS: millis(t.LatenessSLO),
-		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt),
+		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt), Retention: t.Retention.wire(),
 	}
 	if t.Expires {
 		n := millis(t.ExpireAfter)
@@ -141,6 +169,7 @@ func (t *Topic) UnmarshalJSON(data []byte) error {
 		Retry: Backoff{Base: time.Duration(w.Retry.BaseMS), Max: time.Duration(w.Retry.MaxMS)},
 		Lease: time.Duration(w.LeaseMS), CallbackTimeout: time.Duration(w.CallbackTimeoutMS),
 		LatenessSLO: time.Duration(w.LatenessSLOMS), Paused: w.Paused, CreatedAt: time.Time(w.CreatedAt),
+		Retention: w.Retention.retention(),
 	}
 	if w.ExpireAfterMS != nil {
 		t.ExpireAfter, t.Expires = time.Duration(*w.ExpireAfterMS), true
@@ -176,20 +205,25 @@ type TopicSettings struct {
 	// ExpireAfter, when not nil, is the deadline of the topic's jobs that
 	// set none (default none).
 	ExpireAfter *time.Duration
+	// Retain is the topic's own retention of jobs that ended in a status
+	// ("done", "cancelled", "expired", "dead", "purged"): 0 keeps them
+	// forever; a status left out takes the server's global retention.
+	Retain map[string]time.Duration
 }
 
 type settingsJSON struct {
-	Slots             int        `json:"slots,omitempty"`
-	MaxAttempts       int        `json:"max_attempts,omitempty"`
-	RateLimit         float64    `json:"rate_limit,omitempty"`
-	Burst             int        `json:"burst,omitempty"`
-	MaxInFlight       int        `json:"max_in_flight,omitempty"`
-	Weight            int        `json:"weight,omitempty"`
-	Retry             *retryJSON `json:"retry,omitempty"`
-	LeaseMS           *int64     `json:"lease_ms,omitempty"`
-	CallbackTimeoutMS *int64     `json:"callback_timeout_ms,omitempty"`
-	LatenessSLOMS     *int64     `json:"lateness_slo_ms,omitempty"`
-	ExpireAfterMS     *int64     `json:"expire_after_ms,omitempty"`
+	Slots             int              `json:"slots,omitempty"`
+	MaxAttempts       int              `json:"max_attempts,omitempty"`
+	RateLimit         float64          `json:"rate_limit,omitempty"`
+	Burst             int              `json:"burst,omitempty"`
+	MaxInFlight       int              `json:"max_in_flight,omitempty"`
+	Weight            int              `json:"weight,omitempty"`
+	Retry             *retryJSON       `json:"retry,omitempty"`
+	LeaseMS           *int64           `json:"lease_ms,omitempty"`
+	CallbackTimeoutMS *int64           `json:"callback_timeout_ms,omitempty"`
+	LatenessSLOMS     *int64           `json:"lateness_slo_ms,omitempty"`
+	ExpireAfterMS     *int64           `json:"expire_after_ms,omitempty"`
+	Retention         map[string]int64 `json:"retention,omitempty"`
 }
 
 type retryJSON struct {
@@ -219,6 +253,12 @@ func (s TopicSettings) MarshalJSON() ([]byte, error) {
 	}
 	if s.Retry != (Backoff{}) {
 		w.Retry = &retryJSON{BaseMS: msOrNil(s.Retry.Base), MaxMS: msOrNil(s.Retry.Max)}
+	}
+	if len(s.Retain) > 0 {
+		w.Retention = make(map[string]int64, len(s.Retain))
+		for st, d := range s.Retain {
+			w.Retention[st+"_ms"] = ms(d)
+		}
 	}
 	return marshal(w)
 }
@@ -269,6 +309,11 @@ type TopicPatch struct {
 	LatenessSLO     Patch[time.Duration]
 	// ExpireAfter: Reset is no deadline.
 	ExpireAfter Patch[time.Duration]
+	// Retain sets the topic's own retention of jobs that ended in a
+	// status ("done", "cancelled", "expired", "dead", "purged"): Set(0)
+	// keeps them forever, Set(d) d (in whole ms, rounded up), Reset the
+	// server's global retention.
+	Retain map[string]Patch[time.Duration]
 }
 
 // MarshalJSON writes p as PATCH /v1/topics/{topic} reads it (a JSON merge
@@ -289,6 +334,13 @@ func (p TopicPatch) MarshalJSON() ([]byte, error) {
 		p.RetryBase.put(retry, "base_ms", inMS)
 		p.RetryMax.put(retry, "max_ms", inMS)
 		body["retry"] = retry
+	}
+	if len(p.Retain) > 0 {
+		retention := map[string]any{}
+		for st, r := range p.Retain {
+			r.put(retention, st+"_ms", inMS)
+		}
+		body["retention"] = retention
 	}
 	return marshal(body)
 }
@@ -388,25 +440,71 @@ type TopicStats struct {
 	// horizon), and OldestOverdue how far it is past, if it is.
 	NextDueAt     time.Time
 	OldestOverdue time.Duration
+	// Retention is the topic's retention in force.
+	Retention Retention
+	// Storage is what the task store holds of the topic's ended jobs, by
+	// the status they ended in ("done", "cancelled", "expired", "dead",
+	// "purged").
+	Storage map[string]StatusStorage
+}
+
+// StatusStorage is what the task store holds of a topic's jobs that ended
+// in one status. A count past 10,000 rows a shard is the database's
+// estimate, and says so.
+type StatusStorage struct {
+	Rows          int64 `json:"rows"`
+	RowsEstimated bool  `json:"rows_estimated"`
+	// OldestEndedAt is when the oldest of them ended (zero: none).
+	OldestEndedAt time.Time `json:"-"`
+	// PastRetention counts those past their retention: the server's
+	// backlog of rows to delete.
+	PastRetention          int64 `json:"past_retention"`
+	PastRetentionEstimated bool  `json:"past_retention_estimated"`
+}
+
+// MarshalJSON writes s as the API does.
+func (s StatusStorage) MarshalJSON() ([]byte, error) {
+	type plain StatusStorage // without this method
+	return marshal(struct {
+		plain
+		OldestEndedAt stamp `json:"oldest_ended_at"`
+	}{plain(s), stamp(s.OldestEndedAt)})
+}
+
+// UnmarshalJSON reads the API's JSON of a status's storage.
+func (s *StatusStorage) UnmarshalJSON(data []byte) error {
+	type plain StatusStorage
+	var w struct {
+		plain
+		OldestEndedAt stamp `json:"oldest_ended_at"`
+	}
+	if err := json.Unmarshal(data, &w); err != nil {
+		return err
+	}
+	*s = StatusStorage(w.plain)
+	s.OldestEndedAt = time.Time(w.OldestEndedAt)
+	return nil
 }
 
 type topicStatsJSON struct {
-	Topic           string `json:"topic"`
-	Slots           int    `json:"slots"`
-	Pending         int64  `json:"pending"`
-	InFlight        int64  `json:"in_flight"`
-	Dead            int64  `json:"dead"`
-	CountedAt       stamp  `json:"counted_at"`
-	CountsEstimated bool   `json:"counts_estimated"`
-	NextDueAt       stamp  `json:"next_due_at"`
-	OldestOverdueMS millis `json:"oldest_overdue_ms"`
+	Topic           string                   `json:"topic"`
+	Slots           int                      `json:"slots"`
+	Pending         int64                    `json:"pending"`
+	InFlight        int64                    `json:"in_flight"`
+	Dead            int64                    `json:"dead"`
+	CountedAt       stamp                    `json:"counted_at"`
+	CountsEstimated bool                     `json:"counts_estimated"`
+	NextDueAt       stamp                    `json:"next_due_at"`
+	OldestOverdueMS millis                   `json:"oldest_overdue_ms"`
+	Retention       retentionJSON            `json:"retention"`
+	Storage         map[string]StatusStorage `json:"storage"`
 }
 
 // MarshalJSON writes s as the API does.
 func (s TopicStats) MarshalJSON() ([]byte, error) {
 	return marshal(topicStatsJSON{Topic: s.Topic, Slots: s.Slots, Pending: s.Pending, InFlight: s.InFlight, Dead: s.Dead,
 		CountedAt: stamp(s.CountedAt), CountsEstimated: s.CountsEstimated, NextDueAt: stamp(s.NextDueAt),
-		OldestOverdueMS: millis(s.OldestOverdue)})
+		OldestOverdueMS: millis(s.OldestOverdue), Retention: s.Retention.wire(), Storage: s.Storage})
 }
 
 // UnmarshalJSON reads the API's JSON of a topic's stats.
@@ -417,7 +515,7 @@ func (s *TopicStats) UnmarshalJSON(data []byte) error {
 	}
 	*s = TopicStats{Topic: w.Topic, Slots: w.Slots, Pending: w.Pending, InFlight: w.InFlight, Dead: w.Dead,
 		CountedAt: time.Time(w.CountedAt), CountsEstimated: w.CountsEstimated, NextDueAt: time.Time(w.NextDueAt),
-		OldestOverdue: time.Duration(w.OldestOverdueMS)}
+		OldestOverdue: time.Duration(w.OldestOverdueMS), Retention: w.Retention.retention(), Storage: w.Storage}
 	return nil
 }
 

@@ -409,7 +409,7 @@ export interface paths {
         };
         /**
          * Count a topic's jobs.
-         * @description Pending and dead from the task store, in flight and the next due time from Redis.
+         * @description Pending and dead from the task store, in flight and the next due time from Redis; the retention in force and, for each status a job ends in, the rows the task store holds, the oldest one's end and how many are past their retention (the retirer's backlog).
          */
         get: operations["getTopicStats"];
         put?: never;
@@ -768,7 +768,7 @@ export interface components {
             /** @description The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic. */
             topic: components["schemas"]["TopicName"];
             /**
-             * @description Idempotency key, unique per topic: the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
+             * @description Idempotency key, unique within its topic for at least the retention of its job (the topic's `retention` in force for the status the job ended in): once the job's row retires, the key can be used again and makes a new job. the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
              * @example order-42
              */
             key?: string;
@@ -1006,6 +1006,16 @@ export interface components {
             oldest_overdue_ms: number;
             /** @description The circuit breakers of the callback hosts the topic's jobs met (their calls failed or were held back) that are open, half-open, or closed and counting failures, by host. They are those of the member that answers: each member keeps its own. */
             breakers: components["schemas"]["Breaker"][];
+            /** @description The retention in force for the topic (its own over the global one). */
+            retention: components["schemas"]["Retention"];
+            /** @description The task store's picture of the topic's ended jobs, by the status they ended in. */
+            storage: {
+                done: components["schemas"]["StatusStorage"];
+                cancelled: components["schemas"]["StatusStorage"];
+                expired: components["schemas"]["StatusStorage"];
+                dead: components["schemas"]["StatusStorage"];
+                purged: components["schemas"]["StatusStorage"];
+            };
         };
         /** @description One callback host's circuit breaker: after 5 consecutive failed calls (no answer, or a 5xx) it opens and the host's jobs are held back, not sent, with no attempt counted, until one call probes the host. */
         Breaker: {
@@ -1086,7 +1096,14 @@ export interface components {
          *       "lateness_slo_ms": 0,
          *       "paused": false,
          *       "created_at": "2026-11-25T02:35:21.358Z",
-         *       "expire_after_ms": null
+         *       "expire_after_ms": null,
+         *       "retention": {
+         *         "done_ms": 86400000,
+         *         "cancelled_ms": 86400000,
+         *         "expired_ms": 86400000,
+         *         "dead_ms": 2592000000,
+         *         "purged_ms": 86400000
+         *       }
          *     }
          */
         Topic: {
@@ -1116,6 +1133,7 @@ export interface components {
             usage?: components["schemas"]["Usage"];
             /** @description The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none. */
             expire_after_ms: number | null;
+            retention: components["schemas"]["Retention"];
         };
         /**
          * @description A topic's settings. A value given must be in its range (else a 400 naming it); none is stored as another value.
@@ -1152,6 +1170,19 @@ export interface components {
             lateness_slo_ms?: number | null;
             /** @description The deadline of the topic's jobs that set none of their own, in ms after their due time; 0: they must not fire late at all. A job scheduled later takes it; jobs already scheduled keep theirs. Under PUT, left out or null: none. Under PATCH, left out: unchanged; null: none. */
             expire_after_ms?: number | null;
+            /** @description How long the topic's jobs are kept after they end, by the status they ended in, overriding the server's global retention (--retain-*) field by field. A field of 0 keeps forever; a positive one keeps that many ms; null or left out: the global retention. A negative, fractional or non-integer value, or an unknown key, is a 400 naming the field (retention.dead_ms). Under PUT, left out or null: the global retention for every status. Under PATCH the fields merge one by one (left out: unchanged; null: the global retention); retention null resets them all. A change applies to jobs that already ended too, at the retirer's next pass. An idempotency key is reserved while its job's row lives: once the row retires, the key makes a new job. */
+            retention?: {
+                /** @description How long a job that ended done is kept, in ms; 0: forever; null: the global retention (--retain-done). */
+                done_ms?: number | null;
+                /** @description How long a job that ended cancelled is kept, in ms; 0: forever; null: the global retention (--retain-cancelled). */
+                cancelled_ms?: number | null;
+                /** @description How long a job that ended expired is kept, in ms; 0: forever; null: the global retention (--retain-expired). */
+                expired_ms?: number | null;
+                /** @description How long a job that ended dead is kept, in ms; 0: forever; null: the global retention (--retain-dead). */
+                dead_ms?: number | null;
+                /** @description How long a job that ended purged is kept, in ms; 0: forever; null: the global retention (--retain-purged). */
+                purged_ms?: number | null;
+            } | null;
         };
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -1495,6 +1526,41 @@ export interface components {
             result: "ok" | "failed";
             /** @description Why the action failed (result failed). */
             error?: string;
+        };
+        /**
+         * @description The retention in force for a topic's ended jobs, by the status they ended in: the topic's own (TopicSettings.retention) over the server's global one (--retain-done, --retain-cancelled, --retain-expired, --retain-dead, --retain-purged; by default 1 day, 1 day, 1 day, 30 days, 1 day). A job is deleted this many ms after it ended; 0: kept forever. Pending and firing jobs, and members of a group not yet complete, are never deleted.
+         * @example {
+         *       "done_ms": 86400000,
+         *       "cancelled_ms": 86400000,
+         *       "expired_ms": 86400000,
+         *       "dead_ms": 2592000000,
+         *       "purged_ms": 86400000
+         *     }
+         */
+        Retention: {
+            /** @description How long a job that ended done is kept, in ms; 0: forever. */
+            done_ms: number;
+            /** @description How long a job that ended cancelled is kept, in ms; 0: forever. */
+            cancelled_ms: number;
+            /** @description How long a job that ended expired is kept, in ms; 0: forever. */
+            expired_ms: number;
+            /** @description How long a job that ended dead is kept, in ms; 0: forever. */
+            dead_ms: number;
+            /** @description How long a job that ended purged is kept, in ms; 0: forever. */
+            purged_ms: number;
+        };
+        /** @description What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large. */
+        StatusStorage: {
+            /** @description Rows of the status. */
+            rows: number;
+            /** @description true when rows is the database's estimate. */
+            rows_estimated: boolean;
+            /** @description When the oldest of them ended; empty when there is none. */
+            oldest_ended_at: components["schemas"]["Time"] | string;
+            /** @description Rows that ended longer ago than the status's retention: the retirer's backlog, which it deletes in paced batches. Members of a group not yet complete count here and are kept until the group completes. 0 when the status is kept forever. */
+            past_retention: number;
+            /** @description true when past_retention is the database's estimate. */
+            past_retention_estimated: boolean;
         };
     };
     responses: {
@@ -2781,7 +2847,14 @@ export interface operations {
                      *           "lateness_slo_ms": 0,
                      *           "paused": false,
                      *           "created_at": "2026-11-25T02:35:21.358Z",
-                     *           "expire_after_ms": null
+                     *           "expire_after_ms": null,
+                     *           "retention": {
+                     *             "done_ms": 86400000,
+                     *             "cancelled_ms": 86400000,
+                     *             "expired_ms": 86400000,
+                     *             "dead_ms": 2592000000,
+                     *             "purged_ms": 86400000
+                     *           }
                      *         }
                      *       ]
                      *     }
@@ -2841,7 +2914,14 @@ export interface operations {
                      *         "lateness_p50_ms": 2,
                      *         "lateness_p99_ms": 10
                      *       },
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2900,7 +2980,14 @@ export interface operations {
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2930,7 +3017,14 @@ export interface operations {
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3038,7 +3132,14 @@ export interface operations {
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3097,7 +3198,14 @@ export interface operations {
                      *       "lateness_slo_ms": 0,
                      *       "paused": true,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3146,7 +3254,14 @@ export interface operations {
                      *       "lateness_slo_ms": 0,
                      *       "paused": false,
                      *       "created_at": "2026-11-25T02:35:21.358Z",
-                     *       "expire_after_ms": null
+                     *       "expire_after_ms": null,
+                     *       "retention": {
+                     *         "done_ms": 86400000,
+                     *         "cancelled_ms": 86400000,
+                     *         "expired_ms": 86400000,
+                     *         "dead_ms": 2592000000,
+                     *         "purged_ms": 86400000
+                     *       }
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];

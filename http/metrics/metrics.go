@@ -190,7 +190,10 @@ type retentionCollector struct {
 	now    func() time.Time
 }
 
-func (c *retentionCollector) Describe(ch chan<- *prometheus.Desc) { ch <- backlogDesc; ch <- oldestDesc }
+func (c *retentionCollector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- backlogDesc
+	ch <- oldestDesc
+}
 
 func (c *retentionCollector) Collect(ch chan<- prometheus.Metric) {
 	now := c.now()
@@ -207,7 +210,7 @@ func (c *retentionCollector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(oldestDesc, prometheus.GaugeValue, oldest[k], k.topic, k.status)
 	}
 }
-func (m *Observer) Repaired(n int)              { m.restored.Add(float64(n)) }
+func (m *Observer) Repaired(n int) { m.restored.Add(float64(n)) }
 func (m *Observer) Assigned(n int) {
 	m.owned.Set(float64(n))
 	m.assigns.Inc()

@@ -482,7 +482,7 @@ type AuditEntry struct {
 
 		// Settings A topic's settings in force: as set, the worker's defaults filled in.
 		//
-		// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
+		// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
 		Settings *Topic `json:"settings,omitempty"`
 
 		// TooLate jobs.cancel_bulk, jobs.reschedule_bulk: jobs that matched but could not be changed.
@@ -1030,7 +1030,7 @@ type NewJob struct {
 	// GroupId Make the job a member of this group, which must exist (POST /v1/groups, or a batch's `group`) and be open: an unknown group is a 400 naming group_id, a sealed one a 409. The group completes once it is sealed and every member has ended (done, cancelled, dead, purged). A job with an idempotency key that names an existing job answers that job, whatever the group's state.
 	GroupId *GroupID `json:"group_id,omitempty"`
 
-	// Key Idempotency key, unique per topic: the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
+	// Key Idempotency key, unique within its topic for at least the retention of its job (the topic's `retention` in force for the status the job ended in): once the job's row retires, the key can be used again and makes a new job. the same key with the same content answers the existing job (200); reusing it with other content is a 409. A `delay_ms` matches the stored job when its due time (now + delay_ms) is within the time since the stored job was created, plus 1 s, of the stored due time, so that a retry of the same request sent later still matches; further off is other content (409). A `fire_at` must equal the stored due time to the millisecond. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f). Empty: none.
 	//
 	// Examples: order-42
 	Key *string `json:"key,omitempty"`
@@ -1110,6 +1110,26 @@ type ReplayWhen struct {
 	//
 	// Examples: 2026-12-01T09:00:00Z
 	FireAt *FireAt `json:"fire_at,omitempty"`
+}
+
+// Retention The retention in force for a topic's ended jobs, by the status they ended in: the topic's own (TopicSettings.retention) over the server's global one (--retain-done, --retain-cancelled, --retain-expired, --retain-dead, --retain-purged; by default 1 day, 1 day, 1 day, 30 days, 1 day). A job is deleted this many ms after it ended; 0: kept forever. Pending and firing jobs, and members of a group not yet complete, are never deleted.
+//
+// Examples: {"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000}
+type Retention struct {
+	// CancelledMs How long a job that ended cancelled is kept, in ms; 0: forever.
+	CancelledMs int `json:"cancelled_ms"`
+
+	// DeadMs How long a job that ended dead is kept, in ms; 0: forever.
+	DeadMs int `json:"dead_ms"`
+
+	// DoneMs How long a job that ended done is kept, in ms; 0: forever.
+	DoneMs int `json:"done_ms"`
+
+	// ExpiredMs How long a job that ended expired is kept, in ms; 0: forever.
+	ExpiredMs int `json:"expired_ms"`
+
+	// PurgedMs How long a job that ended purged is kept, in ms; 0: forever.
+	PurgedMs int `json:"purged_ms"`
 }
 
 // Retry The backoff in force: after attempt n the next is due after min(max_ms, base_ms·2^(n-1)), its upper half jitter.
@@ -1233,6 +1253,32 @@ type StandaloneClusterMode string
 // Status pending until a worker is about to call the webhook, and again between attempts; firing while an attempt is under way (a cancel or reschedule then answers 409 in_flight); done (a 2xx), cancelled (by a cancel, or by the receiver's 410 Gone), dead (attempts ran out), purged (a dead job purged) or expired (no attempt could start by its deadline, expire_after_ms: it never fired late; last_error says why) at the end.
 type Status string
 
+// StatusStorage What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+type StatusStorage struct {
+	// OldestEndedAt When the oldest of them ended; empty when there is none.
+	OldestEndedAt StatusStorage_OldestEndedAt `json:"oldest_ended_at"`
+
+	// PastRetention Rows that ended longer ago than the status's retention: the retirer's backlog, which it deletes in paced batches. Members of a group not yet complete count here and are kept until the group completes. 0 when the status is kept forever.
+	PastRetention int `json:"past_retention"`
+
+	// PastRetentionEstimated true when past_retention is the database's estimate.
+	PastRetentionEstimated bool `json:"past_retention_estimated"`
+
+	// Rows Rows of the status.
+	Rows int `json:"rows"`
+
+	// RowsEstimated true when rows is the database's estimate.
+	RowsEstimated bool `json:"rows_estimated"`
+}
+
+// StatusStorageOldestEndedAt1 defines model for StatusStorage.OldestEndedAt.1.
+type StatusStorageOldestEndedAt1 = string
+
+// StatusStorage_OldestEndedAt When the oldest of them ended; empty when there is none.
+type StatusStorage_OldestEndedAt struct {
+	union json.RawMessage
+}
+
 // Time RFC 3339 in UTC with milliseconds, as toc writes every time.
 //
 // Examples: 2026-11-25T03:35:21.359Z
@@ -1240,7 +1286,7 @@ type Time = time.Time
 
 // Topic A topic's settings in force: as set, the worker's defaults filled in.
 //
-// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
+// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
 type Topic struct {
 	// Burst As set, or else rate_limit/10, at least 1 (so it may be fractional); 0 without a rate limit.
 	Burst float32 `json:"burst"`
@@ -1278,6 +1324,11 @@ type Topic struct {
 
 	// RateLimit Dispatches per second over the cluster; 0: none.
 	RateLimit float32 `json:"rate_limit"`
+
+	// Retention The retention in force for a topic's ended jobs, by the status they ended in: the topic's own (TopicSettings.retention) over the server's global one (--retain-done, --retain-cancelled, --retain-expired, --retain-dead, --retain-purged; by default 1 day, 1 day, 1 day, 30 days, 1 day). A job is deleted this many ms after it ended; 0: kept forever. Pending and firing jobs, and members of a group not yet complete, are never deleted.
+	//
+	// Examples: {"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000}
+	Retention Retention `json:"retention"`
 
 	// Retry The backoff in force: after attempt n the next is due after min(max_ms, base_ms·2^(n-1)), its upper half jitter.
 	Retry Retry `json:"retry"`
@@ -1325,6 +1376,24 @@ type TopicSettings struct {
 	// RateLimit Dispatches per second over the cluster; 0: none (the default). Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	RateLimit *float32 `json:"rate_limit,omitempty"`
 
+	// Retention How long the topic's jobs are kept after they end, by the status they ended in, overriding the server's global retention (--retain-*) field by field. A field of 0 keeps forever; a positive one keeps that many ms; null or left out: the global retention. A negative, fractional or non-integer value, or an unknown key, is a 400 naming the field (retention.dead_ms). Under PUT, left out or null: the global retention for every status. Under PATCH the fields merge one by one (left out: unchanged; null: the global retention); retention null resets them all. A change applies to jobs that already ended too, at the retirer's next pass. An idempotency key is reserved while its job's row lives: once the row retires, the key makes a new job.
+	Retention *struct {
+		// CancelledMs How long a job that ended cancelled is kept, in ms; 0: forever; null: the global retention (--retain-cancelled).
+		CancelledMs *int `json:"cancelled_ms,omitempty"`
+
+		// DeadMs How long a job that ended dead is kept, in ms; 0: forever; null: the global retention (--retain-dead).
+		DeadMs *int `json:"dead_ms,omitempty"`
+
+		// DoneMs How long a job that ended done is kept, in ms; 0: forever; null: the global retention (--retain-done).
+		DoneMs *int `json:"done_ms,omitempty"`
+
+		// ExpiredMs How long a job that ended expired is kept, in ms; 0: forever; null: the global retention (--retain-expired).
+		ExpiredMs *int `json:"expired_ms,omitempty"`
+
+		// PurgedMs How long a job that ended purged is kept, in ms; 0: forever; null: the global retention (--retain-purged).
+		PurgedMs *int `json:"purged_ms,omitempty"`
+	} `json:"retention,omitempty"`
+
 	// Retry Backoff of failed attempts; each field defaults to the worker's (1000 and 600000); in force, base_ms must not exceed max_ms. Under PATCH the fields merge one by one; null resets both.
 	Retry *struct {
 		// BaseMs First wait; null: the default.
@@ -1366,7 +1435,28 @@ type TopicStats struct {
 
 	// Pending Rows pending or firing in the task store (the truth).
 	Pending int `json:"pending"`
-	Slots   int `json:"slots"`
+
+	// Retention The retention in force for the topic (its own over the global one).
+	Retention Retention `json:"retention"`
+	Slots     int       `json:"slots"`
+
+	// Storage The task store's picture of the topic's ended jobs, by the status they ended in.
+	Storage struct {
+		// Cancelled What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+		Cancelled StatusStorage `json:"cancelled"`
+
+		// Dead What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+		Dead StatusStorage `json:"dead"`
+
+		// Done What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+		Done StatusStorage `json:"done"`
+
+		// Expired What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+		Expired StatusStorage `json:"expired"`
+
+		// Purged What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
+		Purged StatusStorage `json:"purged"`
+	} `json:"storage"`
 
 	// Topic A topic: lower-case letters, digits, `_` and `-`, 1 to 64 bytes, starting with a letter or digit.
 	//
@@ -1997,6 +2087,68 @@ func (t *Cluster) UnmarshalJSON(b []byte) error {
 	return err
 }
 
+// AsTime returns the union data inside the StatusStorage_OldestEndedAt as a Time
+func (t StatusStorage_OldestEndedAt) AsTime() (Time, error) {
+	var body Time
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromTime overwrites any union data inside the StatusStorage_OldestEndedAt as the provided Time
+func (t *StatusStorage_OldestEndedAt) FromTime(v Time) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeTime performs a merge with any union data inside the StatusStorage_OldestEndedAt, using the provided Time
+func (t *StatusStorage_OldestEndedAt) MergeTime(v Time) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsStatusStorageOldestEndedAt1 returns the union data inside the StatusStorage_OldestEndedAt as a StatusStorageOldestEndedAt1
+func (t StatusStorage_OldestEndedAt) AsStatusStorageOldestEndedAt1() (StatusStorageOldestEndedAt1, error) {
+	var body StatusStorageOldestEndedAt1
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromStatusStorageOldestEndedAt1 overwrites any union data inside the StatusStorage_OldestEndedAt as the provided StatusStorageOldestEndedAt1
+func (t *StatusStorage_OldestEndedAt) FromStatusStorageOldestEndedAt1(v StatusStorageOldestEndedAt1) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeStatusStorageOldestEndedAt1 performs a merge with any union data inside the StatusStorage_OldestEndedAt, using the provided StatusStorageOldestEndedAt1
+func (t *StatusStorage_OldestEndedAt) MergeStatusStorageOldestEndedAt1(v StatusStorageOldestEndedAt1) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t StatusStorage_OldestEndedAt) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *StatusStorage_OldestEndedAt) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // AsTime returns the union data inside the TopicStats_NextDueAt as a Time
 func (t TopicStats_NextDueAt) AsTime() (Time, error) {
 	var body Time
@@ -2531,7 +2683,7 @@ type ClientInterface interface {
 
 	// GetTopicStats Count a topic's jobs.
 	//
-	// Pending and dead from the task store, in flight and the next due time from Redis.
+	// Pending and dead from the task store, in flight and the next due time from Redis; the retention in force and, for each status a job ends in, the rows the task store holds, the oldest one's end and how many are past their retention (the retirer's backlog).
 	//
 	// Corresponds with GET /v1/topics/{topic}/stats (the `GetTopicStats` operationId).
 	GetTopicStats(ctx context.Context, topic TopicPath, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3435,7 +3587,7 @@ func (c *Client) ResumeTopic(ctx context.Context, topic TopicPath, reqEditors ..
 
 // GetTopicStats Count a topic's jobs.
 //
-// Pending and dead from the task store, in flight and the next due time from Redis.
+// Pending and dead from the task store, in flight and the next due time from Redis; the retention in force and, for each status a job ends in, the rows the task store holds, the oldest one's end and how many are past their retention (the retirer's backlog).
 //
 // Corresponds with GET /v1/topics/{topic}/stats (the `GetTopicStats` operationId).
 func (c *Client) GetTopicStats(ctx context.Context, topic TopicPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5889,7 +6041,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetTopicStatsWithResponse Count a topic's jobs.
 	//
-	// Pending and dead from the task store, in flight and the next due time from Redis.
+	// Pending and dead from the task store, in flight and the next due time from Redis; the retention in force and, for each status a job ends in, the rows the task store holds, the oldest one's end and how many are past their retention (the retirer's backlog).
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -10308,7 +10460,7 @@ func (c *ClientWithResponses) ResumeTopicWithResponse(ctx context.Context, topic
 
 // GetTopicStatsWithResponse Count a topic's jobs.
 //
-// Pending and dead from the task store, in flight and the next due time from Redis.
+// Pending and dead from the task store, in flight and the next due time from Redis; the retention in force and, for each status a job ends in, the rows the task store holds, the oldest one's end and how many are past their retention (the retirer's backlog).
 //
 // Returns a wrapper object for the known response body format(s).
 //

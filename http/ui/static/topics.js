@@ -153,6 +153,8 @@ export async function topicPage(view, params, name) {
       ]))),
     el('h2', {}, 'Circuit breakers'),
     breakerTable(stats.breakers),
+    el('h2', {}, 'Storage: finished jobs'),
+    storageTable(stats),
     el('h2', {}, 'Forecast: jobs falling due'),
     forecast.node,
     el('h2', {}, 'Jobs'),
@@ -183,6 +185,44 @@ function breakerTable(breakers = []) {
       el('td', { class: 'failures' }, b.failures),
       el('td', {}, text(b.open_until)),
       el('td', { class: 'held' }, text(b.oldest_held_due_at)))));
+}
+
+// endedStatuses are the statuses a job ends in, whose rows retire.
+const endedStatuses = ['done', 'cancelled', 'expired', 'dead', 'purged'];
+
+// keptFor shows a retention in ms: 0 keeps forever.
+function keptFor(ms) {
+  if (!ms) return 'forever';
+  const day = 86_400_000;
+  return ms % day === 0 ? `${ms / day} d` : duration(ms);
+}
+
+// storageCount shows a count of the storage picture: "≈ n" when it is the
+// task store's estimate (past 10,000 rows a shard).
+function storageCount(n, estimated) {
+  return el('span', { class: estimated ? 'count estimated' : 'count', title: estimated ? 'estimated by the task store' : 'counted now' },
+    (estimated ? '≈ ' : '') + text(n));
+}
+
+// storageTable shows what the task store holds of the topic's finished
+// jobs (GET /v1/topics/{t}/stats: retention and storage): by status, how
+// long they are kept, the rows, when the oldest finished, and how many
+// are past their retention, which the retirer deletes in paced batches.
+function storageTable(stats) {
+  const retention = stats.retention || {};
+  const storage = stats.storage || {};
+  return el('section', { id: 'storage-section' },
+    table('storage', ['Status', 'Kept for', 'Rows', 'Oldest finished', 'Past retention'], endedStatuses.map((st) => {
+      const s = storage[st] || {};
+      const age = s.oldest_ended_at ? Date.now() - Date.parse(s.oldest_ended_at) : null;
+      return el('tr', { 'data-status': st },
+        el('td', { class: 'status' }, st),
+        el('td', { class: 'kept' }, keptFor(retention[st + '_ms'])),
+        el('td', { class: 'rows num' }, storageCount(s.rows, s.rows_estimated)),
+        el('td', { class: 'oldest', title: text(s.oldest_ended_at) }, s.oldest_ended_at ? `${s.oldest_ended_at} (${duration(Math.max(0, age))} ago)` : '—'),
+        el('td', { class: 'past num' }, storageCount(s.past_retention, s.past_retention_estimated)));
+    })),
+    el('p', { class: 'note' }, 'Finished jobs are deleted once past their retention (the topic\'s own, else the server\'s --retain-* flags), in paced batches; pending and firing jobs, and members of a group not yet complete, never are. Change it with PATCH /v1/topics/{topic} {"retention": …} or toc topics retention.'));
 }
 
 // listJobs fills section with a page of the topic's jobs; an error answer
