@@ -143,3 +143,24 @@ func TestRetentionFlags(t *testing.T) {
 		t.Errorf("retention of --retain-done 0 --retain-dead 90s = %+v, audit %v; want %+v, %v", cfg.Retention, cfg.AuditRetention, want, timer.DefaultAuditRetention)
 	}
 }
+
+// A toc serve given no retention flag retires by the defaults: a day for
+// done, cancelled, expired and purged jobs, 30 days for dead letters, as
+// a topic shows them in force.
+func TestRetentionDefaults(t *testing.T) {
+	p := serveShards(t, fmt.Sprintf("rd%d:", time.Now().UnixNano()), testenv.MariaDB(t).NewDatabase(t))
+	if status, body := p.call(t, "PUT", "/v1/topics/orders", map[string]any{}); status != http.StatusOK && status != http.StatusCreated {
+		t.Fatalf("PUT topic: %d %v", status, body)
+	}
+	status, body := p.call(t, "GET", "/v1/topics/orders", nil)
+	if status != http.StatusOK {
+		t.Fatalf("GET topic: %d %v", status, body)
+	}
+	got, _ := body["retention"].(map[string]any)
+	def := timer.DefaultRetention()
+	for _, st := range timer.RetiredStatuses() {
+		if ms, _ := got[st.String()+"_ms"].(float64); int64(ms) != def.Of(st).Milliseconds() {
+			t.Errorf("retention.%s_ms = %v, want %d", st, got[st.String()+"_ms"], def.Of(st).Milliseconds())
+		}
+	}
+}
