@@ -135,25 +135,12 @@ func (s *Store) DeleteEnded(ctx context.Context, st timer.Status, before time.Ti
 // CountEnded implements timer.RetireStore: a count of a range of
 // toc_jobs_ended up to limit, the database's estimate beyond.
 func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, before time.Time, limit int64) (n int64, exact bool, err error) {
-	const from = " FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?"
-	args := []any{topic, int64(st), before.UnixMilli()}
-	if limit <= 0 || s.d.estimateRows == nil {
-		if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&n); err != nil {
-			return 0, false, fmt.Errorf("count %s jobs of %s past retention: %w", st, topic, err)
-		}
-		return n, true, nil
-	}
-	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT 1"+from+" LIMIT ?) c", append(args, limit+1)...).Scan(&n); err != nil {
+	n, exact, err = s.countUpTo(ctx, " FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?",
+		[]any{topic, int64(st), before.UnixMilli()}, limit)
+	if err != nil {
 		return 0, false, fmt.Errorf("count %s jobs of %s past retention: %w", st, topic, err)
 	}
-	if n <= limit {
-		return n, true, nil
-	}
-	est, err := s.d.estimateRows(ctx, s.rdb, "SELECT 1"+from, args...)
-	if err != nil {
-		return 0, false, fmt.Errorf("estimate %s jobs of %s past retention: %w", st, topic, err)
-	}
-	return max(est, n), false, nil
+	return n, exact, nil
 }
 
 // OldestEnded returns when the oldest job of topic that ended in st

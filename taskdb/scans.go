@@ -144,23 +144,33 @@ func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, 
 // returns instead the database's estimate (no less than limit+1) with exact false;
 // SQLite, which makes no estimate, counts them all.
 func (s *Store) CountJobs(ctx context.Context, topic string, status timer.Status, limit int64) (n int64, exact bool, err error) {
-	const from = " FROM toc_jobs WHERE topic = ? AND status = ?"
-	args := []any{topic, int64(status)}
+	n, exact, err = s.countUpTo(ctx, " FROM toc_jobs WHERE topic = ? AND status = ?", []any{topic, int64(status)}, limit)
+	if err != nil {
+		return 0, false, fmt.Errorf("count %s jobs of %s: %w", status, topic, err)
+	}
+	return n, exact, nil
+}
+
+// countUpTo counts the rows of from (" FROM ... WHERE ...") with args:
+// all of them when limit <= 0 or the database makes no estimate (SQLite);
+// else up to limit, and past it the database's estimate (no less than
+// limit+1) with exact false.
+func (s *Store) countUpTo(ctx context.Context, from string, args []any, limit int64) (n int64, exact bool, err error) {
 	if limit <= 0 || s.d.estimateRows == nil {
 		if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*)"+from, args...).Scan(&n); err != nil {
-			return 0, false, fmt.Errorf("count %s jobs of %s: %w", status, topic, err)
+			return 0, false, err
 		}
 		return n, true, nil
 	}
 	if err := s.rdb.QueryRowContext(ctx, "SELECT COUNT(*) FROM (SELECT 1"+from+" LIMIT ?) c", append(args, limit+1)...).Scan(&n); err != nil {
-		return 0, false, fmt.Errorf("count %s jobs of %s: %w", status, topic, err)
+		return 0, false, err
 	}
 	if n <= limit {
 		return n, true, nil
 	}
 	est, err := s.d.estimateRows(ctx, s.rdb, "SELECT 1"+from, args...)
 	if err != nil {
-		return 0, false, fmt.Errorf("estimate %s jobs of %s: %w", status, topic, err)
+		return 0, false, fmt.Errorf("estimate: %w", err)
 	}
 	return max(est, n), false, nil
 }
