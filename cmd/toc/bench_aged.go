@@ -232,19 +232,19 @@ func (b *bench) aged(ctx context.Context) ([]result, error) {
 	if err := b.restartToc(ctx, "toc-aged", retentionArgs("0")...); err != nil {
 		return nil, err
 	}
+	dbs, err := b.openStores()
+	if err != nil {
+		return nil, err
+	}
+	defer closeStores(dbs)
 	var res []result
 	if phase == "empty" || phase == "all" {
-		r, err := b.agedRuns(ctx, "empty")
+		r, err := b.agedRuns(ctx, "empty", dbs)
 		res = append(res, r...)
 		if err != nil || phase == "empty" {
 			return res, err
 		}
 	}
-	dbs, err := b.openStores()
-	if err != nil {
-		return res, err
-	}
-	defer closeStores(dbs)
 	fill, err := b.fillAged(ctx, dbs, b.cfg.agedRows)
 	if err != nil {
 		return res, err
@@ -253,7 +253,7 @@ func (b *bench) aged(ctx context.Context) ([]result, error) {
 	b.settle(ctx, dbs)
 	label := fmt.Sprintf("aged %s", shortCount(b.cfg.agedRows))
 	if phase == "aged" || phase == "all" {
-		r, err := b.agedRuns(ctx, label)
+		r, err := b.agedRuns(ctx, label, dbs)
 		res = append(res, r...)
 		if err != nil {
 			return res, err
@@ -284,14 +284,17 @@ func shortCount(n int) string {
 // schedules from 64 clients, batches of 1,000 from 4, and the drain. The
 // scheduled jobs' topics are paused afterwards, so that they do not come
 // due during a later phase.
-func (b *bench) agedRuns(ctx context.Context, phase string) ([]result, error) {
+func (b *bench) agedRuns(ctx context.Context, phase string, dbs []*sql.DB) ([]result, error) {
 	var res []result
+	mark := innodbMark(ctx, dbs)
 	add := func(r result) {
 		r.Scenario, r.Name = "aged", phase+": "+r.Name
 		if r.Extra == nil {
 			r.Extra = map[string]any{}
 		}
 		r.Extra["phase"] = phase
+		r.Extra["innodb"] = innodbSince(ctx, dbs, mark)
+		mark = innodbMark(ctx, dbs)
 		res = append(res, r)
 		p99 := 0.0
 		if r.Latency != nil {
@@ -495,6 +498,50 @@ func (b *bench) settle(ctx context.Context, dbs []*sql.DB) {
 	}
 }
 
+// innodbCounters are the InnoDB status counters an aged run reports as
+// their change over the run, to tell what a tail came from: pages read
+// from disk (the buffer pool missed), waits for a free page (a user
+// thread had to flush one) and pages written.
+var innodbCounters = []string{"Innodb_buffer_pool_reads", "Innodb_buffer_pool_wait_free", "Innodb_buffer_pool_pages_flushed"}
+
+// innodbMark reads innodbCounters, summed over the shards; nil when a
+// shard does not answer.
+func innodbMark(ctx context.Context, dbs []*sql.DB) map[string]float64 {
+	m := map[string]float64{}
+	for _, db := range dbs {
+		for _, name := range innodbCounters {
+			v, err := globalStatus(ctx, db, name)
+			if err != nil {
+				return nil
+			}
+			m[name] += v
+		}
+	}
+	return m
+}
+
+// innodbSince is the change of innodbCounters since mark, with the
+// undo history InnoDB has yet to purge now (trx_rseg_history_len).
+func innodbSince(ctx context.Context, dbs []*sql.DB, mark map[string]float64) map[string]any {
+	now := innodbMark(ctx, dbs)
+	if now == nil || mark == nil {
+		return nil
+	}
+	out := map[string]any{}
+	for _, name := range innodbCounters {
+		out[strings.ToLower(strings.TrimPrefix(name, "Innodb_buffer_pool_"))] = int64(now[name] - mark[name])
+	}
+	var history int64
+	for _, db := range dbs {
+		var n int64
+		if db.QueryRowContext(ctx, "SELECT `count` FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'").Scan(&n) == nil {
+			history += n
+		}
+	}
+	out["purge_history"] = history
+	return out
+}
+
 func globalStatus(ctx context.Context, db *sql.DB, name string) (float64, error) {
 	var k string
 	var v float64
@@ -526,8 +573,9 @@ func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (
 	if err != nil {
 		return result{}, err
 	}
-	t0 := time.Now()
+	t0, mark := time.Now(), innodbMark(ctx, dbs)
 	r := b.fireRun(ctx, "fire 1000/s", 1000, nil)
+	r.Extra["innodb"] = innodbSince(ctx, dbs, mark)
 	d1, err := b.metricSum(ctx, metric)
 	if err != nil {
 		return result{}, err
