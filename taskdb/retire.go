@@ -111,16 +111,16 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 
 // deleteEnded begins the DELETE of ended jobs by id: the ids' list and
 // ")" end it.
-const deleteEnded = "DELETE FROM toc_jobs WHERE ended_status = ? AND ended_at < ? AND job_id IN ("
+const deleteEnded = "DELETE FROM toc_jobs WHERE ended_at <= ? AND job_id IN ("
 
 // DeleteEnded implements timer.RetireStore: one DELETE by primary key,
-// each row checked again for its status and end time.
-func (s *Store) DeleteEnded(ctx context.Context, st timer.Status, before time.Time, ids []timer.JobID) (int, error) {
+// each row checked again for its end (NULL while it lives).
+func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.Time) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	args := make([]any, 0, len(ids)+2)
-	args = append(args, int64(st), before.UnixMilli())
+	args := make([]any, 0, len(ids)+1)
+	args = append(args, until.UnixMilli())
 	for _, id := range ids {
 		args = append(args, int64(id))
 	}

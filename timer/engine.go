@@ -155,6 +155,9 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		if rc.Owner == nil {
 			rc.Owner = bc.Owner
 		}
+		if rc.Lateness == nil {
+			rc.Lateness = worker.RecentLateness
+		}
 		if e.Retirer, err = NewRetirer(store, rc); err != nil {
 			return nil, err
 		}

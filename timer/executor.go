@@ -25,6 +25,7 @@ type executor struct {
 	finish  func(outcome)                  // successes, to the completer's batches
 	record  func(context.Context, outcome) // the rest, recorded at once
 	history *attemptRecorder               // nil: the store keeps no attempt history
+	recent  recentLate                     // the largest lateness of the last moment
 }
 
 // execute is the step of the executor: it fires t once and returns what
@@ -51,6 +52,7 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	}
 	late := max(start.Sub(latenessBase(t.job, attempt)), 0)
 	tp.late.observe(late, start)
+	e.recent.observe(late, start)
 	if windowMissed(t.job, attempt, start) {
 		tp.windowMissed.Add(1)
 	}

@@ -97,3 +97,46 @@ func LatenessQuantile(buckets []int64, q float64) (time.Duration, bool) {
 	}
 	return time.Duration(LatenessBounds[len(LatenessBounds)-1]) * time.Millisecond, true
 }
+
+// recentTick is the step of recentLate: it remembers this tick and the
+// one before.
+const recentTick = 250 * time.Millisecond
+
+// recentLate is the fire path's largest lateness over the last quarter
+// to half second, for the retirer, which yields to a fire path that is
+// already late. Safe for concurrent use.
+type recentLate struct {
+	mu        sync.Mutex
+	tick      int64 // of cur, in recentTicks since the epoch
+	cur, prev time.Duration
+}
+
+// observe counts a lateness d at now.
+func (r *recentLate) observe(d time.Duration, now time.Time) {
+	k := now.UnixNano() / int64(recentTick)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case k == r.tick+1:
+		r.tick, r.prev, r.cur = k, r.cur, 0
+	case k > r.tick:
+		r.tick, r.prev, r.cur = k, 0, 0
+	}
+	// An earlier tick (the clock stepped back) counts in the current one.
+	r.cur = max(r.cur, d)
+}
+
+// max returns the largest lateness observed in now's tick and the one
+// before; 0 when nothing fired then.
+func (r *recentLate) max(now time.Time) time.Duration {
+	k := now.UnixNano() / int64(recentTick)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case k <= r.tick:
+		return max(r.cur, r.prev)
+	case k == r.tick+1:
+		return r.cur
+	}
+	return 0
+}

@@ -39,3 +39,31 @@ func TestLatenessWindow(t *testing.T) {
 		t.Error("a percentile of nothing")
 	}
 }
+
+// recentLate keeps the largest lateness of its tick and the one before,
+// and forgets older ones.
+func TestRecentLate(t *testing.T) {
+	var r recentLate
+	at := time.UnixMilli(1_800_000_000_000)
+	if got := r.max(at); got != 0 {
+		t.Fatalf("nothing observed: %v", got)
+	}
+	r.observe(7*time.Millisecond, at)
+	r.observe(2*time.Millisecond, at.Add(10*time.Millisecond))
+	for _, c := range []struct {
+		after time.Duration
+		want  time.Duration
+	}{{0, 7 * time.Millisecond}, {recentTick, 7 * time.Millisecond}, {2 * recentTick, 0}, {time.Hour, 0}} {
+		if got := r.max(at.Add(c.after)); got != c.want {
+			t.Errorf("max %v after = %v, want %v", c.after, got, c.want)
+		}
+	}
+	r.observe(time.Millisecond, at.Add(recentTick))
+	if got := r.max(at.Add(recentTick)); got != 7*time.Millisecond {
+		t.Errorf("the tick before still counts: %v", got)
+	}
+	r.observe(time.Millisecond, at.Add(3*recentTick))
+	if got := r.max(at.Add(3 * recentTick)); got != time.Millisecond {
+		t.Errorf("two ticks on, the old ones are gone: %v", got)
+	}
+}

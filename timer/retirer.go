@@ -23,10 +23,19 @@ const (
 	// waits d*(1-duty)/duty, so that the fire path's statements find the
 	// database free most of the time.
 	DefaultRetireDuty = 0.25
+	// DefaultRetireYield is the fire path's lateness above which the
+	// retirer waits before its next batch (RetirerConfig.YieldAbove).
+	DefaultRetireYield = 5 * time.Millisecond
+	// retireMaxYield bounds one wait for the fire path: a retirer that
+	// always yielded would never work off a backlog under a steady load
+	// that is a little late.
+	retireMaxYield = time.Second
+	// retireYieldStep is how often a yielding retirer looks again.
+	retireYieldStep = 50 * time.Millisecond
 	// retireCountMax bounds the rows past retention a survey counts per
 	// topic, status and shard; beyond it the count is the database's
 	// estimate.
-	retireCountMax = 10_000
+	retireCountMax = 1_000
 )
 
 // RetireStore is a task store (or one shard of it) whose ended jobs can
@@ -41,10 +50,11 @@ type RetireStore interface {
 	// order they ended. It reads an index of end times, not the rows of
 	// live jobs.
 	EndedJobs(ctx context.Context, topic string, st Status, before time.Time, after EndedJob, limit int) ([]EndedJob, error)
-	// DeleteEnded deletes the jobs of ids that are still in status st and
-	// ended before before (one replayed since it was read is kept), and
-	// returns how many it deleted.
-	DeleteEnded(ctx context.Context, st Status, before time.Time, ids []JobID) (int, error)
+	// DeleteEnded deletes the jobs of ids that are still ended, at or
+	// before until, and returns how many it deleted. A job replayed since
+	// it was read has no end, or a later one once it ends again, and is
+	// kept.
+	DeleteEnded(ctx context.Context, ids []JobID, until time.Time) (int, error)
 	// CountEnded counts the jobs of topic that ended in st before before:
 	// exactly up to limit, beyond it the database's estimate (exact is
 	// false then).
@@ -127,6 +137,15 @@ type RetirerConfig struct {
 	// Duty is the share of its time the retirer works while it has a
 	// backlog, in (0, 1]; default DefaultRetireDuty.
 	Duty float64
+	// Lateness, when set, returns the fire path's largest lateness of
+	// the last moment (Worker.RecentLateness; the Engine sets it). While
+	// it is over YieldAbove the retirer waits before its next batch, up
+	// to a second, so that its deletes do not add to a tail the fire
+	// path already has.
+	Lateness func() time.Duration
+	// YieldAbove is that lateness: default DefaultRetireYield; negative:
+	// the retirer never yields.
+	YieldAbove time.Duration
 	// Owner, when set, says which shards this process retires (in a
 	// cluster, one member per shard); nil: every shard. Groups and the
 	// audit log, in shard 0, are retired by shard 0's owner.
@@ -155,6 +174,7 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 	c.Batch = cmp.Or(c.Batch, DefaultRetireBatch)
 	c.Interval = cmp.Or(c.Interval, DefaultRetireInterval)
 	c.Duty = cmp.Or(c.Duty, DefaultRetireDuty)
+	c.YieldAbove = cmp.Or(c.YieldAbove, DefaultRetireYield)
 	fillCommon(&c.Now, &c.Logger, &c.Observer)
 	return c
 }
@@ -167,8 +187,10 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 //
 // Each pass walks, per shard, the topics and statuses of ended jobs by
 // their end time (an index of end times holds only ended rows, so the
-// walk never reads a live one) and deletes a batch at a time, pacing
-// itself (Duty) while it has a backlog. It keeps no state: after a
+// walk never reads a live one), all of them together a window of end
+// times at a time (sweep), and deletes a batch at a time, pacing itself
+// (Duty) while it has a backlog and yielding to a late fire path
+// (Lateness). It keeps no state: after a
 // restart, or a shard's outage, the next pass starts again from the
 // oldest row past its retention.
 type Retirer struct {
@@ -306,18 +328,16 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(strin
 	if err != nil {
 		return 0, err
 	}
-	total := 0
+	now := r.cfg.Now()
+	var due []*sweepClass
 	for _, c := range classes {
 		keep := of(c.Topic).Of(c.Status)
-		if before := r.cfg.Now().Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
-			n, err := r.retireClass(ctx, sh.store, c, before)
-			total += n
-			if err != nil {
-				return total, err
-			}
+		if before := now.Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
+			due = append(due, &sweepClass{EndedClass: c, before: before, next: c.Oldest})
 		}
 	}
-	if total > 0 {
+	total, err := r.sweep(ctx, sh.store, due)
+	if total > 0 && err == nil {
 		_, err = r.surveyShard(ctx, sh, of)
 	}
 	return total, err
@@ -346,37 +366,138 @@ func (r *Retirer) surveyShard(ctx context.Context, sh retireShard, of func(strin
 	return classes, nil
 }
 
-// retireClass deletes the jobs of c that ended before before, a batch at
-// a time, skipping members of groups that have not completed.
-func (r *Retirer) retireClass(ctx context.Context, store RetireStore, c EndedClass, before time.Time) (int, error) {
-	total := 0
-	var after EndedJob
-	for {
-		start := time.Now()
-		page, err := store.EndedJobs(ctx, c.Topic, c.Status, before, after, r.cfg.Batch)
-		if err != nil || len(page) == 0 {
+// sweepClass is a topic and status with jobs past their retention, as a
+// sweep goes through them.
+type sweepClass struct {
+	EndedClass
+	before time.Time // the retention's cutoff: jobs that ended before it go
+	after  EndedJob  // the cursor: the last job read
+	next   time.Time // none of its jobs left to read ended before this
+}
+
+// Sweep windows: a window of end times holds about sweepRows jobs, its
+// length doubled or halved after each window, from sweepFirst.
+const (
+	sweepRows  = 10_000
+	sweepFirst = time.Minute
+	sweepMin   = time.Second
+	sweepMax   = 24 * time.Hour
+)
+
+// sweep deletes the jobs of classes that ended before their cutoff, all
+// classes together in order of their end: a window of end times at a
+// time, each class's jobs in the window read and deleted before the
+// window moves on. Jobs that ended at about the same time were mostly
+// created at about the same time, and sit in the same pages of the table
+// (its ids are time-ordered) and of the indexes that lead with status or
+// time; a window reads those pages once for every topic, where a class
+// at a time would read them once for each topic, and with many topics
+// evict the fire path's pages from the database's cache to do so.
+func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass) (int, error) {
+	total, step := 0, sweepFirst
+	for len(classes) > 0 {
+		from := classes[0].next
+		for _, c := range classes[1:] {
+			if c.next.Before(from) {
+				from = c.next
+			}
+		}
+		until := from.Add(step)
+		n, err := r.sweepWindow(ctx, store, classes, until)
+		total += n
+		if err != nil || ctx.Err() != nil {
 			return total, err
 		}
-		after = page[len(page)-1]
-		ids, err := r.retirable(ctx, page)
-		if err != nil {
-			return total, err
+		classes = slices.DeleteFunc(classes, func(c *sweepClass) bool { return !c.next.Before(c.before) })
+		switch {
+		case n < sweepRows/2:
+			step = min(2*step, sweepMax)
+		case n > 2*sweepRows:
+			step = max(step/2, sweepMin)
+		}
+	}
+	return total, nil
+}
+
+// sweepWindow deletes the jobs of classes that ended before until (and
+// their cutoff), a batch at a time, each batch gathered over the classes;
+// it returns how many it deleted.
+func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time) (int, error) {
+	total := 0
+	for {
+		if err := r.yield(ctx); err != nil {
+			return total, nil
+		}
+		start := time.Now()
+		var (
+			ids    []JobID
+			last   time.Time // the latest end of ids
+			counts = map[*sweepClass]int{}
+		)
+		for _, c := range classes {
+			want := r.cfg.Batch - len(ids)
+			if want == 0 {
+				break
+			}
+			end := until
+			if c.before.Before(end) {
+				end = c.before
+			}
+			if !c.next.Before(end) {
+				continue
+			}
+			page, err := store.EndedJobs(ctx, c.Topic, c.Status, end, c.after, want)
+			if err != nil {
+				return total, err
+			}
+			if len(page) < want {
+				c.next = end // read up to the window's end
+			}
+			if len(page) == 0 {
+				continue
+			}
+			c.after = page[len(page)-1]
+			if c.after.EndedAt.After(last) {
+				last = c.after.EndedAt
+			}
+			kept, err := r.retirable(ctx, page)
+			if err != nil {
+				return total, err
+			}
+			ids = append(ids, kept...)
+			counts[c] += len(kept)
+		}
+		if len(ids) == 0 && len(counts) == 0 {
+			return total, nil // every class read to the window's end
 		}
 		if len(ids) > 0 {
-			n, err := store.DeleteEnded(ctx, c.Status, before, ids)
+			n, err := store.DeleteEnded(ctx, ids, last)
 			total += n
 			if err != nil {
-				return total, fmt.Errorf("delete %d %s jobs of %s: %w", len(ids), c.Status, c.Topic, err)
+				return total, fmt.Errorf("delete %d ended jobs: %w", len(ids), err)
 			}
-			if n > 0 && r.obs != nil {
-				r.obs.Retired(c.Topic, c.Status, n)
-			}
-		}
-		if len(page) < r.cfg.Batch {
-			return total, nil
+			r.observe(counts, n, len(ids))
 		}
 		if err := r.pace(ctx, time.Since(start)); err != nil {
 			return total, nil
+		}
+	}
+}
+
+// observe counts a batch's deletes by topic and status: n of the wanted
+// ids went (fewer when some were replayed meanwhile: those counts are
+// then taken from the classes in turn).
+func (r *Retirer) observe(counts map[*sweepClass]int, n, wanted int) {
+	if r.obs == nil {
+		return
+	}
+	for c, k := range counts {
+		if n < wanted {
+			k = min(k, n)
+			n -= k
+		}
+		if k > 0 {
+			r.obs.Retired(c.Topic, c.Status, k)
 		}
 	}
 }
@@ -490,6 +611,20 @@ func (r *Retirer) pace(ctx context.Context, took time.Duration) error {
 		return ctx.Err()
 	}
 	return sleep(ctx, time.Duration(float64(took)*(1-r.cfg.Duty)/r.cfg.Duty))
+}
+
+// yield waits while the fire path is late (RetirerConfig.Lateness), up
+// to retireMaxYield.
+func (r *Retirer) yield(ctx context.Context) error {
+	if r.cfg.Lateness == nil || r.cfg.YieldAbove < 0 {
+		return ctx.Err()
+	}
+	for waited := time.Duration(0); waited < retireMaxYield && r.cfg.Lateness() > r.cfg.YieldAbove; waited += retireYieldStep {
+		if err := sleep(ctx, retireYieldStep); err != nil {
+			return err
+		}
+	}
+	return ctx.Err()
 }
 
 func (r *Retirer) setSurvey(shard int, stats []RetireStat) {

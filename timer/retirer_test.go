@@ -1,6 +1,8 @@
 package timer_test
 
 import (
+	"cmp"
+	"context"
 	"errors"
 	"path/filepath"
 	"slices"
@@ -353,5 +355,158 @@ func TestRetiredKeyIsFree(t *testing.T) {
 				t.Errorf("the key after its job retired = %+v, %v; want a new job", again, err)
 			}
 		})
+	}
+}
+
+// The retirer yields to a late fire path before each batch, for at most
+// a second: with the fire path on time it asks once a batch; with it
+// always late it still deletes everything, a batch after each wait.
+func TestRetirerYieldsToLateness(t *testing.T) {
+	ctx := t.Context()
+	s := twoStores(t, "SQLite")
+	c := newRetireClock(retireBase)
+	g := timer.NewIDGen(1, c.now)
+	for _, late := range []time.Duration{0, 50 * time.Millisecond} {
+		c.set(retireBase)
+		var ids []timer.JobID
+		for range 5 {
+			ids = append(ids, ended(t, s, g, 0, "t", timer.StatusDone, ""))
+		}
+		c.after(24*time.Hour + time.Minute)
+		var asked atomic.Int64
+		r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 2, Duty: 1, Now: c.now,
+			Lateness: func() time.Duration { asked.Add(1); return late }})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := r.RunOnce(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Three batches (2, 2 and 1 rows): on time, one ask each and one
+		// more for the window's end; late, a yield asks every 50 ms for a
+		// second before each.
+		onTime := asked.Load() == 4
+		waited := asked.Load() >= 3*20
+		if n != 5 || (late == 0 && !onTime) || (late > 0 && !waited) {
+			t.Errorf("lateness %v: deleted %d, asked %d times; want 5 deleted, 4 asks on time, 60 or more late", late, n, asked.Load())
+		}
+		if left := alive(t, s, ids...); len(left) != 0 {
+			t.Errorf("lateness %v: left %v", late, left)
+		}
+	}
+}
+
+// endedRows is a RetireStore in memory that records the order of its
+// deletes: for the sweep's order, which a database only shows as speed.
+type endedRows struct {
+	rows    []endedRow
+	deleted []endedRow // in the order DeleteEnded removed them
+}
+
+type endedRow struct {
+	timer.EndedJob
+	topic string
+	st    timer.Status
+}
+
+func (s *endedRows) Topics(context.Context) ([]timer.Topic, error) { return nil, nil }
+
+func (s *endedRows) EndedClasses(context.Context) ([]timer.EndedClass, error) {
+	var out []timer.EndedClass
+	for _, r := range s.rows {
+		i := slices.IndexFunc(out, func(c timer.EndedClass) bool { return c.Topic == r.topic && c.Status == r.st })
+		switch {
+		case i < 0:
+			out = append(out, timer.EndedClass{Topic: r.topic, Status: r.st, Oldest: r.EndedAt})
+		case r.EndedAt.Before(out[i].Oldest):
+			out[i].Oldest = r.EndedAt
+		}
+	}
+	return out, nil
+}
+
+func (s *endedRows) EndedJobs(_ context.Context, topic string, st timer.Status, before time.Time, after timer.EndedJob, limit int) ([]timer.EndedJob, error) {
+	var out []timer.EndedJob
+	for _, r := range s.rows {
+		past := r.EndedAt.After(after.EndedAt) || (r.EndedAt.Equal(after.EndedAt) && r.ID > after.ID)
+		if r.topic == topic && r.st == st && r.EndedAt.Before(before) && past {
+			out = append(out, r.EndedJob)
+		}
+	}
+	slices.SortFunc(out, func(a, b timer.EndedJob) int { return cmp.Or(a.EndedAt.Compare(b.EndedAt), cmp.Compare(a.ID, b.ID)) })
+	return out[:min(limit, len(out))], nil
+}
+
+func (s *endedRows) DeleteEnded(_ context.Context, ids []timer.JobID, until time.Time) (int, error) {
+	n := 0
+	s.rows = slices.DeleteFunc(s.rows, func(r endedRow) bool {
+		if !slices.Contains(ids, r.ID) || r.EndedAt.After(until) {
+			return false
+		}
+		s.deleted = append(s.deleted, r)
+		n++
+		return true
+	})
+	return n, nil
+}
+
+func (s *endedRows) CountEnded(_ context.Context, topic string, st timer.Status, before time.Time, _ int64) (int64, bool, error) {
+	var n int64
+	for _, r := range s.rows {
+		if r.topic == topic && r.st == st && r.EndedAt.Before(before) {
+			n++
+		}
+	}
+	return n, true, nil
+}
+
+// The retirer deletes in order of end time over every topic and status
+// together, a window of end times at a time: every job of a window goes
+// before any of the next, not class by class (all of one topic's jobs,
+// then all of the next's), which would read the pages of the indexes
+// that lead with status or time once for each topic.
+func TestRetirerSweepsByEndTime(t *testing.T) {
+	s := &endedRows{}
+	id := timer.JobID(0)
+	for sec := range 300 {
+		for _, topic := range []string{"a", "b", "c"} {
+			for _, st := range []timer.Status{timer.StatusDone, timer.StatusCancelled} {
+				id++
+				s.rows = append(s.rows, endedRow{timer.EndedJob{ID: id, EndedAt: retireBase.Add(time.Duration(sec) * time.Second)}, topic, st})
+			}
+		}
+	}
+	c := newRetireClock(retireBase.Add(24*time.Hour + 250*time.Second))
+	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 7, Duty: 1, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := r.RunOnce(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Those that ended in the first 250 s are past the day's retention.
+	if want := 250 * 6; n != want || len(s.deleted) != want || len(s.rows) != 300*6-want {
+		t.Fatalf("deleted %d (%d recorded), %d left; want %d, %d left", n, len(s.deleted), len(s.rows), want, 300*6-want)
+	}
+	// Sparse windows (far fewer than 10,000 jobs) double from a minute:
+	// [0, 1m), [1m, 3m), [3m, 7m).
+	window := func(end time.Time) int {
+		switch at := end.Sub(retireBase); {
+		case at < time.Minute:
+			return 0
+		case at < 3*time.Minute:
+			return 1
+		}
+		return 2
+	}
+	last := 0
+	for i, d := range s.deleted {
+		w := window(d.EndedAt)
+		if w < last {
+			t.Fatalf("delete %d: %s %s ended at +%v, in window %d, after a job of window %d", i, d.topic, d.st, d.EndedAt.Sub(retireBase), w, last)
+		}
+		last = w
 	}
 }

@@ -238,6 +238,11 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	return w, nil
 }
 
+// RecentLateness is the largest lateness of the calls this worker
+// started in the last quarter to half second; 0 when it started none.
+// The retirer yields while it is high (RetirerConfig.Lateness).
+func (w *Worker) RecentLateness() time.Duration { return w.exec.recent.max(w.cfg.Now()) }
+
 // finish hands an outcome to the completer's batches.
 func (w *Worker) finish(o outcome) { w.finishCh <- o }
 

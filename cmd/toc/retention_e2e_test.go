@@ -124,6 +124,7 @@ func TestRetentionFlags(t *testing.T) {
 		"--audit-retention -1h":    "--audit-retention: -1h0m0s",
 		"--retention-duty 0":       "--retention-duty: 0",
 		"--retention-interval 0s":  "--retention-interval: 0s",
+		"--retention-yield -1ms":   "--retention-yield: -1ms",
 		"--retain-purged 1000000h": "--retain-purged: 1000000h0m0s",
 	} {
 		out, err := runTocCmd(t, append([]string{"dev", "--addr", "127.0.0.1:0"}, strings.Fields(args)...)...)
@@ -133,7 +134,7 @@ func TestRetentionFlags(t *testing.T) {
 	}
 	fs := newFlagSet("serve", "")
 	f := addServiceFlags(fs, "text")
-	if err := fs.Parse([]string{"--retain-done", "0", "--retain-dead", "90s"}); err != nil {
+	if err := fs.Parse([]string{"--retain-done", "0", "--retain-dead", "90s", "--retention-yield", "0"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := f.retirer(nil)
@@ -144,6 +145,9 @@ func TestRetentionFlags(t *testing.T) {
 	want.Done, want.Dead = timer.KeepForever, 90*time.Second
 	if cfg.Retention != want || cfg.AuditRetention != timer.DefaultAuditRetention {
 		t.Errorf("retention of --retain-done 0 --retain-dead 90s = %+v, audit %v; want %+v, %v", cfg.Retention, cfg.AuditRetention, want, timer.DefaultAuditRetention)
+	}
+	if cfg.YieldAbove >= 0 {
+		t.Errorf("--retention-yield 0: YieldAbove = %v, want negative (never yields)", cfg.YieldAbove)
 	}
 }
 
