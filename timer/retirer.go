@@ -396,12 +396,7 @@ const (
 func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass) (int, error) {
 	total, step := 0, sweepFirst
 	for len(classes) > 0 {
-		from := classes[0].next
-		for _, c := range classes[1:] {
-			if c.next.Before(from) {
-				from = c.next
-			}
-		}
+		from := slices.MinFunc(classes, func(a, b *sweepClass) int { return a.next.Compare(b.next) }).next
 		until := from.Add(step)
 		n, err := r.sweepWindow(ctx, store, classes, until)
 		total += n
