@@ -510,3 +510,30 @@ func TestRetirerSweepsByEndTime(t *testing.T) {
 		last = w
 	}
 }
+
+// DeleteEnded checks each row again: a job live again since it was read
+// (a replayed dead letter: no end) and one that ended after until stay.
+func TestDeleteEndedRechecks(t *testing.T) {
+	for _, kind := range []string{"SQLite", "MariaDB"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			s := twoStores(t, kind)
+			c := newRetireClock(retireBase)
+			g := timer.NewIDGen(1, c.now)
+			gone := ended(t, s, g, 0, "t", timer.StatusDone, "")
+			live := ended(t, s, g, 0, "t", timer.StatusPending, "")
+			later := ended(t, s, g, 0, "t", timer.StatusDead, "")
+			n, err := s.RetireShard(0).DeleteEnded(t.Context(), []timer.JobID{gone, live, later}, retireBase.Add(-time.Millisecond))
+			if err != nil || n != 0 {
+				t.Fatalf("DeleteEnded before their end = %d, %v; want 0", n, err)
+			}
+			n, err = s.RetireShard(0).DeleteEnded(t.Context(), []timer.JobID{gone, live, later}, retireBase)
+			if err != nil || n != 2 {
+				t.Fatalf("DeleteEnded at their end = %d, %v; want 2", n, err)
+			}
+			if got := alive(t, s, gone, live, later); !slices.Equal(got, []timer.JobID{live}) {
+				t.Errorf("left %v, want only the live job %d", got, live)
+			}
+		})
+	}
+}
