@@ -125,6 +125,8 @@ func TestRetentionFlags(t *testing.T) {
 		"--retention-duty 0":       "--retention-duty: 0",
 		"--retention-interval 0s":  "--retention-interval: 0s",
 		"--retention-yield -1ms":   "--retention-yield: -1ms",
+		"--retention-batch 0":      "--retention-batch: 0",
+		"--retention-batch 1001":   "--retention-batch: 1001",
 		"--retain-purged 1000000h": "--retain-purged: 1000000h0m0s",
 	} {
 		out, err := runTocCmd(t, append([]string{"dev", "--addr", "127.0.0.1:0"}, strings.Fields(args)...)...)
@@ -134,7 +136,7 @@ func TestRetentionFlags(t *testing.T) {
 	}
 	fs := newFlagSet("serve", "")
 	f := addServiceFlags(fs, "text")
-	if err := fs.Parse([]string{"--retain-done", "0", "--retain-dead", "90s", "--retention-yield", "0"}); err != nil {
+	if err := fs.Parse([]string{"--retain-done", "0", "--retain-dead", "90s", "--retention-yield", "0", "--retention-batch", "50"}); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := f.retirer(nil)
@@ -148,6 +150,9 @@ func TestRetentionFlags(t *testing.T) {
 	}
 	if cfg.YieldAbove >= 0 {
 		t.Errorf("--retention-yield 0: YieldAbove = %v, want negative (never yields)", cfg.YieldAbove)
+	}
+	if cfg.Batch != 50 {
+		t.Errorf("--retention-batch 50: Batch = %d", cfg.Batch)
 	}
 }
 

@@ -57,6 +57,7 @@ type serviceFlags struct {
 	retain         map[timer.Status]*time.Duration
 	auditRetention *time.Duration
 	retentionDuty  *float64
+	retentionBatch *int
 	retentionYield *time.Duration
 	retentionEvery *time.Duration
 	logFormat      *string
@@ -84,6 +85,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		auditRetention:  fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
 		retentionEvery:  fs.duration("retention-interval", timer.DefaultRetireInterval, "how often the retirer looks for ended jobs past their retention once it has caught up"),
 		retentionDuty:   fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
+		retentionBatch:  fs.int("retention-batch", timer.DefaultRetireBatch, fmt.Sprintf("most rows one DELETE of the retirer removes, 1..%d: smaller statements hold the task store for less time each", timer.DefaultRetireBatch)),
 		retentionYield:  fs.duration("retention-yield", timer.DefaultRetireYield, "the retirer waits (up to 1s a batch) while a call this process started in the last half second was later than this (0: it never waits)"),
 		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
 		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
@@ -114,7 +116,10 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 
 // retirer returns the retirer's config from the retention flags.
 func (f *serviceFlags) retirer(owner timer.ShardOwner) (timer.RetirerConfig, error) {
-	cfg := timer.RetirerConfig{Owner: owner, Duty: *f.retentionDuty, Interval: *f.retentionEvery, YieldAbove: *f.retentionYield}
+	cfg := timer.RetirerConfig{Owner: owner, Duty: *f.retentionDuty, Batch: *f.retentionBatch, Interval: *f.retentionEvery, YieldAbove: *f.retentionYield}
+	if b := *f.retentionBatch; b < 1 || b > timer.DefaultRetireBatch {
+		return cfg, fmt.Errorf("--retention-batch: %d: want 1..%d", b, timer.DefaultRetireBatch)
+	}
 	if *f.retentionEvery <= 0 {
 		return cfg, fmt.Errorf("--retention-interval: %v: want a positive duration", *f.retentionEvery)
 	}
