@@ -6,10 +6,12 @@ package main
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"net/http"
 	"slices"
@@ -185,11 +187,9 @@ func allIn(s string, subs []string) bool {
 	return true
 }
 
-// worstSecond groups the arrived jobs of ids by the second they were due
-// in and returns the largest of the seconds' p99 lateness, in ms, and
-// when that second began, in seconds after the first; ok is false when
-// none arrived.
-func (r *benchReceiver) worstSecond(ids []string) (p99 float64, at float64, ok bool) {
+// secondP99s groups the arrived jobs of ids by the second they were due
+// in (Unix seconds) and returns each second's p99 lateness in ms.
+func (r *benchReceiver) secondP99s(ids []string) map[int64]float64 {
 	bySec := map[int64][]time.Duration{}
 	r.mu.Lock()
 	for _, id := range ids {
@@ -199,20 +199,26 @@ func (r *benchReceiver) worstSecond(ids []string) (p99 float64, at float64, ok b
 		}
 	}
 	r.mu.Unlock()
+	out := make(map[int64]float64, len(bySec))
+	for s, lat := range bySec {
+		out[s] = distOf(lat).P99
+	}
+	return out
+}
+
+// worstSecond returns the largest of the p99 lateness of the seconds the
+// arrived jobs of ids were due in, in ms, and when that second began, in
+// seconds after the first; ok is false when none arrived.
+func (r *benchReceiver) worstSecond(ids []string) (p99 float64, at float64, ok bool) {
+	bySec := r.secondP99s(ids)
 	if len(bySec) == 0 {
 		return 0, 0, false
 	}
-	first := slices.Min(slices.Collect(func(yield func(int64) bool) {
-		for s := range bySec {
-			if !yield(s) {
-				return
-			}
-		}
-	}))
+	first := slices.Min(slices.Collect(maps.Keys(bySec)))
 	p99 = math.Inf(-1)
-	for s, lat := range bySec {
-		if d := distOf(lat); d.P99 > p99 || d.P99 == p99 && float64(s-first) < at {
-			p99, at = d.P99, float64(s-first)
+	for s, q := range bySec {
+		if q > p99 || q == p99 && float64(s-first) < at {
+			p99, at = q, float64(s-first)
 		}
 	}
 	return p99, at, true
@@ -574,8 +580,13 @@ func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (
 		return result{}, err
 	}
 	t0, mark := time.Now(), innodbMark(ctx, dbs)
-	r := b.fireRun(ctx, "fire 1000/s", 1000, nil)
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	trace := make(chan []traceSecond, 1)
+	go func() { trace <- b.traceSeconds(traceCtx, dbs) }()
+	r, ids := b.fireRunIDs(ctx, "fire 1000/s", 1000, nil)
+	stopTrace()
 	r.Extra["innodb"] = innodbSince(ctx, dbs, mark)
+	r.Extra["seconds"] = b.traced(<-trace, b.recv.secondP99s(ids))
 	d1, err := b.metricSum(ctx, metric)
 	if err != nil {
 		return result{}, err
@@ -610,4 +621,84 @@ func (c *benchConfig) checkAgedSoak() error {
 		}
 	}
 	return nil
+}
+
+// traceSecond is one second of the deleting phase: the p99 lateness of
+// the jobs due in it, the rows toc deleted and InnoDB's work.
+type traceSecond struct {
+	At       int64   `json:"at"` // Unix seconds
+	P99      float64 `json:"p99_ms"`
+	Deleted  int64   `json:"deleted"`
+	Reads    int64   `json:"reads"`
+	Flushed  int64   `json:"flushed"`
+	WaitFree int64   `json:"wait_free"`
+	Fsyncs   int64   `json:"fsyncs"`
+	History  int64   `json:"purge_history"`
+	Dirty    int64   `json:"dirty_pages"`
+}
+
+// traceCounters are the counters traceSeconds reads each second, by the
+// field of traceSecond they fill.
+var traceCounters = []string{"Innodb_buffer_pool_reads", "Innodb_buffer_pool_pages_flushed", "Innodb_buffer_pool_wait_free", "Innodb_data_fsyncs"}
+
+// traceSeconds samples, each second until ctx ends, toc's deleted rows
+// and InnoDB's counters (their change over the second), the purge
+// history and the dirty pages.
+func (b *bench) traceSeconds(ctx context.Context, dbs []*sql.DB) []traceSecond {
+	read := func() (traceSecond, []float64) {
+		var t traceSecond
+		t.At = time.Now().Unix()
+		d, _ := b.metricSum(ctx, "toc_retention_deleted_total")
+		t.Deleted = int64(d)
+		vals := make([]float64, len(traceCounters))
+		for _, db := range dbs {
+			for i, name := range traceCounters {
+				v, _ := globalStatus(ctx, db, name)
+				vals[i] += v
+			}
+			dirty, _ := globalStatus(ctx, db, "Innodb_buffer_pool_pages_dirty")
+			t.Dirty += int64(dirty)
+			var h int64
+			if db.QueryRowContext(ctx, "SELECT `count` FROM information_schema.INNODB_METRICS WHERE name = 'trx_rseg_history_len'").Scan(&h) == nil {
+				t.History += h
+			}
+		}
+		return t, vals
+	}
+	var out []traceSecond
+	prev, pv := read()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+		cur, cv := read()
+		if ctx.Err() != nil {
+			return out
+		}
+		s := cur
+		s.At = prev.At
+		s.Deleted = cur.Deleted - prev.Deleted
+		s.Reads, s.Flushed, s.WaitFree, s.Fsyncs = int64(cv[0]-pv[0]), int64(cv[1]-pv[1]), int64(cv[2]-pv[2]), int64(cv[3]-pv[3])
+		out = append(out, s)
+		prev, pv = cur, cv
+	}
+}
+
+// traced puts each second's p99 into trace and logs the five worst
+// seconds.
+func (b *bench) traced(trace []traceSecond, p99 map[int64]float64) []traceSecond {
+	for i := range trace {
+		trace[i].P99 = p99[trace[i].At]
+	}
+	worst := slices.Clone(trace)
+	slices.SortFunc(worst, func(a, b traceSecond) int { return cmp.Compare(b.P99, a.P99) })
+	for _, t := range worst[:min(5, len(worst))] {
+		fmt.Fprintf(b.log, "aged: second %d: p99 %.1f ms, %d deleted, %d reads, %d flushed, %d wait_free, %d fsyncs, history %d, dirty %d\n",
+			t.At-trace[0].At, t.P99, t.Deleted, t.Reads, t.Flushed, t.WaitFree, t.Fsyncs, t.History, t.Dirty)
+	}
+	return trace
 }

@@ -246,6 +246,12 @@ func (b *bench) fire(ctx context.Context) ([]result, error) {
 // duration, each due --lead after it is scheduled, and reports their
 // lateness, with the worst of the p99s of the seconds they were due in.
 func (b *bench) fireRun(ctx context.Context, name string, rate int, extra map[string]any) result {
+	r, _ := b.fireRunIDs(ctx, name, rate, extra)
+	return r
+}
+
+// fireRunIDs is fireRun, which also returns the ids of the jobs it sent.
+func (b *bench) fireRunIDs(ctx context.Context, name string, rate int, extra map[string]any) (result, []string) {
 	topic := b.topic("fire")
 	ids, errs := b.steadyOver(ctx, []string{topic}, rate, b.cfg.duration, 0, b.cfg.lead)
 	b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
@@ -255,7 +261,7 @@ func (b *bench) fireRun(ctx context.Context, name string, rate int, extra map[st
 	if p99, at, ok := b.recv.worstSecond(ids); ok {
 		extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
 	}
-	return b.steadyResult("fire", name, ids, errs, b.cfg.duration, extra)
+	return b.steadyResult("fire", name, ids, errs, b.cfg.duration, extra), ids
 }
 
 // steadyResult is the result of a steady run that sent ids over d with
