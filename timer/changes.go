@@ -33,7 +33,7 @@ func (s *Scheduler) Cancel(ctx context.Context, id JobID) (*Job, error) {
 func (s *Scheduler) CancelIf(ctx context.Context, id JobID, version int64) (*Job, error) {
 	return s.change(ctx, id, version, func(now time.Time) (bool, error) {
 		return s.store.TransitionIf(ctx, id, StatusPending, StatusCancelled, version, now)
-	}, func(j *Job) error {
+	}, func(ctx context.Context, j *Job) error {
 		_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
 		return err
 	})
@@ -55,7 +55,7 @@ func (s *Scheduler) RescheduleIf(ctx context.Context, id JobID, version int64, f
 	}
 	return s.change(ctx, id, version, func(now time.Time) (bool, error) {
 		return s.store.RescheduleIf(ctx, id, due, version, now)
-	}, func(j *Job) error {
+	}, func(ctx context.Context, j *Job) error {
 		if !s.withinHorizon(j.DueAt, s.cfg.Now()) {
 			_, err := s.index.Remove(ctx, []Timer{s.timerOf(j)})
 			return err
@@ -75,7 +75,7 @@ func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, dela
 	}
 	return s.change(ctx, id, AnyVersion, func(now time.Time) (bool, error) {
 		return s.store.Replay(ctx, id, due, now)
-	}, func(j *Job) error {
+	}, func(ctx context.Context, j *Job) error {
 		t := s.timerOf(j)
 		ok, wakes, err := s.index.Revive(ctx, t)
 		s.wake(wakes)
@@ -94,7 +94,7 @@ func (s *Scheduler) Replay(ctx context.Context, id JobID, fireAt time.Time, dela
 // condition of version that did not happen is a *VersionError when the
 // job is at another version (versions only grow, so it was at another
 // when the update ran), a conflict of its status otherwise.
-func (s *Scheduler) change(ctx context.Context, id JobID, version int64, update func(now time.Time) (bool, error), reindex func(*Job) error) (*Job, error) {
+func (s *Scheduler) change(ctx context.Context, id JobID, version int64, update func(now time.Time) (bool, error), reindex func(context.Context, *Job) error) (*Job, error) {
 	ok, err := update(s.cfg.Now())
 	if err != nil {
 		return nil, err
@@ -121,7 +121,9 @@ func (s *Scheduler) change(ctx context.Context, id JobID, version int64, update 
 		s.indexFailed("reindex", 1, nil)
 		return j, nil
 	}
-	if err := reindex(j); err != nil {
+	ictx, cancel := context.WithTimeout(ctx, indexTimeout)
+	defer cancel()
+	if err := reindex(ictx, j); err != nil {
 		s.indexFailed("reindex", 1, err)
 	}
 	return j, nil

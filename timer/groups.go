@@ -456,6 +456,10 @@ func (s *Scheduler) sealedSince(ctx context.Context, jobs []*Job) (map[string]bo
 	return sealed, nil
 }
 
+// unwriteTimeout bounds taking back the rows of a group's late joiners:
+// a task store statement, not an index write.
+const unwriteTimeout = 10 * time.Second
+
 // unwrite takes back jobs that joined a group sealed since they were
 // checked. An error says they could not be, and will fire.
 func (s *Scheduler) unwrite(ctx context.Context, jobs []*Job) error {
@@ -467,7 +471,7 @@ func (s *Scheduler) unwrite(ctx context.Context, jobs []*Job) error {
 	for i, j := range jobs {
 		ids[i] = j.ID
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), indexTimeout*10)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), unwriteTimeout)
 	defer cancel()
 	if _, err := uw.Unwrite(ctx, ids); err != nil {
 		return fmt.Errorf("%d jobs joined a sealed group and could not be taken back; they will fire: %w", len(jobs), err)

@@ -115,3 +115,64 @@ func TestBackstopRepairsSkippedIndexWrites(t *testing.T) {
 		cancel()
 	})
 }
+
+// hangingIndex is a Redis that went away behind a client that retries:
+// every write waits until its context is done.
+type hangingIndex struct{ *timertest.Index }
+
+func (hangingIndex) hang(ctx context.Context) error {
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+func (h hangingIndex) Add(ctx context.Context, _ []timer.Timer) ([]timer.Wake, error) {
+	return nil, h.hang(ctx)
+}
+
+func (h hangingIndex) Restore(ctx context.Context, _ []timer.Timer) (int, []timer.Wake, error) {
+	return 0, nil, h.hang(ctx)
+}
+
+func (h hangingIndex) Remove(ctx context.Context, _ []timer.Timer) (int, error) {
+	return 0, h.hang(ctx)
+}
+
+// Issue 34, item 5: a schedule, and a cancel, wait at most 50 ms for a
+// Redis that went away (a refused connection is retried with backoff by
+// the client: 250 ms to a second of it), then answer from the commit and
+// ask the backstop to repair.
+func TestSchedulerGivesAGoneRedis50ms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		store := timertest.NewStore()
+		sched, err := timer.NewScheduler(store, hangingIndex{timertest.NewIndex()}, timer.SchedulerConfig{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		repairs := 0
+		sched.OnRepair(func() { repairs++ })
+		ctx := t.Context()
+		start := time.Now()
+		res, err := sched.Schedule(ctx, timer.Request{Topic: "orders", Delay: time.Minute, CallbackURL: "http://localhost/hook"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 50*time.Millisecond {
+			t.Errorf("a schedule waited %v for the gone Redis, want 50 ms at most", took)
+		}
+		time.Sleep(time.Second) // past the skip after a failure: the cancel tries Redis
+		start = time.Now()
+		if _, err := sched.Cancel(ctx, res.Job.ID); err != nil {
+			t.Fatal(err)
+		}
+		if took := time.Since(start); took > 50*time.Millisecond {
+			t.Errorf("a cancel waited %v for the gone Redis, want 50 ms at most", took)
+		}
+		if repairs != 2 {
+			t.Errorf("%d repairs asked, want 2", repairs)
+		}
+		j, err := store.Get(ctx, res.Job.ID)
+		if err != nil || j.Status != timer.StatusCancelled {
+			t.Errorf("the job after its cancel: %v, %v", j, err)
+		}
+	})
+}

@@ -106,9 +106,13 @@ type Scheduler struct {
 
 // Timing of the index writes after a commit.
 const (
-	// indexTimeout bounds one index write: the commit is the promise, and
-	// a slow Redis must not hold the answer up for long.
-	indexTimeout = time.Second
+	// indexTimeout bounds one index write after a commit: the commit is
+	// the promise, and a Redis that went away must not hold the answer up
+	// (a refused connection is retried by the client with backoff, 250 ms
+	// to a second of it). A write takes a millisecond or two, a batch of
+	// 1,000 timers a few; one cut short costs a repair by the backstop,
+	// which it is asked for at once.
+	indexTimeout = 50 * time.Millisecond
 	// indexProbe is how long index writes are skipped after one failed;
 	// then one request tries again.
 	indexProbe = time.Second
