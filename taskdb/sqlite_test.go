@@ -147,3 +147,37 @@ func TestMigrations(t *testing.T) {
 		}
 	}
 }
+
+// Issue 34, item 2: every MySQL statement that changes a table declares
+// how MariaDB must do it, ALGORITHM (INSTANT, NOCOPY or INPLACE, never
+// COPY) and LOCK = NONE, so that MariaDB refuses a change that would
+// copy toc_jobs or block its writes instead of doing it for as long as
+// the table takes; a migration that cannot be online needs another way
+// (README, Migrations).
+func TestMySQLMigrationsAreOnline(t *testing.T) {
+	ms, err := loadMigrations("mysql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The migrations MariaDB cannot apply online, and why: each ran on
+	// every store before the rule, and no new one may join them.
+	offline := map[int]string{
+		19: "adds a stored column to toc_jobs, whose indexed virtual column (0018) makes MariaDB rebuild it with writes blocked",
+	}
+	norm := strings.NewReplacer(" ", "", "\n", "", "\t", "")
+	for _, m := range ms {
+		for _, stmt := range m.stmts {
+			up := strings.ToUpper(stmt)
+			if !strings.HasPrefix(up, "ALTER TABLE") && !strings.HasPrefix(up, "CREATE INDEX") && !strings.HasPrefix(up, "CREATE UNIQUE INDEX") {
+				continue
+			}
+			flat := norm.Replace(up)
+			lock := strings.Contains(flat, "LOCK=NONE") || (offline[m.version] != "" && strings.Contains(flat, "LOCK=SHARED"))
+			online := lock && (strings.Contains(flat, "ALGORITHM=INSTANT") ||
+				strings.Contains(flat, "ALGORITHM=NOCOPY") || strings.Contains(flat, "ALGORITHM=INPLACE"))
+			if !online {
+				t.Errorf("%s: %.60q... declares no online ALGORITHM and LOCK = NONE", m.name, stmt)
+			}
+		}
+	}
+}

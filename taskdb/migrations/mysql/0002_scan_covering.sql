@@ -7,4 +7,5 @@
 -- loss on a 4,000,000-row store, toc bench).
 ALTER TABLE toc_jobs
     DROP INDEX toc_jobs_status_due,
-    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts);
+    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts),
+    ALGORITHM = NOCOPY, LOCK = NONE;

@@ -6,7 +6,8 @@
 ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS priority TINYINT NOT NULL DEFAULT 0,
     DROP INDEX IF EXISTS toc_jobs_status_due,
-    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority);
+    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority),
+    ALGORITHM = INPLACE, LOCK = NONE;
 ALTER TABLE toc_topics
     ADD COLUMN IF NOT EXISTS rate_limit          DOUBLE NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS burst               INT    NOT NULL DEFAULT 0,
@@ -15,4 +16,5 @@ ALTER TABLE toc_topics
     ADD COLUMN IF NOT EXISTS retry_base_ms       BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS retry_max_ms        BIGINT NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS lease_ms            BIGINT NOT NULL DEFAULT 0,
-    ADD COLUMN IF NOT EXISTS callback_timeout_ms BIGINT NOT NULL DEFAULT 0;
+    ADD COLUMN IF NOT EXISTS callback_timeout_ms BIGINT NOT NULL DEFAULT 0,
+    ALGORITHM = INPLACE, LOCK = NONE;

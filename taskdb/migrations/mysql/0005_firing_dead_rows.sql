@@ -13,4 +13,5 @@ ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS fired TINYINT NOT NULL DEFAULT 0,
     ADD COLUMN IF NOT EXISTS last_status SMALLINT NOT NULL DEFAULT 0,
     DROP INDEX IF EXISTS toc_jobs_topic_status,
-    ADD INDEX toc_jobs_topic_status (topic, status, gmt_modified, job_id);
+    ADD INDEX toc_jobs_topic_status (topic, status, gmt_modified, job_id),
+    ALGORITHM = INPLACE, LOCK = NONE;

@@ -4,4 +4,5 @@
 -- toc_jobs_topic_key's already.
 ALTER TABLE toc_jobs
     ADD INDEX toc_jobs_topic_due (topic, status, action_time, job_id),
-    ADD INDEX toc_jobs_topic_biz (topic, biz_id, action_time, job_id);
+    ADD INDEX toc_jobs_topic_biz (topic, biz_id, action_time, job_id),
+    ALGORITHM = NOCOPY, LOCK = NONE;

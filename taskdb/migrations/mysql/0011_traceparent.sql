@@ -4,4 +4,5 @@
 -- MariaDB adds a column with a default at the end of the table in place,
 -- without copying it.
 ALTER TABLE toc_jobs
-    ADD COLUMN IF NOT EXISTS traceparent VARCHAR(128) NOT NULL DEFAULT '';
+    ADD COLUMN IF NOT EXISTS traceparent VARCHAR(128) NOT NULL DEFAULT '',
+    ALGORITHM = NOCOPY, LOCK = NONE;

@@ -5,4 +5,5 @@
 -- new row does. MariaDB adds a column with a default at the end of the
 -- table in place, without copying it.
 ALTER TABLE toc_jobs
-    ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 1;
+    ADD COLUMN IF NOT EXISTS version BIGINT NOT NULL DEFAULT 1,
+    ALGORITHM = NOCOPY, LOCK = NONE;

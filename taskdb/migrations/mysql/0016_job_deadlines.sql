@@ -9,9 +9,12 @@
 -- are added in place, without copying the table.
 ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS expire_after_ms BIGINT NULL,
-    ADD COLUMN IF NOT EXISTS expire_at BIGINT NULL;
+    ADD COLUMN IF NOT EXISTS expire_at BIGINT NULL,
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_topics
-    ADD COLUMN IF NOT EXISTS expire_after_ms BIGINT NULL;
+    ADD COLUMN IF NOT EXISTS expire_after_ms BIGINT NULL,
+    ALGORITHM = NOCOPY, LOCK = NONE;
 -- A schedule's job template: NULL takes the topic's deadline, -1 none.
 ALTER TABLE toc_schedules
-    ADD COLUMN IF NOT EXISTS expire_after_ms BIGINT NULL;
+    ADD COLUMN IF NOT EXISTS expire_after_ms BIGINT NULL,
+    ALGORITHM = NOCOPY, LOCK = NONE;

@@ -9,4 +9,5 @@
 ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS window_ms BIGINT NOT NULL DEFAULT 0,
     DROP INDEX IF EXISTS toc_jobs_status_due,
-    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms);
+    ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms),
+    ALGORITHM = INPLACE, LOCK = NONE;

@@ -10,13 +10,23 @@
 -- virtual columns (the index keeps the value), and adding one does not
 -- copy the table, as a PERSISTENT column would. Rows written before have
 -- no key and are in the index as NULL.
+--
+-- Three statements: MariaDB adds a virtual column in place only alone,
+-- and as one statement (how 0018 was first written) the three copied
+-- the table; each of these is online.
 ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS concurrency_key VARBINARY(128) NOT NULL DEFAULT '',
+    ALGORITHM = INSTANT, LOCK = NONE;
+ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS ck_held VARBINARY(128) AS
         (IF(status = 0 AND (fired = 1 OR attempts > 0) AND concurrency_key <> '', concurrency_key, NULL)) VIRTUAL,
-    ADD UNIQUE INDEX IF NOT EXISTS toc_jobs_ck_held (topic, ck_held);
+    ALGORITHM = INPLACE, LOCK = NONE;
+ALTER TABLE toc_jobs
+    ADD UNIQUE INDEX IF NOT EXISTS toc_jobs_ck_held (topic, ck_held),
+    ALGORITHM = INPLACE, LOCK = NONE;
 
 -- A schedule's job template keeps the concurrency key of the jobs it
 -- makes.
 ALTER TABLE toc_schedules
-    ADD COLUMN IF NOT EXISTS concurrency_key VARBINARY(128) NOT NULL DEFAULT '';
+    ADD COLUMN IF NOT EXISTS concurrency_key VARBINARY(128) NOT NULL DEFAULT '',
+    ALGORITHM = NOCOPY, LOCK = NONE;

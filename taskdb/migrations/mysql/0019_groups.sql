@@ -10,9 +10,18 @@
 -- completion job (0: none yet). finished is 1 once nothing is left to do
 -- for it (completed, and its job recorded if it has a callback):
 -- toc_groups_unfinished is what the completer's sweep reads.
+--
+-- The one migration that blocks writes: since 0018, toc_jobs has an
+-- indexed virtual column, and MariaDB 10.11 adds a stored column to such
+-- a table only by rebuilding it with writes blocked (LOCK = SHARED; no
+-- INSTANT, no LOCK = NONE). It ran on every store before migrations had
+-- to be online; a later migration adds a virtual column, or a table of
+-- its own, instead (README, Migrations).
 ALTER TABLE toc_jobs
-    ADD COLUMN IF NOT EXISTS group_id VARBINARY(100) NULL;
-CREATE INDEX IF NOT EXISTS toc_jobs_group ON toc_jobs (group_id, status);
+    ADD COLUMN IF NOT EXISTS group_id VARBINARY(100) NULL,
+    ALGORITHM = INPLACE, LOCK = SHARED;
+CREATE INDEX IF NOT EXISTS toc_jobs_group ON toc_jobs (group_id, status)
+    ALGORITHM = NOCOPY LOCK = NONE;
 CREATE TABLE IF NOT EXISTS toc_groups (
     group_id       VARBINARY(100)  NOT NULL,
     cb_topic       VARCHAR(64)     NOT NULL DEFAULT '',

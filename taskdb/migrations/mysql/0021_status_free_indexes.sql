@@ -25,7 +25,9 @@ ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS dead_at BIGINT AS (IF(status = 4, gmt_modified, NULL)) VIRTUAL,
     ADD COLUMN IF NOT EXISTS group_status TINYINT UNSIGNED AS (IF(group_id IS NULL, NULL, status)) VIRTUAL,
     DROP INDEX IF EXISTS toc_jobs_topic_status,
-    DROP INDEX IF EXISTS toc_jobs_group;
+    DROP INDEX IF EXISTS toc_jobs_group,
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_jobs
     ADD INDEX IF NOT EXISTS toc_jobs_dead (dead_topic, dead_at, job_id),
-    ADD INDEX IF NOT EXISTS toc_jobs_group (group_id, group_status);
+    ADD INDEX IF NOT EXISTS toc_jobs_group (group_id, group_status),
+    ALGORITHM = NOCOPY, LOCK = NONE;

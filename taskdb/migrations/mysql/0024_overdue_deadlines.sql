@@ -8,6 +8,8 @@
 -- it moves nothing in the index (see 0021); one with a deadline moves
 -- once when it fires. Neither statement copies the table.
 ALTER TABLE toc_jobs
-    ADD COLUMN IF NOT EXISTS waiting_deadline BIGINT AS (IF(status = 0 AND fired = 0, expire_at, NULL)) VIRTUAL;
+    ADD COLUMN IF NOT EXISTS waiting_deadline BIGINT AS (IF(status = 0 AND fired = 0, expire_at, NULL)) VIRTUAL,
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_jobs
-    ADD INDEX IF NOT EXISTS toc_jobs_overdue (waiting_deadline, job_id);
+    ADD INDEX IF NOT EXISTS toc_jobs_overdue (waiting_deadline, job_id),
+    ALGORITHM = NOCOPY, LOCK = NONE;

@@ -18,10 +18,14 @@
 ALTER TABLE toc_jobs
     ADD COLUMN IF NOT EXISTS ended_topic VARCHAR(64) AS (IF(status IN (2, 3, 4, 5, 6), topic, NULL)) VIRTUAL,
     ADD COLUMN IF NOT EXISTS ended_status TINYINT UNSIGNED AS (IF(status IN (2, 3, 4, 5, 6), status, NULL)) VIRTUAL,
-    ADD COLUMN IF NOT EXISTS ended_at BIGINT AS (IF(status IN (2, 3, 4, 5, 6), gmt_modified, NULL)) VIRTUAL;
+    ADD COLUMN IF NOT EXISTS ended_at BIGINT AS (IF(status IN (2, 3, 4, 5, 6), gmt_modified, NULL)) VIRTUAL,
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_jobs
-    ADD INDEX IF NOT EXISTS toc_jobs_ended (ended_topic, ended_status, ended_at, job_id);
+    ADD INDEX IF NOT EXISTS toc_jobs_ended (ended_topic, ended_status, ended_at, job_id),
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_topics
-    ADD COLUMN IF NOT EXISTS retention VARCHAR(200) NOT NULL DEFAULT '';
+    ADD COLUMN IF NOT EXISTS retention VARCHAR(200) NOT NULL DEFAULT '',
+    ALGORITHM = NOCOPY, LOCK = NONE;
 ALTER TABLE toc_groups
-    ADD INDEX IF NOT EXISTS toc_groups_finished (finished, completed_at, group_id);
+    ADD INDEX IF NOT EXISTS toc_groups_finished (finished, completed_at, group_id),
+    ALGORITHM = NOCOPY, LOCK = NONE;
