@@ -17,6 +17,9 @@ const (
 	depTaskStore = "task_store"
 	depRedis     = "redis"
 	depZooKeeper = "zookeeper"
+	// depClock is not a dependency but this member's clock, in /readyz:
+	// not ready while it is off the task store's past --clock-tolerance.
+	depClock = "clock"
 )
 
 // routeLibraryLogs sends what the libraries print through log, so that

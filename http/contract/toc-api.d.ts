@@ -33,7 +33,7 @@ export interface paths {
         };
         /**
          * Readiness: every dependency answers.
-         * @description Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers.
+         * @description Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers. Besides the dependencies (`task_store`, `redis`, `zookeeper` in a cluster), `clock` fails while this member's clock is off the task store's by more than `--clock-tolerance` (due times follow the task store's clock whatever it is) or has not been read yet.
          */
         get: operations["getReadiness"];
         put?: never;

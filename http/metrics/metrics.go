@@ -63,6 +63,8 @@ type Observer struct {
 	audit     prometheus.Counter
 	skipped   *prometheus.CounterVec
 	retired   *prometheus.CounterVec
+	offset    prometheus.Gauge
+	bound     prometheus.Gauge
 
 	maxTopics int
 	mu        sync.Mutex
@@ -73,6 +75,7 @@ var (
 	_ timer.Observer          = (*Observer)(nil)
 	_ webhook.BreakerObserver = (*Observer)(nil)
 	_ timer.RetireObserver    = (*Observer)(nil)
+	_ timer.ClockObserver     = (*Observer)(nil)
 )
 
 // New is NewWith the zero Config.
@@ -122,7 +125,10 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.audit = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_audit_unrecorded_total", Help: "Admin and bulk actions done whose audit log entry could not be written (logged at error level instead)."})
 	m.skipped = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_schedule_occurrences_skipped_total", Help: "Occurrences of schedules that made no job, by reason (pending_quota: the owner's max_pending was full)."}, []string{"topic", "reason"})
 	m.retired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_retention_deleted_total", Help: "Ended jobs deleted once past their retention, by the status they ended in."}, []string{"topic", "status"})
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired,
+	m.offset = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_clock_offset_seconds", Help: "How far this member's clock is ahead of the task store's (negative: behind), at the last measurement. " +
+		"Due times follow the task store's clock whatever it is; past --clock-tolerance /readyz says the clock is wrong."})
+	m.bound = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_clock_offset_bound_seconds", Help: "The error bound of toc_clock_offset_seconds: half the round trip of the measurement."})
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -165,6 +171,12 @@ func (m *Observer) Buried(topic string)         { m.dead.WithLabelValues(m.topic
 // Retired implements timer.RetireObserver.
 func (m *Observer) Retired(topic string, st timer.Status, n int) {
 	m.retired.WithLabelValues(m.topic(topic), st.String()).Add(float64(n))
+}
+
+// ClockMeasured implements timer.ClockObserver.
+func (m *Observer) ClockMeasured(offset, bound time.Duration) {
+	m.offset.Set(offset.Seconds())
+	m.bound.Set(bound.Seconds())
 }
 
 // WatchRetention exports what survey returns (a Retirer's Survey) at each

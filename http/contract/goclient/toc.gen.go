@@ -2301,7 +2301,7 @@ type ClientInterface interface {
 
 	// GetReadiness Readiness: every dependency answers.
 	//
-	// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers.
+	// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers. Besides the dependencies (`task_store`, `redis`, `zookeeper` in a cluster), `clock` fails while this member's clock is off the task store's by more than `--clock-tolerance` (due times follow the task store's clock whatever it is) or has not been read yet.
 	//
 	// Corresponds with GET /readyz (the `GetReadiness` operationId).
 	GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2725,7 +2725,7 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 
 // GetReadiness Readiness: every dependency answers.
 //
-// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers.
+// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers. Besides the dependencies (`task_store`, `redis`, `zookeeper` in a cluster), `clock` fails while this member's clock is off the task store's by more than `--clock-tolerance` (due times follow the task store's clock whatever it is) or has not been read yet.
 //
 // Corresponds with GET /readyz (the `GetReadiness` operationId).
 func (c *Client) GetReadiness(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5609,7 +5609,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetReadinessWithResponse Readiness: every dependency answers.
 	//
-	// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers.
+	// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers. Besides the dependencies (`task_store`, `redis`, `zookeeper` in a cluster), `clock` fails while this member's clock is off the task store's by more than `--clock-tolerance` (due times follow the task store's clock whatever it is) or has not been read yet.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -9740,7 +9740,7 @@ func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEdi
 
 // GetReadinessWithResponse Readiness: every dependency answers.
 //
-// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers.
+// Runs every check at once, each within 2 s. Open to anyone: `checks` names each dependency with ok, degraded or failing, nothing more. A caller with a valid bearer token (any caller when auth is off) also gets `errors`, whose text may name addresses; a wrong token is not refused, it just gets no errors. Answered from the process's start, before its task store answers. Besides the dependencies (`task_store`, `redis`, `zookeeper` in a cluster), `clock` fails while this member's clock is off the task store's by more than `--clock-tolerance` (due times follow the task store's clock whatever it is) or has not been read yet.
 //
 // Returns a wrapper object for the known response body format(s).
 //
