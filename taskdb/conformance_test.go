@@ -1,7 +1,10 @@
 package taskdb
 
 import (
+	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -52,6 +55,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 	t.Run("UpgradeTraceParent", func(t *testing.T) {
 		t.Parallel()
 		testUpgradeTraceParent(t, openEmpty(t))
+	})
+	t.Run("MigrationStatus", func(t *testing.T) {
+		t.Parallel()
+		testMigrationStatus(t, openEmpty(t))
 	})
 	timertest.TestStore(t, func(t *testing.T) timer.Store { return open(t) })
 	t.Run("AttemptLog", func(t *testing.T) {
@@ -239,6 +246,49 @@ func testUpgradeDeadAndGroups(t *testing.T, s *Store) {
 	}
 	if live, err := s.GroupLive(ctx, "g"); err != nil || live {
 		t.Errorf("GroupLive after the last member completed = %v, %v; want false", live, err)
+	}
+}
+
+// testMigrationStatus: a fresh database has every migration pending;
+// migrated to 0010, the first ten are applied and the rest pending; a
+// version recorded by a newer toc is listed as unknown, and CheckSchema
+// refuses the schema, naming it.
+func testMigrationStatus(t *testing.T, s *Store) {
+	ctx := t.Context()
+	known, unknown, err := s.Migrations(ctx)
+	if err != nil || len(unknown) > 0 || len(known) < 25 {
+		t.Fatalf("Migrations of a fresh database = %d known, unknown %v, %v", len(known), unknown, err)
+	}
+	for _, m := range known {
+		if !m.AppliedAt.IsZero() || len(m.Statements) == 0 {
+			t.Errorf("fresh database: %s applied at %v, %d statements", m.Name, m.AppliedAt, len(m.Statements))
+		}
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema of a fresh database: %v", err)
+	}
+	if err := s.migrateTo(ctx, 10); err != nil {
+		t.Fatal(err)
+	}
+	if known, _, err = s.Migrations(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range known {
+		if applied := !m.AppliedAt.IsZero(); applied != (m.Version <= 10) {
+			t.Errorf("migrated to 0010: %s applied = %v", m.Name, applied)
+		}
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema of an older schema: %v", err)
+	}
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (9999, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if _, unknown, err = s.Migrations(ctx); err != nil || !slices.Equal(unknown, []int{9999}) {
+		t.Errorf("Migrations after a newer toc's 9999 = unknown %v, %v", unknown, err)
+	}
+	if err := s.CheckSchema(ctx); !errors.Is(err, ErrSchemaNewer) || !strings.Contains(err.Error(), "9999") {
+		t.Errorf("CheckSchema with a newer toc's 9999 = %v, want ErrSchemaNewer naming it", err)
 	}
 }
 

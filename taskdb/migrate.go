@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"embed"
+	"errors"
 	"fmt"
 	"io/fs"
 	"math"
@@ -12,6 +13,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
+
+	"github.com/toc-project/toc/timer"
 )
 
 // The numbered migrations of each dialect, applied in order by Migrate.
@@ -144,4 +148,93 @@ func (s *Store) apply(ctx context.Context, conn *sql.Conn, m migration) error {
 		return err
 	}
 	return tx.Commit()
+}
+
+// MigrationState is one migration as a store holds it.
+type MigrationState struct {
+	Version int
+	Name    string
+	// AppliedAt is when it was applied; zero while it is pending.
+	AppliedAt time.Time
+	// Statements are what applying it runs.
+	Statements []string
+}
+
+// ErrSchemaNewer is wrapped by CheckSchema's error when the store holds
+// migrations this build does not know.
+var ErrSchemaNewer = errors.New("the task store's schema is newer than this build of toc knows")
+
+// Migrations returns every migration this build knows, in order, each
+// with when it was applied (zero while pending), and the versions the
+// store recorded that this build does not know (a newer build's).
+func (s *Store) Migrations(ctx context.Context) (known []MigrationState, unknown []int, err error) {
+	ms, err := loadMigrations(s.d.name)
+	if err != nil {
+		return nil, nil, err
+	}
+	applied, err := s.appliedMigrations(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, m := range ms {
+		st := MigrationState{Version: m.version, Name: m.name, Statements: m.stmts}
+		if at, ok := applied[m.version]; ok {
+			st.AppliedAt = timer.TimeOf(at)
+			delete(applied, m.version)
+		}
+		known = append(known, st)
+	}
+	for v := range applied {
+		unknown = append(unknown, v)
+	}
+	slices.Sort(unknown)
+	return known, unknown, nil
+}
+
+// appliedMigrations reads toc_schema_migrations: applied_at by version;
+// empty when the table does not exist yet (a fresh database).
+func (s *Store) appliedMigrations(ctx context.Context) (map[int]int64, error) {
+	var tables int
+	if err := s.rdb.QueryRowContext(ctx, s.d.tableExists, "toc_schema_migrations").Scan(&tables); err != nil {
+		return nil, fmt.Errorf("read the applied migrations: %w", err)
+	}
+	out := map[int]int64{}
+	if tables == 0 {
+		return out, nil
+	}
+	rows, err := s.rdb.QueryContext(ctx, "SELECT version, applied_at FROM toc_schema_migrations")
+	if err != nil {
+		return nil, fmt.Errorf("read the applied migrations: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var v int
+		var at int64
+		if err := rows.Scan(&v, &at); err != nil {
+			return nil, fmt.Errorf("read the applied migrations: %w", err)
+		}
+		out[v] = at
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the applied migrations: %w", err)
+	}
+	return out, nil
+}
+
+// CheckSchema returns an error wrapping ErrSchemaNewer, naming the
+// versions, when the store recorded migrations this build does not know:
+// a newer toc migrated it, and this one may misread what it wrote.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	_, unknown, err := s.Migrations(ctx)
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		ms, err := loadMigrations(s.d.name)
+		if err != nil {
+			return err
+		}
+		return fmt.Errorf("%w: it holds migration(s) %v, this build knows up to %d; run the newer toc", ErrSchemaNewer, unknown, ms[len(ms)-1].version)
+	}
+	return nil
 }

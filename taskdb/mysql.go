@@ -32,6 +32,8 @@ var mysqlDialect = dialect{
 		return errors.As(err, &me) && me.Number == 1062 // ER_DUP_ENTRY
 	},
 	nowMillis:      "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+	clockMicros:    "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
+	tableExists:    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
 	intDiv:         " DIV ",
 	unsortedGroups: " ORDER BY NULL",
 	lockMigrations: lockMySQL,

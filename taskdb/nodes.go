@@ -106,3 +106,29 @@ func (s *Store) ReleaseNode(ctx context.Context, node int, holder string) error 
 	}
 	return nil
 }
+
+// LiveNodes returns the holder of each node number whose lease has not
+// expired, by the store's clock: the processes that make ids for the
+// store now, or did until they died less than a lease ago.
+func (s *Store) LiveNodes(ctx context.Context) (map[int]string, error) {
+	rows, err := s.db.QueryContext(ctx, "SELECT node, holder FROM toc_nodes WHERE expires_at >= "+s.d.nowMillis)
+	if err != nil {
+		return nil, fmt.Errorf("read the node leases: %w", err)
+	}
+	defer rows.Close()
+	out := map[int]string{}
+	for rows.Next() {
+		var (
+			n      int
+			holder string
+		)
+		if err := rows.Scan(&n, &holder); err != nil {
+			return nil, fmt.Errorf("read the node leases: %w", err)
+		}
+		out[n] = holder
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("read the node leases: %w", err)
+	}
+	return out, nil
+}

@@ -32,7 +32,10 @@ var sqliteDialect = dialect{
 			(se.Code() == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || se.Code() == sqlite3.SQLITE_CONSTRAINT_UNIQUE)
 	},
 	nowMillis: "CAST(unixepoch('subsec') * 1000 AS INTEGER)",
-	intDiv:    " / ", // of two integers, an integer
+	// SQLite's clock has milliseconds.
+	clockMicros: "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000",
+	tableExists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
+	intDiv:      " / ", // of two integers, an integer
 	// BEGIN IMMEDIATE (see _txlock) takes the database's write lock.
 	lockMigrations: func(context.Context, *sql.Conn) (func(), error) { return func() {}, nil },
 }

@@ -57,6 +57,10 @@ type dialect struct {
 	isConflict func(error) bool
 	// nowMillis is an SQL expression of the database's clock in Unix ms.
 	nowMillis string
+	// clockMicros reads the database's clock in Unix µs (ClockNow).
+	clockMicros string
+	// tableExists counts the tables of the database named ? (0 or 1).
+	tableExists string
 	// intDiv is the operator of integer division, rounding toward zero.
 	intDiv string
 	// unsortedGroups ends a GROUP BY whose groups may come in any order:
@@ -123,6 +127,17 @@ func (s *Store) Close() error {
 		return s.db.Close()
 	}
 	return errors.Join(s.db.Close(), s.rdb.Close())
+}
+
+// ClockNow reads the database's clock: the reference time of a cluster's
+// members (timer.Clock). MySQL's UTC_TIMESTAMP, in microseconds, is free
+// of the session's time zone.
+func (s *Store) ClockNow(ctx context.Context) (time.Time, error) {
+	var us int64
+	if err := s.rdb.QueryRowContext(ctx, s.d.clockMicros).Scan(&us); err != nil {
+		return time.Time{}, fmt.Errorf("read the %s clock: %w", s.d.name, err)
+	}
+	return time.UnixMicro(us), nil
 }
 
 // Ping checks that the database answers, for readiness probes.

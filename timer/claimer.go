@@ -497,7 +497,12 @@ func (c *claimer) markDue(batch []Slot) {
 // A read only ever brings times earlier: what the claimer learnt from its
 // own claims since is at least as fresh, and a time that is too early
 // costs one claim that finds nothing.
-func (c *claimer) applyHeads(batch []Slot, heads []SlotHeads) {
+//
+// With inherit, the leases of a slot this claimer never placed (so never
+// claimed from) are a previous run's of this member, which died holding
+// them: the next sweep takes them all back at once; it returns how many
+// slots it marked so.
+func (c *claimer) applyHeads(batch []Slot, heads []SlotHeads, inherit bool) (inherited int) {
 	now := c.cfg.now()
 	for i, s := range batch {
 		if !c.own.has(s) {
@@ -510,6 +515,12 @@ func (c *claimer) applyHeads(batch []Slot, heads []SlotHeads) {
 				continue
 			}
 			st = c.state(s)
+			if inherit && !h.NextExpiry.IsZero() {
+				st.reclaim, st.expiry = true, now
+				inherited++
+				c.place(st, c.horizon(now))
+				continue
+			}
 		}
 		if !h.NextDue.IsZero() && (st.due.IsZero() || h.NextDue.Before(st.due)) {
 			st.due = h.NextDue
@@ -519,6 +530,7 @@ func (c *claimer) applyHeads(batch []Slot, heads []SlotHeads) {
 		}
 		c.place(st, c.horizon(now))
 	}
+	return inherited
 }
 
 // next is when the claimer next has work: the earliest waiting slot or

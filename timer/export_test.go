@@ -131,7 +131,7 @@ func (c *claimer) peek(ctx context.Context, batch []Slot) error {
 	if err != nil {
 		return err
 	}
-	c.applyHeads(batch, heads)
+	c.applyHeads(batch, heads, false)
 	return nil
 }
 

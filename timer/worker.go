@@ -65,6 +65,14 @@ type WorkerConfig struct {
 	// store implements AttemptLog: older attempts are deleted every
 	// minute. Zero keeps them forever.
 	AttemptRetention time.Duration
+	// ReclaimAtStart says that the previous run of this member (the same
+	// member id, or the same node number under the same holder) died
+	// holding leases: as the worker first learns the slots it owns, it
+	// takes back every lease it finds in them at once, rather than
+	// waiting for them to end, since it has claimed nothing there yet.
+	// Only for a member that owns its slots alone: in a standalone
+	// process, only when no other process shares the store.
+	ReclaimAtStart bool
 	// Tracer, when set, records the spans of each attempt of the jobs
 	// that have a traceparent (see Tracer); nil traces nothing.
 	Tracer   Tracer
@@ -172,6 +180,11 @@ type Worker struct {
 	headsAsk chan headsAnswer
 	heads    chan headsAnswer
 	asked    bool
+	// inheriting: the slots learnt until the first assignment is learnt
+	// whole may hold a dead previous run's leases (ReclaimAtStart);
+	// inherited counts those marked to be taken back.
+	inheriting bool
+	inherited  int
 
 	// ownedAt is when the worker last asked the assignment what it owns
 	// (see ownedChanged); catalogAt is where it is in the catalog's log
@@ -210,6 +223,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		woken:      make(chan struct{}, 1),
 		headsAsk:   make(chan headsAnswer, 1),
 		heads:      make(chan headsAnswer, 1),
+		inheriting: cfg.ReclaimAtStart,
 	}
 	record := func(ctx context.Context, o outcome) { w.complete.record(ctx, []outcome{o}) }
 	def := timing{timeout: cfg.AttemptTimeout, lease: cfg.Lease, retry: cfg.Retry}

@@ -244,7 +244,14 @@ func (w *Worker) gotHeads(a headsAnswer) {
 		w.rescanAt = w.cfg.Now().Add(errorBackoff)
 		return
 	}
-	w.claim.applyHeads(a.slots, a.heads)
+	inherit := w.inheriting && !a.rescan
+	w.inherited += w.claim.applyHeads(a.slots, a.heads, inherit)
+	if inherit && len(w.unknown) == 0 {
+		w.inheriting = false
+		if w.inherited > 0 {
+			w.log.Info("taking back the leases a previous run of this member held when it died", "slots", w.inherited)
+		}
+	}
 }
 
 // startRescan queues every owned slot to be read again, in chunks spread

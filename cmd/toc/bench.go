@@ -51,9 +51,12 @@ jobs/s, single schedules (64 clients), batches of 1,000 (4 clients) and
 the drain on an empty store, then fills the task store by SQL with
 --aged-rows finished jobs (ended over the past 48 h, over 50 topics;
 spread over the shards) and runs them again with toc keeping every row,
-then once more, fire at 1,000/s only, with toc restarted with a 24 h
-retention so that it deletes half of them meanwhile:
-  toc bench --scenarios aged [--aged-rows 20000000] [--aged-phase empty|aged|deleting|all]
+then fire at 1,000/s while toc migrate applies migration 0025 again (its
+index of toc_jobs, taken back out first), then fire at 1,000/s only,
+twice, each time on a toc restarted for it: keeping every row (the
+control), then with a 24 h retention, so that it deletes half of them
+meanwhile:
+  toc bench --scenarios aged [--aged-rows 20000000] [--aged-phase empty|aged|migrating|deleting|all]
 
 soak, run only when named (--stack real), schedules --soak-rate jobs/s
 for --duration (default 1h) with toc keeping ended jobs --soak-retention,
@@ -163,7 +166,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	topicsDrain := fs.duration("topics-drain", 5*time.Minute, "topics: how long after the last job's due time a job may still arrive before it counts as lost")
 	idleWindow := fs.duration("idle-window", 0, "topics: how long toc's CPU is sampled at rest (default 10s, --short 5s)")
 	agedRows := fs.int("aged-rows", 0, "aged: finished jobs the task store is filled with (default 20000000, --short 200000)")
-	agedPhase := fs.string("aged-phase", "all", "aged: empty, aged, deleting or all")
+	agedPhase := fs.string("aged-phase", "all", "aged: empty, aged, migrating, deleting or all")
 	soakRate := fs.int("soak-rate", 1000, "soak: jobs/s scheduled")
 	soakRetention := fs.duration("soak-retention", time.Minute, "soak: toc's every --retain-* flag")
 	soakWindow := fs.duration("soak-window", 5*time.Minute, "soak: the window the figures are reported by")

@@ -265,12 +265,19 @@ func (b *bench) aged(ctx context.Context) ([]result, error) {
 			return res, err
 		}
 	}
-	if phase == "deleting" || phase == "all" {
-		r, err := b.agedDeleting(ctx, dbs, label+" deleting")
+	if phase == "migrating" || phase == "all" {
+		r, err := b.agedMigrating(ctx, dbs, label+" migrating")
 		if err != nil {
 			return res, err
 		}
 		res = append(res, r)
+	}
+	if phase == "deleting" || phase == "all" {
+		r, err := b.agedDeleting(ctx, dbs, label)
+		res = append(res, r...)
+		if err != nil {
+			return res, err
+		}
 	}
 	return res, nil
 }
@@ -555,24 +562,55 @@ func globalStatus(ctx context.Context, db *sql.DB, name string) (float64, error)
 	return v, err
 }
 
-// agedDeleting restarts toc with a 24 h retention of every status, so
-// that the retirer deletes the aged rows that ended longer ago, waits
-// until it has begun, and runs fire at 1,000/s meanwhile. It reports
-// the rows deleted during the run, from toc_retention_deleted_total.
-func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (result, error) {
-	if err := b.restartToc(ctx, "toc-aged-deleting", retentionArgs(agedRetention)...); err != nil {
+// agedWarm is how long after its restart toc runs before a deleting
+// phase's fire run begins (at least: the deleting run also waits for the
+// first delete), so that the run does not measure toc's start.
+const agedWarm = 10 * time.Second
+
+// agedDeleting runs fire at 1,000/s twice, each on a toc restarted for
+// it: first keeping every row (the control, labelled "restarted,
+// keeping"), then with a 24 h retention of every status, so that the
+// retirer deletes the aged rows that ended longer ago, labelled
+// "deleting". The deleting run reports the rows deleted during it (from
+// toc_retention_deleted_total) and its p99 over the control's.
+func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, label string) ([]result, error) {
+	control, err := b.restartedRun(ctx, dbs, label+" restarted, keeping", "0")
+	if err != nil {
+		return nil, err
+	}
+	r, err := b.restartedRun(ctx, dbs, label+" deleting", agedRetention)
+	if err != nil {
+		return []result{control}, err
+	}
+	if control.Latency != nil && r.Latency != nil {
+		r.Extra["p99_over_control_ms"] = math.Round((r.Latency.P99-control.Latency.P99)*100) / 100
+		fmt.Fprintf(b.log, "aged: deleting p99 %.2f ms against %.2f ms keeping, just before\n", r.Latency.P99, control.Latency.P99)
+	}
+	return []result{control, r}, nil
+}
+
+// restartedRun restarts toc with retention (a duration, "0" keeps
+// forever), waits agedWarm and, when toc deletes, until it has begun to,
+// and runs fire at 1,000/s, tracing each second (traceSeconds). It
+// reports the rows deleted during the run.
+func (b *bench) restartedRun(ctx context.Context, dbs []*sql.DB, phase, retention string) (result, error) {
+	if err := b.restartToc(ctx, "toc-"+strings.ReplaceAll(phase, " ", "-"), retentionArgs(retention)...); err != nil {
 		return result{}, err
 	}
+	restarted := time.Now()
 	const metric = "toc_retention_deleted_total"
 	started := false
-	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
+	for deadline := time.Now().Add(2 * time.Minute); retention != "0" && time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
 		if n, err := b.metricSum(ctx, metric); err == nil && n > 0 {
 			started = true
 			break
 		}
 	}
-	if !started {
+	if retention != "0" && !started {
 		fmt.Fprintln(b.log, "aged: toc deleted nothing within 2 minutes of its start; fire runs anyway")
+	}
+	if err := sleepCtx(ctx, time.Until(restarted.Add(agedWarm))); err != nil {
+		return result{}, err
 	}
 	backlog, _ := b.metricSum(ctx, "toc_retention_backlog")
 	d0, err := b.metricSum(ctx, metric)
@@ -594,11 +632,13 @@ func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (
 	took := time.Since(t0)
 	r.Scenario, r.Name = "aged", phase+": "+r.Name
 	r.Extra["phase"] = phase
-	r.Extra["deleting_before_run"] = started
 	r.Extra["deleted_during_run"] = int64(d1 - d0)
 	r.Extra["deleted_per_s"] = math.Round((d1 - d0) / took.Seconds())
-	r.Extra["deleted_before_run"] = int64(d0)
-	r.Extra["backlog_at_start"] = int64(backlog)
+	if retention != "0" {
+		r.Extra["deleting_before_run"] = started
+		r.Extra["deleted_before_run"] = int64(d0)
+		r.Extra["backlog_at_start"] = int64(backlog)
+	}
 	if rows, _, err := storeSize(ctx, dbs); err == nil {
 		r.Extra["rows_estimate_after"] = rows
 	}
@@ -612,8 +652,8 @@ func (b *bench) agedDeleting(ctx context.Context, dbs []*sql.DB, phase string) (
 
 // checkAgedSoak checks the flags of the aged and soak scenarios.
 func (c *benchConfig) checkAgedSoak() error {
-	if !slices.Contains([]string{"empty", "aged", "deleting", "all"}, c.agedPhase) {
-		return fmt.Errorf("--aged-phase: %q, want empty, aged, deleting or all", c.agedPhase)
+	if !slices.Contains([]string{"empty", "aged", "migrating", "deleting", "all"}, c.agedPhase) {
+		return fmt.Errorf("--aged-phase: %q, want empty, aged, migrating, deleting or all", c.agedPhase)
 	}
 	for flag, d := range map[string]time.Duration{"--soak-retention": c.soakRetention, "--soak-window": c.soakWindow, "--duration": c.soakDuration} {
 		if d <= 0 {

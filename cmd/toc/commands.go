@@ -10,6 +10,7 @@ import (
 	"os"
 	"strings"
 	"sync/atomic"
+	"time"
 
 	"github.com/alicebob/miniredis/v2"
 	"github.com/redis/go-redis/v9"
@@ -50,6 +51,9 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	if err := db.Migrate(ctx); err != nil {
 		return err
 	}
+	if err := db.CheckSchema(ctx); err != nil {
+		return err
+	}
 	store, err := shard.New([]*taskdb.Store{db}, nil) // SQLite is one shard
 	if err != nil {
 		return err
@@ -77,7 +81,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 			fmt.Fprintf(stdout, "data file:      %s\n", *data)
 			fmt.Fprintf(stdout, "webhook secret: %s\n", f.secrets.values[0])
 		}}
-	s.node = newNodeLease(f, explicit(fs, "node"), nil)
+	s.node = newNodeLease(f, explicit(fs, "node"), nil, "")
 	return s.run(ctx)
 }
 
@@ -178,6 +182,15 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 				return nil, err
 			}
 		}
+		// A schema a newer toc migrated may hold what this build
+		// misreads: refuse it, and say so, rather than serve on it.
+		if err := st.CheckSchema(ctx); err != nil {
+			st.Close()
+			if errors.Is(err, taskdb.ErrSchemaNewer) {
+				return nil, permanent(err)
+			}
+			return nil, err
+		}
 		// A first start records the map; after that every process must be
 		// given the shards the store recorded, in order.
 		if err := st.CheckMap(ctx, *migrate); err != nil {
@@ -223,43 +236,68 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return err
 		}
 	}
-	s.node = newNodeLease(f, explicit(fs, "node"), s.cluster)
+	s.node = newNodeLease(f, explicit(fs, "node"), s.cluster, *memberID)
 	return s.run(ctx)
 }
 
 // runMigrate applies the migrations of the task store, every shard of
-// it, and records the shard map in each.
+// it, and records the shard map in each; with --status it lists what is
+// applied and pending, with --dry-run the statements it would run.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE)")
-	fs.example = "toc migrate --mysql-dsn 'toc:secret@tcp(db:3306)/toc'"
+	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE) [--status | --dry-run]")
+	fs.example = "toc migrate --mysql-dsn 'toc:secret@tcp(db:3306)/toc' --status"
 	fs.SetOutput(stderr)
 	dsns := fs.spaceList("mysql-dsn", "MySQL/MariaDB task store DSN; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
 	file := fs.string("sqlite", "", "SQLite task store file")
+	status := fs.bool("status", false, "list each migration, applied (when) or pending, per shard, and apply nothing")
+	dryRun := fs.bool("dry-run", false, "print the statements of the pending migrations, per shard, and apply nothing")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
+	if *status && *dryRun {
+		return errors.New("give --status or --dry-run, not both")
+	}
+	var (
+		shards []*taskdb.Store
+		store  *shard.Store
+	)
 	switch {
 	case *file != "" && len(dsns.values) == 0:
-		store, err := taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
+		db, err := taskdb.OpenSQLite(ctx, *file, taskdb.Config{})
 		if err != nil {
 			return err
 		}
+		defer db.Close()
+		shards = []*taskdb.Store{db}
+	case *file == "" && len(dsns.values) > 0:
+		var err error
+		if store, err = shard.OpenMySQL(ctx, dsns.values, taskdb.Config{}); err != nil {
+			return err
+		}
 		defer store.Close()
-		if err := store.Migrate(ctx); err != nil {
+		for i := range store.Shards() {
+			shards = append(shards, store.Shard(i))
+		}
+	default:
+		return errors.New("give --mysql-dsn (once per shard) or --sqlite, not both")
+	}
+	if *status || *dryRun {
+		return migrationReport(ctx, shards, *dryRun, stdout)
+	}
+	if store == nil {
+		if err := shards[0].Migrate(ctx); err != nil {
+			return err
+		}
+		if err := shards[0].CheckSchema(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "migrations applied")
 		return nil
-	case *file == "" && len(dsns.values) > 0:
-	default:
-		return errors.New("give --mysql-dsn (once per shard) or --sqlite, not both")
 	}
-	store, err := shard.OpenMySQL(ctx, dsns.values, taskdb.Config{})
-	if err != nil {
+	if err := store.Migrate(ctx); err != nil {
 		return err
 	}
-	defer store.Close()
-	if err := store.Migrate(ctx); err != nil {
+	if err := store.CheckSchema(ctx); err != nil {
 		return err
 	}
 	wrote, err := store.WriteMap(ctx)
@@ -269,6 +307,43 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "migrations applied to %d shard(s)\n", store.Shards())
 	if wrote {
 		fmt.Fprintf(stdout, "shard map of %d recorded in each; every toc serve must be given these DSNs in this order\n", store.Shards())
+	}
+	return nil
+}
+
+// migrationReport writes, per shard, each migration applied (and when)
+// or pending, and those applied by a newer toc; with statements, only the
+// pending ones, each with the statements applying it would run.
+func migrationReport(ctx context.Context, shards []*taskdb.Store, statements bool, w io.Writer) error {
+	for i, st := range shards {
+		known, unknown, err := st.Migrations(ctx)
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", i, err)
+		}
+		pending := 0
+		for _, m := range known {
+			switch {
+			case statements && m.AppliedAt.IsZero():
+				fmt.Fprintf(w, "-- shard %d: %s\n", i, m.Name)
+				for _, stmt := range m.Statements {
+					fmt.Fprintf(w, "%s;\n", stmt)
+				}
+			case !statements && m.AppliedAt.IsZero():
+				fmt.Fprintf(w, "shard %d  %s  pending\n", i, m.Name)
+			case !statements:
+				fmt.Fprintf(w, "shard %d  %s  applied %s\n", i, m.Name, m.AppliedAt.UTC().Format(time.RFC3339))
+			}
+			if m.AppliedAt.IsZero() {
+				pending++
+			}
+		}
+		for _, v := range unknown {
+			fmt.Fprintf(w, "%sshard %d  %04d  applied by a newer toc: this build does not know it, and toc serve of this build refuses to start on it\n",
+				map[bool]string{true: "-- ", false: ""}[statements], i, v)
+		}
+		if statements && pending == 0 {
+			fmt.Fprintf(w, "-- shard %d: nothing pending\n", i)
+		}
 	}
 	return nil
 }

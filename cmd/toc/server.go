@@ -60,6 +60,9 @@ type serviceFlags struct {
 	retentionBatch *int
 	retentionYield *time.Duration
 	retentionEvery *time.Duration
+	clockTolerance *time.Duration
+	clockSkew      *time.Duration
+	clockRef       *string
 	logFormat      *string
 	logLevel       *string
 	redisPrefix    *string
@@ -87,6 +90,9 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		retentionDuty:   fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
 		retentionBatch:  fs.int("retention-batch", timer.DefaultRetireBatch, fmt.Sprintf("most rows one DELETE of the retirer removes, 1..%d: smaller statements hold the task store for less time each", timer.DefaultRetireBatch)),
 		retentionYield:  fs.duration("retention-yield", timer.DefaultRetireYield, "the retirer waits (up to 1s a batch) while a call this process started in the last half second was later than this (0: it never waits)"),
+		clockTolerance:  fs.duration("clock-tolerance", timer.DefaultClockTolerance, "how far this member's clock may be off the task store's before /readyz says it is wrong (due times follow the task store's clock whatever it is; 0: never says)"),
+		clockRef:        fs.string("clock-reference", "store", "the clock due times follow: store (the task store's, shard 0's, shared by every member) or local (this machine's, as it is)"),
+		clockSkew:       fs.duration("clock-skew", 0, "for drills and tests: shift this process's reading of its machine's clock, as if it were wrong by this much"),
 		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
 		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
 		horizon:         fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
@@ -234,7 +240,42 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes(), Logger: s.log.With("dep", depRedis)})
+	// Due times follow the task store's clock (shard 0's), measured at
+	// start and every 10 s and carried forward by the monotonic clock, so
+	// that a member whose own clock is wrong fires nothing early.
+	var clockStore atomic.Pointer[shard.Store]
+	tolerance := *f.clockTolerance
+	switch {
+	case tolerance < 0:
+		return fmt.Errorf("--clock-tolerance: %v: want 0 (never) or a positive duration", tolerance)
+	case tolerance == 0:
+		tolerance = -1
+	}
+	source := func(ctx context.Context) (time.Time, error) {
+		st := clockStore.Load()
+		if st == nil {
+			return time.Time{}, errors.New("the task store is not connected yet")
+		}
+		return st.ClockNow(ctx)
+	}
+	switch *f.clockRef {
+	case "store":
+	case "local":
+		source = nil
+	default:
+		return fmt.Errorf("--clock-reference: %q, want store or local", *f.clockRef)
+	}
+	clock, err := timer.NewClock(timer.ClockConfig{
+		Source:    source,
+		Tolerance: tolerance,
+		Skew:      *f.clockSkew,
+		Logger:    s.log,
+		Observer:  metrics,
+	})
+	if err != nil {
+		return err
+	}
+	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes(), Logger: s.log.With("dep", depRedis), Now: clock.Now})
 	if err != nil {
 		return err
 	}
@@ -253,6 +294,7 @@ func (s *service) run(ctx context.Context) error {
 		onTopic = func(timer.Topic) { s.cluster.TopicsChanged() }
 	}
 	engineCfg := timer.Config{
+		Now:        clock.Now,
 		Assignment: assignment,
 		Horizon:    *f.horizon,
 		Logger:     s.log,
@@ -301,6 +343,7 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		},
 		depRedis: queue.Ready,
+		depClock: clock.Check,
 	}
 	if s.cluster != nil {
 		ready[depZooKeeper] = func(context.Context) error {
@@ -332,6 +375,7 @@ func (s *service) run(ctx context.Context) error {
 		Ready:                 ready,
 		AuditFailed:           metrics.AuditUnrecorded,
 		Retention:             engineCfg.Retention.Retention,
+		Now:                   clock.Now,
 	}
 	if s.tokenFile != nil {
 		apiCfg.TokenSet = s.tokenFile.Set
@@ -356,10 +400,17 @@ func (s *service) run(ctx context.Context) error {
 		}
 		s.log.Info("node number leased", "node", node, "holder", s.node.holder)
 		engineCfg.Scheduler.Node = node
+		if engineCfg.Worker.ReclaimAtStart = s.node.ReclaimAtStart(s.cluster != nil); engineCfg.Worker.ReclaimAtStart {
+			s.log.Info("this member's previous run died holding its node number: the leases it held are taken back as its slots are learnt", "member", s.node.holder)
+		}
 		if s.cluster != nil {
 			s.cluster.SetShards(st.Shards())
 		}
 		store = st
+		clockStore.Store(st)
+		if err := clock.Measure(ctx); err != nil {
+			s.log.Warn("clock: could not read the task store's clock; measuring again every second", "dep", depTaskStore, "err", err)
+		}
 		storeState.set(true, nil) // after store: /readyz reads it once up
 		if eng, err = timer.New(st, queue, webhook, engineCfg); err != nil {
 			return err
@@ -369,7 +420,7 @@ func (s *service) run(ctx context.Context) error {
 			retention: engineCfg.Retention.Retention}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		if eng.Retirer != nil {
-			metrics.WatchRetention(eng.Retirer.Survey, time.Now)
+			metrics.WatchRetention(eng.Retirer.Survey, clock.Now)
 		}
 		// Every member materializes schedules: idempotency keys and the
 		// cursor's compare-and-set make that safe, and no leader's death
@@ -379,10 +430,10 @@ func (s *service) run(ctx context.Context) error {
 		// before the materializer runs.
 		var api *tochttp.API
 		admit := func(ctx context.Context, sc *timer.Schedule) error { return api.AdmitOccurrence(ctx, sc) }
-		if mat, err = timer.NewMaterializer(st, eng.Scheduler, timer.MaterializerConfig{Cron: cron.Parse, Logger: s.log, Admit: admit, Observer: metrics}); err != nil {
+		if mat, err = timer.NewMaterializer(st, eng.Scheduler, timer.MaterializerConfig{Cron: cron.Parse, Logger: s.log, Admit: admit, Observer: metrics, Now: clock.Now}); err != nil {
 			return err
 		}
-		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, nil, mat.Wake)
+		apiCfg.Schedules = timer.NewSchedules(st, node, cron.Parse, clock.Now, mat.Wake)
 		apiCfg.Audit = st
 		if api, err = tochttp.NewAPI(eng, deadletter.NewLetters(dead, st), stats, apiCfg); err != nil {
 			return err
@@ -527,6 +578,7 @@ func (s *service) run(ctx context.Context) error {
 			stopCluster()
 		})
 		wg.Go(func() { matErr = mat.Run(engineCtx) })
+		wg.Go(func() { _ = clock.Run(engineCtx) })
 		member := fmt.Sprintf("pid-%d", os.Getpid())
 		if s.cluster != nil {
 			member = s.cluster.ID()

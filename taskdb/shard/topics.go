@@ -79,6 +79,12 @@ func (s *Store) DeleteTopic(ctx context.Context, name string) error {
 	return s.shards[0].DeleteTopic(ctx, name)
 }
 
+// ClockNow reads shard 0's clock: the reference time of every member
+// (timer.Clock), one clock however many shards there are.
+func (s *Store) ClockNow(ctx context.Context) (time.Time, error) {
+	return s.shards[0].ClockNow(ctx)
+}
+
 // Ping checks every shard; the error names each that did not answer, and
 // where it is. When some shards answer, it wraps ErrSomeDown.
 func (s *Store) Ping(ctx context.Context) error {
@@ -108,9 +114,25 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.all(func(i int) error { return s.shards[i].Migrate(ctx) })
 }
 
+// CheckSchema checks that no shard holds a migration this build does not
+// know (taskdb.Store.CheckSchema); the error names the shard.
+func (s *Store) CheckSchema(ctx context.Context) error {
+	return s.all(func(i int) error {
+		if err := s.shards[i].CheckSchema(ctx); err != nil {
+			return fmt.Errorf("shard %d: %w", i, err)
+		}
+		return nil
+	})
+}
+
 // Close closes every shard.
 func (s *Store) Close() error {
 	return s.all(func(i int) error { return s.shards[i].Close() })
+}
+
+// LiveNodes reads shard 0's live node leases (taskdb.Store.LiveNodes).
+func (s *Store) LiveNodes(ctx context.Context) (map[int]string, error) {
+	return s.shards[0].LiveNodes(ctx)
 }
 
 // LeaseNode implements timer.NodeLeaser in shard 0: one process makes

@@ -1,0 +1,106 @@
+// The aged scenario's migrating phase: a migration that builds an index
+// of toc_jobs, applied by toc migrate to the aged table while jobs fire.
+
+package main
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+)
+
+// agedUnmigrate takes migration 0025's toc_jobs part back out of a
+// store: its index of end times and the virtual columns under it (the
+// rest of 0025 is IF NOT EXISTS, so applying it again only rebuilds
+// these). Both are online: dropping an index and virtual columns copies
+// nothing.
+var agedUnmigrate = []string{
+	"ALTER TABLE toc_jobs DROP INDEX IF EXISTS toc_jobs_ended, ALGORITHM = NOCOPY, LOCK = NONE",
+	"ALTER TABLE toc_jobs DROP COLUMN IF EXISTS ended_topic, DROP COLUMN IF EXISTS ended_status, DROP COLUMN IF EXISTS ended_at, ALGORITHM = INPLACE, LOCK = NONE",
+	"DELETE FROM toc_schema_migrations WHERE version = 25",
+}
+
+// migrateRun is what one toc migrate did.
+type migrateRun struct {
+	took time.Duration
+	out  []byte
+	err  error
+}
+
+// agedMigrating takes migration 0025 back out of the aged store, then
+// fires 1,000 jobs a second, in runs of --duration back to back, while
+// toc migrate (this binary) applies it again from the second second on,
+// until it is done. It reports the lateness over every run, the worst
+// second, each second's trace, and how long the migration took.
+func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) (result, error) {
+	for i, db := range dbs {
+		for _, stmt := range agedUnmigrate {
+			if _, err := db.ExecContext(ctx, stmt); err != nil {
+				return result{}, fmt.Errorf("take migration 0025 back out of shard %d: %w", i, err)
+			}
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return result{}, err
+	}
+	args := []string{"migrate"}
+	for _, dsn := range b.dsns {
+		args = append(args, "--mysql-dsn", dsn)
+	}
+	migrated := make(chan migrateRun, 1)
+	go func() {
+		if sleepCtx(ctx, 2*time.Second) != nil {
+			migrated <- migrateRun{err: ctx.Err()}
+			return
+		}
+		start := time.Now()
+		out, err := exec.CommandContext(ctx, exe, args...).CombinedOutput()
+		migrated <- migrateRun{took: time.Since(start), out: out, err: err}
+	}()
+	mark := innodbMark(ctx, dbs)
+	traceCtx, stopTrace := context.WithCancel(ctx)
+	trace := make(chan []traceSecond, 1)
+	go func() { trace <- b.traceSeconds(traceCtx, dbs) }()
+	var (
+		ids  []string
+		errs int
+		m    migrateRun
+		done bool
+	)
+	t0 := time.Now()
+	for !done && ctx.Err() == nil {
+		r, runIDs := b.fireRunIDs(ctx, "fire 1000/s", 1000, nil)
+		ids, errs = append(ids, runIDs...), errs+r.Errors
+		select {
+		case m = <-migrated:
+			done = true
+		default:
+		}
+	}
+	took := time.Since(t0)
+	stopTrace()
+	if m.err != nil {
+		return result{}, fmt.Errorf("toc migrate on the aged store: %w\n%s", m.err, m.out)
+	}
+	extra := map[string]any{"phase": phase, "migration": "0025 (toc_jobs_ended and its virtual columns)",
+		"migration_s": math.Round(m.took.Seconds()*10) / 10, "runs_s": math.Round(took.Seconds())}
+	if p99, at, ok := b.recv.worstSecond(ids); ok {
+		extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
+	}
+	extra["innodb"] = innodbSince(ctx, dbs, mark)
+	extra["seconds"] = b.traced(<-trace, b.recv.secondP99s(ids))
+	r := b.steadyResult("aged", phase+": fire 1000/s", ids, errs, took, extra)
+	p99 := 0.0
+	if r.Latency != nil {
+		p99 = r.Latency.P99
+	}
+	fmt.Fprintf(b.log, "aged: %s: migration 0025 took %v; fire 1000/s meanwhile p99 %.2f ms (%s)\n",
+		phase, m.took.Round(100*time.Millisecond), p99, strings.TrimSpace(string(m.out)))
+	return r, nil
+}
