@@ -31,6 +31,15 @@ const (
 	DefaultTopicPoll = 2 * time.Second
 )
 
+// Layout is the version of the Redis layout this build writes: its key
+// names, the scores of the slot sets and what the Lua scripts move. Every
+// build since v0.1.0 writes layout 1. A build that changes the layout
+// raises it, and writes the older layout while a member that serves only
+// that one is in the cluster; a member that finds one writing a newer
+// layout than it knows refuses to join (see LayoutError). A member that
+// advertises none (v0.1.0) writes layout 1.
+const Layout = 1
+
 // maxIDBytes bounds ClusterConfig.ID.
 const maxIDBytes = 128
 
@@ -57,6 +66,12 @@ type ClusterConfig struct {
 	// Capacity is shown in Status (the worker's concurrency, say); Assign
 	// does not weigh members by it.
 	Capacity int
+	// Build names the build of this member (its version), shown in Status.
+	Build string
+	// Layout is the version of the Redis layout this member writes and
+	// serves; Layout by default. A member refuses to join beside one that
+	// writes a newer layout (a *LayoutError from Run).
+	Layout int
 	// Load bounds the slots of one member to Load times the average (see
 	// Assign); DefaultLoad by default. The leader publishes its own value,
 	// which every member then uses.
@@ -77,6 +92,7 @@ func (c ClusterConfig) withDefaults() ClusterConfig {
 	c.SessionTimeout = cmp.Or(c.SessionTimeout, DefaultSessionTimeout)
 	c.Load = cmp.Or(c.Load, DefaultLoad)
 	c.TopicPoll = cmp.Or(c.TopicPoll, DefaultTopicPoll)
+	c.Layout = cmp.Or(c.Layout, Layout)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	return c
 }
@@ -103,6 +119,8 @@ func (c ClusterConfig) Validate() error {
 		return invalid("ID", "%q is not UTF-8", c.ID)
 	case c.Capacity < 0:
 		return invalid("Capacity", "%d is negative", c.Capacity)
+	case c.Layout < 0:
+		return invalid("Layout", "%d is negative; leave it zero for %d", c.Layout, Layout)
 	case !(c.Load >= 1) || c.Load > 1e6:
 		return invalid("Load", "%v must be from 1 to 1e6", c.Load)
 	case c.Topics == nil:

@@ -35,6 +35,9 @@ func (c *Cluster) Run(ctx context.Context) error {
 		if ctx.Err() != nil {
 			return nil
 		}
+		if le := (*LayoutError)(nil); errors.As(err, &le) {
+			return err
+		}
 		if registered {
 			retry.reset()
 		}
@@ -161,7 +164,10 @@ func (c *Cluster) register(ctx context.Context, s *session) error {
 			return ctx.Err()
 		}
 	}
-	data, err := json.Marshal(memberData{ID: c.cfg.ID, Addr: c.cfg.Addr, Capacity: c.cfg.Capacity})
+	if err := c.checkLayouts(s); err != nil {
+		return err
+	}
+	data, err := json.Marshal(memberData{ID: c.cfg.ID, Addr: c.cfg.Addr, Capacity: c.cfg.Capacity, Build: c.cfg.Build, Layout: c.cfg.Layout})
 	if err != nil {
 		return fmt.Errorf("encode member: %w", err)
 	}
@@ -170,6 +176,55 @@ func (c *Cluster) register(ctx context.Context, s *session) error {
 	}
 	s.candidate, err = c.createSequential(ctx, s, electionDir, electionPrefix, []byte(c.cfg.ID))
 	return err
+}
+
+// LayoutError is Run's error when a member of the cluster writes a newer
+// Redis layout than this build serves: joining, this member would
+// misread the jobs that one wrote. Upgrade this member's build.
+type LayoutError struct {
+	Member string // the newer member's id
+	Build  string // its build, "" if it does not say
+	Layout int    // the layout it writes
+	Mine   int    // the layout this build serves
+}
+
+func (e *LayoutError) Error() string {
+	build := ""
+	if e.Build != "" {
+		build = " (build " + e.Build + ")"
+	}
+	return fmt.Sprintf("member %s%s writes Redis layout %d, and this build serves layout %d at most: "+
+		"it would misread that member's jobs, so it does not join; run a build that serves layout %d (see README, Upgrades)",
+		e.Member, build, e.Layout, e.Mine, e.Layout)
+}
+
+// checkLayouts returns a *LayoutError when a member already registered
+// writes a newer Redis layout than this build serves.
+func (c *Cluster) checkLayouts(s *session) error {
+	names, _, err := s.conn.Children(c.path(membersDir))
+	if errors.Is(err, zk.ErrNoNode) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("list the members: %w", err)
+	}
+	for _, name := range names {
+		data, _, err := s.conn.Get(c.path(membersDir, name))
+		if errors.Is(err, zk.ErrNoNode) {
+			continue // left meanwhile
+		}
+		if err != nil {
+			return fmt.Errorf("read member %s: %w", name, err)
+		}
+		m, err := parseMember(name, data)
+		if err != nil {
+			continue // not a member: the assignment skips it too
+		}
+		if m.layout() > c.cfg.Layout {
+			return &LayoutError{Member: m.ID, Build: m.Build, Layout: m.layout(), Mine: c.cfg.Layout}
+		}
+	}
+	return nil
 }
 
 // createSequential creates an ephemeral sequential znode under dir (and
@@ -250,7 +305,14 @@ type memberData struct {
 	Node     string `json:"node,omitempty"`
 	Addr     string `json:"addr,omitempty"`
 	Capacity int    `json:"capacity,omitempty"`
+	Build    string `json:"build,omitempty"`
+	// Layout is the Redis layout the member writes; 0 (a member that
+	// does not say: v0.1.0) is layout 1.
+	Layout int `json:"layout,omitempty"`
 }
+
+// layout is the Redis layout m writes.
+func (m memberData) layout() int { return max(m.Layout, 1) }
 
 // parseMember decodes the data of the member znode name; a member must
 // have an ID.

@@ -22,7 +22,10 @@ type MemberInfo struct {
 	ID       string `json:"id"`
 	Addr     string `json:"addr,omitempty"`
 	Capacity int    `json:"capacity"`
-	Slots    int    `json:"slots"`
+	// Build is the member's build (its version), "" for one that does not
+	// say (v0.1.0).
+	Build string `json:"build,omitempty"`
+	Slots int    `json:"slots"`
 	// Shards are the task store shards whose backstop scan is this
 	// member's (see Cluster.OwnsShard), once the map is computed.
 	Shards []int `json:"shards,omitempty"`
@@ -50,7 +53,7 @@ func (c *Cluster) Status() Status {
 		}
 	}
 	for _, m := range a.Members {
-		st.Members = append(st.Members, MemberInfo{ID: m.ID, Addr: m.Addr, Capacity: m.Capacity, Slots: counts[m.ID], Shards: shards[m.ID]})
+		st.Members = append(st.Members, MemberInfo{ID: m.ID, Addr: m.Addr, Capacity: m.Capacity, Build: m.Build, Slots: counts[m.ID], Shards: shards[m.ID]})
 	}
 	return st
 }

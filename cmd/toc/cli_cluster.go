@@ -23,5 +23,5 @@ func printCluster(w io.Writer, c map[string]any) {
 	fmt.Fprintln(w)
 	printTable(w, []string{"self", "leader", "version", "connected"}, s)
 	fmt.Fprintln(w)
-	printTable(w, []string{"id", "addr", "capacity", "slots", "shards"}, objects(s["members"])...)
+	printTable(w, []string{"id", "build", "addr", "capacity", "slots", "shards"}, objects(s["members"])...)
 }

@@ -582,7 +582,12 @@ func (s *service) run(ctx context.Context) error {
 		member := fmt.Sprintf("pid-%d", os.Getpid())
 		if s.cluster != nil {
 			member = s.cluster.ID()
-			wg.Go(func() { clusterErr = s.cluster.Run(clusterCtx) })
+			wg.Go(func() {
+				if clusterErr = s.cluster.Run(clusterCtx); clusterErr != nil {
+					s.log.Error("stopping: this member cannot join the cluster", "err", clusterErr)
+					stopEngine()
+				}
+			})
 		}
 		wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
 	})

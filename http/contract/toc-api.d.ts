@@ -1236,6 +1236,8 @@ export interface components {
             /** @description Its API address; left out when it has none. */
             addr?: string;
             capacity: number;
+            /** @description The member's build (`toc version`); left out by members before v0.2.0, which do not say. */
+            build?: string;
             /** @description Slots it owns; 0 for every member until this member has computed the map. */
             slots: number;
             /** @description The task store shards whose backstop scan is its, once the map is computed; left out when none. */

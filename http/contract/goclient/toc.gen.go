@@ -597,7 +597,10 @@ type Cluster struct {
 // ClusterMember defines model for ClusterMember.
 type ClusterMember struct {
 	// Addr Its API address; left out when it has none.
-	Addr     *string `json:"addr,omitempty"`
+	Addr *string `json:"addr,omitempty"`
+
+	// Build The member's build (`toc version`); left out by members before v0.2.0, which do not say.
+	Build    *string `json:"build,omitempty"`
 	Capacity int     `json:"capacity"`
 	Id       string  `json:"id"`
 
