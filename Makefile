@@ -1,7 +1,9 @@
 # toc — run `make` or `make help` for the targets.
 
 GO      ?= go
-VERSION ?= $(shell git describe --always --dirty 2>/dev/null || echo dev)
+# The last release tag and the commits since (v0.1.0-12-gabcdef0); without
+# git or tags, the version the source names (cmd/toc/main.go).
+VERSION ?= $(shell git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null || sed -n 's/^var version = "\(.*\)"$$/\1/p' cmd/toc/main.go)
 LDFLAGS := -X main.version=$(VERSION)
 
 # Integration tests skip when redis-server, mariadbd or ZooKeeper is missing;

@@ -281,6 +281,9 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema of an older schema: %v", err)
 	}
+	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-10 || pending[0] != 11 {
+		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards", pending, fresh, err)
+	}
 	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (9999, 1)"); err != nil {
 		t.Fatal(err)
 	}
@@ -289,6 +292,27 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	}
 	if err := s.CheckSchema(ctx); !errors.Is(err, ErrSchemaNewer) || !strings.Contains(err.Error(), "9999") {
 		t.Errorf("CheckSchema with a newer toc's 9999 = %v, want ErrSchemaNewer naming it", err)
+	}
+	// Migrated on: the additive ones after 0010 are marked as such.
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	additive, err := s.additiveMigrations(ctx)
+	if err != nil || !additive[22] || !additive[25] || additive[10] || additive[9999] {
+		t.Errorf("additive migrations %v, %v; want 22 to 25 among them, not 10 or 9999", additive, err)
+	}
+	// A newer toc's additive migration is one this build serves beside.
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_additive (version) VALUES (9999)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema with a newer toc's additive 9999 = %v, want none", err)
+	}
+	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (10000, 1)"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CheckSchema(ctx); !errors.Is(err, ErrSchemaNewer) || !strings.Contains(err.Error(), "[10000]") {
+		t.Errorf("CheckSchema with 9999 additive and 10000 not = %v, want ErrSchemaNewer naming 10000 alone", err)
 	}
 }
 

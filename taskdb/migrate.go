@@ -28,7 +28,17 @@ type migration struct {
 	version int
 	name    string
 	stmts   []string
+	// additive: the file has a line "-- toc:additive". It only adds what
+	// an older build ignores (a nullable or defaulted column, a virtual
+	// column, an index, a table) or widens a column, so a build that does
+	// not know it still serves on the schema: a rolling upgrade can go
+	// back. Without the mark a migration is breaking, and builds older
+	// than it refuse the schema (CheckSchema).
+	additive bool
 }
+
+// additiveMark marks an additive migration (see migration.additive).
+const additiveMark = "-- toc:additive"
 
 // loadMigrations reads the migrations of one dialect, ordered by version.
 func loadMigrations(dir string) ([]migration, error) {
@@ -47,7 +57,8 @@ func loadMigrations(dir string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s/%s: %w", dir, e.Name(), err)
 		}
-		ms = append(ms, migration{version: v, name: e.Name(), stmts: splitStatements(string(b))})
+		additive := slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool { return strings.TrimSpace(l) == additiveMark })
+		ms = append(ms, migration{version: v, name: e.Name(), stmts: splitStatements(string(b)), additive: additive})
 	}
 	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
 	// Versions rise, each once; a gap is allowed, since work in parallel
@@ -114,6 +125,11 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 		applied_at BIGINT  NOT NULL)`); err != nil {
 		return fmt.Errorf("migrate: create toc_schema_migrations: %w", err)
 	}
+	// The applied migrations that builds older than them serve on.
+	if _, err := conn.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS toc_schema_additive (
+		version INTEGER NOT NULL PRIMARY KEY)`); err != nil {
+		return fmt.Errorf("migrate: create toc_schema_additive: %w", err)
+	}
 	for _, m := range ms {
 		if m.version > version {
 			break
@@ -132,20 +148,32 @@ func (s *Store) apply(ctx context.Context, conn *sql.Conn, m migration) error {
 		return err
 	}
 	defer tx.Rollback()
-	var n int
-	err = tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_schema_migrations WHERE version = ?", m.version).Scan(&n)
-	if err != nil || n > 0 {
+	var applied, marked int
+	err = tx.QueryRowContext(ctx, "SELECT (SELECT COUNT(*) FROM toc_schema_migrations WHERE version = ?), (SELECT COUNT(*) FROM toc_schema_additive WHERE version = ?)",
+		m.version, m.version).Scan(&applied, &marked)
+	if err != nil {
 		return err
 	}
-	for _, stmt := range m.stmts {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+	if applied == 0 {
+		for _, stmt := range m.stmts {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return err
+			}
+		}
+		_, err = tx.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (?, ?)",
+			m.version, s.now().UnixMilli())
+		if err != nil {
 			return err
 		}
 	}
-	_, err = tx.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (?, ?)",
-		m.version, s.now().UnixMilli())
-	if err != nil {
-		return err
+	// Marked also when a build before the table applied it.
+	if m.additive && marked == 0 {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO toc_schema_additive (version) VALUES (?)", m.version); err != nil {
+			return err
+		}
+	}
+	if applied > 0 && (!m.additive || marked > 0) {
+		return nil
 	}
 	return tx.Commit()
 }
@@ -194,47 +222,108 @@ func (s *Store) Migrations(ctx context.Context) (known []MigrationState, unknown
 // appliedMigrations reads toc_schema_migrations: applied_at by version;
 // empty when the table does not exist yet (a fresh database).
 func (s *Store) appliedMigrations(ctx context.Context) (map[int]int64, error) {
-	var tables int
-	if err := s.rdb.QueryRowContext(ctx, s.d.tableExists, "toc_schema_migrations").Scan(&tables); err != nil {
-		return nil, fmt.Errorf("read the applied migrations: %w", err)
-	}
 	out := map[int]int64{}
-	if tables == 0 {
-		return out, nil
-	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT version, applied_at FROM toc_schema_migrations")
-	if err != nil {
-		return nil, fmt.Errorf("read the applied migrations: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
+	err := s.readSchemaTable(ctx, "toc_schema_migrations", "SELECT version, applied_at FROM toc_schema_migrations", func(rows *sql.Rows) error {
 		var v int
 		var at int64
-		if err := rows.Scan(&v, &at); err != nil {
-			return nil, fmt.Errorf("read the applied migrations: %w", err)
-		}
+		err := rows.Scan(&v, &at)
 		out[v] = at
-	}
-	if err := rows.Err(); err != nil {
+		return err
+	})
+	if err != nil {
 		return nil, fmt.Errorf("read the applied migrations: %w", err)
 	}
 	return out, nil
 }
 
+// readSchemaTable runs query, calling scan for each row, when table
+// exists; a table not there yet (an older or new database) reads empty.
+func (s *Store) readSchemaTable(ctx context.Context, table, query string, scan func(*sql.Rows) error) error {
+	var tables int
+	if err := s.rdb.QueryRowContext(ctx, s.d.tableExists, table).Scan(&tables); err != nil || tables == 0 {
+		return err
+	}
+	rows, err := s.rdb.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := scan(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
+}
+
+// SchemaVersion is the version of the last migration this build knows:
+// the schema it serves on (toc version prints it).
+func SchemaVersion() int {
+	ms, err := loadMigrations("mysql")
+	if err != nil || len(ms) == 0 {
+		return 0
+	}
+	return ms[len(ms)-1].version
+}
+
+// ErrSchemaOlder is wrapped by the error of a toc serve that finds the
+// store lacking migrations this build needs, and was not asked to apply
+// them.
+var ErrSchemaOlder = errors.New("the task store's schema is older than this build of toc needs")
+
+// Pending returns the versions of this build's migrations that the store
+// has not applied, in order, and whether it has applied none of them (a
+// new database, which a first start sets up).
+func (s *Store) Pending(ctx context.Context) (pending []int, fresh bool, err error) {
+	known, _, err := s.Migrations(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, m := range known {
+		if m.AppliedAt.IsZero() {
+			pending = append(pending, m.Version)
+		}
+	}
+	return pending, len(pending) == len(known), nil
+}
+
 // CheckSchema returns an error wrapping ErrSchemaNewer, naming the
-// versions, when the store recorded migrations this build does not know:
-// a newer toc migrated it, and this one may misread what it wrote.
+// versions, when the store recorded migrations this build does not know
+// and that are not additive: a newer toc migrated it, and this one may
+// misread what it wrote. Additive ones (see migration.additive) it serves
+// beside, which lets a rolling upgrade go back a release.
 func (s *Store) CheckSchema(ctx context.Context) error {
 	_, unknown, err := s.Migrations(ctx)
 	if err != nil {
 		return err
 	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	additive, err := s.additiveMigrations(ctx)
+	if err != nil {
+		return err
+	}
+	unknown = slices.DeleteFunc(unknown, func(v int) bool { return additive[v] })
 	if len(unknown) > 0 {
-		ms, err := loadMigrations(s.d.name)
-		if err != nil {
-			return err
-		}
-		return fmt.Errorf("%w: it holds migration(s) %v, this build knows up to %d; run the newer toc", ErrSchemaNewer, unknown, ms[len(ms)-1].version)
+		return fmt.Errorf("%w: it holds migration(s) %v, which this build does not know and cannot serve beside (up to %d here); run the newer toc",
+			ErrSchemaNewer, unknown, SchemaVersion())
 	}
 	return nil
+}
+
+// additiveMigrations reads toc_schema_additive: the applied migrations
+// that a build older than them serves on; empty before the table exists.
+func (s *Store) additiveMigrations(ctx context.Context) (map[int]bool, error) {
+	out := map[int]bool{}
+	err := s.readSchemaTable(ctx, "toc_schema_additive", "SELECT version FROM toc_schema_additive", func(rows *sql.Rows) error {
+		var v int
+		err := rows.Scan(&v)
+		out[v] = true
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read the additive migrations: %w", err)
+	}
+	return out, nil
 }

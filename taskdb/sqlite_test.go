@@ -181,3 +181,24 @@ func TestMySQLMigrationsAreOnline(t *testing.T) {
 		}
 	}
 }
+
+// Issue 34, item 3: every migration after v0.1.0's last (0021) is
+// additive, in both dialects, so that v0.1.0 serves on the schema this
+// build migrated and a rolling upgrade can go back (README, Upgrades). A
+// migration that cannot be additive makes its release a full-stop one:
+// raise lastOfPrevious to it when that release is out, and say so in
+// CHANGELOG.
+func TestMigrationsSincePreviousReleaseAreAdditive(t *testing.T) {
+	const lastOfPrevious = 21 // v0.1.0
+	for _, dialect := range []string{"mysql", "sqlite"} {
+		ms, err := loadMigrations(dialect)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range ms {
+			if m.version > lastOfPrevious && !m.additive {
+				t.Errorf("%s/%s is not marked %q: a build before it would misread the schema, or refuse it, mid-upgrade", dialect, m.name, additiveMark)
+			}
+		}
+	}
+}

@@ -115,7 +115,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	namespacesFile := fs.string("namespaces-file", "", "JSON file of the namespaces besides the default one, {\"namespaces\": [{\"name\", \"redis_prefix\", \"webhook_secrets\", \"callback_hosts\"}]}, each with its own topics; needs --tokens-file, whose tokens name their namespace (see README, Tenants)")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
-	migrate := fs.bool("migrate", true, "apply task-store migrations at start")
+	migrate := fs.bool("migrate", false, "apply pending task-store migrations at start (a new database is set up without it; see README, Upgrades)")
 	zkServers := fs.list("zk", "ZooKeeper servers, host:port: run as one member of a cluster that shares the slots (none: this process owns every slot)")
 	zkRoot := fs.string("zk-root", slots.DefaultRoot, "znode under which the members of one cluster meet (one per task store)")
 	zkSession := fs.duration("zk-session-timeout", slots.DefaultSessionTimeout, "how long ZooKeeper keeps a silent member's slots")
@@ -176,11 +176,25 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		if err != nil {
 			return nil, err
 		}
-		if *migrate {
+		// Migrations run when asked (--migrate, toc migrate), and on a
+		// new database, which a first start sets up: a member of a
+		// rolling upgrade does not change the schema under the others.
+		first, pending, fresh, err := st.Pending(ctx)
+		if err != nil {
+			st.Close()
+			return nil, err
+		}
+		switch {
+		case len(pending) == 0:
+		case *migrate || fresh:
 			if err := st.Migrate(ctx); err != nil {
 				st.Close()
 				return nil, err
 			}
+		default:
+			st.Close()
+			return nil, permanent(fmt.Errorf("task store shard %d: %w: migration(s) %v are not applied; "+
+				"run toc migrate with the same --mysql-dsn first (online, see README, Upgrades), or start with --migrate", first, taskdb.ErrSchemaOlder, pending))
 		}
 		// A schema a newer toc migrated may hold what this build
 		// misreads: refuse it, and say so, rather than serve on it.
@@ -193,7 +207,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		}
 		// A first start records the map; after that every process must be
 		// given the shards the store recorded, in order.
-		if err := st.CheckMap(ctx, *migrate); err != nil {
+		if err := st.CheckMap(ctx, *migrate || fresh); err != nil {
 			st.Close()
 			var me *shard.MapError
 			if errors.As(err, &me) {
@@ -219,6 +233,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			ID:             *memberID,
 			Addr:           *f.addr,
 			Capacity:       *f.concurrency,
+			Build:          version,
 			Topics: func(ctx context.Context) ([]timer.Topic, error) {
 				if c := s.catalog.Load(); c != nil && c.Loaded() {
 					topics, _ := c.All() // the engine's copy, refreshed every 2 s

@@ -627,6 +627,7 @@ type clusterView struct {
 		Version   int64  `json:"version"`
 		Members   []struct {
 			ID     string `json:"id"`
+			Build  string `json:"build"`
 			Slots  int    `json:"slots"`
 			Shards []int  `json:"shards"`
 		} `json:"members"`

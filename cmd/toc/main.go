@@ -24,8 +24,11 @@ import (
 	"github.com/toc-project/toc/internal/ratelog"
 )
 
-// version is set at build time with -ldflags "-X main.version=...".
-var version = "dev"
+// version is the release this source is, or is on its way to: the next
+// one, with -dev, between releases (see CHANGELOG). make build sets it
+// from git describe (-ldflags "-X main.version=..."), which names the
+// commits since the last tag.
+var version = "v0.2.0-dev"
 
 // command is a command of toc's other than the client commands, for the
 // top-level help.

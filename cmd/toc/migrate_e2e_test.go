@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/internal/testenv"
 )
@@ -60,4 +61,43 @@ func TestMigrateStatusAndNewerSchema(t *testing.T) {
 	if err == nil || !strings.Contains(out, "newer than this build") || !strings.Contains(out, "9999") {
 		t.Errorf("toc serve on a schema with a newer toc's 9999 = %v\n%s\nwant a refusal naming it", err, tail(out, 10))
 	}
+}
+
+// Issue 34, item 3: toc serve changes the schema only when asked. On a
+// schema an older toc left (here: 0025 not applied) it refuses to start,
+// naming what is pending and how to apply it, rather than migrate under
+// the members of a rolling upgrade; with --migrate it applies it.
+func TestServeMigratesOnlyWhenAsked(t *testing.T) {
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	serve := []string{"serve", "--mysql-dsn", dsn, "--redis-addr", testenv.Redis(t).Addr,
+		"--api-token", "tok", "--webhook-secret", "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"}
+	if out, err := runTocCmd(t, "migrate", "--mysql-dsn", dsn); err != nil {
+		t.Fatalf("toc migrate: %v\n%s", err, out)
+	}
+	db, err := sql.Open("mysql", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("DELETE FROM toc_schema_migrations WHERE version = 25"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := runTocCmd(t, append(serve, "--addr", "127.0.0.1:0")...)
+	if err == nil || !strings.Contains(out, "older than this build") || !strings.Contains(out, "[25]") || !strings.Contains(out, "toc migrate") {
+		t.Errorf("toc serve on a schema without 0025 = %v\n%s\nwant a refusal naming 25 and toc migrate", err, tail(out, 10))
+	}
+	p := startToc(t, "tok", append(serve, "--migrate")...)
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow("SELECT COUNT(*) FROM toc_schema_migrations WHERE version = 25").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("toc serve --migrate did not apply 0025\n%s", tail(p.stderr.String(), 20))
+		}
+	}
+	p.stop(t)
 }

@@ -7,13 +7,20 @@ import (
 	"fmt"
 	"io"
 	"runtime/debug"
+
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/taskdb"
 )
 
-// printVersion writes what toc version prints (see writeVersion), from
-// this binary's build information.
+// printVersion writes what toc version prints: writeVersion, from this
+// binary's build information, then the task-store schema (the last
+// migration it knows) and the Redis layout the build writes, which decide
+// what it mixes with (README, Upgrades).
 func printVersion(w io.Writer) {
 	info, _ := debug.ReadBuildInfo()
 	writeVersion(w, version, info)
+	fmt.Fprintf(w, "%-9s%d\n", "schema", taskdb.SchemaVersion())
+	fmt.Fprintf(w, "%-9s%d\n", "layout", slots.Layout)
 }
 
 // writeVersion writes the version set at build time (-ldflags

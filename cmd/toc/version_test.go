@@ -1,10 +1,14 @@
 package main
 
 import (
+	"fmt"
 	"regexp"
 	"runtime/debug"
 	"strings"
 	"testing"
+
+	"github.com/toc-project/toc/slots"
+	"github.com/toc-project/toc/taskdb"
 )
 
 func TestWriteVersion(t *testing.T) {
@@ -57,8 +61,11 @@ func TestVersionCommand(t *testing.T) {
 		t.Fatalf("toc version: %v\n%s", err, out)
 	}
 	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
-	if lines[0] != "toc dev" {
-		t.Errorf("first line %q, want %q (no -ldflags version)", lines[0], "toc dev")
+	if want := "toc " + version; lines[0] != want {
+		t.Errorf("first line %q, want %q (no -ldflags version: the source's)", lines[0], want)
+	}
+	if want := fmt.Sprintf("schema   %d\nlayout   %d\n", taskdb.SchemaVersion(), slots.Layout); !strings.HasSuffix(out, want) || taskdb.SchemaVersion() < 25 {
+		t.Errorf("toc version does not end with the schema and layout %q:\n%s", want, out)
 	}
 	if !regexp.MustCompile(`(?m)^module   github\.com/toc-project/toc \S+$`).MatchString(out) {
 		t.Errorf("no module line:\n%s", out)

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -123,6 +124,27 @@ func (s *Store) CheckSchema(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// Pending reads each shard's pending migrations (taskdb.Store.Pending):
+// the first shard that lacks some, with them, and whether every shard is
+// a new database.
+func (s *Store) Pending(ctx context.Context) (shard int, pending []int, fresh bool, err error) {
+	each := make([][]int, len(s.shards))
+	empty := make([]bool, len(s.shards))
+	err = s.all(func(i int) (err error) {
+		each[i], empty[i], err = s.shards[i].Pending(ctx)
+		return err
+	})
+	if err != nil {
+		return 0, nil, false, err
+	}
+	for i, p := range each {
+		if len(p) > 0 {
+			return i, p, !slices.Contains(empty, false), nil
+		}
+	}
+	return 0, nil, false, nil
 }
 
 // Close closes every shard.

@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0022: group ids are scoped by namespace. A group of a namespace other
 -- than the default is stored under its client's id qualified by the
 -- namespace (timer.QualifiedGroupID: "<ns>\x1f<id>"), up to 16 + 1 + 100

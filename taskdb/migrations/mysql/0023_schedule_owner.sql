@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0023: a schedule's owner and its skipped occurrences (issue 32).
 -- owner is the name of the token that created it ('' when the API had
 -- no tokens): whose max_pending its occurrences are admitted against.

@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0024: the deadlines of jobs waiting to fire, for the backstop to end
 -- those that pass while nothing claims the job (a paused topic's; issue
 -- 32). waiting_deadline is a pending row's expire_at while no attempt is

@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0025: retention (issue 33). The retirer finds the ended jobs of a
 -- topic and status by when they ended, and deletes those past their
 -- retention, without reading a live row. ended_topic, ended_status and

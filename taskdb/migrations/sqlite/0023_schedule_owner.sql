@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0023: a schedule's owner and its skipped occurrences (see the MySQL
 -- 0023).
 ALTER TABLE toc_schedules ADD COLUMN owner TEXT NOT NULL DEFAULT '';

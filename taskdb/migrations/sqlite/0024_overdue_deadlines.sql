@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0024: the deadlines of jobs waiting to fire (see the MySQL 0024), in a
 -- partial index: only rows that are pending, not firing, with a deadline.
 -- A query's comparison on waiting_deadline implies the index's condition.

@@ -1,3 +1,4 @@
+-- toc:additive
 -- 0025: retention (see the MySQL 0025), the index partial: only ended
 -- rows are in toc_jobs_ended. A query's comparison on ended_topic implies
 -- the index's condition.

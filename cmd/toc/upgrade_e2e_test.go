@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
+)
+
+// previousRelease is the commit of v0.1.0, the release this build
+// upgrades from: issue 34 (operations) started from it.
+const previousRelease = "cb0851089a7df385db6876f565279af13fdea06f"
+
+// buildRelease builds toc at commit, from a git archive of this
+// repository, and returns the binary. Without git or the commit (a
+// shallow clone) the test skips, or fails under TOC_REQUIRE_INTEGRATION.
+func buildRelease(t *testing.T, commit, version string) string {
+	t.Helper()
+	dir := t.TempDir()
+	archive := exec.Command("sh", "-c", fmt.Sprintf(`cd "$(git rev-parse --show-toplevel)" && git archive --format=tar %s | tar -x -C %s`, commit, dir))
+	if out, err := archive.CombinedOutput(); err != nil {
+		err = fmt.Errorf("git archive %s: %v\n%s", commit, err, out)
+		if testenv.Required() {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	bin := filepath.Join(dir, "toc-"+version)
+	build := exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", bin, "./cmd/toc")
+	build.Dir = dir
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build toc %s at %s: %v\n%s", version, commit, err, out)
+	}
+	return bin
+}
+
+// steadyLoad schedules rate jobs a second, due 2 s after they are sent,
+// through whichever member front holds, until stop is closed; it returns
+// the ids of the jobs acknowledged.
+type steadyLoad struct {
+	front atomic.Pointer[proc]
+	stop  chan struct{}
+	done  chan struct{}
+
+	mu   sync.Mutex
+	ids  []string
+	errs []string
+}
+
+func startLoad(front *proc, hook string, rate int) *steadyLoad {
+	l := &steadyLoad{stop: make(chan struct{}), done: make(chan struct{})}
+	l.front.Store(front)
+	const every = 100 * time.Millisecond
+	per := rate * int(every) / int(time.Second)
+	go func() {
+		defer close(l.done)
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		client := &http.Client{Timeout: 10 * time.Second}
+		for n := 0; ; n++ {
+			select {
+			case <-l.stop:
+				return
+			case <-tick.C:
+			}
+			due := time.Now().Add(2 * time.Second)
+			jobs := make([]map[string]any, per)
+			for i := range jobs {
+				jobs[i] = map[string]any{"topic": "upgrade", "fire_at": due.Add(time.Duration(i) * every / time.Duration(per)).Format(time.RFC3339Nano), "callback_url": hook}
+			}
+			ids, err := l.post(client, l.front.Load(), jobs)
+			// A member being stopped as the batch was sent refused the
+			// connection: nothing reached it, so the next front takes it.
+			if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
+				ids, err = l.post(client, l.front.Load(), jobs)
+			}
+			l.mu.Lock()
+			l.ids = append(l.ids, ids...)
+			if err != nil {
+				l.errs = append(l.errs, fmt.Sprintf("batch %d: %v", n, err))
+			}
+			l.mu.Unlock()
+		}
+	}()
+	return l
+}
+
+func (l *steadyLoad) post(client *http.Client, p *proc, jobs []map[string]any) ([]string, error) {
+	b, _ := json.Marshal(map[string]any{"jobs": jobs})
+	req, _ := http.NewRequest("POST", p.url+"/v1/jobs/batch", bytes.NewReader(b))
+	req.Header.Set("Authorization", "Bearer "+p.token)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := client.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Results []struct {
+			ID string `json:"id"`
+		} `json:"results"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil || resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("%s, %v", resp.Status, err)
+	}
+	var ids []string
+	for _, r := range body.Results {
+		if r.ID == "" {
+			return ids, fmt.Errorf("an item without an id")
+		}
+		ids = append(ids, r.ID)
+	}
+	return ids, nil
+}
+
+func (l *steadyLoad) finish() ([]string, []string) {
+	close(l.stop)
+	<-l.done
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.ids, l.errs
+}
+
+// Issue 34, items 3 and 4: a rolling upgrade from v0.1.0 to this build
+// and back, under 1,000 jobs/s. Three members of v0.1.0 share the slots;
+// this build's toc migrate changes the schema under them (online); each
+// member in turn gets SIGTERM and is replaced by this build under its
+// member id, then each by v0.1.0 again. Every acknowledged job arrives,
+// none early, at most one duplicate per member stopped, and the jobs due
+// during each swap have a lateness p99 of at most 1 s.
+func TestRollingUpgrade(t *testing.T) {
+	const rate = 1000
+	old := buildRelease(t, previousRelease, "v0.1.0")
+	cur := tocFastBin(t)
+	if out, err := exec.Command(old, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "toc v0.1.0") {
+		t.Fatalf("the previous release says %q, %v", out, err)
+	}
+
+	zkAddr := testenv.ZooKeeper(t).Addr
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	secret := "whsec_" + "MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	prefix := fmt.Sprintf("up%d:", time.Now().UnixNano())
+	root := fmt.Sprintf("/toc-upgrade-%d", time.Now().UnixNano())
+	start := func(bin string, i int) *proc {
+		return startTocBin(t, bin, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks",
+			"--zk", zkAddr, "--zk-root", root, "--zk-session-timeout", "2s", "--member-id", fmt.Sprintf("m%d", i+1),
+			"--lease", "5s", "--callback-timeout", "2s")
+	}
+	r := newReceiver(t, secret)
+	hook := r.srv.URL + "/hook"
+	members := make([]*proc, 3)
+	for i := range members {
+		members[i] = start(old, i)
+	}
+	load := startLoad(members[0], hook, rate)
+	waitSettled(t, members, 3, 16, 30*time.Second)
+
+	// The schema moves to this build's while v0.1.0 serves on it.
+	began := time.Now()
+	if out, err := exec.Command(cur, "migrate", "--mysql-dsn", dsn).CombinedOutput(); err != nil {
+		t.Fatalf("toc migrate under v0.1.0: %v\n%s", err, out)
+	}
+	t.Logf("toc migrate from v0.1.0's schema under load: %v", time.Since(began).Round(time.Millisecond))
+	time.Sleep(3 * time.Second) // jobs due all through the first swap
+
+	type swap struct {
+		name     string
+		from, to time.Time
+	}
+	var swaps []swap
+	// A swap lasts from the SIGTERM until the new member owns slots, and
+	// 2 s more: the jobs it had were scheduled up to 2 s ahead.
+	roll := func(bin, build string) {
+		for i := range members {
+			load.front.Store(members[(i+1)%3])
+			began := time.Now()
+			members[i].stop(t)
+			members[i] = start(bin, i)
+			for deadline := time.Now().Add(30 * time.Second); members[i].slotsOwned(t) <= 0; time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("m%d of %s owns no slots 30 s after its start", i+1, build)
+				}
+			}
+			waitSettled(t, members, 3, 16, 30*time.Second)
+			swaps = append(swaps, swap{fmt.Sprintf("m%d to %s", i+1, build), began, time.Now().Add(2 * time.Second)})
+			time.Sleep(2 * time.Second)
+		}
+	}
+	roll(cur, version)
+	// The leader is of this build now, and publishes what each says.
+	for _, m := range members[0].cluster(t).Status.Members {
+		if m.Build != version {
+			t.Errorf("member %s says build %q, want %q", m.ID, m.Build, version)
+		}
+	}
+	roll(old, "v0.1.0")
+	ids, errs := load.finish()
+	for _, e := range errs {
+		t.Errorf("schedule: %s", e)
+	}
+	r.wait(t, r.expect(ids), 90*time.Second)
+
+	dups := 0
+	for _, id := range ids {
+		dups += r.count(id) - 1
+	}
+	stops := 2 * len(members)
+	t.Logf("%d jobs acknowledged over %d swaps, all arrived; %d duplicates (at most %d allowed)", len(ids), stops, dups, stops)
+	if dups > stops {
+		t.Errorf("%d duplicates, more than one per member stopped (%d)", dups, stops)
+	}
+	r.check(t)
+
+	// The lateness of the jobs due during each swap, from its SIGTERM to
+	// the cluster settled again.
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range swaps {
+		var late []time.Duration
+		for _, id := range ids {
+			if due := r.due[id]; !due.Before(s.from) && due.Before(s.to) {
+				late = append(late, r.arrived[id][0].Sub(due))
+			}
+		}
+		slices.Sort(late)
+		if len(late) == 0 {
+			t.Errorf("swap %s: no job fell due in it", s.name)
+			continue
+		}
+		p99, worst := late[len(late)*99/100], late[len(late)-1]
+		t.Logf("swap %s (%v): %d jobs due, lateness p99 %v, max %v", s.name, s.to.Sub(s.from).Round(time.Millisecond),
+			len(late), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
+		if p99 > time.Second {
+			t.Errorf("swap %s: lateness p99 %v, above 1 s", s.name, p99)
+		}
+	}
+}
