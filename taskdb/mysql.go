@@ -34,6 +34,7 @@ var mysqlDialect = dialect{
 	nowMillis:      "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
 	clockMicros:    "SELECT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))",
 	tableExists:    "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = ?",
+	bounded:        fmt.Sprintf("SET STATEMENT max_statement_time = %g FOR ", maxBackgroundRead.Seconds()),
 	intDiv:         " DIV ",
 	unsortedGroups: " ORDER BY NULL",
 	lockMigrations: lockMySQL,

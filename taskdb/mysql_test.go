@@ -241,3 +241,20 @@ func runExplain(t *testing.T, s *Store, query string, args ...any) []explain {
 	}
 	return plan
 }
+
+// The retirer's reads are bounded on MariaDB (dialect.bounded): one that
+// would run long, as a walk of the table while a migration rebuilds its
+// index would, is ended by the server with an error, and so cannot hold
+// toc_jobs's metadata lock, and an ALTER and the fire path behind it,
+// longer than maxBackgroundRead (issue 34, item 2).
+func TestMariaDBBackgroundReadsAreBounded(t *testing.T) {
+	s := openMariaDB(t)
+	var n int
+	err := s.rdb.QueryRowContext(t.Context(), s.d.bounded+"SELECT SLEEP(?)", (4 * maxBackgroundRead).Seconds()).Scan(&n)
+	if err == nil || !strings.Contains(err.Error(), "max_statement_time") {
+		t.Fatalf("a bounded read of 4 × %v = %d, %v; want it ended by max_statement_time", maxBackgroundRead, n, err)
+	}
+	if err := s.rdb.QueryRowContext(t.Context(), s.d.bounded+"SELECT ? + 1", 41).Scan(&n); err != nil || n != 42 {
+		t.Fatalf("a short bounded read = %d, %v", n, err)
+	}
+}

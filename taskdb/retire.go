@@ -17,6 +17,11 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
+// maxBackgroundRead bounds each of the retirer's reads of toc_jobs on
+// MySQL (dialect.bounded). With its index one takes a millisecond or
+// less; one cut short fails the retirer's pass, which tries again later.
+const maxBackgroundRead = 500 * time.Millisecond
+
 var (
 	_ timer.RetireStore  = (*Store)(nil)
 	_ timer.GroupRetirer = (*Store)(nil)
@@ -59,7 +64,7 @@ func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
 // nothing.
 func (s *Store) nextEnded(ctx context.Context, query string, args ...any) (c timer.EndedClass, ok bool, err error) {
 	var st, end int64
-	err = s.rdb.QueryRowContext(ctx, query, args...).Scan(&c.Topic, &st, &end)
+	err = s.rdb.QueryRowContext(ctx, s.d.bounded+query, args...).Scan(&c.Topic, &st, &end)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		return c, false, nil
@@ -86,7 +91,7 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 	if !after.EndedAt.IsZero() {
 		afterAt = after.EndedAt.UnixMilli()
 	}
-	rows, err := s.rdb.QueryContext(ctx, endedJobs,
+	rows, err := s.rdb.QueryContext(ctx, s.d.bounded+endedJobs,
 		topic, int64(st), before.UnixMilli(), afterAt, afterAt, int64(after.ID), limit)
 	if err != nil {
 		return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
@@ -148,7 +153,7 @@ func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, b
 // toc_jobs_ended.
 func (s *Store) OldestEnded(ctx context.Context, topic string, st timer.Status) (time.Time, error) {
 	var end *int64
-	if err := s.rdb.QueryRowContext(ctx, "SELECT MIN(ended_at) FROM toc_jobs WHERE ended_topic = ? AND ended_status = ?",
+	if err := s.rdb.QueryRowContext(ctx, s.d.bounded+"SELECT MIN(ended_at) FROM toc_jobs WHERE ended_topic = ? AND ended_status = ?",
 		topic, int64(st)).Scan(&end); err != nil {
 		return time.Time{}, fmt.Errorf("oldest %s job of %s: %w", st, topic, err)
 	}
@@ -200,7 +205,7 @@ func (s *Store) GroupsWithMembers(ctx context.Context, ids []string) (map[string
 	for i, id := range ids {
 		args[i] = []byte(id)
 	}
-	rows, err := s.rdb.QueryContext(ctx, "SELECT DISTINCT group_id FROM toc_jobs WHERE group_id IN ("+placeholders(len(ids))+")", args...)
+	rows, err := s.rdb.QueryContext(ctx, s.d.bounded+"SELECT DISTINCT group_id FROM toc_jobs WHERE group_id IN ("+placeholders(len(ids))+")", args...)
 	if err != nil {
 		return nil, fmt.Errorf("read the members of %d groups: %w", len(ids), err)
 	}

@@ -61,6 +61,13 @@ type dialect struct {
 	clockMicros string
 	// tableExists counts the tables of the database named ? (0 or 1).
 	tableExists string
+	// bounded begins a background read of toc_jobs (the retirer's) that
+	// the database ends after maxBackgroundRead: a read that walked the
+	// table instead of its index (an index a migration is rebuilding)
+	// would hold the table's metadata lock for as long, and an ALTER
+	// waiting for that lock holds every write of the fire path behind it.
+	// Empty where the backend has no such limit (SQLite, one process).
+	bounded string
 	// intDiv is the operator of integer division, rounding toward zero.
 	intDiv string
 	// unsortedGroups ends a GROUP BY whose groups may come in any order:

@@ -67,6 +67,8 @@ func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) 
 	traceCtx, stopTrace := context.WithCancel(ctx)
 	trace := make(chan []traceSecond, 1)
 	go func() { trace <- b.traceSeconds(traceCtx, dbs) }()
+	waits := make(chan []lockWait, 1)
+	go func() { waits <- sampleLockWaits(traceCtx, dbs[0]) }()
 	var (
 		ids  []string
 		errs int
@@ -94,6 +96,9 @@ func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) 
 		extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
 	}
 	extra["innodb"] = innodbSince(ctx, dbs, mark)
+	if w := <-waits; len(w) > 0 {
+		extra["lock_waits"] = w
+	}
 	extra["seconds"] = b.traced(<-trace, b.recv.secondP99s(ids))
 	r := b.steadyResult("aged", phase+": fire 1000/s", ids, errs, took, extra)
 	p99 := 0.0
@@ -103,4 +108,55 @@ func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) 
 	fmt.Fprintf(b.log, "aged: %s: migration 0025 took %v; fire 1000/s meanwhile p99 %.2f ms (%s)\n",
 		phase, m.took.Round(100*time.Millisecond), p99, strings.TrimSpace(string(m.out)))
 	return r, nil
+}
+
+// lockWait is a moment of a migration when statements waited for
+// toc_jobs's metadata lock: how many, and what the longest-running
+// statement that did not wait was (the one they queue behind, or the
+// ALTER that waits for it).
+type lockWait struct {
+	AtS     float64 `json:"at_s"`
+	Waiting int     `json:"waiting"`
+	Longest string  `json:"longest"`
+	LongMS  float64 `json:"longest_ms"`
+}
+
+// sampleLockWaits reads shard 0's process list every 100 ms until ctx is
+// done and returns the samples in which a statement waited for a
+// metadata lock, at most 40.
+func sampleLockWaits(ctx context.Context, db *sql.DB) []lockWait {
+	var out []lockWait
+	t0 := time.Now()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for len(out) < 40 {
+		select {
+		case <-ctx.Done():
+			return out
+		case <-tick.C:
+		}
+		rows, err := db.QueryContext(ctx, `SELECT TIME_MS, COALESCE(STATE, ''), LEFT(COALESCE(INFO, ''), 160) FROM information_schema.PROCESSLIST
+			WHERE COMMAND NOT IN ('Sleep', 'Daemon', 'Binlog Dump') AND ID <> CONNECTION_ID()`)
+		if err != nil {
+			continue
+		}
+		w := lockWait{AtS: math.Round(time.Since(t0).Seconds()*10) / 10}
+		for rows.Next() {
+			var ms float64
+			var state, info string
+			if rows.Scan(&ms, &state, &info) != nil {
+				continue
+			}
+			if strings.Contains(state, "metadata lock") {
+				w.Waiting++
+			} else if ms > w.LongMS {
+				w.Longest, w.LongMS = state+": "+info, math.Round(ms)
+			}
+		}
+		rows.Close()
+		if w.Waiting > 0 {
+			out = append(out, w)
+		}
+	}
+	return out
 }
