@@ -134,11 +134,40 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 		if m.version > version {
 			break
 		}
-		if err := s.apply(ctx, conn, m); err != nil {
+		if err := s.applyRetrying(ctx, conn, m); err != nil {
 			return fmt.Errorf("migrate %s/%s: %w", s.d.name, m.name, err)
 		}
 	}
 	return nil
+}
+
+// migrationLockWait is how long a migration waits for a table's
+// metadata lock (MySQL), and so how long the statements queued behind it,
+// toc's writes among them, wait; migrationLockTries is how many times it
+// is tried before toc migrate gives up.
+var (
+	migrationLockWait  = time.Second
+	migrationLockTries = 10
+)
+
+// applyRetrying is apply, tried again, after as long as it waited, when
+// it gave up waiting for a lock: another statement held the table then.
+func (s *Store) applyRetrying(ctx context.Context, conn *sql.Conn, m migration) error {
+	for try := 1; ; try++ {
+		err := s.apply(ctx, conn, m)
+		if err == nil || s.d.isLockWait == nil || !s.d.isLockWait(err) {
+			return err
+		}
+		if try == migrationLockTries {
+			return fmt.Errorf("%w: %d times a statement held the table for more than %v; find it (SHOW PROCESSLIST) and end it, or run toc migrate when it is done",
+				err, try, migrationLockWait)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(migrationLockWait):
+		}
+	}
 }
 
 // apply runs migration m in a transaction unless it is recorded already.

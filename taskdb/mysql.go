@@ -38,7 +38,11 @@ var mysqlDialect = dialect{
 	intDiv:         " DIV ",
 	unsortedGroups: " ORDER BY NULL",
 	lockMigrations: lockMySQL,
-	estimateRows:   explainRows,
+	isLockWait: func(err error) bool {
+		var me *mysql.MySQLError
+		return errors.As(err, &me) && me.Number == 1205 // ER_LOCK_WAIT_TIMEOUT
+	},
+	estimateRows: explainRows,
 }
 
 // explainRows is the "rows" column of the EXPLAIN of query's first table:
@@ -124,6 +128,14 @@ func lockMySQL(ctx context.Context, conn *sql.Conn) (func(), error) {
 	}
 	if got.Int64 != 1 {
 		return nil, errors.New("lock migrations: GET_LOCK not granted within 60s")
+	}
+	// An ALTER takes the table's metadata lock at its start and end, and
+	// waits for every statement running on the table; every statement
+	// that comes after waits behind it, the fire path's too. Waiting at
+	// most migrationLockWait bounds that; migrateTo tries again.
+	if _, err := conn.ExecContext(ctx, fmt.Sprintf("SET SESSION lock_wait_timeout = %d", int(migrationLockWait.Seconds()))); err != nil {
+		_, _ = conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+migrationLock+")")
+		return nil, fmt.Errorf("lock migrations: %w", err)
 	}
 	return func() {
 		_, err := conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+migrationLock+")")

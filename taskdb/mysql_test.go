@@ -1,6 +1,7 @@
 package taskdb
 
 import (
+	"database/sql"
 	"fmt"
 	"os"
 	"slices"
@@ -256,5 +257,63 @@ func TestMariaDBBackgroundReadsAreBounded(t *testing.T) {
 	}
 	if err := s.rdb.QueryRowContext(t.Context(), s.d.bounded+"SELECT ? + 1", 41).Scan(&n); err != nil || n != 42 {
 		t.Fatalf("a short bounded read = %d, %v", n, err)
+	}
+}
+
+// A migration waits at most migrationLockWait for a table's metadata lock
+// (issue 34, item 2): an ALTER waiting for it holds every later
+// statement on the table, the fire path's writes among them, behind it.
+// Behind a transaction that keeps toc_jobs open it gives up, tries
+// again, and says what to do when it never gets the lock; once the
+// transaction ends, it applies.
+func TestMariaDBMigrationWaitsBoundedForALock(t *testing.T) {
+	s := openMariaDB(t)
+	ctx := t.Context()
+	unmigrate := func() {
+		t.Helper()
+		for _, stmt := range []string{
+			"ALTER TABLE toc_jobs DROP INDEX IF EXISTS toc_jobs_ended, ALGORITHM = NOCOPY, LOCK = NONE",
+			"DELETE FROM toc_schema_migrations WHERE version = 25",
+		} {
+			if _, err := s.db.ExecContext(ctx, stmt); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	hold := func() *sql.Tx {
+		t.Helper()
+		tx, err := s.db.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n int
+		if err := tx.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_jobs").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	tries := migrationLockTries
+	t.Cleanup(func() { migrationLockTries = tries })
+
+	unmigrate()
+	migrationLockTries = 2
+	blocker := hold()
+	err := s.Migrate(ctx)
+	blocker.Rollback()
+	if err == nil || !s.d.isLockWait(err) || !strings.Contains(err.Error(), "SHOW PROCESSLIST") || !strings.Contains(err.Error(), "0025") {
+		t.Fatalf("Migrate behind an open transaction = %v, want a lock wait timeout on 0025 saying what to do", err)
+	}
+
+	migrationLockTries = tries
+	blocker = hold()
+	go func() {
+		time.Sleep(3 * migrationLockWait / 2)
+		blocker.Rollback()
+	}()
+	if err := s.Migrate(ctx); err != nil {
+		t.Fatalf("Migrate behind a transaction that ends after %v: %v", 3*migrationLockWait/2, err)
+	}
+	if pending, _, err := s.Pending(ctx); err != nil || len(pending) != 0 {
+		t.Fatalf("pending after Migrate: %v, %v", pending, err)
 	}
 }

@@ -78,7 +78,12 @@ type dialect struct {
 	// when the backend makes none.
 	estimateRows func(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error)
 	// lockMigrations keeps other migrators out until unlock is called.
+	// On MySQL it also bounds the migrator's waits for a table's metadata
+	// lock to migrationLockWait.
 	lockMigrations func(ctx context.Context, conn *sql.Conn) (unlock func(), err error)
+	// isLockWait reports a statement that gave up waiting for a lock
+	// (nil where none gives up).
+	isLockWait func(error) bool
 }
 
 // Defaults of the connection pool.
