@@ -105,6 +105,8 @@ type Cluster struct {
 	kick    chan struct{}
 	running atomic.Bool
 	limit   *ratelog.Limiter
+	// replacePrevious: see ReplacePrevious.
+	replacePrevious atomic.Bool
 
 	mu      sync.Mutex
 	sess    *session   // nil between sessions

@@ -171,7 +171,7 @@ func (c *Cluster) register(ctx context.Context, s *session) error {
 	if err != nil {
 		return fmt.Errorf("encode member: %w", err)
 	}
-	if s.member, err = c.createSequential(ctx, s, membersDir, memberPrefix, data); err != nil {
+	if s.member, err = c.registerMember(ctx, s, data); err != nil {
 		return err
 	}
 	s.candidate, err = c.createSequential(ctx, s, electionDir, electionPrefix, []byte(c.cfg.ID))

@@ -402,6 +402,9 @@ func (s *service) run(ctx context.Context) error {
 		engineCfg.Scheduler.Node = node
 		if engineCfg.Worker.ReclaimAtStart = s.node.ReclaimAtStart(s.cluster != nil); engineCfg.Worker.ReclaimAtStart {
 			s.log.Info("this member's previous run died holding its node number: the leases it held are taken back as its slots are learnt", "member", s.node.holder)
+			if s.cluster != nil {
+				s.cluster.ReplacePrevious() // and its znodes, rather than wait for its session to end
+			}
 		}
 		if s.cluster != nil {
 			s.cluster.SetShards(st.Shards())
