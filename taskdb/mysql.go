@@ -138,7 +138,11 @@ func lockMySQL(ctx context.Context, conn *sql.Conn) (func(), error) {
 		return nil, fmt.Errorf("lock migrations: %w", err)
 	}
 	return func() {
-		_, err := conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+migrationLock+")")
+		// The connection goes back to the pool: without the bound.
+		_, err := conn.ExecContext(context.WithoutCancel(ctx), "SET SESSION lock_wait_timeout = DEFAULT")
+		if err == nil {
+			_, err = conn.ExecContext(context.WithoutCancel(ctx), "DO RELEASE_LOCK("+migrationLock+")")
+		}
 		if err != nil {
 			// Drop the connection: its session, and so the lock, ends.
 			_ = conn.Raw(func(any) error { return driver.ErrBadConn })
