@@ -233,9 +233,7 @@ func (c *Cluster) checkLayouts(s *session) error {
 // listing dir rather than made twice (a second election znode of one's own
 // would stall the election).
 func (c *Cluster) createSequential(ctx context.Context, s *session, dir, prefix string, data []byte) (string, error) {
-	var guid [16]byte
-	rand.Read(guid[:])
-	name := prefix + hex.EncodeToString(guid[:]) + "-"
+	name := protectedName(prefix)
 	dirPath := c.path(dir)
 	retry := newBackoff(retryMin, retryMax)
 	for ensured := false; ; {
@@ -253,16 +251,34 @@ func (c *Cluster) createSequential(ctx context.Context, s *session, dir, prefix 
 		if !retry.wait(ctx) {
 			return "", ctx.Err()
 		}
-		children, _, err := s.conn.Children(dirPath)
-		if err != nil {
-			continue
-		}
-		for _, ch := range children {
-			if strings.HasPrefix(ch, name) {
-				return ch, nil
-			}
+		if created, ok := c.findCreated(s, dir, name); ok {
+			return created, nil
 		}
 	}
+}
+
+// protectedName is the name, before ZooKeeper's sequence number, of a
+// sequential znode to create: prefix and a random GUID, by which
+// findCreated finds it when the reply to its create was lost.
+func protectedName(prefix string) string {
+	var guid [16]byte
+	rand.Read(guid[:])
+	return prefix + hex.EncodeToString(guid[:]) + "-"
+}
+
+// findCreated returns the znode under dir whose name begins with name (a
+// protectedName), if a create whose reply was lost made it.
+func (c *Cluster) findCreated(s *session, dir, name string) (string, bool) {
+	children, _, err := s.conn.Children(c.path(dir))
+	if err != nil {
+		return "", false
+	}
+	for _, ch := range children {
+		if strings.HasPrefix(ch, name) {
+			return ch, true
+		}
+	}
+	return "", false
 }
 
 // ensurePath creates the persistent znode p and its parents.

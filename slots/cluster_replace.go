@@ -5,11 +5,8 @@ package slots
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -46,9 +43,7 @@ func (c *Cluster) registerMember(ctx context.Context, s *session, data []byte) (
 	if len(ops) == 0 {
 		return c.createSequential(ctx, s, membersDir, memberPrefix, data)
 	}
-	var guid [16]byte
-	rand.Read(guid[:])
-	name := memberPrefix + hex.EncodeToString(guid[:]) + "-"
+	name := protectedName(memberPrefix)
 	ops = append(ops, &zk.CreateRequest{Path: c.path(membersDir, name), Data: data, Acl: zk.WorldACL(zk.PermAll), Flags: zk.FlagEphemeralSequential})
 	res, err := s.conn.Multi(ops...)
 	if err == nil {
@@ -56,12 +51,8 @@ func (c *Cluster) registerMember(ctx context.Context, s *session, data []byte) (
 		return res[len(res)-1].String[len(c.path(membersDir))+1:], nil
 	}
 	// The reply may be lost after the multi happened: look for its znode.
-	if names, _, lerr := s.conn.Children(c.path(membersDir)); lerr == nil {
-		for _, n := range names {
-			if strings.HasPrefix(n, name) {
-				return n, nil
-			}
-		}
+	if created, ok := c.findCreated(s, membersDir, name); ok {
+		return created, nil
 	}
 	c.warn("replace", "cannot replace this member's previous znodes; joining beside them", err)
 	return c.createSequential(ctx, s, membersDir, memberPrefix, data)
