@@ -105,6 +105,17 @@ type Backstop struct {
 	ended func(group string)
 	// repair asks for a full scan at once (see Repair).
 	repair atomic.Bool
+	// adopt, when set, creates anew the topics of pending jobs whose
+	// topic has no row (see OnOrphans).
+	adopt func(ctx context.Context, topics []string) (map[string]Topic, error)
+}
+
+// OnOrphans registers fn to create anew the topics that pending jobs name
+// but the store no longer holds (deleted while a job was scheduled into
+// it: Scheduler.DeleteTopic), so that those jobs fire; without it they
+// are left alone, with a warning. Call it before Run.
+func (b *Backstop) OnOrphans(fn func(ctx context.Context, topics []string) (map[string]Topic, error)) {
+	b.adopt = fn
 }
 
 // ShardOwner tells a Backstop which shards are its own to scan.
@@ -341,15 +352,7 @@ const restorers = 2
 
 // restore puts one page's timers back where they are missing.
 func (b *Backstop) restore(ctx context.Context, timers []Timer) (int, error) {
-	timers = slices.DeleteFunc(timers, func(t Timer) bool {
-		if t.Slots == 0 {
-			// A row whose topic has no row: the scheduler creates the topic
-			// before the job, so only a hand-made row gets here.
-			b.cfg.Logger.Warn("backstop: pending job of an unknown topic left alone", "job", t.ID.String(), "topic", t.Topic)
-			return true
-		}
-		return false
-	})
+	timers = b.adoptOrphans(ctx, timers)
 	if len(timers) == 0 {
 		return 0, nil
 	}
@@ -361,4 +364,39 @@ func (b *Backstop) restore(ctx context.Context, timers []Timer) (int, error) {
 		b.wake(w)
 	}
 	return n, nil
+}
+
+// adoptOrphans gives the timers whose topic has no row (Slots 0) their
+// topic back, created anew by the OnOrphans hook, and drops those whose
+// topic it cannot create.
+func (b *Backstop) adoptOrphans(ctx context.Context, timers []Timer) []Timer {
+	var orphans []string
+	for _, t := range timers {
+		if t.Slots == 0 && !slices.Contains(orphans, t.Topic) {
+			orphans = append(orphans, t.Topic)
+		}
+	}
+	if len(orphans) == 0 {
+		return timers
+	}
+	var adopted map[string]Topic
+	if b.adopt != nil {
+		var err error
+		if adopted, err = b.adopt(ctx, orphans); err != nil {
+			b.cfg.Logger.Warn("backstop: could not create the topics of pending jobs again", "topics", orphans, "err", err)
+		}
+	}
+	for _, name := range orphans {
+		if _, ok := adopted[name]; ok {
+			b.cfg.Logger.Warn("backstop: pending jobs named a deleted topic; it is created again with the defaults", "topic", name)
+		} else {
+			b.cfg.Logger.Warn("backstop: pending jobs of an unknown topic left alone", "topic", name)
+		}
+	}
+	for i := range timers {
+		if timers[i].Slots == 0 {
+			timers[i].Slots = adopted[timers[i].Topic].Slots
+		}
+	}
+	return slices.DeleteFunc(timers, func(t Timer) bool { return t.Slots == 0 })
 }

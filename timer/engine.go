@@ -126,6 +126,7 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		log:       cfg.Logger,
 	}
 	sched.OnRepair(e.Backstop.Repair)
+	e.Backstop.OnOrphans(sched.AdoptTopics)
 	if gs, ok := store.(GroupStore); ok {
 		gc := cfg.Groups
 		if gc.Logger == nil {

@@ -168,6 +168,11 @@ func (s *Scheduler) indexFailed(op string, n int, err error) {
 		s.cfg.Observer.IndexFailed(op, err)
 		s.cfg.Logger.Warn("index write failed after commit; the backstop will repair it", "dep", "redis", "op", op, "jobs", n, "err", err)
 	}
+	s.askRepair()
+}
+
+// askRepair asks the backstop (OnRepair) for a full scan at once.
+func (s *Scheduler) askRepair() {
 	s.mu.Lock()
 	repairs := s.repairs
 	s.mu.Unlock()

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // topic returns the topic named name, creating it on first use unless
@@ -283,6 +284,13 @@ func (s *Scheduler) PauseTopic(ctx context.Context, name string, paused bool) (T
 // it at once, and a job scheduled into it afterwards finds it unknown:
 // it is created anew, or refused under NoAutoCreate. Another process may
 // hold it in its catalog until its next refresh.
+//
+// A member whose catalog still holds the topic schedules into it until
+// its next refresh, and an insert that waited for the delete's locks
+// commits after it: such a job names a topic that is gone, and no worker
+// claims it. The backstop gives it its topic back (AdoptTopics); the
+// delete asks for a full scan once every catalog has seen it, rather than
+// leaving the job until the next one.
 func (s *Scheduler) DeleteTopic(ctx context.Context, name string) error {
 	if err := s.store.DeleteTopic(ctx, name); err != nil {
 		return err
@@ -291,7 +299,30 @@ func (s *Scheduler) DeleteTopic(ctx context.Context, name string) error {
 	if s.cfg.OnTopic != nil {
 		s.cfg.OnTopic(Topic{Name: name})
 	}
+	time.AfterFunc(s.topics.refresh+time.Second, s.askRepair)
 	return nil
+}
+
+// AdoptTopics creates anew, with the defaults, the topics named names
+// that pending jobs still name after the topic was deleted (see
+// DeleteTopic), and makes them known, so that those jobs fire. Neither
+// MaxTopics nor NoAutoCreate refuses them: the jobs were acknowledged.
+func (s *Scheduler) AdoptTopics(ctx context.Context, names []string) (map[string]Topic, error) {
+	now := s.cfg.Now()
+	ts := make([]Topic, len(names))
+	for i, name := range names {
+		ts[i] = Topic{Name: name, Slots: s.cfg.Slots, CreatedAt: now}
+	}
+	stored, err := s.store.EnsureTopics(ctx, ts)
+	if err != nil {
+		return nil, fmt.Errorf("adopt %d topics: %w", len(names), err)
+	}
+	got := make(map[string]Topic, len(stored))
+	for _, t := range stored {
+		s.known(t)
+		got[t.Name] = t
+	}
+	return got, nil
 }
 
 // Topic returns one topic.
