@@ -30,6 +30,7 @@ type soakWindowStats struct {
 	rss       any           // toc's RSS in MB at the window's end
 	rows      int64         // rows of toc_jobs at the window's end; -1: unknown
 	deleted   float64       // rows the retirer deleted in the window
+	probe     *soakProbe
 }
 
 // soak schedules --soak-rate jobs a second for --duration, with toc's
@@ -74,6 +75,7 @@ func (b *bench) soak(ctx context.Context) ([]result, error) {
 	var windows []*soakWindowStats
 	start := time.Now()
 	lastDeleted := deleted0
+	probe := b.probeSoak(ctx, dbs, nil)
 	for from := time.Duration(0); from < cfg.soakDuration && ctx.Err() == nil; from += cfg.soakWindow {
 		w := &soakWindowStats{from: from, to: min(cfg.soakDuration, from+cfg.soakWindow), rows: -1}
 		d := w.to - w.from
@@ -95,6 +97,8 @@ func (b *bench) soak(ctx context.Context) ([]result, error) {
 		if n, err := b.metricSum(ctx, metric); err == nil {
 			w.deleted, lastDeleted = n-lastDeleted, n
 		}
+		w.probe = b.probeSoak(ctx, dbs, probe)
+		probe = w.probe
 		windows = append(windows, w)
 		if len(windows) > 1 {
 			b.logSoakWindow(windows[len(windows)-2])
@@ -203,6 +207,10 @@ func (b *bench) soakWindowResult(i int, w *soakWindowStats) result {
 	r := b.steadyResult("soak", fmt.Sprintf("soak window %d (%v-%v)", i+1, w.from, w.to), w.ids, w.errs, w.to-w.from, nil)
 	r.Extra = map[string]any{"toc_rss_mb": w.rss, "rows": w.rows, "deleted": int64(w.deleted),
 		"cancelled": len(w.cancelled), "dying": len(w.dying)}
+	if p := w.probe; p != nil {
+		r.Extra["toc_p99_ms"], r.Extra["bench_heap_mb"], r.Extra["bench_gcs"] = p.tocP99, p.benchHeapMB, p.benchGCs
+		r.Extra["innodb_history"], r.Extra["redis_mb"] = p.history, p.redisMB
+	}
 	return r
 }
 
@@ -214,6 +222,9 @@ func (b *bench) logSoakWindow(w *soakWindowStats) {
 	}
 	fmt.Fprintf(b.log, "soak: %v-%v: %d fired, %d lost, p99 %.2f ms, toc RSS %v MB, %d rows, %d deleted\n",
 		w.from, w.to, len(lat), lost, p99, w.rss, w.rows, int64(w.deleted))
+	if w.probe != nil {
+		fmt.Fprintf(b.log, "soak: %v-%v: %v\n", w.from, w.to, w.probe)
+	}
 }
 
 // soakSummary is the run's result row: every job it scheduled, what was
