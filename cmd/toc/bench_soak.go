@@ -75,7 +75,7 @@ func (b *bench) soak(ctx context.Context) ([]result, error) {
 	var windows []*soakWindowStats
 	start := time.Now()
 	lastDeleted := deleted0
-	probe := b.probeSoak(ctx, dbs, nil)
+	probe := b.probeSoak(ctx, dbs, nil, 0)
 	for from := time.Duration(0); from < cfg.soakDuration && ctx.Err() == nil; from += cfg.soakWindow {
 		w := &soakWindowStats{from: from, to: min(cfg.soakDuration, from+cfg.soakWindow), rows: -1}
 		d := w.to - w.from
@@ -97,7 +97,7 @@ func (b *bench) soak(ctx context.Context) ([]result, error) {
 		if n, err := b.metricSum(ctx, metric); err == nil {
 			w.deleted, lastDeleted = n-lastDeleted, n
 		}
-		w.probe = b.probeSoak(ctx, dbs, probe)
+		w.probe = b.probeSoak(ctx, dbs, probe, len(w.ids)+len(w.cancelled)+len(w.dying))
 		probe = w.probe
 		windows = append(windows, w)
 		if len(windows) > 1 {
@@ -210,6 +210,9 @@ func (b *bench) soakWindowResult(i int, w *soakWindowStats) result {
 	if p := w.probe; p != nil {
 		r.Extra["toc_p99_ms"], r.Extra["bench_heap_mb"], r.Extra["bench_gcs"] = p.tocP99, p.benchHeapMB, p.benchGCs
 		r.Extra["innodb_history"], r.Extra["redis_mb"] = p.history, p.redisMB
+		for k, v := range p.cpu {
+			r.Extra[k] = v
+		}
 	}
 	return r
 }

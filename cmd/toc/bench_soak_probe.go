@@ -20,8 +20,10 @@ type soakProbe struct {
 	benchGCCPU  float64 // fraction of the bench's CPU spent collecting, since it started
 	history     int64   // InnoDB's history list length (undo not yet purged), summed over shards; -1 unknown
 	redisMB     float64 // Redis used_memory; -1 unknown
+	cpu         map[string]any // CPU µs a fired job by part of the stack over the window (cpuPerJob)
 	buckets     map[float64]float64
 	numGC       uint32
+	mark        cpuMark
 }
 
 // latenessBuckets reads toc's firing lateness histogram, summed over
@@ -71,11 +73,12 @@ func histP99(before, after map[float64]float64) float64 {
 	return -1
 }
 
-func (b *bench) probeSoak(ctx context.Context, dbs []*sql.DB, last *soakProbe) *soakProbe {
-	p := &soakProbe{history: -1, redisMB: -1, buckets: b.latenessBuckets(ctx)}
+func (b *bench) probeSoak(ctx context.Context, dbs []*sql.DB, last *soakProbe, fired int) *soakProbe {
+	p := &soakProbe{history: -1, redisMB: -1, buckets: b.latenessBuckets(ctx), mark: b.cpuMark(ctx)}
 	var prev map[float64]float64
 	if last != nil {
 		prev = last.buckets
+		p.cpu = b.cpuPerJob(ctx, last.mark, fired)
 	}
 	p.tocP99 = histP99(prev, p.buckets)
 	var ms runtime.MemStats
@@ -115,6 +118,6 @@ func (b *bench) probeSoak(ctx context.Context, dbs []*sql.DB, last *soakProbe) *
 }
 
 func (p *soakProbe) String() string {
-	return fmt.Sprintf("toc's p99 %.2f ms, bench heap %.0f MB (%d GCs, GC CPU %.1f%%), InnoDB history %d, Redis %.1f MB",
-		p.tocP99, p.benchHeapMB, p.benchGCs, 100*p.benchGCCPU, p.history, p.redisMB)
+	return fmt.Sprintf("toc's p99 %.2f ms, bench heap %.0f MB (%d GCs, GC CPU %.2f%%), InnoDB history %d, Redis %.1f MB, CPU µs a job %v",
+		p.tocP99, p.benchHeapMB, p.benchGCs, 100*p.benchGCCPU, p.history, p.redisMB, p.cpu)
 }
