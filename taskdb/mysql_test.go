@@ -153,7 +153,11 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
 		{"EndedJobs", endedJobs, []any{"t", 2, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
-		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{base.Add(time.Hour).UnixMilli(), 1, 2, 3},
+		{"LockEnded", lockEnded + "?, ?, ?)", []any{base.Add(time.Hour).UnixMilli(), 1, 2, 3},
+			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
+		{"DeleteEndedAttempts", deleteEndedAttempts + "?, ?, ?)", []any{1, 2, 3},
+			[]explain{{table: "toc_attempts", typ: "range", key: "PRIMARY"}}},
+		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{1, 2, 3},
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		// The jobs of the window are one range of the index in its order,
 		// read from the index alone; the buckets are grouped in a

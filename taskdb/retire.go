@@ -114,27 +114,74 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 	return out, nil
 }
 
-// deleteEnded begins the DELETE of ended jobs by id: the ids' list and
-// ")" end it.
-const deleteEnded = "DELETE FROM toc_jobs WHERE ended_at <= ? AND job_id IN ("
+// The retirer's delete of ended jobs by id: the ids' list and ")" end
+// each statement. lockEnded finds, and locks, the rows of the list still
+// ended by the time given (a replayed dead letter has no end any more);
+// the attempts of those rows go first, then the rows.
+const (
+	lockEnded           = "SELECT job_id FROM toc_jobs WHERE ended_at <= ? AND job_id IN ("
+	deleteEndedAttempts = "DELETE FROM toc_attempts WHERE job_id IN ("
+	deleteEnded         = "DELETE FROM toc_jobs WHERE job_id IN ("
+)
 
-// DeleteEnded implements timer.RetireStore: one DELETE by primary key,
-// each row checked again for its end (NULL while it lives).
+// DeleteEnded implements timer.RetireStore: the rows of ids still ended
+// at or before until, and their attempts, in one transaction by primary
+// key. A job's attempts are read through its row (GET
+// /v1/jobs/{id}/attempts is a 404 once the row is gone), so they go with
+// it rather than wait for --attempt-retention, which otherwise kept a
+// week of them under a retention of a day.
 func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.Time) (int, error) {
 	if len(ids) == 0 {
 		return 0, nil
+	}
+	lock := ""
+	if s.d.name == "mysql" {
+		lock = " FOR UPDATE"
 	}
 	args := make([]any, 0, len(ids)+1)
 	args = append(args, until.UnixMilli())
 	for _, id := range ids {
 		args = append(args, int64(id))
 	}
-	res, err := s.db.ExecContext(ctx, deleteEnded+placeholders(len(ids))+")", args...)
+	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return 0, fmt.Errorf("delete %d ended jobs: %w", len(ids), err)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	n, err := func() (int, error) {
+		rows, err := tx.QueryContext(ctx, lockEnded+placeholders(len(ids))+")"+lock, args...)
+		if err != nil {
+			return 0, err
+		}
+		var ended []any
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				rows.Close()
+				return 0, err
+			}
+			ended = append(ended, id)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ended) == 0 {
+			return 0, err
+		}
+		list := placeholders(len(ended)) + ")"
+		if _, err := tx.ExecContext(ctx, deleteEndedAttempts+list, ended...); err != nil {
+			return 0, err
+		}
+		res, err := tx.ExecContext(ctx, deleteEnded+list, ended...)
+		if err != nil {
+			return 0, err
+		}
+		n, err := res.RowsAffected()
+		return int(n), err
+	}()
+	if err != nil {
+		return 0, fmt.Errorf("delete %d ended jobs: %w", len(ids), errors.Join(err, ignoreDone(tx.Rollback())))
+	}
+	if err := tx.Commit(); err != nil {
+		return 0, fmt.Errorf("delete %d ended jobs: commit: %w", len(ids), err)
+	}
+	return n, nil
 }
 
 // CountEnded implements timer.RetireStore: a count of a range of

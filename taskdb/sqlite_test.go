@@ -92,7 +92,9 @@ func TestSQLitePlans(t *testing.T) {
 		{"NextEndedStatus", nextEndedStatus, []any{"t", 2}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status>?)"},
 		{"NextEndedTopic", nextEndedTopic, []any{"t"}, "USING INDEX toc_jobs_ended (ended_topic>?)"},
 		{"EndedJobs", endedJobs, []any{"t", 2, 3_600_000, 0, 0, 0, 1000}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status=? AND ended_at>? AND ended_at<?)"},
-		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{3_600_000, 1, 2, 3}, "USING INTEGER PRIMARY KEY"},
+		{"LockEnded", lockEnded + "?, ?, ?)", []any{3_600_000, 1, 2, 3}, "USING INTEGER PRIMARY KEY"},
+		{"DeleteEndedAttempts", deleteEndedAttempts + "?, ?, ?)", []any{1, 2, 3}, "USING INDEX sqlite_autoindex_toc_attempts_1 (job_id=?)"},
+		{"DeleteEnded", deleteEnded + "?, ?, ?)", []any{1, 2, 3}, "USING INTEGER PRIMARY KEY"},
 		// The window's jobs from the covering index in its order; their
 		// grouping by bucket takes a temporary B-tree (below).
 		{"Forecast", fmt.Sprintf(forecast, sqliteDialect.intDiv, sqliteDialect.unsortedGroups), []any{0, 1000, "t", 0, 0, 3_600_000, 1_000_001},

@@ -58,9 +58,9 @@ type RetireStore interface {
 	// live jobs.
 	EndedJobs(ctx context.Context, topic string, st Status, before time.Time, after EndedJob, limit int) ([]EndedJob, error)
 	// DeleteEnded deletes the jobs of ids that are still ended, at or
-	// before until, and returns how many it deleted. A job replayed since
-	// it was read has no end, or a later one once it ends again, and is
-	// kept.
+	// before until, with their attempts (AttemptLog), and returns how
+	// many jobs it deleted. A job replayed since it was read has no end,
+	// or a later one once it ends again, and is kept.
 	DeleteEnded(ctx context.Context, ids []JobID, until time.Time) (int, error)
 	// CountEnded counts the jobs of topic that ended in st before before:
 	// exactly up to limit, beyond it the database's estimate (exact is

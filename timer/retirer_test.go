@@ -555,6 +555,7 @@ func TestRetirerSweepsByEndTime(t *testing.T) {
 
 // DeleteEnded checks each row again: a job live again since it was read
 // (a replayed dead letter: no end) and one that ended after until stay.
+// The attempts of the jobs it deletes go with them; the live job's stay.
 func TestDeleteEndedRechecks(t *testing.T) {
 	for _, kind := range []string{"SQLite", "MariaDB"} {
 		t.Run(kind, func(t *testing.T) {
@@ -565,6 +566,15 @@ func TestDeleteEndedRechecks(t *testing.T) {
 			gone := ended(t, s, g, 0, "t", timer.StatusDone, "")
 			live := ended(t, s, g, 0, "t", timer.StatusPending, "")
 			later := ended(t, s, g, 0, "t", timer.StatusDead, "")
+			var attempts []timer.Attempt
+			for _, id := range []timer.JobID{gone, live, later} {
+				for i := range 2 {
+					attempts = append(attempts, timer.Attempt{Job: id, Attempt: i + 1, StartedAt: retireBase.Add(-time.Duration(2-i) * time.Second), StatusCode: 500})
+				}
+			}
+			if err := s.RecordAttempts(t.Context(), attempts); err != nil {
+				t.Fatal(err)
+			}
 			n, err := s.RetireShard(0).DeleteEnded(t.Context(), []timer.JobID{gone, live, later}, retireBase.Add(-time.Millisecond))
 			if err != nil || n != 0 {
 				t.Fatalf("DeleteEnded before their end = %d, %v; want 0", n, err)
@@ -575,6 +585,12 @@ func TestDeleteEndedRechecks(t *testing.T) {
 			}
 			if got := alive(t, s, gone, live, later); !slices.Equal(got, []timer.JobID{live}) {
 				t.Errorf("left %v, want only the live job %d", got, live)
+			}
+			for id, want := range map[timer.JobID]int{gone: 0, live: 2, later: 0} {
+				got, err := s.ListAttempts(t.Context(), id)
+				if err != nil || len(got) != want {
+					t.Errorf("attempts of %d after DeleteEnded: %d, %v; want %d", id, len(got), err, want)
+				}
 			}
 		})
 	}
