@@ -47,6 +47,7 @@ type serviceFlags struct {
 	node            *int
 	concurrency     *int
 	batch           *int
+	claimAhead      *time.Duration
 	lease           *time.Duration
 	callbackTimeout *time.Duration
 	maxCallback     *time.Duration
@@ -84,27 +85,29 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		retain[st] = fs.duration("retain-"+st.String(), def.Of(st), fmt.Sprintf("how long a job that ended %s is kept before it is deleted (0: forever); a topic's retention.%s_ms overrides it", st, st))
 	}
 	return &serviceFlags{
-		retain:          retain,
-		auditRetention:  fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
-		retentionEvery:  fs.duration("retention-interval", timer.DefaultRetireInterval, "how often the retirer looks for ended jobs past their retention once it has caught up"),
-		retentionDuty:   fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
-		retentionBatch:  fs.int("retention-batch", timer.DefaultRetireBatch, fmt.Sprintf("most rows one DELETE of the retirer removes, 1..%d: smaller statements hold the task store for less time each", timer.DefaultRetireBatch)),
-		retentionYield:  fs.duration("retention-yield", timer.DefaultRetireYield, "the retirer waits (up to 1s a batch) while a call this process started in the last half second was later than this (0: it never waits)"),
-		clockTolerance:  fs.duration("clock-tolerance", timer.DefaultClockTolerance, "how far this member's clock may be off the task store's before /readyz says it is wrong (due times follow the task store's clock whatever it is; 0: never says)"),
-		clockRef:        fs.string("clock-reference", "store", "the clock due times follow: store (the task store's, shard 0's, shared by every member) or local (this machine's, as it is)"),
-		clockSkew:       fs.duration("clock-skew", 0, "for drills and tests: shift this process's reading of its machine's clock, as if it were wrong by this much"),
-		addr:            fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
-		secrets:         fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
-		horizon:         fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
-		slots:           fs.int("slots", timer.DefaultSlots, "slot count of a topic created on first use (a power of two, fixed per topic)"),
-		node:            fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d; leased from the task store: without the flag the lowest free one, with it this one or toc refuses to start", timer.MaxNode)),
-		concurrency:     fs.int("concurrency", timer.DefaultConcurrency, "webhook calls in flight"),
-		batch:           fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
+		retain:         retain,
+		auditRetention: fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
+		retentionEvery: fs.duration("retention-interval", timer.DefaultRetireInterval, "how often the retirer looks for ended jobs past their retention once it has caught up"),
+		retentionDuty:  fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1: lower leaves the task store freer for firing"),
+		retentionBatch: fs.int("retention-batch", timer.DefaultRetireBatch, fmt.Sprintf("most rows one DELETE of the retirer removes, 1..%d: smaller statements hold the task store for less time each", timer.DefaultRetireBatch)),
+		retentionYield: fs.duration("retention-yield", timer.DefaultRetireYield, "the retirer waits (up to 1s a batch) while a call this process started in the last half second was later than this (0: it never waits)"),
+		clockTolerance: fs.duration("clock-tolerance", timer.DefaultClockTolerance, "how far this member's clock may be off the task store's before /readyz says it is wrong (due times follow the task store's clock whatever it is; 0: never says)"),
+		clockRef:       fs.string("clock-reference", "store", "the clock due times follow: store (the task store's, shard 0's, shared by every member) or local (this machine's, as it is)"),
+		clockSkew:      fs.duration("clock-skew", 0, "for drills and tests: shift this process's reading of its machine's clock, as if it were wrong by this much"),
+		addr:           fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
+		secrets:        fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
+		horizon:        fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
+		slots:          fs.int("slots", timer.DefaultSlots, "slot count of a topic created on first use (a power of two, fixed per topic)"),
+		node:           fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d; leased from the task store: without the flag the lowest free one, with it this one or toc refuses to start", timer.MaxNode)),
+		concurrency:    fs.int("concurrency", timer.DefaultConcurrency, "webhook calls in flight"),
+		batch:          fs.int("batch", timer.DefaultBatchSize, "jobs claimed from a slot at once"),
+		claimAhead: fs.duration("claim-ahead", timer.DefaultClaimAhead, fmt.Sprintf("how long before its due time a job is claimed and marked firing in the task store, 0..%v; "+
+			"its call still starts at the due time, a cancel inside it is 409 in_flight, and a task store that stalls for less than it does not make the job late (0: only once due)", maxClaimAhead)),
 		lease:           fs.duration("lease", 0, "how long a claimed job stays with a worker before another takes it back (default: max(30s, 2×callback timeout+2s))"),
 		callbackTimeout: fs.duration("callback-timeout", webhook.DefaultTimeout, "timeout of one webhook call"),
 		maxCallback:     fs.duration("max-callback-timeout", tochttp.DefaultMaxCallbackTimeout, "longest callback_timeout_ms a topic may set (a longer one is a 400); at least --callback-timeout"),
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
-		retention:       fs.duration("attempt-retention", timer.DefaultAttemptRetention, "how long the history of webhook attempts is kept (0: forever)"),
+		retention:       fs.duration("attempt-retention", timer.DefaultAttemptRetention, "how long the history of webhook attempts is kept at most; a job's attempts are deleted with the job in any case (0: as long as their job)"),
 		logFormat:       fs.string("log-format", logFormat, "text or json"),
 		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
 		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
@@ -117,6 +120,22 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		otlpEndpoint: fs.string("otlp-endpoint", "", "export OpenTelemetry spans over OTLP/HTTP to this URL, http://collector:4318 (/v1/traces is added unless the path ends with it); "+
 			"empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off"),
 		traceSampleRatio: fs.float("trace-sample-ratio", 1, "share of the traces begun at toc (a schedule without a traceparent) that are recorded, 0..1; a request's sampled flag decides for its own"),
+	}
+}
+
+// maxClaimAhead bounds --claim-ahead: a job claimed is held in memory
+// and its lease runs from the claim.
+const maxClaimAhead = time.Second
+
+// claimAheadOf returns the worker's look-ahead from --claim-ahead.
+func (f *serviceFlags) claimAheadOf() (time.Duration, error) {
+	switch d := *f.claimAhead; {
+	case d < 0 || d > maxClaimAhead:
+		return 0, fmt.Errorf("--claim-ahead: %v: want 0..%v", d, maxClaimAhead)
+	case d == 0:
+		return -1, nil // WorkerConfig: only when due
+	default:
+		return d, nil
 	}
 }
 
@@ -318,6 +337,9 @@ func (s *service) run(ctx context.Context) error {
 	}
 	if tracer != nil {
 		engineCfg.Worker.Tracer = tracer
+	}
+	if engineCfg.Worker.ClaimAhead, err = f.claimAheadOf(); err != nil {
+		return err
 	}
 	if engineCfg.Retention, err = f.retirer(shardOwner); err != nil {
 		return err
