@@ -104,11 +104,20 @@ func closeStores(dbs []*sql.DB) {
 
 // countRows counts the rows of toc_jobs over every shard.
 func countRows(ctx context.Context, dbs []*sql.DB) (int64, error) {
+	return countTable(ctx, dbs, "toc_jobs")
+}
+
+// countAttempts counts the rows of toc_attempts over every shard.
+func countAttempts(ctx context.Context, dbs []*sql.DB) (int64, error) {
+	return countTable(ctx, dbs, "toc_attempts")
+}
+
+func countTable(ctx context.Context, dbs []*sql.DB, table string) (int64, error) {
 	var sum int64
 	for i, db := range dbs {
 		var n int64
-		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_jobs").Scan(&n); err != nil {
-			return 0, fmt.Errorf("count the rows of shard %d: %w", i, err)
+		if err := db.QueryRowContext(ctx, "SELECT COUNT(*) FROM "+table).Scan(&n); err != nil {
+			return 0, fmt.Errorf("count the rows of %s in shard %d: %w", table, i, err)
 		}
 		sum += n
 	}

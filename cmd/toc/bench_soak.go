@@ -28,7 +28,8 @@ type soakWindowStats struct {
 	cancelled []string      // jobs scheduled and then cancelled
 	dying     []string      // jobs whose callback always fails
 	rss       any           // toc's RSS in MB at the window's end
-	rows      int64         // rows of toc_jobs at the window's end; -1: unknown
+	rows      int64         // rows of toc_jobs and toc_attempts at the window's end; -1: unknown
+	attempts  int64         // of which toc_attempts's
 	deleted   float64       // rows the retirer deleted in the window
 	probe     *soakProbe
 }
@@ -89,8 +90,10 @@ func (b *bench) soak(ctx context.Context) ([]result, error) {
 		stopSide()
 		<-side
 		w.rss = vmRSS(b.tocPID)
-		if n, err := countRows(ctx, dbs); err == nil {
-			w.rows = n
+		jobs, err1 := countRows(ctx, dbs)
+		attempts, err2 := countAttempts(ctx, dbs)
+		if err := errors.Join(err1, err2); err == nil {
+			w.rows, w.attempts = jobs+attempts, attempts
 		} else {
 			fmt.Fprintf(b.log, "soak: %v\n", err)
 		}
@@ -205,7 +208,7 @@ func (b *bench) soakSide(ctx context.Context, topic, dyingTopic, url string, can
 // soakWindowResult is the result row of window i.
 func (b *bench) soakWindowResult(i int, w *soakWindowStats) result {
 	r := b.steadyResult("soak", fmt.Sprintf("soak window %d (%v-%v)", i+1, w.from, w.to), w.ids, w.errs, w.to-w.from, nil)
-	r.Extra = map[string]any{"toc_rss_mb": w.rss, "rows": w.rows, "deleted": int64(w.deleted),
+	r.Extra = map[string]any{"toc_rss_mb": w.rss, "rows": w.rows, "attempt_rows": w.attempts, "deleted": int64(w.deleted),
 		"cancelled": len(w.cancelled), "dying": len(w.dying)}
 	if p := w.probe; p != nil {
 		r.Extra["toc_p99_ms"], r.Extra["bench_heap_mb"], r.Extra["bench_gcs"] = p.tocP99, p.benchHeapMB, p.benchGCs
@@ -223,8 +226,8 @@ func (b *bench) logSoakWindow(w *soakWindowStats) {
 	if d := distOf(lat); d != nil {
 		p99 = d.P99
 	}
-	fmt.Fprintf(b.log, "soak: %v-%v: %d fired, %d lost, p99 %.2f ms, toc RSS %v MB, %d rows, %d deleted\n",
-		w.from, w.to, len(lat), lost, p99, w.rss, w.rows, int64(w.deleted))
+	fmt.Fprintf(b.log, "soak: %v-%v: %d fired, %d lost, p99 %.2f ms, toc RSS %v MB, %d rows (%d of them attempts), %d deleted\n",
+		w.from, w.to, len(lat), lost, p99, w.rss, w.rows, w.attempts, int64(w.deleted))
 	if w.probe != nil {
 		fmt.Fprintf(b.log, "soak: %v-%v: %v\n", w.from, w.to, w.probe)
 	}

@@ -14,12 +14,12 @@ import (
 // it, the bench's heap (its receiver keeps every arrival), InnoDB's purge
 // backlog and Redis's memory.
 type soakProbe struct {
-	tocP99      float64 // ms, from toc_firing_lateness_seconds's buckets over the window; -1 unknown
-	benchHeapMB float64 // the bench's live heap
-	benchGCs    uint32  // collections the bench ran in the window
-	benchGCCPU  float64 // fraction of the bench's CPU spent collecting, since it started
-	history     int64   // InnoDB's history list length (undo not yet purged), summed over shards; -1 unknown
-	redisMB     float64 // Redis used_memory; -1 unknown
+	tocP99      float64        // ms, from toc_firing_lateness_seconds's buckets over the window; -1 unknown
+	benchHeapMB float64        // the bench's live heap
+	benchGCs    uint32         // collections the bench ran in the window
+	benchGCCPU  float64        // fraction of the bench's CPU spent collecting, since it started
+	history     int64          // InnoDB's history list length (undo not yet purged), summed over shards; -1 unknown
+	redisMB     float64        // Redis used_memory; -1 unknown
 	cpu         map[string]any // CPU µs a fired job by part of the stack over the window (cpuPerJob)
 	buckets     map[float64]float64
 	numGC       uint32
