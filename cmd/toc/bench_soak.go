@@ -261,7 +261,7 @@ func (b *bench) soakSummary(windows []*soakWindowStats, all, cancelled, dying []
 		Lost: intp(lost + never), Dups: intp(dups + over), Early: intp(early),
 		Extra: map[string]any{"scheduled": scheduled, "cancelled": len(cancelled), "cancelled_arrived": cancelledArrived,
 			"dying": len(dying), "dying_never_called": never, "dying_called_more_than_twice": over,
-			"rows_end": last.rows, "toc_rss_mb_end": last.rss}}
+			"rows_end": last.rows, "attempt_rows_end": last.attempts, "toc_rss_mb_end": last.rss}}
 
 	// Rows level off: after the first retention period, the last
 	// window's count is not above the most of the windows before it, plus

@@ -43,11 +43,15 @@ func TestBenchSoakShort(t *testing.T) {
 	}
 	scheduled, _ := sum.Extra["scheduled"].(float64)
 	rowsEnd, _ := sum.Extra["rows_end"].(float64)
+	attemptsEnd, _ := sum.Extra["attempt_rows_end"].(float64)
 	deleted, _ := sum.Extra["deleted_total"].(float64)
 	// 2 minutes at 1,000/s; with 20 s of retention and the retirer's
-	// pace, about 30 to 40 s of jobs are left.
-	if scheduled < 60000 || rowsEnd < 0 || rowsEnd > scheduled/2 {
-		t.Errorf("%.0f rows at the end of %.0f jobs scheduled: want at most half\n%s", rowsEnd, scheduled, output)
+	// pace, about 30 to 40 s of jobs are left, and the attempts of those
+	// that fired: a job's attempts go with it.
+	jobsEnd := rowsEnd - attemptsEnd
+	if scheduled < 60000 || rowsEnd < 0 || attemptsEnd <= 0 || jobsEnd > scheduled/2 || attemptsEnd > scheduled/2 {
+		t.Errorf("%.0f jobs and %.0f attempts at the end of %.0f jobs scheduled: want some attempts, and at most half as many of each\n%s",
+			jobsEnd, attemptsEnd, scheduled, output)
 	}
 	if deleted <= 0 {
 		t.Errorf("toc_retention_deleted_total grew by %.0f during the soak, want > 0\n%s", deleted, output)
