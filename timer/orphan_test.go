@@ -13,18 +13,7 @@ import (
 // member owns the slot). The deleting member's backstop creates the topic
 // again and the job fires on time.
 func TestJobOfADeletedTopicFires(t *testing.T) {
-	s := newStack(t, sharedRedis)
-	log := newFireLog()
-	a, _ := s.start(t, log, timer.Config{})
-	b, stopB := s.start(t, log, timer.Config{})
-	putTopic(t, a, timer.Topic{Name: "gone"})
-	// b learns of the topic by scheduling into it.
-	schedule(t, b, dueAll("gone", 1, time.Now(), timer.PriorityNormal))
-	log.waitFired(t, "gone", 1, 10*time.Second)
-
-	if err := a.DeleteTopic(t.Context(), "gone"); err != nil {
-		t.Fatal(err)
-	}
+	s, log, _, b, stopB := deletedUnderB(t)
 	if _, ok := b.Catalog.Get("gone"); !ok {
 		t.Fatal("b forgot the topic at once; the test needs its catalog a refresh behind")
 	}
@@ -50,16 +39,7 @@ func TestJobOfADeletedTopicFires(t *testing.T) {
 // reaches a worker. The restarted member's first full scan gives the job
 // its topic back, and it fires.
 func TestJobOfADeletedTopicFiresAfterARestart(t *testing.T) {
-	s := newStack(t, sharedRedis)
-	log := newFireLog()
-	a, stopA := s.start(t, log, timer.Config{})
-	b, stopB := s.start(t, log, timer.Config{})
-	putTopic(t, a, timer.Topic{Name: "gone"})
-	schedule(t, b, dueAll("gone", 1, time.Now(), timer.PriorityNormal))
-	log.waitFired(t, "gone", 1, 10*time.Second)
-	if err := a.DeleteTopic(t.Context(), "gone"); err != nil {
-		t.Fatal(err)
-	}
+	s, log, stopA, b, stopB := deletedUnderB(t)
 	stopA()
 	due := time.Now().Add(3 * time.Second).Truncate(time.Millisecond)
 	ids := schedule(t, b, dueAll("gone", 3, due, timer.PriorityNormal))
@@ -74,4 +54,21 @@ func TestJobOfADeletedTopicFiresAfterARestart(t *testing.T) {
 			t.Errorf("job %v fired %v early", f.id, due.Sub(f.at))
 		}
 	}
+}
+
+// deletedUnderB starts members a and b, lets b learn of topic "gone" by
+// scheduling into it, and has a delete it: b's catalog still holds it.
+func deletedUnderB(t *testing.T) (s *stack, log *fireLog, stopA func(), b *timer.Engine, stopB func()) {
+	t.Helper()
+	s = newStack(t, sharedRedis)
+	log = newFireLog()
+	a, stopA := s.start(t, log, timer.Config{})
+	b, stopB = s.start(t, log, timer.Config{})
+	putTopic(t, a, timer.Topic{Name: "gone"})
+	schedule(t, b, dueAll("gone", 1, time.Now(), timer.PriorityNormal))
+	log.waitFired(t, "gone", 1, 10*time.Second)
+	if err := a.DeleteTopic(t.Context(), "gone"); err != nil {
+		t.Fatal(err)
+	}
+	return s, log, stopA, b, stopB
 }
