@@ -11,7 +11,7 @@ import (
 )
 
 // The cancel contract under a race: hundreds of jobs cancelled from 30 ms
-// before to 60 ms after their due time, with a receiver that takes 50 ms
+// before they are claimed to 60 ms after their due time, with a receiver that takes 50 ms
 // a call. A cancel that answers "cancelled" means the webhook is never
 // called: not before the answer, not after it. The others answer
 // in_flight or already_fired, and those jobs are called.
@@ -48,7 +48,9 @@ func TestCancelIsDefinite(t *testing.T) {
 	answers := make([]answer, n)
 	var wg sync.WaitGroup
 	for i, id := range ids {
-		offset := -30*time.Millisecond + time.Duration(i%91)*time.Millisecond // -30 .. +60 ms
+		// From 30 ms before the claim (two look-aheads early) to 60 ms after the due time.
+		early := 2*timer.DefaultClaimAhead + 30*time.Millisecond
+		offset := -early + time.Duration(i)*(early+60*time.Millisecond)/n
 		at := reqs[i].FireAt.Add(offset)
 		wg.Go(func() {
 			time.Sleep(time.Until(at))

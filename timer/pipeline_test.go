@@ -126,16 +126,17 @@ func (r *rig) status(t *testing.T, id timer.JobID) timer.Status {
 func TestStepsFireAtDueTime(t *testing.T) {
 	r := newRig(t, timer.WorkerConfig{})
 	ctx := t.Context()
-	ids := r.schedule(t, "orders", 100*time.Millisecond, 20)
+	ahead := timer.DefaultClaimAhead
+	ids := r.schedule(t, "orders", 4*ahead, 20)
 
 	if claimed, fired := r.steps.Step(ctx); claimed != 0 || fired != 0 {
-		t.Fatalf("100 ms early: claimed %d, fired %d; want nothing", claimed, fired)
+		t.Fatalf("%v early: claimed %d, fired %d; want nothing", 4*ahead, claimed, fired)
 	}
-	r.clock.Advance(98 * time.Millisecond) // within the 2 ms look-ahead
+	r.clock.Advance(3 * ahead) // within the look-ahead
 	if claimed, fired := r.steps.Step(ctx); claimed != 20 || fired != 0 {
-		t.Fatalf("2 ms early: claimed %d, fired %d; want all 20 claimed ahead, none fired", claimed, fired)
+		t.Fatalf("%v early: claimed %d, fired %d; want all 20 claimed ahead, none fired", ahead, claimed, fired)
 	}
-	r.clock.Advance(2 * time.Millisecond)
+	r.clock.Advance(ahead)
 	if _, fired := r.steps.Step(ctx); fired != 20 {
 		t.Fatalf("at the due time: fired %d, want 20", fired)
 	}
@@ -217,8 +218,8 @@ func TestStepsLeaseExpiry(t *testing.T) {
 	if _, fired := steps.Step(ctx); fired != 0 {
 		t.Fatalf("fired %d while the leases held", fired)
 	}
-	r.clock.Advance(3*time.Second + 4*time.Millisecond) // leases run from the claim's horizon, 4 ms ahead
-	for range 3 {                                       // sweep, then claim
+	r.clock.Advance(3*time.Second + 2*timer.DefaultClaimAhead) // leases run from the claim's horizon, two look-aheads ahead
+	for range 3 {                                              // sweep, then claim
 		steps.Step(ctx)
 	}
 	r.wantRefired(t, ids)
@@ -532,7 +533,8 @@ func TestStepsPausedTopic(t *testing.T) {
 func TestStepsDefiniteCancelAndReschedule(t *testing.T) {
 	r := newRig(t, timer.WorkerConfig{})
 	ctx := t.Context()
-	ids := r.schedule(t, "orders", 100*time.Millisecond, 3)
+	ahead := timer.DefaultClaimAhead
+	ids := r.schedule(t, "orders", 4*ahead, 3)
 	moved, late, gone := ids[0], ids[1], ids[2]
 	if _, err := r.sched.Reschedule(ctx, moved, time.Time{}, 30*time.Minute); err != nil {
 		t.Fatalf("reschedule before the claim: %v", err)
@@ -540,15 +542,15 @@ func TestStepsDefiniteCancelAndReschedule(t *testing.T) {
 	if _, err := r.sched.Cancel(ctx, gone); err != nil {
 		t.Fatalf("cancel before the claim: %v", err)
 	}
-	r.clock.Advance(98 * time.Millisecond)
-	r.steps.Claim(ctx) // claimed 2 ms ahead: late is firing now
+	r.clock.Advance(3 * ahead)
+	r.steps.Claim(ctx) // claimed a look-ahead early: late is firing now
 	if _, err := r.sched.Cancel(ctx, late); !errors.Is(err, timer.ErrInFlight) {
 		t.Fatalf("cancel of a firing job: %v, want ErrInFlight", err)
 	}
 	if _, err := r.sched.Reschedule(ctx, late, time.Time{}, time.Hour); !errors.Is(err, timer.ErrInFlight) {
 		t.Fatalf("reschedule of a firing job: %v, want ErrInFlight", err)
 	}
-	r.clock.Advance(2 * time.Millisecond)
+	r.clock.Advance(ahead)
 	r.steps.Step(ctx)
 	if _, err := r.sched.Cancel(ctx, late); !errors.Is(err, timer.ErrAlreadyFired) {
 		t.Fatalf("cancel of a done job: %v, want ErrAlreadyFired", err)

@@ -15,7 +15,7 @@ const (
 	DefaultConcurrency = 64
 	DefaultGrace       = 10 * time.Second
 	DefaultRescan      = 5 * time.Minute
-	DefaultClaimAhead  = 2 * time.Millisecond
+	DefaultClaimAhead  = 50 * time.Millisecond
 )
 
 // WorkerConfig configures a Worker. The zero value is usable.

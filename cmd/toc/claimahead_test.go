@@ -9,7 +9,7 @@ import (
 // --claim-ahead takes 0..1s: 0 claims only once due (the worker's
 // negative), a value out of range stops toc at start naming the flag.
 func TestClaimAheadFlag(t *testing.T) {
-	for args, want := range map[string]time.Duration{"": 2 * time.Millisecond, "--claim-ahead 0": -1, "--claim-ahead 50ms": 50 * time.Millisecond, "--claim-ahead 1s": time.Second} {
+	for args, want := range map[string]time.Duration{"": 50 * time.Millisecond, "--claim-ahead 2ms": 2 * time.Millisecond, "--claim-ahead 0": -1, "--claim-ahead 50ms": 50 * time.Millisecond, "--claim-ahead 1s": time.Second} {
 		fs := newFlagSet("serve", "")
 		f := addServiceFlags(fs, "text")
 		if err := fs.Parse(strings.Fields(args)); err != nil {
