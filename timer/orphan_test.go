@@ -65,8 +65,9 @@ func deletedUnderB(t *testing.T) (s *stack, log *fireLog, stopA func(), b *timer
 	a, stopA := s.start(t, log, timer.Config{})
 	b, stopB = s.start(t, log, timer.Config{})
 	putTopic(t, a, timer.Topic{Name: "gone"})
-	schedule(t, b, dueAll("gone", 1, time.Now(), timer.PriorityNormal))
+	first := schedule(t, b, dueAll("gone", 1, time.Now(), timer.PriorityNormal))
 	log.waitFired(t, "gone", 1, 10*time.Second)
+	waitStatus(t, s.store, first, timer.StatusDone) // called, and its end recorded: the topic has no live job
 	if err := a.DeleteTopic(t.Context(), "gone"); err != nil {
 		t.Fatal(err)
 	}
