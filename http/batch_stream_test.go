@@ -37,8 +37,8 @@ func TestReadBatchBodyStopsAtTheLimit(t *testing.T) {
 	if err != nil || string(raw) != full {
 		t.Fatalf("a full batch: %v, %d of %d bytes", err, len(raw), len(full))
 	}
-	group, bodies, errs, err := decodeBatch(raw)
-	if err != nil || errs != nil || len(bodies) != MaxBatchJobs || group == nil || group.ID != "g" {
-		t.Errorf("decode a full batch: %v %v, %d jobs, group %v", err, errs, len(bodies), group)
+	head, bodies, errs, err := decodeBatch(raw)
+	if err != nil || errs != nil || len(bodies) != MaxBatchJobs || head.Group == nil || head.Group.ID != "g" {
+		t.Errorf("decode a full batch: %v %v, %d jobs, group %v", err, errs, len(bodies), head.Group)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -139,6 +140,37 @@ func TestBatchCommitsWhole(t *testing.T) {
 	if n := e.timers(t); n != 11 {
 		t.Errorf("%d Redis timers, want 11", n)
 	}
+}
+
+// A batch that sets with_jobs answers each job in full, as POST /v1/jobs
+// and GET /v1/jobs/{id} show it; one that does not, by id and status.
+func TestBatchWithJobs(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	prior := e.call(t, "POST", "/v1/jobs", `{"topic": "w", "key": "k", "delay_ms": 60000, "payload": {"n": 1}, `+cb+`}`)
+	items := `{"topic": "w", "biz_id": "7", "delay_ms": 60000, "payload": {"n": 2}, ` + cb + `}, {"topic": "w", "key": "k", "delay_ms": 60000, "payload": {"n": 1}, ` + cb + `}`
+	a := e.call(t, "POST", "/v1/jobs/batch", `{"with_jobs": true, "jobs": [`+items+`]}`)
+	if a.status != http.StatusOK {
+		t.Fatalf("batch: %d %s", a.status, a.raw)
+	}
+	res := a.body["results"].([]any)
+	for i, created := range []bool{true, false} {
+		r := res[i].(map[string]any)
+		job, ok := r["job"].(map[string]any)
+		if !ok || r["created"] != created || job["id"] != r["id"] {
+			t.Fatalf("result %d: %v, want its job in full, created %v", i, r, created)
+		}
+		if got := e.call(t, "GET", "/v1/jobs/"+r["id"].(string), ""); !reflect.DeepEqual(got.body, job) {
+			t.Errorf("result %d's job:\n%v\nGET answers:\n%v", i, job, got.body)
+		}
+	}
+	if res[1].(map[string]any)["id"] != prior.body["id"] {
+		t.Errorf("the repeated key answered %v, want job %v", res[1], prior.body["id"])
+	}
+	plain := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+items+`]}`)
+	if r := plain.body["results"].([]any)[1].(map[string]any); plain.status != http.StatusOK || r["job"] != nil {
+		t.Errorf("without with_jobs: %d %s, want no job", plain.status, plain.raw)
+	}
+	e.call(t, "POST", "/v1/jobs/batch", `{"with_jobs": "yes", "jobs": [`+items+`]}`).wantError(t, 400, tochttp.CodeInvalid, "with_jobs")
 }
 
 // With auto-creation off, an item of an unknown topic fails the batch

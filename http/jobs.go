@@ -93,14 +93,18 @@ type batchItem struct {
 	ID      string `json:"id"`
 	Status  string `json:"status"`
 	Created bool   `json:"created"`
+	// Job is the job as POST /v1/jobs would answer it, when the batch
+	// asked for it (with_jobs).
+	Job *jobView `json:"job,omitempty"`
 }
 
-// newBatch is POST /v1/jobs/batch's input: its requests, and the group
-// they join when it names one.
+// newBatch is POST /v1/jobs/batch's input: its requests, the group they
+// join when it names one, and whether the answer shows each job in full.
 type newBatch struct {
-	reqs  []timer.Request
-	group *batchGroupRequest
-	g     timer.Group
+	reqs     []timer.Request
+	group    *batchGroupRequest
+	g        timer.Group
+	withJobs bool
 }
 
 // readBatch reads POST /v1/jobs/batch, all or nothing: any refused item
@@ -112,10 +116,12 @@ func (a *API) readBatch(r *http.Request, in *newBatch) (*claim, error) {
 	if err != nil {
 		return nil, err
 	}
-	group, bodies, errs, err := decodeBatch(raw)
+	head, bodies, errs, err := decodeBatch(raw)
 	if err != nil {
 		return nil, err
 	}
+	group := head.Group
+	in.withJobs = head.WithJobs
 	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
 		return nil, errBatchSize
 	}
@@ -164,13 +170,18 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request, in *newBatch, 
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res)})
+	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res, in.withJobs)})
 }
 
-func batchItems(res []timer.Result) []batchItem {
+// batchItems is a batch's answer of each job, in full when withJobs.
+func batchItems(res []timer.Result, withJobs bool) []batchItem {
 	items := make([]batchItem, len(res))
 	for i, res := range res {
 		items[i] = batchItem{ID: res.Job.ID.String(), Status: res.Job.Status.String(), Created: res.Created}
+		if withJobs {
+			v := viewOf(res.Job)
+			items[i].Job = &v
+		}
 	}
 	return items
 }
@@ -190,7 +201,7 @@ func (a *API) createGroupBatch(w http.ResponseWriter, r *http.Request, in *newBa
 		return
 	}
 	ref := batchGroupView{ID: timer.GroupName(stored.ID), Sealed: !stored.SealedAt.IsZero(), CreatedAt: formatTime(stored.CreatedAt), SealedAt: formatTime(stored.SealedAt)}
-	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res), "group": ref})
+	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res, in.withJobs), "group": ref})
 }
 
 // batchGroupView is the group a batch's jobs joined, in its answer: GET

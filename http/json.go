@@ -714,30 +714,39 @@ func (c *objectCounter) scan(p []byte) int {
 	return c.objects
 }
 
-// decodeBatch decodes a batch's body: its group and its items, in one
+// batchHead is what a batch's body says beside its jobs: the group they
+// join, and whether its answer shows each job in full (with_jobs).
+type batchHead struct {
+	Group    *batchGroupRequest
+	WithJobs bool
+}
+
+// decodeBatch decodes a batch's body: its head and its items, in one
 // pass when every item is a well-formed job (the common case), else each
 // item alone, so that an item's error names it (errs, by index; nil when
 // none failed).
-func decodeBatch(raw []byte) (group *batchGroupRequest, bodies []jobRequest, errs []error, err error) {
+func decodeBatch(raw []byte) (head batchHead, bodies []jobRequest, errs []error, err error) {
 	var fast struct {
-		Group *batchGroupRequest `json:"group"`
-		Jobs  []jobRequest       `json:"jobs"`
+		Group    *batchGroupRequest `json:"group"`
+		WithJobs bool               `json:"with_jobs"`
+		Jobs     []jobRequest       `json:"jobs"`
 	}
 	if decodeBytes(raw, &fast) == nil {
-		return fast.Group, fast.Jobs, nil, nil
+		return batchHead{Group: fast.Group, WithJobs: fast.WithJobs}, fast.Jobs, nil, nil
 	}
 	var slow struct {
-		Group *batchGroupRequest `json:"group"`
-		Jobs  []batchItemJSON    `json:"jobs"`
+		Group    *batchGroupRequest `json:"group"`
+		WithJobs bool               `json:"with_jobs"`
+		Jobs     []batchItemJSON    `json:"jobs"`
 	}
 	if err := decodeBytes(raw, &slow); err != nil {
-		return nil, nil, nil, err
+		return batchHead{}, nil, nil, err
 	}
 	bodies, errs = make([]jobRequest, len(slow.Jobs)), make([]error, len(slow.Jobs))
 	for i, item := range slow.Jobs {
 		errs[i] = decodeBytes(item, &bodies[i])
 	}
-	return slow.Group, bodies, errs, nil
+	return batchHead{Group: slow.Group, WithJobs: slow.WithJobs}, bodies, errs, nil
 }
 
 // batchItemJSON is one item of a batch, kept as it came to be decoded on

@@ -19,7 +19,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -64,6 +64,12 @@ and reports each --soak-window: jobs fired, lateness, toc's RSS, the rows
 of toc_jobs and the rows deleted; it fails if a job was lost, early or
 fired twice:
   toc bench --scenarios soak --duration 1h [--soak-rate 1000] [--soak-retention 1m] [--soak-window 5m]
+
+coalesce, run only when named, measures the Go client's Schedule, one
+job a call, from 64 goroutines and from one, each through a client that
+coalesces concurrent calls into batches (client.WithCoalescing) and one
+that does not, with the CPU a job cost each part:
+  toc bench --scenarios coalesce [--duration 10s]
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -214,7 +220,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -255,6 +261,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.aged(ctx)
 		case "soak":
 			res, err = b.soak(ctx)
+		case "coalesce":
+			res, err = b.coalesce(ctx)
 		}
 		if err != nil {
 			if len(res) > 0 {

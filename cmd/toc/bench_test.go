@@ -130,3 +130,32 @@ func TestBenchShards(t *testing.T) {
 		t.Errorf("no ratio line in the report:\n%s", output)
 	}
 }
+
+// Issue 35: toc bench --scenarios coalesce runs the Go client from 64
+// goroutines and from one, coalescing and not, and counts the requests:
+// with 64 callers at once the coalescing client sends fewer requests than
+// calls, some of them batches; without, one POST /v1/jobs a call.
+func TestBenchCoalesce(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--short", "--stack", "embedded", "--scenarios", "coalesce", "--duration", "2s", "--json", out)
+	report, _, output := runBenchCmd(t, cmd, out)
+	runs := map[string]result{}
+	for _, r := range report.Results {
+		runs[r.Name] = r
+		if r.Errors != 0 || r.Count == 0 {
+			t.Errorf("%s: %d calls, %d errors; want calls and no error\n%s", r.Name, r.Count, r.Errors, output)
+		}
+	}
+	co, alone := runs["client schedule c=64 coalescing"], runs["client schedule c=64"]
+	if len(runs) != 4 || co.Extra == nil || alone.Extra == nil {
+		t.Fatalf("runs %v, want 4 named client schedule c=64|c=1[ coalescing]\n%s", runs, output)
+	}
+	singles, _ := co.Extra["requests_single"].(float64)
+	batches, _ := co.Extra["requests_batch"].(float64)
+	if batches == 0 || singles+batches >= float64(co.Count) {
+		t.Errorf("coalescing: %d calls made %.0f singles and %.0f batches; want fewer requests than calls", co.Count, singles, batches)
+	}
+	if s, b := alone.Extra["requests_single"].(float64), alone.Extra["requests_batch"].(float64); b != 0 || s != float64(alone.Count) {
+		t.Errorf("not coalescing: %d calls made %.0f singles and %.0f batches; want a single each", alone.Count, s, b)
+	}
+}

@@ -46,6 +46,9 @@ type Client struct {
 	http      *http.Client
 	retry     RetryPolicy
 	userAgent string
+	// coalescer, when set, queues Schedule calls into batches
+	// (WithCoalescing).
+	coalescer *coalescer
 
 	// sleep waits d or until ctx is done, and rand is uniform in [0, 1):
 	// tests replace them.
@@ -169,7 +172,8 @@ type request struct {
 	method string
 	path   string // escaped
 	query  url.Values
-	body   any // sent as JSON when not nil
+	body   any    // sent as JSON when not nil
+	raw    []byte // sent as it is when not nil (JSON made by the caller)
 	safety safety
 	// header holds headers of the call beyond those every call sends.
 	header http.Header
@@ -179,7 +183,7 @@ type request struct {
 // decodes a 2xx answer's JSON into out (nil: none read; *[]byte: the body
 // as it is). It returns the answer's status.
 func (c *Client) call(ctx context.Context, r request, out any) (int, error) {
-	var body []byte
+	body := r.raw
 	if r.body != nil {
 		var err error
 		if body, err = json.Marshal(r.body); err != nil {

@@ -259,7 +259,18 @@ func (w When) body() whenJSON {
 // Schedule schedules a job (POST /v1/jobs). created is false when its Key
 // named a job made before with the same content, which is returned. A
 // request without a Key is sent once, never retried (see Retries).
+//
+// With WithCoalescing, calls made at the same time share requests, and
+// each gets what its own call would have answered (see Coalescing).
 func (c *Client) Schedule(ctx context.Context, r JobRequest) (job *Job, created bool, err error) {
+	if c.coalescer != nil {
+		return c.coalescer.schedule(ctx, r)
+	}
+	return c.scheduleOne(ctx, r)
+}
+
+// scheduleOne is Schedule's call alone.
+func (c *Client) scheduleOne(ctx context.Context, r JobRequest) (job *Job, created bool, err error) {
 	s := once
 	if r.Key != "" {
 		s = idempotent

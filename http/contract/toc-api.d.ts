@@ -928,11 +928,13 @@ export interface components {
             /** @description The first 1 KiB of the response body as text, invalid UTF-8 replaced. */
             response_excerpt: string;
         };
+        /** @description One job of a batch: its id, status and whether it was created; with the batch's `with_jobs`, `job` is the job in full, as POST /v1/jobs answers it. */
         BatchResult: {
             id: components["schemas"]["JobID"];
             status: components["schemas"]["Status"];
             /** @description false when the key matched an existing job with the same content. */
             created: boolean;
+            job?: components["schemas"]["Job"];
         };
         DeadGroup: {
             /** @description `HTTP <status>` when the receiver answered, else the last error with every run of digits made N and white space folded, cut at 120 bytes; `no error` when there was none. */
@@ -2125,6 +2127,11 @@ export interface operations {
                 "application/json": {
                     jobs: components["schemas"]["NewJob"][];
                     group?: components["schemas"]["BatchGroup"];
+                    /**
+                     * @description true: each result carries `job`, the job in full as POST /v1/jobs answers it (the Go client's coalescing asks for it, so that each caller gets what its own call would have).
+                     * @default false
+                     */
+                    with_jobs?: boolean;
                 };
             };
         };

@@ -58,7 +58,7 @@ func kindOf(req *http.Request, status int) string {
 
 // free-form parts of bodies: a job's payload is the client's own JSON.
 var free = []string{"$.body.payload", "$.body.payload.**", "$.body.jobs[*].payload", "$.body.jobs[*].payload.**",
-	"$.body.job.payload", "$.body.job.payload.**", "$.body.schedules[*].job.payload", "$.body.schedules[*].job.payload.**",
+	"$.body.job.payload", "$.body.job.payload.**", "$.body.results[*].job.payload", "$.body.results[*].job.payload.**", "$.body.schedules[*].job.payload", "$.body.schedules[*].job.payload.**",
 	"$.body.on_complete.payload", "$.body.on_complete.payload.**", "$.body.group.on_complete.payload", "$.body.group.on_complete.payload.**"}
 
 var shared = sync.OnceValues(func() (*Checker, error) { return New(tochttp.OpenAPI) })

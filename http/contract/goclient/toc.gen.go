@@ -532,7 +532,7 @@ type BatchGroup struct {
 	Seal *bool `json:"seal,omitempty"`
 }
 
-// BatchResult defines model for BatchResult.
+// BatchResult One job of a batch: its id, status and whether it was created; with the batch's `with_jobs`, `job` is the job in full, as POST /v1/jobs answers it.
 type BatchResult struct {
 	// Created false when the key matched an existing job with the same content.
 	Created bool `json:"created"`
@@ -541,6 +541,11 @@ type BatchResult struct {
 	//
 	// Examples: 4737272962162360320
 	Id JobID `json:"id"`
+
+	// Job A job as the task store holds it.
+	//
+	// Examples: {"attempts":0,"biz_id":"1001","biz_type":"0","callback_url":"https://orders.example.com/hooks/toc","concurrency_key":"","created_at":"2026-11-25T02:35:21.358Z","fire_at":"2026-11-25T03:35:21.359Z","id":"4737272962162360320","key":"order-42","last_error":"","last_status":0,"max_attempts":16,"payload":{"order":42},"priority":"normal","status":"pending","topic":"orders","updated_at":"2026-11-25T02:35:21.358Z","version":1,"window_ms":0}, {"attempts":2,"biz_id":"1001","biz_type":"0","callback_url":"https://orders.example.com/hooks/toc","concurrency_key":"","created_at":"2026-11-25T02:35:21.358Z","fire_at":"2026-11-25T03:35:24.770Z","id":"4737272962162360320","key":"order-42","last_error":"POST https://orders.example.com/hooks/toc: 503 Service Unavailable: \"busy\"","last_status":503,"max_attempts":16,"next_attempt_at":"2026-11-25T03:35:24.770Z","payload":{"order":42},"priority":"normal","status":"pending","topic":"orders","updated_at":"2026-11-25T03:35:22.771Z","version":5,"window_ms":0}
+	Job *Job `json:"job,omitempty"`
 
 	// Status pending until a worker is about to call the webhook, and again between attempts; firing while an attempt is under way (a cancel or reschedule then answers 409 in_flight); done (a 2xx), cancelled (by a cancel, or by the receiver's 410 Gone), dead (attempts ran out), purged (a dead job purged) or expired (no attempt could start by its deadline, expire_after_ms: it never fired late; last_error says why) at the end.
 	Status Status `json:"status"`
@@ -1720,6 +1725,9 @@ type ScheduleJobBatchJSONBody struct {
 	// Group The group every job of the batch joins: created (open) unless a group of that id exists, which must be open and have the same on_complete (else 409); sealed once the jobs are committed unless seal is false. An item's own group_id must be this one or left out. When the batch is refused, a group it created stays, open and empty: the same batch sent again uses it.
 	Group *BatchGroup `json:"group,omitempty"`
 	Jobs  []NewJob    `json:"jobs"`
+
+	// WithJobs true: each result carries `job`, the job in full as POST /v1/jobs answers it (the Go client's coalescing asks for it, so that each caller gets what its own call would have).
+	WithJobs *bool `json:"with_jobs,omitempty"`
 }
 
 // ScheduleJobBatchParams defines parameters for ScheduleJobBatch.
