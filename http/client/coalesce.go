@@ -16,7 +16,7 @@ import (
 const (
 	DefaultCoalesceMaxJobs     = 500
 	DefaultCoalesceMaxBytes    = 4 << 20
-	DefaultCoalesceMaxInFlight = 4
+	DefaultCoalesceMaxInFlight = 2
 )
 
 // Coalescing says how Schedule calls made at the same time share one
@@ -117,6 +117,13 @@ func (k *coalescer) schedule(ctx context.Context, r JobRequest) (*Job, bool, err
 			k.drop(q)
 		}
 		k.mu.Unlock()
+		select {
+		case <-q.done: // answered meanwhile: the answer says more
+			if !q.alone {
+				return q.job, q.created, q.err
+			}
+		default:
+		}
 		return nil, false, ctx.Err()
 	}
 	if q.alone {
