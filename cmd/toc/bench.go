@@ -17,9 +17,11 @@ import (
 
 	"github.com/redis/go-redis/v9"
 	"github.com/valyala/fasthttp"
+
+	"github.com/toc-project/toc/http/client"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce,inout] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -69,7 +71,16 @@ coalesce, run only when named, measures the Go client's Schedule, one
 job a call, from 64 goroutines and from one, each through a client that
 coalesces concurrent calls into batches (client.WithCoalescing) and one
 that does not, with the CPU a job cost each part:
-  toc bench --scenarios coalesce [--duration 10s]
+  toc bench --scenarios coalesce [--duration 10s] [--coalesce-in-flight 2] [--coalesce-linger 0]
+
+inout, run only when named, posts single jobs at each --rates from 64
+connections, each due 1.5 s after it was to be sent, over --pending
+far-future jobs (default 200,000), so that jobs go in and fire out at
+the same rate; it reports lateness, the schedule call's latency (from
+when it was to be sent) and the CPU a job cost each part; with
+--inout-search it then steps the rate up by 1,000/s from 1,000/s and
+reports the highest at which both p99s stay within 10 ms:
+  toc bench --scenarios inout --rates 5000 [--pending 200000] [--inout-search]
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -130,6 +141,10 @@ type benchConfig struct {
 	soakRate      int
 	soakRetention time.Duration
 	soakWindow    time.Duration
+	// The coalesce scenario's client.Coalescing (zero: its defaults).
+	coalesce client.Coalescing
+	// inoutSearch makes the inout scenario look for its highest rate.
+	inoutSearch bool
 
 	jsonOut    string
 	profileDir string
@@ -153,9 +168,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisCluster := fs.bool("redis-cluster", false, "real: start a Redis Cluster of 3 masters and 3 replicas instead of one redis-server")
 	short := fs.bool("short", false, "a short run of every scenario (make bench)")
 	duration := fs.duration("duration", 0, "length of each timed run (default 10s, --short 3s)")
-	rates := fs.string("rates", "", "fire: steady rates in jobs/s, comma-separated (default 1000,5000; --short 1000)")
+	rates := fs.string("rates", "", "fire and inout: steady rates in jobs/s, comma-separated (default 1000,5000; --short 1000)")
 	lead := fs.duration("lead", fireLead, "fire: how long before its due time each job is scheduled (from 2s on, a job waits in a later bucket in Redis)")
-	pending := fs.int("pending", -1, "fire: far-future jobs pending in the store during the run (default 1000000 with the 5000/s rate, else 0; --short 0)")
+	pending := fs.int("pending", -1, "fire and inout: far-future jobs pending in the store during the run (fire: default 1000000 with the 5000/s rate, else 0, --short 0; inout: default 200000)")
 	conc := fs.string("concurrency", "", "schedule and shards: concurrent clients, comma-separated (default 1,16,64, shards 64; --short 64)")
 	drainJobs := fs.int("drain-jobs", 0, "drain: jobs due at the same instant (default 100000, --short 10000)")
 	memoryJobs := fs.int("memory-jobs", 0, "memory: pending jobs, 10% within the horizon (default 1000000, --short 100000)")
@@ -176,6 +191,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	soakRate := fs.int("soak-rate", 1000, "soak: jobs/s scheduled")
 	soakRetention := fs.duration("soak-retention", time.Minute, "soak: toc's every --retain-* flag")
 	soakWindow := fs.duration("soak-window", 5*time.Minute, "soak: the window the figures are reported by")
+	coalesceInFlight := fs.int("coalesce-in-flight", 0, fmt.Sprintf("coalesce: the client's requests under way at once (default %d)", client.DefaultCoalesceMaxInFlight))
+	inoutSearch := fs.bool("inout-search", false, "inout: also step the rate up by 1000/s from 1000/s and report the highest at which both p99s stay within 10 ms")
+	coalesceLinger := fs.duration("coalesce-linger", 0, "coalesce: how long a batch's first call waits for others")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -191,6 +209,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 		agedRows: *agedRows, agedPhase: *agedPhase, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
+		coalesce: client.Coalescing{MaxInFlight: *coalesceInFlight, Linger: *coalesceLinger}, inoutSearch: *inoutSearch,
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -220,7 +239,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -263,6 +282,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.soak(ctx)
 		case "coalesce":
 			res, err = b.coalesce(ctx)
+		case "inout":
+			res, err = b.inout(ctx)
 		}
 		if err != nil {
 			if len(res) > 0 {

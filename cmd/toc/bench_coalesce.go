@@ -44,8 +44,11 @@ func (b *bench) clientSchedule(ctx context.Context, conc int, coalesce bool) (re
 	}
 	name := fmt.Sprintf("client schedule c=%d", conc)
 	if coalesce {
-		opts = append(opts, client.WithCoalescing(client.Coalescing{}))
+		opts = append(opts, client.WithCoalescing(b.cfg.coalesce))
 		name += " coalescing"
+		if k := b.cfg.coalesce; k.MaxInFlight > 0 || k.Linger > 0 {
+			name += fmt.Sprintf(" in-flight=%d linger=%v", k.MaxInFlight, k.Linger)
+		}
 	}
 	c, err := client.New(b.url, opts...)
 	if err != nil {

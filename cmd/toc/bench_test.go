@@ -159,3 +159,23 @@ func TestBenchCoalesce(t *testing.T) {
 		t.Errorf("not coalescing: %d calls made %.0f singles and %.0f batches; want a single each", alone.Count, s, b)
 	}
 }
+
+// Issue 35: toc bench --scenarios inout posts single jobs at a steady
+// rate and reports, beside their lateness, the schedule call's latency
+// and what each job cost; every job fires, none early.
+func TestBenchInout(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--short", "--stack", "embedded", "--scenarios", "inout", "--rates", "300",
+		"--pending", "2000", "--duration", "2s", "--json", out)
+	report, _, output := runBenchCmd(t, cmd, out)
+	if len(report.Results) != 1 {
+		t.Fatalf("%d results, want the one --rates asks for\n%s", len(report.Results), output)
+	}
+	r := report.Results[0]
+	if r.Name != "inout 300/s" || r.Count < 500 || r.Errors != 0 || r.Lost == nil || *r.Lost != 0 || *r.Early != 0 || *r.Dups != 0 {
+		t.Errorf("%s: %d sent, %d errors, lost %v early %v twice %v; want about 600, none lost, early or twice\n%s", r.Name, r.Count, r.Errors, r.Lost, r.Early, r.Dups, output)
+	}
+	if p99, _ := r.Extra["schedule_p99_ms"].(float64); p99 <= 0 || r.Latency == nil || r.Extra["pending"] != 2000.0 {
+		t.Errorf("schedule p99 %v, lateness %v, pending %v: want both p99s and the pending count\n%s", r.Extra["schedule_p99_ms"], r.Latency, r.Extra["pending"], output)
+	}
+}
