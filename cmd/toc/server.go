@@ -378,6 +378,7 @@ func (s *service) run(ctx context.Context) error {
 			return nil
 		}
 	}
+	metrics.WatchDependencies(ready, func(err error) bool { return errors.Is(err, tochttp.ErrDegraded) }, 2*time.Second)
 	var clusterStatus func() any
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }

@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
 	"net/http"
@@ -177,6 +178,45 @@ func (m *Observer) Retired(topic string, st timer.Status, n int) {
 func (m *Observer) ClockMeasured(offset, bound time.Duration) {
 	m.offset.Set(offset.Seconds())
 	m.bound.Set(bound.Seconds())
+}
+
+// WatchDependencies exports toc_dependency_up at each scrape: each of
+// checks (/readyz's, by name) run at once within timeout, 1 when it
+// passes, 0.5 when it fails with an error degraded says leaves the
+// dependency partly up (some task store shards down), 0 when it fails.
+func (m *Observer) WatchDependencies(checks map[string]func(context.Context) error, degraded func(error) bool, timeout time.Duration) {
+	m.registry.MustRegister(&dependencyCollector{checks: checks, degraded: degraded, timeout: timeout})
+}
+
+var dependencyDesc = prometheus.NewDesc("toc_dependency_up", "Whether this process's readiness check of the dependency passes, run at the scrape as /readyz runs it: "+
+	"1 ok, 0.5 degraded (some task store shards down), 0 failing.", []string{"dependency"}, nil)
+
+// dependencyCollector runs the readiness checks at each scrape.
+type dependencyCollector struct {
+	checks   map[string]func(context.Context) error
+	degraded func(error) bool
+	timeout  time.Duration
+}
+
+func (c *dependencyCollector) Describe(ch chan<- *prometheus.Desc) { ch <- dependencyDesc }
+
+func (c *dependencyCollector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	defer cancel()
+	var wg sync.WaitGroup
+	for name, check := range c.checks {
+		wg.Go(func() {
+			up := 1.0
+			if err := check(ctx); err != nil {
+				up = 0
+				if c.degraded(err) {
+					up = 0.5
+				}
+			}
+			ch <- prometheus.MustNewConstMetric(dependencyDesc, prometheus.GaugeValue, up, name)
+		})
+	}
+	wg.Wait()
 }
 
 // WatchRetention exports what survey returns (a Retirer's Survey) at each

@@ -1,6 +1,8 @@
 package metrics_test
 
 import (
+	"context"
+	"errors"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -41,5 +43,39 @@ func TestMetrics(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("metrics lack %q", want)
 		}
+	}
+}
+
+// toc_dependency_up runs the readiness checks at each scrape: 1 for one
+// that passes, 0.5 for one degraded, 0 for one that fails or does not
+// answer in time.
+func TestDependencyUp(t *testing.T) {
+	m := metrics.New()
+	partly := errors.New("shard 1 of 2 down")
+	redisUp := true
+	m.WatchDependencies(map[string]func(context.Context) error{
+		"task_store": func(context.Context) error { return partly },
+		"redis": func(context.Context) error {
+			if redisUp {
+				return nil
+			}
+			return errors.New("connection refused")
+		},
+		"zookeeper": func(ctx context.Context) error { <-ctx.Done(); return ctx.Err() },
+	}, func(err error) bool { return errors.Is(err, partly) }, 50*time.Millisecond)
+	scrape := func() string {
+		rec := httptest.NewRecorder()
+		m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+		return rec.Body.String()
+	}
+	body := scrape()
+	for _, want := range []string{`toc_dependency_up{dependency="task_store"} 0.5`, `toc_dependency_up{dependency="redis"} 1`, `toc_dependency_up{dependency="zookeeper"} 0`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("first scrape lacks %q", want)
+		}
+	}
+	redisUp = false
+	if body := scrape(); !strings.Contains(body, `toc_dependency_up{dependency="redis"} 0`) {
+		t.Errorf("a scrape after redis failed lacks toc_dependency_up{dependency=\"redis\"} 0")
 	}
 }
