@@ -318,10 +318,7 @@ func (b *bench) agedRuns(ctx context.Context, phase string, dbs []*sql.DB) ([]re
 		r.Extra["innodb"] = innodbSince(ctx, dbs, mark)
 		mark = innodbMark(ctx, dbs)
 		res = append(res, r)
-		p99 := 0.0
-		if r.Latency != nil {
-			p99 = r.Latency.P99
-		}
+		p99 := latP99(r)
 		fmt.Fprintf(b.log, "aged: %s: %.0f/s, p99 %.2f ms\n", r.Name, r.Rate, p99)
 	}
 	for _, rate := range []int{1000, 5000} {
@@ -651,10 +648,7 @@ func (b *bench) restartedRun(ctx context.Context, dbs []*sql.DB, phase, retentio
 	if rows, _, err := storeSize(ctx, dbs); err == nil {
 		r.Extra["rows_estimate_after"] = rows
 	}
-	p99 := 0.0
-	if r.Latency != nil {
-		p99 = r.Latency.P99
-	}
+	p99 := latP99(r)
 	fmt.Fprintf(b.log, "aged: %s: p99 %.2f ms; %d rows deleted during the run, %.0f/s\n", r.Name, p99, int64(d1-d0), (d1-d0)/took.Seconds())
 	return r, nil
 }

@@ -101,10 +101,7 @@ func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) 
 	}
 	extra["seconds"] = b.traced(<-trace, b.recv.secondP99s(ids))
 	r := b.steadyResult("aged", phase+": fire 1000/s", ids, errs, took, extra)
-	p99 := 0.0
-	if r.Latency != nil {
-		p99 = r.Latency.P99
-	}
+	p99 := latP99(r)
 	fmt.Fprintf(b.log, "aged: %s: migration 0025 took %v; fire 1000/s meanwhile p99 %.2f ms (%s)\n",
 		phase, m.took.Round(100*time.Millisecond), p99, strings.TrimSpace(string(m.out)))
 	return r, nil
