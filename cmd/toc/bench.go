@@ -229,6 +229,9 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			return fmt.Errorf("%s: %d, want a positive number (0 for the default, where it has one)", flag, v)
 		}
 	}
+	if cfg.coalesce.MaxInFlight < 0 || cfg.coalesce.Linger < 0 {
+		return fmt.Errorf("--coalesce-in-flight %d, --coalesce-linger %v: want 0 (the client's default) or more", cfg.coalesce.MaxInFlight, cfg.coalesce.Linger)
+	}
 	if cfg.topicsRate < 0 {
 		return fmt.Errorf("--topics-rate: %d, want 0 or more", cfg.topicsRate)
 	}

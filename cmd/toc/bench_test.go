@@ -31,6 +31,8 @@ func TestBenchRefusesBadNumbers(t *testing.T) {
 		{"--soak-rate", "-5"},
 		{"--soak-retention", "-1s"},
 		{"--soak-window", "-1m"},
+		{"--coalesce-in-flight", "-1"},
+		{"--coalesce-linger", "-1ms"},
 	} {
 		err := runBench(t.Context(), args, io.Discard, io.Discard)
 		if err == nil || !strings.Contains(err.Error(), args[0]) {
