@@ -51,8 +51,11 @@ func buildRelease(t *testing.T, commit, version string) string {
 // the ids of the jobs acknowledged.
 type steadyLoad struct {
 	front atomic.Pointer[proc]
-	stop  chan struct{}
-	done  chan struct{}
+	// sending is held while a batch is under way, so moveTo can wait for
+	// one sent to the old front.
+	sending sync.Mutex
+	stop    chan struct{}
+	done    chan struct{}
 
 	mu   sync.Mutex
 	ids  []string
@@ -80,12 +83,14 @@ func startLoad(front *proc, hook string, rate int) *steadyLoad {
 			for i := range jobs {
 				jobs[i] = map[string]any{"topic": "upgrade", "fire_at": due.Add(time.Duration(i) * every / time.Duration(per)).Format(time.RFC3339Nano), "callback_url": hook}
 			}
+			l.sending.Lock()
 			ids, err := l.post(client, l.front.Load(), jobs)
 			// A member being stopped as the batch was sent refused the
 			// connection: nothing reached it, so the next front takes it.
 			if op := (*net.OpError)(nil); errors.As(err, &op) && op.Op == "dial" {
 				ids, err = l.post(client, l.front.Load(), jobs)
 			}
+			l.sending.Unlock()
 			l.mu.Lock()
 			l.ids = append(l.ids, ids...)
 			if err != nil {
@@ -95,6 +100,17 @@ func startLoad(front *proc, hook string, rate int) *steadyLoad {
 		}
 	}()
 	return l
+}
+
+// moveTo sends the next batches to p and returns once no batch is on its
+// way to the old front, as a load balancer drains a member before it is
+// stopped. Without it a batch can meet the old member's shutdown closing
+// its idle connections, and fail without an answer.
+func (l *steadyLoad) moveTo(p *proc) {
+	l.front.Store(p)
+	l.sending.Lock()
+	//lint:ignore SA2001 the empty section waits out the batch under way
+	l.sending.Unlock()
 }
 
 func (l *steadyLoad) post(client *http.Client, p *proc, jobs []map[string]any) ([]string, error) {
@@ -186,7 +202,7 @@ func TestRollingUpgrade(t *testing.T) {
 	// 2 s more: the jobs it had were scheduled up to 2 s ahead.
 	roll := func(bin, build string) {
 		for i := range members {
-			load.front.Store(members[(i+1)%3])
+			load.moveTo(members[(i+1)%3])
 			began := time.Now()
 			members[i].stop(t)
 			members[i] = start(bin, i)
