@@ -59,6 +59,12 @@ twice, each time on a toc restarted for it: keeping every row (the
 control), then with a 24 h retention, so that it deletes half of them
 meanwhile:
   toc bench --scenarios aged [--aged-rows 20000000] [--aged-phase empty|aged|migrating|deleting|all]
+With --aged-phase upgrading (run only when named), it starts the toc
+binary of an older release (--aged-release, v0.1.0) on databases of its
+own beside the bench's, fills them with the aged rows under the
+release's schema, and fires 1,000 jobs/s through the release while this
+build's toc migrate brings that schema to this build's:
+  toc bench --scenarios aged --aged-phase upgrading --aged-release toc-v0.1.0 [--aged-rows 10000000]
 
 soak, run only when named (--stack real), schedules --soak-rate jobs/s
 for --duration (default 1h) with toc keeping ended jobs --soak-retention,
@@ -134,8 +140,9 @@ type benchConfig struct {
 	// The shards scenario: --concurrency, or 64.
 	shardsConcurrency []int
 	// The aged scenario.
-	agedRows  int
-	agedPhase string
+	agedRows    int
+	agedPhase   string
+	agedRelease string
 	// The soak scenario; soakDuration is --duration when given.
 	soakDuration  time.Duration
 	soakRate      int
@@ -187,7 +194,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	topicsDrain := fs.duration("topics-drain", 5*time.Minute, "topics: how long after the last job's due time a job may still arrive before it counts as lost")
 	idleWindow := fs.duration("idle-window", 0, "topics: how long toc's CPU is sampled at rest (default 10s, --short 5s)")
 	agedRows := fs.int("aged-rows", 0, "aged: finished jobs the task store is filled with (default 20000000, --short 200000)")
-	agedPhase := fs.string("aged-phase", "all", "aged: empty, aged, migrating, deleting or all")
+	agedPhase := fs.string("aged-phase", "all", "aged: empty, aged, migrating, deleting, all, or upgrading (run only when named)")
+	agedRelease := fs.string("aged-release", "", "aged: the toc binary of the release --aged-phase upgrading upgrades from (v0.1.0)")
 	soakRate := fs.int("soak-rate", 1000, "soak: jobs/s scheduled")
 	soakRetention := fs.duration("soak-retention", time.Minute, "soak: toc's every --retain-* flag")
 	soakWindow := fs.duration("soak-window", 5*time.Minute, "soak: the window the figures are reported by")
@@ -208,7 +216,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		spikeJobs: *spikeJobs, spikeWindow: *spikeWindow, spikeRate: *spikeRate, lead: *lead,
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
-		agedRows: *agedRows, agedPhase: *agedPhase, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
+		agedRows: *agedRows, agedPhase: *agedPhase, agedRelease: *agedRelease, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
 		coalesce: client.Coalescing{MaxInFlight: *coalesceInFlight, Linger: *coalesceLinger}, inoutSearch: *inoutSearch,
 	}
 	var err error

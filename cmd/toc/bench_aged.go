@@ -243,6 +243,9 @@ func (b *bench) aged(ctx context.Context) ([]result, error) {
 		return nil, nil
 	}
 	phase := b.cfg.agedPhase
+	if phase == "upgrading" {
+		return b.agedUpgrading(ctx)
+	}
 	// Empty and aged alike: toc keeps every ended row.
 	if err := b.restartToc(ctx, "toc-aged", retentionArgs("0")...); err != nil {
 		return nil, err
@@ -655,8 +658,11 @@ func (b *bench) restartedRun(ctx context.Context, dbs []*sql.DB, phase, retentio
 
 // checkAgedSoak checks the flags of the aged and soak scenarios.
 func (c *benchConfig) checkAgedSoak() error {
-	if !slices.Contains([]string{"empty", "aged", "migrating", "deleting", "all"}, c.agedPhase) {
-		return fmt.Errorf("--aged-phase: %q, want empty, aged, migrating, deleting or all", c.agedPhase)
+	if !slices.Contains([]string{"empty", "aged", "migrating", "deleting", "all", "upgrading"}, c.agedPhase) {
+		return fmt.Errorf("--aged-phase: %q, want empty, aged, migrating, deleting, all or upgrading", c.agedPhase)
+	}
+	if c.agedPhase == "upgrading" && c.agedRelease == "" {
+		return errors.New("--aged-phase upgrading needs --aged-release, the toc binary of the release to upgrade from")
 	}
 	for flag, d := range map[string]time.Duration{"--soak-retention": c.soakRetention, "--soak-window": c.soakWindow, "--duration": c.soakDuration} {
 		if d <= 0 {

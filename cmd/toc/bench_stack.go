@@ -169,13 +169,20 @@ func (b *bench) runToc(ctx context.Context, name string, args ...string) (*tocCh
 	if err != nil {
 		return nil, err
 	}
+	return b.runTocBin(ctx, exe, name, true, args...)
+}
+
+// runTocBin runs exe, a toc binary, as runToc runs this one. --profile's
+// flags and --toc-args go to it when mine is true: a release's toc may
+// not know them.
+func (b *bench) runTocBin(ctx context.Context, exe, name string, mine bool, args ...string) (*tocChild, error) {
 	addr, err := freeLoopback()
 	if err != nil {
 		return nil, err
 	}
 	t := &tocChild{url: "http://" + addr}
 	args = append(args, "--addr", addr, "--log-level", "warn")
-	if b.cfg.profileDir != "" {
+	if b.cfg.profileDir != "" && mine {
 		if err := os.MkdirAll(b.cfg.profileDir, 0o755); err != nil {
 			return nil, err
 		}
@@ -184,7 +191,9 @@ func (b *bench) runToc(ctx context.Context, name string, args ...string) (*tocCh
 		}
 		args = append(args, "--pprof-addr", t.pprof, "--cpu-profile", filepath.Join(b.cfg.profileDir, name+".cpu.pprof"))
 	}
-	args = append(args, b.cfg.tocArgs...)
+	if mine {
+		args = append(args, b.cfg.tocArgs...)
+	}
 	cmd := exec.Command(exe, args...)
 	cmd.Stderr = b.log
 	if err := cmd.Start(); err != nil {

@@ -23,11 +23,24 @@ import (
 // upgrades from: issue 34 (operations) started from it.
 const previousRelease = "cb0851089a7df385db6876f565279af13fdea06f"
 
+// releases are the release binaries buildRelease built, by commit; they
+// live beside tocBin, for the tests that follow.
+var releases struct {
+	sync.Mutex
+	bins map[string]string
+}
+
 // buildRelease builds toc at commit, from a git archive of this
-// repository, and returns the binary. Without git or the commit (a
-// shallow clone) the test skips, or fails under TOC_REQUIRE_INTEGRATION.
+// repository, and returns the binary, once per test binary. Without git
+// or the commit (a shallow clone) the test skips, or fails under
+// TOC_REQUIRE_INTEGRATION.
 func buildRelease(t *testing.T, commit, version string) string {
 	t.Helper()
+	releases.Lock()
+	defer releases.Unlock()
+	if bin, ok := releases.bins[commit]; ok {
+		return bin
+	}
 	dir := t.TempDir()
 	archive := exec.Command("sh", "-c", fmt.Sprintf(`cd "$(git rev-parse --show-toplevel)" && git archive --format=tar %s | tar -x -C %s`, commit, dir))
 	if out, err := archive.CombinedOutput(); err != nil {
@@ -37,12 +50,16 @@ func buildRelease(t *testing.T, commit, version string) string {
 		}
 		t.Skip(err)
 	}
-	bin := filepath.Join(dir, "toc-"+version)
+	bin := filepath.Join(filepath.Dir(tocBin), "toc-"+version)
 	build := exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", bin, "./cmd/toc")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build toc %s at %s: %v\n%s", version, commit, err, out)
 	}
+	if releases.bins == nil {
+		releases.bins = map[string]string{}
+	}
+	releases.bins[commit] = bin
 	return bin
 }
 
