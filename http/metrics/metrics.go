@@ -116,6 +116,12 @@ func NewWith(cfg Config) (*Observer, error) {
 	})
 	m.restored = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_backstop_restored_total", Help: "Timers the backstop put back in Redis (repairs and far-future jobs entering the horizon)."})
 	m.indexErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_index_failures_total", Help: "Redis writes that failed after the task store committed (the backstop repairs them)."}, []string{"op"})
+	// The index writes whose failures count (timer.Scheduler's "add" and
+	// "reindex") start at 0: a rate over them is then 0 until the first,
+	// not absent, and the alert and the dashboard read a series.
+	for _, op := range []string{"add", "reindex"} {
+		m.indexErrs.WithLabelValues(op)
+	}
 	m.owned = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_slots_owned", Help: "Slots this process claims from."})
 	m.assigns = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_assignment_changes_total", Help: "Times the set of slots this process owns changed."})
 	m.opened = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_breaker_opened_total", Help: "Times a callback host's circuit breaker opened, again after a failed probe included."})
