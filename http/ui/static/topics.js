@@ -26,7 +26,7 @@ export async function topicsPage(view, params) {
     el('h1', {}, 'Topics'),
     items.length === 0
       ? el('p', { id: 'no-topics' }, 'No topics yet: a job creates its topic, or PUT /v1/topics/{topic} does.')
-      : table('topics', ['Topic', 'State', 'Pending', 'In flight', 'Dead', 'Next due', 'Overdue', 'Due waiting', 'Rate /s', 'Throttled', 'Late p50', 'Late p99'], rows),
+      : table('topics', ['Topic', 'State', 'Pending', 'In flight', 'Dead', 'Next due', 'Overdue', 'Due waiting', 'Rate /s', 'Throttled', 'Late p50', 'Late p99', 'Action'], rows),
     el('p', { class: 'pager' },
       `Topics ${items.length ? (page - 1) * topicsPerPage + 1 : 0}–${(page - 1) * topicsPerPage + shown.length} of ${items.length}. `,
       page > 1 ? link('« Previous', ['topics'], { page: page - 1 }, { class: 'previous' }) : null, ' ',
@@ -56,11 +56,35 @@ function count(n, stats) {
 
 function topicRow(t) {
   const cell = (cls) => el('td', { class: cls }, '…');
+  const state = el('td', { class: 'state' }, t.paused ? 'paused' : 'active');
   return el('tr', { 'data-topic': t.name },
     el('td', { class: 'name' }, link(t.name, ['topics', t.name])),
-    el('td', { class: 'state' }, t.paused ? 'paused' : 'active'),
+    state,
     cell('pending num'), cell('in-flight num'), cell('dead num'), cell('next-due'), cell('overdue num'),
-    cell('due-waiting num'), cell('rate num'), cell('throttled num'), cell('late-p50 num'), cell('late-p99 num'));
+    cell('due-waiting num'), cell('rate num'), cell('throttled num'), cell('late-p50 num'), cell('late-p99 num'),
+    el('td', { class: 'actions' }, pauseToggle(t.name, state)));
+}
+
+// toggleLabel is what a topic row's button does to a topic in state.
+const toggleLabel = (state) => (state === 'paused' ? 'Resume' : 'Pause');
+
+// pauseToggle is a topic row's Pause or Resume button, as its state cell
+// says: POST /v1/topics/{topic}/pause or /resume, after which the cell
+// and the button show what the API answered, or the cell the error.
+function pauseToggle(name, state) {
+  const b = button(toggleLabel(state.textContent), async () => {
+    const paused = state.textContent === 'paused';
+    try {
+      const t = await call('POST', path('topics', name, paused ? 'resume' : 'pause'));
+      state.textContent = t.paused ? 'paused' : 'active';
+      state.classList.remove('error');
+    } catch (err) {
+      state.textContent = err.message;
+      state.classList.add('error');
+    }
+    b.textContent = toggleLabel(state.textContent);
+  }, { cls: 'pause-toggle' });
+  return b;
 }
 
 // fillTopicRow fills a row with the topic's counts and usage; a failing
@@ -79,6 +103,7 @@ async function fillTopicRow(row, name) {
   if (topic.status === 'fulfilled') {
     const t = topic.value;
     set('state', t.paused ? 'paused' : 'active');
+    row.querySelector('.pause-toggle').textContent = toggleLabel(row.querySelector('.state').textContent);
     const u = t.usage || {};
     set('due-waiting', u.due_waiting);
     set('rate', u.rate == null ? null : u.rate.toFixed(1));
