@@ -21,8 +21,9 @@ const kubernetesFile = "deploy/kubernetes/toc.yaml"
 // Issue 37, item 4: the Kubernetes manifests decode strictly into the
 // API's own types (an unknown or misspelt field, or a value of the wrong
 // type, fails), and say what the README promises: three members whose
-// ids are their pod names, probes on /readyz and /healthz, a grace period
-// above --shutdown-grace, tokens and secrets from a Secret, one member
+// ids are their pod names, probes on /readyz and /healthz, a delay before
+// a member stops answering and a grace period above it and
+// --shutdown-grace, tokens and secrets from a Secret, one member
 // down at a time, and only environment variables toc serve reads.
 func TestKubernetesManifests(t *testing.T) {
 	data, err := os.ReadFile(kubernetesFile)
@@ -113,8 +114,12 @@ func TestKubernetesManifests(t *testing.T) {
 	if err != nil {
 		t.Fatalf("TOC_SHUTDOWN_GRACE: %v", err)
 	}
-	if p := pod.Spec.TerminationGracePeriodSeconds; p == nil || time.Duration(*p)*time.Second < grace+10*time.Second {
-		t.Errorf("terminationGracePeriodSeconds %v, want at least 10 s above --shutdown-grace %v", p, grace)
+	delay, err := time.ParseDuration(env["TOC_SHUTDOWN_DELAY"].Value)
+	if err != nil || delay <= 0 {
+		t.Fatalf("TOC_SHUTDOWN_DELAY %q (%v): want the time for the Service to stop sending", env["TOC_SHUTDOWN_DELAY"].Value, err)
+	}
+	if p := pod.Spec.TerminationGracePeriodSeconds; p == nil || time.Duration(*p)*time.Second < delay+grace+10*time.Second {
+		t.Errorf("terminationGracePeriodSeconds %v, want at least 10 s above --shutdown-delay %v and --shutdown-grace %v", p, delay, grace)
 	}
 	for probe, path := range map[*corev1.Probe]string{c.ReadinessProbe: "/readyz", c.LivenessProbe: "/healthz", c.StartupProbe: "/healthz"} {
 		if probe == nil || probe.HTTPGet == nil || probe.HTTPGet.Path != path || probe.HTTPGet.Port.String() != c.Ports[0].Name {

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/pprof"
@@ -52,6 +53,7 @@ type serviceFlags struct {
 	callbackTimeout *time.Duration
 	maxCallback     *time.Duration
 	grace           *time.Duration
+	shutdownDelay   *time.Duration
 	retention       *time.Duration
 	// retain holds --retain-done and the other retention flags, by the
 	// status they set.
@@ -107,16 +109,18 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		callbackTimeout: fs.duration("callback-timeout", webhook.DefaultTimeout, "timeout of one webhook call"),
 		maxCallback:     fs.duration("max-callback-timeout", tochttp.DefaultMaxCallbackTimeout, "longest callback_timeout_ms a topic may set (a longer one is a 400); at least --callback-timeout"),
 		grace:           fs.duration("shutdown-grace", timer.DefaultGrace, "on SIGTERM, how long webhook calls in flight may finish"),
-		retention:       fs.duration("attempt-retention", timer.DefaultAttemptRetention, "how long the history of webhook attempts is kept at most; a job's attempts are deleted with the job in any case (0: as long as their job)"),
-		logFormat:       fs.string("log-format", logFormat, "text or json"),
-		logLevel:        fs.string("log-level", "info", "debug, info, warn or error"),
-		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
-		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
-		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
-		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
-		maxTopics:       fs.int("max-topics", defaultMaxTopics, "most topics there may be; creating one more, by PUT or a job's first use, is a 400 naming topic (0: no cap)"),
-		metricsAddr:     fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
-		metricsTopics:   fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
+		shutdownDelay: fs.duration("shutdown-delay", 0, "on SIGTERM, how long /readyz fails while the API still answers, before it stops taking requests and the grace starts: "+
+			"time for a load balancer to stop sending to this member; claims stop at SIGTERM, as without it (0: none)"),
+		retention:     fs.duration("attempt-retention", timer.DefaultAttemptRetention, "how long the history of webhook attempts is kept at most; a job's attempts are deleted with the job in any case (0: as long as their job)"),
+		logFormat:     fs.string("log-format", logFormat, "text or json"),
+		logLevel:      fs.string("log-level", "info", "debug, info, warn or error"),
+		redisPrefix:   fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
+		pprofAddr:     fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
+		cpuProfile:    fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
+		autoCreate:    fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
+		maxTopics:     fs.int("max-topics", defaultMaxTopics, "most topics there may be; creating one more, by PUT or a job's first use, is a 400 naming topic (0: no cap)"),
+		metricsAddr:   fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
+		metricsTopics: fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
 		otlpEndpoint: fs.string("otlp-endpoint", "", "export OpenTelemetry spans over OTLP/HTTP to this URL, http://collector:4318 (/v1/traces is added unless the path ends with it); "+
 			"empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off"),
 		traceSampleRatio: fs.float("trace-sample-ratio", 1, "share of the traces begun at toc (a schedule without a traceparent) that are recorded, 0..1; a request's sampled flag decides for its own"),
@@ -341,6 +345,9 @@ func (s *service) run(ctx context.Context) error {
 	if engineCfg.Worker.ClaimAhead, err = f.claimAheadOf(); err != nil {
 		return err
 	}
+	if *f.shutdownDelay < 0 {
+		return fmt.Errorf("--shutdown-delay: %v: want 0 or more", *f.shutdownDelay)
+	}
 	if engineCfg.Retention, err = f.retirer(shardOwner); err != nil {
 		return err
 	}
@@ -379,6 +386,16 @@ func (s *service) run(ctx context.Context) error {
 		}
 	}
 	metrics.WatchDependencies(ready, func(err error) bool { return errors.Is(err, tochttp.ErrDegraded) }, 2*time.Second)
+	// /readyz also fails through --shutdown-delay after SIGTERM, while the
+	// API still answers: that is no dependency's, so not in the metrics.
+	var draining atomic.Bool
+	apiReady := maps.Clone(ready)
+	apiReady["shutdown"] = func(context.Context) error {
+		if draining.Load() {
+			return errors.New("shutting down: this member answers requests for --shutdown-delay more, then stops")
+		}
+		return nil
+	}
 	var clusterStatus func() any
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
@@ -395,7 +412,7 @@ func (s *service) run(ctx context.Context) error {
 		Namespaces:            s.namespaces.api(),
 		AllowPrivateCallbacks: s.allowPrivate,
 		Logger:                s.log,
-		Ready:                 ready,
+		Ready:                 apiReady,
 		AuditFailed:           metrics.AuditUnrecorded,
 		Retention:             engineCfg.Retention.Retention,
 		Now:                   clock.Now,
@@ -619,6 +636,11 @@ func (s *service) run(ctx context.Context) error {
 	})
 	select {
 	case <-ctx.Done():
+		if d := *f.shutdownDelay; d > 0 {
+			draining.Store(true)
+			s.log.Info("shutting down: /readyz fails and the API still answers for the delay, so that load balancers stop sending first", "delay", d.String())
+			time.Sleep(d)
+		}
 		s.log.Info("shutting down: no new requests, no new claims; webhook calls in flight may finish", "grace", f.grace.String())
 	case <-engineCtx.Done():
 	}
