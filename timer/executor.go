@@ -45,7 +45,7 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	}
 	// The handler fills in the receiver's answer: its status is the job's
 	// last status, whatever the history keeps.
-	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent, Response: new(Response)}
+	d := Delivery{Job: t.job, Attempt: attempt, At: start, TraceParent: t.job.TraceParent, Destination: conf.dest, Response: new(Response)}
 	var span Span
 	if e.cfg.tracer != nil && t.job.TraceParent != "" {
 		span = e.startDeliver(ctx, &d)

@@ -32,6 +32,10 @@ type Delivery struct {
 	// none): that of the worker's delivery span when it traces (see
 	// Tracer), else the job's as stored.
 	TraceParent string
+	// Destination is where the job's topic delivers, as the worker last
+	// read the topic's settings: a Handler that serves several ways
+	// dispatches on its Way.
+	Destination Destination
 	// Response, when not nil, is for the handler to fill with the
 	// receiver's answer: its status becomes the job's LastStatus, and the
 	// attempt history keeps it when the store implements AttemptLog. The

@@ -349,6 +349,9 @@ type Topic struct {
 	// where it differs from the global retention (see Retention.Over);
 	// the zero Retention sets nothing.
 	Retention Retention
+	// Destination is where the topic's due jobs go; the zero one is a
+	// webhook to each job's callback URL.
+	Destination Destination
 }
 
 // Limits are a topic's dispatch limits and per-attempt settings. Workers

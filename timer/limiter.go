@@ -109,6 +109,7 @@ type topicConf struct {
 	maxHeld int64   // 0 unlimited
 	weight  float64
 	slo     time.Duration // the topic's lateness objective; 0 none
+	dest    Destination   // where its jobs go
 	timing
 }
 
@@ -197,7 +198,7 @@ func (l *limiter) each(fn func(*topicState)) {
 // or in-flight limit.
 func (l *limiter) configure(tp *topicState, share float64) {
 	lim := tp.topic.Limits
-	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), slo: lim.LatenessSLO, timing: timingOf(lim, l.cfg.timing)}
+	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), slo: lim.LatenessSLO, dest: tp.topic.Destination, timing: timingOf(lim, l.cfg.timing)}
 	if lim.RateLimit > 0 && share > 0 {
 		c.rate = lim.RateLimit * share
 		burst := float64(lim.Burst)

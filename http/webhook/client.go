@@ -259,9 +259,17 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	if j.CallbackURL == "" {
 		return errors.New("no callback_url")
 	}
-	body, err := encodeBody(d)
+	now := c.cfg.Now()
+	m, err := c.message(d, now, []Header{
+		{"Content-Type", "application/json"},
+		{"User-Agent", c.cfg.UserAgent},
+		// The job id is also the idempotency key. It lets the transport
+		// resend the request when a kept-alive connection turns out to
+		// have been closed by the receiver, instead of failing the attempt.
+		{"Idempotency-Key", j.ID.String()},
+	})
 	if err != nil {
-		return fmt.Errorf("encode webhook: %w", err)
+		return err
 	}
 	if _, ok := ctx.Deadline(); !ok {
 		var cancel context.CancelFunc
@@ -272,26 +280,6 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	if err != nil {
 		return errors.New("callback_url is not a valid URL")
 	}
-	now := c.cfg.Now()
-	id := j.ID.String()
-	headers := []header{
-		{"Content-Type", "application/json"},
-		{"User-Agent", c.cfg.UserAgent},
-		// The job id is also the idempotency key. It lets the transport
-		// resend the request when a kept-alive connection turns out to
-		// have been closed by the receiver, instead of failing the attempt.
-		{"Idempotency-Key", id},
-		{"webhook-id", id},
-		{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
-		{"webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body)},
-		{"toc-attempt", strconv.Itoa(d.Attempt)},
-		{"toc-due-at", j.DueAt.UTC().Format(timeLayout)},
-		{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
-	}
-	if d.TraceParent != "" {
-		headers = append(headers, header{"traceparent", d.TraceParent})
-	}
-
 	host := breakerHost(u)
 	t, err := c.breaker.allow(host, now)
 	if err != nil {
@@ -299,7 +287,7 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		return err
 	}
 	t.topic = j.Topic
-	resp, err := c.post(ctx, u, headers, body)
+	resp, err := c.post(ctx, u, m.Headers, m.Body)
 	c.breaker.done(t, callOutcome(resp, err), c.cfg.Now())
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -314,9 +302,48 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 	return c.outcome(resp, u)
 }
 
+// Message is a delivery as every way sends it: the webhook's JSON body
+// and the headers that carry the job id, the attempt, the due time and
+// the Standard Webhooks signature over the body, so that a consumer on a
+// message bus verifies and de-duplicates it as a webhook receiver does.
+type Message struct {
+	// ID is the job id, the webhook-id.
+	ID      string
+	Body    []byte
+	Headers []Header
+}
+
+// Message signs d at now as the webhook to its job would be, with the
+// topic's keys (its namespace's), for a delivery by another way.
+func (c *Client) Message(d timer.Delivery, now time.Time) (Message, error) {
+	return c.message(d, now, []Header{{"Content-Type", "application/json"}})
+}
+
+// message is d's body and its headers after first.
+func (c *Client) message(d timer.Delivery, now time.Time, first []Header) (Message, error) {
+	j := d.Job
+	body, err := encodeBody(d)
+	if err != nil {
+		return Message{}, fmt.Errorf("encode webhook: %w", err)
+	}
+	id := j.ID.String()
+	headers := append(first,
+		Header{"webhook-id", id},
+		Header{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
+		Header{"webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body)},
+		Header{"toc-attempt", strconv.Itoa(d.Attempt)},
+		Header{"toc-due-at", j.DueAt.UTC().Format(timeLayout)},
+		Header{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
+	)
+	if d.TraceParent != "" {
+		headers = append(headers, Header{"traceparent", d.TraceParent})
+	}
+	return Message{ID: id, Body: body, Headers: headers}, nil
+}
+
 // post sends the request: to an http:// callback on the plain transport,
 // to any other through net/http.
-func (c *Client) post(ctx context.Context, u *url.URL, headers []header, body []byte) (*http.Response, error) {
+func (c *Client) post(ctx context.Context, u *url.URL, headers []Header, body []byte) (*http.Response, error) {
 	if u.Scheme == "http" && u.User == nil {
 		return c.plain.post(ctx, u, headers, body)
 	}
@@ -325,7 +352,7 @@ func (c *Client) post(ctx context.Context, u *url.URL, headers []header, body []
 		return nil, err
 	}
 	for _, h := range headers {
-		req.Header.Set(h.key, h.value)
+		req.Header.Set(h.Key, h.Value)
 	}
 	return c.client.Do(req)
 }

@@ -64,8 +64,8 @@ func newPlainTransport(dial func(ctx context.Context, network, addr string) (net
 	return &plainTransport{dial: dial, maxIdle: maxIdle, idle: make(map[string][]*plainConn)}
 }
 
-// header is one header of a request.
-type header struct{ key, value string }
+// Header is one header of a request, or of a message on a bus.
+type Header struct{ Key, Value string }
 
 // post sends body with headers to u (an http URL) and returns the answer
 // as an *http.Response of which only StatusCode, Body and, when the
@@ -73,7 +73,7 @@ type header struct{ key, value string }
 // is read on the connection, and closing it gives the connection back.
 // Errors are net/http's in kind: a dial error, a timeout wrapping
 // context.DeadlineExceeded, ctx's error when it is cancelled.
-func (t *plainTransport) post(ctx context.Context, u *url.URL, headers []header, body []byte) (*http.Response, error) {
+func (t *plainTransport) post(ctx context.Context, u *url.URL, headers []Header, body []byte) (*http.Response, error) {
 	addr := u.Host
 	if u.Port() == "" {
 		addr = net.JoinHostPort(u.Hostname(), "80")
@@ -83,7 +83,7 @@ func (t *plainTransport) post(ctx context.Context, u *url.URL, headers []header,
 	req.Header.SetRequestURI(u.RequestURI())
 	req.Header.SetHost(u.Host)
 	for _, h := range headers {
-		req.Header.Set(h.key, h.value)
+		req.Header.Set(h.Key, h.Value)
 	}
 	req.SetBodyRaw(body)
 	defer fasthttp.ReleaseRequest(req)
