@@ -41,6 +41,9 @@ type Jobs interface {
 	// the query's business id or key.
 	CancelMatching(ctx context.Context, q timer.JobQuery) (timer.Bulk, error)
 	RescheduleMatching(ctx context.Context, q timer.JobQuery, fireAt time.Time, delay time.Duration) (timer.Bulk, error)
+	// DestinationOf returns where the jobs of topic go, from the
+	// scheduler's catalog: a webhook for a topic not created yet.
+	DestinationOf(ctx context.Context, topic string) (timer.Destination, error)
 }
 
 // Topics creates, changes and lists topics.
@@ -195,6 +198,10 @@ type APIConfig struct {
 	// set (default DefaultMaxCallbackTimeout, and at least
 	// TopicDefaults.CallbackTimeout).
 	MaxCallbackTimeout time.Duration
+	// Brokers names the message brokers of each way a topic may deliver
+	// to (toc serve's --amqp and --nats): a topic names one, never its
+	// URL.
+	Brokers map[timer.Way][]string
 	// Retention is the global retention of ended jobs (toc serve's
 	// --retain-* flags; timer.KeepForever for 0), shown for a topic
 	// that sets none of its own. A zero field keeps forever, as in

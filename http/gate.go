@@ -16,7 +16,9 @@
 //     from the name alone; a job, schedule or group of the path that the
 //     token may not see is a 404 word for word as a missing one; a group
 //     to join that it may not see is the 400 of a missing group;
-//  4. charges the quotas: rate, max_pending, max_topics.
+//  4. checks that each callback URL is given where its topic's way needs
+//     one (webhook) and only there (amqp, nats);
+//  5. charges the quotas: rate, max_pending, max_topics.
 //
 // Validation comes before quotas, so a bad request is a 400 whatever the
 // token's quotas. A handler cannot skip the gate: the only way to register
@@ -104,10 +106,13 @@ type groupRef struct {
 	others  []*string
 }
 
-// callbackRef is a callback URL a request gives, by field.
+// callbackRef is a callback URL a request gives, by field ("" for
+// callback_url), and the topic whose job it calls back: a topic
+// delivered by webhook needs one, any other refuses one.
 type callbackRef struct {
 	field string
 	url   string
+	topic *string
 	// item is the batch item that gives it (-1: none).
 	item int
 }
@@ -194,6 +199,9 @@ func (a *API) admit(ctx context.Context, c *claim) (*admission, error) {
 	if err := a.admitScope(ctx, c, ad); err != nil {
 		return nil, err
 	}
+	if err := a.admitWays(ctx, c.callbacks); err != nil {
+		return nil, err
+	}
 	if err := a.admitQuotas(ctx, c, ad); err != nil {
 		ad.done()
 		return nil, err
@@ -201,17 +209,38 @@ func (a *API) admit(ctx context.Context, c *claim) (*admission, error) {
 	return ad, nil
 }
 
-// admitCallbacks checks each callback URL once (most batches share one);
-// a refused one of a batch item is that item's error.
+// admitCallbacks checks each callback URL given once (most batches
+// share one); a refused one of a batch item is that item's error.
 func (a *API) admitCallbacks(ctx context.Context, refs []callbackRef) error {
 	checked := map[string]error{}
-	var items []timer.ItemError
-	for _, cb := range refs {
+	return eachCallback(refs, func(cb callbackRef) error {
+		if cb.url == "" {
+			return nil
+		}
 		err, seen := checked[cb.url]
 		if !seen {
 			err = a.checkCallback(ctx, cb.url)
 			checked[cb.url] = err
 		}
+		return err
+	})
+}
+
+// admitWays checks that a callback URL is given where its topic's way
+// needs one and only there. It runs after the scope check: the way of a
+// topic the token may not use is none of its business.
+func (a *API) admitWays(ctx context.Context, refs []callbackRef) error {
+	ways := map[string]timer.Way{}
+	return eachCallback(refs, func(cb callbackRef) error { return a.callbackNeeded(ctx, cb, ways) })
+}
+
+// eachCallback runs check on each of refs: an error of the request's own
+// callback is returned at once, those of batch items together, each
+// naming the field as the request gives it.
+func eachCallback(refs []callbackRef, check func(callbackRef) error) error {
+	var items []timer.ItemError
+	for _, cb := range refs {
+		err := check(cb)
 		if err == nil {
 			continue
 		}
@@ -225,6 +254,31 @@ func (a *API) admitCallbacks(ctx context.Context, refs []callbackRef) error {
 	}
 	if items != nil {
 		return &timer.BatchError{Items: items}
+	}
+	return nil
+}
+
+// callbackNeeded refuses cb's URL when its topic's way takes none and its
+// absence when the way is a webhook; ways caches each topic's way for
+// the request.
+func (a *API) callbackNeeded(ctx context.Context, cb callbackRef, ways map[string]timer.Way) error {
+	way := timer.WayWebhook
+	if cb.topic != nil && *cb.topic != "" {
+		var ok bool
+		if way, ok = ways[*cb.topic]; !ok {
+			d, err := a.jobs.DestinationOf(ctx, *cb.topic)
+			if err != nil {
+				return err
+			}
+			way = d.Of()
+			ways[*cb.topic] = way
+		}
+	}
+	switch {
+	case way == timer.WayWebhook && cb.url == "":
+		return &timer.FieldError{Field: "callback_url", Message: "required: the topic delivers by webhook"}
+	case way != timer.WayWebhook && cb.url != "":
+		return &timer.FieldError{Field: "callback_url", Message: fmt.Sprintf("must be left out: topic %s delivers by %s, not to a URL", shownTopic(*cb.topic), way)}
 	}
 	return nil
 }

@@ -70,10 +70,7 @@ func (a *API) readGroup(ctx context.Context, id string, cb *callbackRequest, pre
 		c.topics = append(c.topics, topicRef{field: prefix + "on_complete", name: &topic})
 		return nil
 	}
-	if cb.CallbackURL == nil || *cb.CallbackURL == "" {
-		return &timer.FieldError{Field: prefix + "on_complete.callback_url", Message: "required"}
-	}
-	g.OnComplete = &timer.GroupCallback{CallbackURL: *cb.CallbackURL, Topic: timer.DefaultGroupTopic}
+	g.OnComplete = &timer.GroupCallback{CallbackURL: deref(cb.CallbackURL), Topic: timer.DefaultGroupTopic}
 	if cb.Topic != nil {
 		g.OnComplete.Topic = *cb.Topic
 	}
@@ -85,7 +82,7 @@ func (a *API) readGroup(ctx context.Context, id string, cb *callbackRequest, pre
 		g.OnComplete.Payload = compact.Bytes()
 	}
 	c.topics = append(c.topics, topicRef{field: prefix + "on_complete.topic", name: &g.OnComplete.Topic, create: true})
-	c.callbacks = append(c.callbacks, callbackRef{field: prefix + "on_complete.callback_url", url: *cb.CallbackURL, item: -1})
+	c.callbacks = append(c.callbacks, callbackRef{field: prefix + "on_complete.callback_url", url: g.OnComplete.CallbackURL, topic: &g.OnComplete.Topic, item: -1})
 	return nil
 }
 

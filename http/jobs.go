@@ -39,7 +39,7 @@ func (a *API) readJob(r *http.Request, in *newJob) (*claim, error) {
 // index in a batch (-1: the request's one job).
 func (c *claim) add(req *timer.Request, item int) {
 	c.topics = append(c.topics, topicRef{field: "topic", name: &req.Topic, create: true, item: item, inBatch: item >= 0})
-	c.callbacks = append(c.callbacks, callbackRef{url: req.CallbackURL, item: item})
+	c.callbacks = append(c.callbacks, callbackRef{url: req.CallbackURL, topic: &req.Topic, item: item})
 	if req.GroupID == "" {
 		return
 	}

@@ -172,15 +172,14 @@ type jobFields struct {
 // when its topic has a default.
 const NoExpiryMS = -1
 
-// apply sets f in r, checking what the scheduler does not: the callback
-// URL's presence, the attempts' range, the priority's name, the
-// deadline's range and the payload's form. Its errors name the fields as
+// apply sets f in r, checking what the scheduler does not: the
+// attempts' range, the priority's name, the deadline's range and the
+// payload's form. Its errors name the fields as
 // a job's body does.
 func (f jobFields) apply(r *timer.Request) error {
-	if f.CallbackURL == nil || *f.CallbackURL == "" {
-		return &timer.FieldError{Field: "callback_url", Message: "required"}
-	}
-	r.CallbackURL = *f.CallbackURL
+	// Whether the job needs one is its topic's way's to say: the gate
+	// checks it (callbackNeeded).
+	r.CallbackURL = deref(f.CallbackURL)
 	if f.MaxAttempts != nil {
 		if *f.MaxAttempts < 1 || *f.MaxAttempts > timer.MaxAttemptsLimit {
 			return &timer.FieldError{Field: "max_attempts", Message: fmt.Sprintf("must be within 1..%d", timer.MaxAttemptsLimit)}

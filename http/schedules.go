@@ -273,7 +273,7 @@ func (a *API) readSchedule(r *http.Request, s *timer.Schedule) (*claim, error) {
 	s.Owner = PrincipalName(r.Context())
 	return &claim{
 		topics:    []topicRef{{field: "job.topic", name: &s.Job.Topic, create: true}},
-		callbacks: []callbackRef{{field: "job.callback_url", url: s.Job.CallbackURL, item: -1}},
+		callbacks: []callbackRef{{field: "job.callback_url", url: s.Job.CallbackURL, topic: &s.Job.Topic, item: -1}},
 		schedules: 1,
 	}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -157,6 +158,37 @@ type topicView struct {
 	// Retention is the retention in force: the topic's own over the
 	// global one.
 	Retention retentionView `json:"retention"`
+	// Delivery is how the topic's due jobs go out: webhook, amqp or
+	// nats; AMQP and NATS are the settings of those ways.
+	Delivery string      `json:"delivery"`
+	AMQP     *amqpFields `json:"amqp,omitempty"`
+	NATS     *natsFields `json:"nats,omitempty"`
+}
+
+// amqpFields are a topic's RabbitMQ settings, as shown and as given.
+type amqpFields struct {
+	Broker     *string `json:"broker"`
+	Exchange   *string `json:"exchange"`
+	RoutingKey *string `json:"routing_key"`
+	// Persistent publishes with delivery mode 2 (the default: true).
+	Persistent *bool `json:"persistent"`
+}
+
+// natsFields are a topic's NATS JetStream settings.
+type natsFields struct {
+	Broker  *string `json:"broker"`
+	Subject *string `json:"subject"`
+}
+
+// destinationFields shows d as the view's delivery, amqp and nats.
+func destinationFields(v *topicView, d timer.Destination) {
+	v.Delivery = string(d.Of())
+	switch d.Way {
+	case timer.WayAMQP:
+		v.AMQP = &amqpFields{Broker: &d.Broker, Exchange: &d.Exchange, RoutingKey: &d.RoutingKey, Persistent: new(!d.Transient)}
+	case timer.WayNATS:
+		v.NATS = &natsFields{Broker: &d.Broker, Subject: &d.Subject}
+	}
 }
 
 type retryView struct {
@@ -224,6 +256,7 @@ func (a *API) topicViewOf(t timer.Topic) topicView {
 		ms := t.Expiry.After.Milliseconds()
 		v.ExpireAfterMS = &ms
 	}
+	destinationFields(&v, t.Destination)
 	return v
 }
 
@@ -249,6 +282,12 @@ type topicRequest struct {
 	// Retention sets how long the topic's ended jobs are kept, by status:
 	// see retentionRequest.
 	Retention *retentionRequest `json:"retention"`
+	// Delivery is webhook (the default), amqp or nats; amqp and
+	// nats hold the settings of those ways, each replaced whole when
+	// given (see destinationOf).
+	Delivery *string     `json:"delivery"`
+	AMQP     *amqpFields `json:"amqp"`
+	NATS     *natsFields `json:"nats"`
 }
 
 // retentionRequest is a topic's own retention: a field of 0 keeps
@@ -309,7 +348,7 @@ func readTopicBody(r *http.Request) (topicBody, error) {
 	// path ("retention.colour_ms"): encoding/json names an unknown key
 	// alone.
 	if json.Unmarshal(raw, &b.keys) == nil {
-		for key, dst := range map[string]any{"retry": &retryRequest{}, "retention": &retentionRequest{}} {
+		for key, dst := range map[string]any{"retry": &retryRequest{}, "retention": &retentionRequest{}, "amqp": &amqpFields{}, "nats": &natsFields{}} {
 			if v := bytes.TrimSpace(b.keys[key]); len(v) > 0 && v[0] == '{' {
 				if err := decodeBytes(v, dst); err != nil {
 					return b, under(key, err)
@@ -470,11 +509,64 @@ func (a *API) apply(b topicBody, t *timer.Topic, patch bool) error {
 			t.Retention = t.Retention.Set(st, d)
 		}
 	}
+	d, err := destinationOf(q, s, t.Destination)
+	if err != nil {
+		return err
+	}
+	if err := d.Validate(a.cfg.Brokers); err != nil {
+		return err
+	}
+	t.Destination = d
 	// The whole: a value kept from before is checked again too.
 	if l.CallbackTimeout > maxTimeout {
 		return &timer.FieldError{Field: "callback_timeout_ms", Message: fmt.Sprintf("%d is above the server's maximum %d (--max-callback-timeout)", l.CallbackTimeout.Milliseconds(), maxTimeout.Milliseconds())}
 	}
 	return timer.CheckLimits(*l, a.cfg.TopicDefaults)
+}
+
+// destinationOf is the topic's destination after a body: delivery sets
+// the way (left out of a PUT, or null, is webhook; left out of a PATCH
+// keeps it). The settings of a bus way come from its object, amqp or
+// nats, replaced whole when given; a PATCH that gives neither the way
+// nor its object keeps them. An object of another way than the one in
+// force is refused by Destination.Validate.
+func destinationOf(q topicRequest, s setter, old timer.Destination) (timer.Destination, error) {
+	d := old
+	switch {
+	case q.Delivery != nil:
+		if !slices.Contains(timer.Ways, timer.Way(*q.Delivery)) {
+			return d, &timer.FieldError{Field: "delivery", Message: "must be one of webhook, amqp, nats"}
+		}
+		if timer.Way(*q.Delivery) != old.Of() {
+			d = timer.Destination{Way: timer.Way(*q.Delivery)}
+		}
+	case s.reset("delivery"):
+		d = timer.Destination{}
+	}
+	if d.Of() == timer.WayWebhook {
+		d.Way = ""
+	}
+	if q.AMQP != nil {
+		d.Broker, d.Exchange, d.RoutingKey, d.Subject = deref(q.AMQP.Broker), deref(q.AMQP.Exchange), deref(q.AMQP.RoutingKey), ""
+		d.Transient = q.AMQP.Persistent != nil && !*q.AMQP.Persistent
+		if d.Way != timer.WayAMQP {
+			return d, &timer.FieldError{Field: "amqp", Message: fmt.Sprintf("given for a topic delivered by %s; set \"delivery\": \"amqp\" with it", d.Of())}
+		}
+	}
+	if q.NATS != nil {
+		d.Broker, d.Subject, d.Exchange, d.RoutingKey, d.Transient = deref(q.NATS.Broker), deref(q.NATS.Subject), "", "", false
+		if d.Way != timer.WayNATS {
+			return d, &timer.FieldError{Field: "nats", Message: fmt.Sprintf("given for a topic delivered by %s; set \"delivery\": \"nats\" with it", d.Of())}
+		}
+	}
+	return d, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // topicChange is the input of PUT and PATCH /v1/topics/{topic}.

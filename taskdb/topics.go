@@ -7,6 +7,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -165,15 +166,20 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	if err := t.Retention.Validate("retention"); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
-	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry && existing.Retention == t.Retention {
+	delivery, err := destinationArg(t.Destination)
+	if err != nil {
+		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
+	}
+	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry && existing.Retention == t.Retention &&
+		existing.Destination == t.Destination {
 		return existing, created, nil
 	}
 	l := t.Limits
 	if _, err := s.db.ExecContext(ctx, `UPDATE toc_topics SET max_attempts = ?, rate_limit = ?, burst = ?,
 		max_in_flight = ?, weight = ?, retry_base_ms = ?, retry_max_ms = ?, lease_ms = ?, callback_timeout_ms = ?,
-		lateness_slo_ms = ?, expire_after_ms = ?, retention = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
+		lateness_slo_ms = ?, expire_after_ms = ?, retention = ?, delivery = ? WHERE name = ?`, int64(t.MaxAttempts), l.RateLimit, int64(l.Burst), int64(l.MaxInFlight), int64(l.Weight),
 		l.Retry.Base.Milliseconds(), l.Retry.Max.Milliseconds(), l.Lease.Milliseconds(), l.CallbackTimeout.Milliseconds(),
-		l.LatenessSLO.Milliseconds(), expiryArg(t.Expiry), retentionArg(t.Retention), t.Name); err != nil {
+		l.LatenessSLO.Milliseconds(), expiryArg(t.Expiry), retentionArg(t.Retention), delivery, t.Name); err != nil {
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	if err := s.topicWritten(ctx, s.db); err != nil {
@@ -184,7 +190,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 }
 
 const selectTopic = `SELECT name, slots, max_attempts, gmt_create, rate_limit, burst, max_in_flight, weight,
-	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms, expire_after_ms, retention FROM toc_topics `
+	retry_base_ms, retry_max_ms, lease_ms, callback_timeout_ms, paused, lateness_slo_ms, expire_after_ms, retention, delivery FROM toc_topics `
 
 func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 	var (
@@ -194,12 +200,17 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		retryBase, retryMax, lease, cbTime int64
 		paused, slo                        int64
 		expireAfter                        sql.NullInt64
-		retention                          string
+		retention, delivery                string
 	)
 	if err := row.Scan(&t.Name, &slots, &maxAttempts, &created, &t.RateLimit, &burst, &inFlight, &weight,
-		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo, &expireAfter, &retention); err != nil {
+		&retryBase, &retryMax, &lease, &cbTime, &paused, &slo, &expireAfter, &retention, &delivery); err != nil {
 		return timer.Topic{}, err
 	}
+	dest, err := parseDestination(delivery)
+	if err != nil {
+		return timer.Topic{}, fmt.Errorf("topic %q: delivery column %q: %w", t.Name, delivery, err)
+	}
+	t.Destination = dest
 	t.Paused = paused != 0
 	t.Slots, t.MaxAttempts, t.CreatedAt = int(slots), int(maxAttempts), timer.TimeOf(created)
 	t.Burst, t.MaxInFlight, t.Weight = int(burst), int(inFlight), int(weight)
@@ -212,6 +223,46 @@ func scanTopic(row interface{ Scan(...any) error }) (timer.Topic, error) {
 		t.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
 	}
 	return t, nil
+}
+
+// storedDestination is the delivery column's JSON form of a destination
+// other than a webhook's, whose column is ”.
+type storedDestination struct {
+	Way        timer.Way `json:"way"`
+	Broker     string    `json:"broker,omitempty"`
+	Exchange   string    `json:"exchange,omitempty"`
+	RoutingKey string    `json:"routing_key,omitempty"`
+	Subject    string    `json:"subject,omitempty"`
+	Transient  bool      `json:"transient,omitempty"`
+}
+
+// destinationArg is the delivery column of d.
+func destinationArg(d timer.Destination) (string, error) {
+	if d.Of() == timer.WayWebhook {
+		return "", nil
+	}
+	b, err := json.Marshal(storedDestination(d))
+	if len(b) > maxDeliveryColumn {
+		return "", fmt.Errorf("delivery settings of %d bytes, at most %d: %w", len(b), maxDeliveryColumn, timer.ErrInvalid)
+	}
+	return string(b), err
+}
+
+// maxDeliveryColumn is the delivery column's size.
+const maxDeliveryColumn = 1024
+
+// parseDestination reads a delivery column. Unlike the retention, a
+// column it cannot read is an error: a topic's jobs must not go to a
+// webhook the topic never asked for.
+func parseDestination(s string) (timer.Destination, error) {
+	if s == "" {
+		return timer.Destination{}, nil
+	}
+	var d storedDestination
+	if err := json.Unmarshal([]byte(s), &d); err != nil {
+		return timer.Destination{}, err
+	}
+	return timer.Destination(d), nil
 }
 
 // expiryArg is the expire_after_ms column of e: NULL for none.

@@ -276,6 +276,14 @@ func (s *Scheduler) place(r *Request, spread *int) int {
 	return *spread
 }
 
+// DestinationOf returns where the jobs of topic go: its Destination as
+// the catalog knows it (read from the store the first time), the zero
+// one, a webhook, for a topic not created yet.
+func (s *Scheduler) DestinationOf(ctx context.Context, topic string) (Destination, error) {
+	t, _, err := s.findTopic(ctx, topic)
+	return t.Destination, err
+}
+
 // findTopic returns the topic named name and whether it is stored,
 // without creating it.
 func (s *Scheduler) findTopic(ctx context.Context, name string) (Topic, bool, error) {

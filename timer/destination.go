@@ -13,9 +13,6 @@ type Way string
 // job to its callback URL; the others need none.
 const (
 	WayWebhook Way = "webhook"
-	// WayPull holds a due job for a worker that leases it
-	// (POST /v1/topics/{topic}/leases).
-	WayPull Way = "pull"
 	// WayAMQP publishes it to a RabbitMQ exchange, done on the broker's
 	// confirm.
 	WayAMQP Way = "amqp"
@@ -25,7 +22,7 @@ const (
 )
 
 // Ways lists every way, in the order the API documents them.
-var Ways = []Way{WayWebhook, WayPull, WayAMQP, WayNATS}
+var Ways = []Way{WayWebhook, WayAMQP, WayNATS}
 
 // Bounds of a destination's names.
 const (
@@ -71,14 +68,14 @@ func (d Destination) NeedsCallback() bool { return d.Of() == WayWebhook }
 // server's brokers by way; a broker outside it is refused.
 func (d Destination) Validate(brokers map[Way][]string) error {
 	switch d.Of() {
-	case WayWebhook, WayPull:
+	case WayWebhook:
 		if d.Broker != "" || d.Exchange != "" || d.RoutingKey != "" || d.Subject != "" || d.Transient {
 			return invalid(string(d.Of()), "a topic delivered by %s takes no broker settings", d.Of())
 		}
 		return nil
 	case WayAMQP, WayNATS:
 	default:
-		return invalid("delivery", "must be one of webhook, pull, amqp, nats")
+		return invalid("delivery", "must be one of webhook, amqp, nats")
 	}
 	prefix := string(d.Way) + "."
 	names := brokers[d.Way]

@@ -43,6 +43,7 @@ const defaultMaxTopics = 100_000
 type serviceFlags struct {
 	addr            *string
 	secrets         *listFlag
+	amqp, nats      *listFlag
 	horizon         *time.Duration
 	slots           *int
 	node            *int
@@ -98,6 +99,8 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		clockSkew:      fs.duration("clock-skew", 0, "for drills and tests: shift this process's reading of its machine's clock, as if it were wrong by this much"),
 		addr:           fs.string("addr", "127.0.0.1:8080", "address the REST API listens on"),
 		secrets:        fs.list("webhook-secret", "webhook signing secret, whsec_<base64>; several sign with each while rotating"),
+		amqp:           fs.list("amqp", "a RabbitMQ broker topics may deliver to, name=amqp://user:password@host:5672/vhost; a topic names it (\"amqp\": {\"broker\": name})"),
+		nats:           fs.list("nats", "a NATS server with JetStream topics may deliver to, name=nats://host:4222; a topic names it (\"nats\": {\"broker\": name})"),
 		horizon:        fs.duration("horizon", timer.DefaultHorizon, "jobs due within this go to Redis at once; later ones wait in the task store"),
 		slots:          fs.int("slots", timer.DefaultSlots, "slot count of a topic created on first use (a power of two, fixed per topic)"),
 		node:           fs.int("node", 0, fmt.Sprintf("node number of this process in job ids, 0..%d; leased from the task store: without the flag the lowest free one, with it this one or toc refuses to start", timer.MaxNode)),
@@ -307,6 +310,16 @@ func (s *service) run(ctx context.Context) error {
 		return err
 	}
 	lease := timer.LeaseFor(*f.lease, *f.callbackTimeout)
+	brokers := map[timer.Way]map[string]string{}
+	for _, b := range []struct {
+		way     timer.Way
+		flag    *listFlag
+		schemes []string
+	}{{timer.WayAMQP, f.amqp, []string{"amqp", "amqps"}}, {timer.WayNATS, f.nats, []string{"nats", "tls"}}} {
+		if brokers[b.way], err = brokerFlag(string(b.way), b.flag.values, b.schemes...); err != nil {
+			return err
+		}
+	}
 	var (
 		assignment timer.Assignment // nil: this process owns every slot
 		shardOwner timer.ShardOwner // nil: this process scans every shard
@@ -415,6 +428,7 @@ func (s *service) run(ctx context.Context) error {
 		Ready:                 apiReady,
 		AuditFailed:           metrics.AuditUnrecorded,
 		Retention:             engineCfg.Retention.Retention,
+		Brokers:               brokerNames(brokers),
 		Now:                   clock.Now,
 	}
 	if s.tokenFile != nil {
@@ -455,7 +469,8 @@ func (s *service) run(ctx context.Context) error {
 			s.log.Warn("clock: could not read the task store's clock; measuring again every second", "dep", depTaskStore, "err", err)
 		}
 		storeState.set(true, nil) // after store: /readyz reads it once up
-		if eng, err = timer.New(st, queue, webhook, engineCfg); err != nil {
+		handler := ways{webhook: webhook, now: clock.Now}
+		if eng, err = timer.New(st, queue, handler, engineCfg); err != nil {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)

@@ -780,10 +780,10 @@ export interface components {
             delay_ms?: components["schemas"]["DelayMS"];
             /**
              * Format: uri
-             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does).
+             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
              * @example https://orders.example.com/hooks/toc
              */
-            callback_url: string;
+            callback_url?: string;
             /** @description Any JSON value, at most 64 KiB once compacted; sent back as it is in the webhook. null or left out: none. */
             payload?: unknown;
             /** @description Attempts before the job is dead; default the topic's (16 unless set). */
@@ -1136,6 +1136,9 @@ export interface components {
             /** @description The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none. */
             expire_after_ms: number | null;
             retention: components["schemas"]["Retention"];
+            delivery: components["schemas"]["Delivery"];
+            amqp?: components["schemas"]["TopicAMQP"];
+            nats?: components["schemas"]["TopicNATS"];
         };
         /**
          * @description A topic's settings. A value given must be in its range (else a 400 naming it); none is stored as another value.
@@ -1185,6 +1188,13 @@ export interface components {
                 /** @description How long a job that ended purged is kept, in ms; 0: forever; null: the global retention (--retain-purged). */
                 purged_ms?: number | null;
             } | null;
+            /**
+             * @description How the topic's due jobs go out (see Topic.delivery). Left out of a PUT, or null: webhook. Left out of a PATCH: unchanged.
+             * @enum {string|null}
+             */
+            delivery?: "webhook" | "pull" | "amqp" | "nats" | null;
+            amqp?: components["schemas"]["TopicAMQP"];
+            nats?: components["schemas"]["TopicNATS"];
         };
         Error: {
             error: components["schemas"]["ErrorDetail"];
@@ -1297,10 +1307,10 @@ export interface components {
             biz_type?: components["schemas"]["Uint64Input"];
             /**
              * Format: uri
-             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does).
+             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
              * @example https://orders.example.com/hooks/toc
              */
-            callback_url: string;
+            callback_url?: string;
             /** @description Any JSON value, at most 64 KiB once compacted; sent back as it is in the webhook. null or left out: none. */
             payload?: unknown;
             /** @description Attempts before the job is dead; default the topic's (16 unless set). */
@@ -1441,9 +1451,9 @@ export interface components {
         GroupCallback: {
             /**
              * Format: uri
-             * @description Checked as a job's callback_url is, when the group is created.
+             * @description Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
              */
-            callback_url: string;
+            callback_url?: string;
             /** @description Topic of the completion job; default `groups`. Keys starting `group:` in it are the groups'. */
             topic?: components["schemas"]["TopicName"];
             /** @description Any JSON value, at most 32 KiB once compacted, carried as `payload` in the completion's payload; null or left out: none. */
@@ -1565,6 +1575,29 @@ export interface components {
             past_retention: number;
             /** @description true when past_retention is the database's estimate. */
             past_retention_estimated: boolean;
+        };
+        /**
+         * @description How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+         * @enum {string}
+         */
+        Delivery: "webhook" | "pull" | "amqp" | "nats";
+        /** @description Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object). */
+        TopicAMQP: {
+            /** @description One of the server's RabbitMQ brokers (toc serve --amqp name=url): a topic names a broker, never its URL or credentials. */
+            broker?: string;
+            /** @description The exchange; "" is the default exchange, which routes by queue name. */
+            exchange?: string;
+            /** @description The routing key. May use {topic}, {job_id}, {key}, {biz_id} and {biz_type}. */
+            routing_key?: string;
+            /** @description Delivery mode 2, the default; false publishes transient messages. */
+            persistent?: boolean;
+        };
+        /** @description Where a topic delivered by nats publishes: given whole (a PATCH replaces the object). */
+        TopicNATS: {
+            /** @description One of the server's NATS servers (toc serve --nats name=url). */
+            broker?: string;
+            /** @description The subject, which a JetStream stream must capture; no wildcards. May use {topic}, {job_id}, {key}, {biz_id} and {biz_type}. */
+            subject?: string;
         };
     };
     responses: {
@@ -2863,7 +2896,8 @@ export interface operations {
                      *             "expired_ms": 86400000,
                      *             "dead_ms": 2592000000,
                      *             "purged_ms": 86400000
-                     *           }
+                     *           },
+                     *           "delivery": "webhook"
                      *         }
                      *       ]
                      *     }
@@ -2930,7 +2964,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -2996,7 +3031,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3033,7 +3069,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3148,7 +3185,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3214,7 +3252,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];
@@ -3270,7 +3309,8 @@ export interface operations {
                      *         "expired_ms": 86400000,
                      *         "dead_ms": 2592000000,
                      *         "purged_ms": 86400000
-                     *       }
+                     *       },
+                     *       "delivery": "webhook"
                      *     }
                      */
                     "application/json": components["schemas"]["Topic"];

@@ -48,6 +48,18 @@ func testPauseTopic(t *testing.T, s timer.Store) {
 	if got, _, err := s.PutTopic(ctx, timer.Topic{Name: "fresh"}); err != nil || got.Paused {
 		t.Fatalf("PutTopic(new) = %+v, %v; want it not paused", got, err)
 	}
+	// A destination is kept as put, a webhook's as the zero one; a pause
+	// leaves it.
+	bus := timer.Destination{Way: timer.WayAMQP, Broker: "b", Exchange: "x", RoutingKey: "{topic}.{job_id}", Transient: true}
+	if got, _, err := s.PutTopic(ctx, timer.Topic{Name: "bus", Destination: bus}); err != nil || got.Destination != bus {
+		t.Fatalf("PutTopic(amqp) = %+v, %v; want destination %+v", got.Destination, err, bus)
+	}
+	if got, err := s.PauseTopic(ctx, "bus", true); err != nil || got.Destination != bus {
+		t.Fatalf("PauseTopic of an amqp topic = %+v, %v", got.Destination, err)
+	}
+	if got, _, err := s.PutTopic(ctx, timer.Topic{Name: "bus", Destination: timer.Destination{Way: timer.WayWebhook}}); err != nil || got.Destination != (timer.Destination{}) {
+		t.Fatalf("PutTopic back to webhook = %+v, %v; want the zero destination", got.Destination, err)
+	}
 }
 
 func testDeleteTopic(t *testing.T, s timer.Store) {

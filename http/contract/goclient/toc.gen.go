@@ -147,6 +147,30 @@ func (e ClusteredClusterMode) Valid() bool {
 	}
 }
 
+// Defines values for Delivery.
+const (
+	DeliveryAmqp    Delivery = "amqp"
+	DeliveryNats    Delivery = "nats"
+	DeliveryPull    Delivery = "pull"
+	DeliveryWebhook Delivery = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the Delivery enum.
+func (e Delivery) Valid() bool {
+	switch e {
+	case DeliveryAmqp:
+		return true
+	case DeliveryNats:
+		return true
+	case DeliveryPull:
+		return true
+	case DeliveryWebhook:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorDetailCode.
 const (
 	ErrorDetailCodeAlreadyFired     ErrorDetailCode = "already_fired"
@@ -342,6 +366,33 @@ func (e Status) Valid() bool {
 	case Pending:
 		return true
 	case Purged:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for TopicSettingsDelivery.
+const (
+	TopicSettingsDeliveryAmqp        TopicSettingsDelivery = "amqp"
+	TopicSettingsDeliveryLessThannil TopicSettingsDelivery = "<nil>"
+	TopicSettingsDeliveryNats        TopicSettingsDelivery = "nats"
+	TopicSettingsDeliveryPull        TopicSettingsDelivery = "pull"
+	TopicSettingsDeliveryWebhook     TopicSettingsDelivery = "webhook"
+)
+
+// Valid indicates whether the value is a known member of the TopicSettingsDelivery enum.
+func (e TopicSettingsDelivery) Valid() bool {
+	switch e {
+	case TopicSettingsDeliveryAmqp:
+		return true
+	case TopicSettingsDeliveryLessThannil:
+		return true
+	case TopicSettingsDeliveryNats:
+		return true
+	case TopicSettingsDeliveryPull:
+		return true
+	case TopicSettingsDeliveryWebhook:
 		return true
 	default:
 		return false
@@ -714,6 +765,9 @@ type DeadReplayFilter struct {
 // Examples: 1800000
 type DelayMS = int
 
+// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+type Delivery string
+
 // Error defines model for Error.
 type Error struct {
 	Error ErrorDetail `json:"error"`
@@ -839,8 +893,8 @@ type Group struct {
 
 // GroupCallback The job a group schedules when it completes: due at once, with the idempotency key `group:<id>:complete` in its topic, so it is one job however many times the completion is found (a crash, a sweep, two members), with toc's signing, retries and dead letters. Its webhook payload is `{"group_id", "counts", "total", "created_at", "completed_at", "payload"}` (counts as in GroupCounts, at completion; payload the group's own, left out without one).
 type GroupCallback struct {
-	// CallbackUrl Checked as a job's callback_url is, when the group is created.
-	CallbackUrl string `json:"callback_url"`
+	// CallbackUrl Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+	CallbackUrl *string `json:"callback_url,omitempty"`
 
 	// Payload Any JSON value, at most 32 KiB once compacted, carried as `payload` in the completion's payload; null or left out: none.
 	Payload interface{} `json:"payload,omitempty"`
@@ -965,10 +1019,10 @@ type JobTemplate struct {
 	// BizType A kind of business object, kept and sent back as it is (0: none).
 	BizType *Uint64Input `json:"biz_type,omitempty"`
 
-	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does).
+	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
 	//
 	// Examples: https://orders.example.com/hooks/toc
-	CallbackUrl string `json:"callback_url"`
+	CallbackUrl *string `json:"callback_url,omitempty"`
 
 	// ConcurrencyKey Every occurrence's job's concurrency key (see NewJob): with one, the schedule's jobs are never in flight at once, an occurrence waiting for the one before it to end. Empty or left out: none.
 	ConcurrencyKey *string `json:"concurrency_key,omitempty"`
@@ -1010,10 +1064,10 @@ type NewJob struct {
 	// BizType A kind of business object, kept and sent back as it is (0: none).
 	BizType *Uint64Input `json:"biz_type,omitempty"`
 
-	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does).
+	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
 	//
 	// Examples: https://orders.example.com/hooks/toc
-	CallbackUrl string `json:"callback_url"`
+	CallbackUrl *string `json:"callback_url,omitempty"`
 
 	// ConcurrencyKey The topic's jobs with the same concurrency key are never in flight at once, across a cluster: while one holds the key (firing, or waiting for the retry of a failed attempt) the next waits, pending, until it is done, dead or cancelled; jobs of other keys and without one are not held up. At most 128 bytes of UTF-8 without control characters (below 0x20, and 0x7f); a longer or malformed one is a 400 naming concurrency_key. Empty or left out: none.
 	//
@@ -1296,6 +1350,9 @@ type Time = time.Time
 //
 // Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
 type Topic struct {
+	// Amqp Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object).
+	Amqp *TopicAMQP `json:"amqp,omitempty"`
+
 	// Burst As set, or else rate_limit/10, at least 1 (so it may be fractional); 0 without a rate limit.
 	Burst float32 `json:"burst"`
 
@@ -1306,6 +1363,9 @@ type Topic struct {
 	//
 	// Examples: 2026-11-25T03:35:21.359Z
 	CreatedAt Time `json:"created_at"`
+
+	// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+	Delivery Delivery `json:"delivery"`
 
 	// ExpireAfterMs The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none.
 	ExpireAfterMs *int `json:"expire_after_ms"`
@@ -1326,6 +1386,9 @@ type Topic struct {
 	//
 	// Examples: orders
 	Name TopicName `json:"name"`
+
+	// Nats Where a topic delivered by nats publishes: given whole (a PATCH replaces the object).
+	Nats *TopicNATS `json:"nats,omitempty"`
 
 	// Paused A paused topic accepts jobs and fires none.
 	Paused bool `json:"paused"`
@@ -1351,6 +1414,30 @@ type Topic struct {
 	Weight int `json:"weight"`
 }
 
+// TopicAMQP Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object).
+type TopicAMQP struct {
+	// Broker One of the server's RabbitMQ brokers (toc serve --amqp name=url): a topic names a broker, never its URL or credentials.
+	Broker *string `json:"broker,omitempty"`
+
+	// Exchange The exchange; "" is the default exchange, which routes by queue name.
+	Exchange *string `json:"exchange,omitempty"`
+
+	// Persistent Delivery mode 2, the default; false publishes transient messages.
+	Persistent *bool `json:"persistent,omitempty"`
+
+	// RoutingKey The routing key. May use {topic}, {job_id}, {key}, {biz_id} and {biz_type}.
+	RoutingKey *string `json:"routing_key,omitempty"`
+}
+
+// TopicNATS Where a topic delivered by nats publishes: given whole (a PATCH replaces the object).
+type TopicNATS struct {
+	// Broker One of the server's NATS servers (toc serve --nats name=url).
+	Broker *string `json:"broker,omitempty"`
+
+	// Subject The subject, which a JetStream stream must capture; no wildcards. May use {topic}, {job_id}, {key}, {biz_id} and {biz_type}.
+	Subject *string `json:"subject,omitempty"`
+}
+
 // TopicName A topic: lower-case letters, digits, `_` and `-`, 1 to 64 bytes, starting with a letter or digit.
 //
 // Examples: orders
@@ -1360,11 +1447,17 @@ type TopicName = string
 //
 // Examples: {"max_in_flight":50,"rate_limit":200}
 type TopicSettings struct {
+	// Amqp Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object).
+	Amqp *TopicAMQP `json:"amqp,omitempty"`
+
 	// Burst Dispatches that may go at once after a quiet spell; needs a rate_limit (else a 400). Default: rate_limit/10, at least 1. Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	Burst *int `json:"burst,omitempty"`
 
 	// CallbackTimeoutMs Bound of one webhook call, honoured as set; above the server's --max-callback-timeout (default 300000) a 400, never capped. Default: the service's --callback-timeout. Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	CallbackTimeoutMs *int `json:"callback_timeout_ms,omitempty"`
+
+	// Delivery How the topic's due jobs go out (see Topic.delivery). Left out of a PUT, or null: webhook. Left out of a PATCH: unchanged.
+	Delivery *TopicSettingsDelivery `json:"delivery,omitempty"`
 
 	// ExpireAfterMs The deadline of the topic's jobs that set none of their own, in ms after their due time; 0: they must not fire late at all. A job scheduled later takes it; jobs already scheduled keep theirs. Under PUT, left out or null: none. Under PATCH, left out: unchanged; null: none.
 	ExpireAfterMs *int `json:"expire_after_ms,omitempty"`
@@ -1380,6 +1473,9 @@ type TopicSettings struct {
 
 	// MaxInFlight Webhook calls running at once over the cluster; 0: none (the default). Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	MaxInFlight *int `json:"max_in_flight,omitempty"`
+
+	// Nats Where a topic delivered by nats publishes: given whole (a PATCH replaces the object).
+	Nats *TopicNATS `json:"nats,omitempty"`
 
 	// RateLimit Dispatches per second over the cluster; 0: none (the default). Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	RateLimit *float32 `json:"rate_limit,omitempty"`
@@ -1417,6 +1513,9 @@ type TopicSettings struct {
 	// Weight Share of a saturated worker against other topics; default 1. Under PUT, left out or null: the default. Under PATCH, left out: unchanged; null: the default.
 	Weight *int `json:"weight,omitempty"`
 }
+
+// TopicSettingsDelivery How the topic's due jobs go out (see Topic.delivery). Left out of a PUT, or null: webhook. Left out of a PATCH: unchanged.
+type TopicSettingsDelivery string
 
 // TopicStats defines model for TopicStats.
 type TopicStats struct {
