@@ -3,9 +3,7 @@ package nats_test
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,7 @@ import (
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
-	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/deliver/delivertest"
 	"github.com/toc-project/toc/internal/deliver/nats"
 	"github.com/toc-project/toc/internal/testenv"
 	"github.com/toc-project/toc/timer"
@@ -21,36 +19,13 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
 
-// now is when every test delivery is signed.
-var now = time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-
-// signer signs as the worker's webhook client does, with one secret.
-type signer struct {
-	client *webhook.Client
-	key    []byte
-}
-
-func newSigner(t *testing.T) signer {
-	t.Helper()
-	secret := webhook.NewSecret()
-	c, err := webhook.NewClient(webhook.Config{Secrets: []string{secret}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	key, err := webhook.ParseSecret(secret)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return signer{client: c, key: key}
-}
-
 // newPublisher returns a Publisher of one broker, "main", at url.
-func newPublisher(t *testing.T, s signer, url string) *nats.Publisher {
+func newPublisher(t *testing.T, s delivertest.Signer, url string) *nats.Publisher {
 	t.Helper()
 	p, err := nats.New(nats.Config{
 		Brokers:       map[string]string{"main": url},
-		Sign:          s.client.Message,
-		Now:           func() time.Time { return now },
+		Sign:          s.Client.Message,
+		Now:           func() time.Time { return delivertest.Now },
 		ReconnectWait: 50 * time.Millisecond,
 		RedialWait:    50 * time.Millisecond,
 	})
@@ -93,24 +68,14 @@ func msgCount(t *testing.T, s jetstream.Stream) uint64 {
 }
 
 func delivery(id timer.JobID, attempt int, subject string) timer.Delivery {
-	return timer.Delivery{
-		Job: &timer.Job{
-			ID: id, Topic: "orders", Key: "order-17", BizID: 17, BizType: 3,
-			DueAt: now.Add(-1500 * time.Millisecond), Payload: []byte(`{"order":17}`),
-		},
-		Attempt:     attempt,
-		At:          now,
-		TraceParent: "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01",
-		Destination: timer.Destination{Way: timer.WayNATS, Broker: "main", Subject: subject},
-		Response:    &timer.Response{},
-	}
+	return delivertest.Delivery(id, attempt, timer.Destination{Way: timer.WayNATS, Broker: "main", Subject: subject})
 }
 
 func TestFirePublishesSignedMessage(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NATS(t)
 	stream := newStream(t, srv.URL(), "SIGNED", "signed.>")
-	s := newSigner(t)
+	s := delivertest.NewSigner(t)
 	p := newPublisher(t, s, srv.URL())
 
 	d := delivery(101, 2, "signed.{topic}.{biz_type}.{job_id}")
@@ -132,10 +97,7 @@ func TestFirePublishesSignedMessage(t *testing.T) {
 	if got.Subject != "signed.orders.3.101" {
 		t.Errorf("subject = %q, want signed.orders.3.101", got.Subject)
 	}
-	want, err := s.client.Message(d, now)
-	if err != nil {
-		t.Fatal(err)
-	}
+	want := s.Message(t, d)
 	if string(got.Data) != string(want.Body) {
 		t.Errorf("body = %s\nwant %s", got.Data, want.Body)
 	}
@@ -149,17 +111,15 @@ func TestFirePublishesSignedMessage(t *testing.T) {
 		"webhook-id":   "101",
 		"toc-attempt":  "2",
 		"Content-Type": "application/json",
-		"traceparent":  d.TraceParent,
+		"traceparent":  delivertest.TraceParent,
 	} {
 		if v := got.Header.Get(key); v != value {
 			t.Errorf("header %s = %q, want %q", key, v, value)
 		}
 	}
-	// A consumer verifies it as a Standard Webhooks receiver does.
-	sig := webhook.Sign(s.key, got.Header.Get("webhook-id"), now.Unix(), got.Data)
-	if got.Header.Get("webhook-timestamp") != strconv.FormatInt(now.Unix(), 10) || !strings.Contains(got.Header.Get("webhook-signature"), sig) {
-		t.Errorf("webhook-timestamp %q, webhook-signature %q; want %d and %s",
-			got.Header.Get("webhook-timestamp"), got.Header.Get("webhook-signature"), now.Unix(), sig)
+	h := got.Header
+	if err := s.Verify(h.Get("webhook-id"), h.Get("webhook-timestamp"), h.Get("webhook-signature"), got.Data); err != nil {
+		t.Error(err)
 	}
 }
 
@@ -167,7 +127,7 @@ func TestFireDeduplicatesAnAttempt(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NATS(t)
 	stream := newStream(t, srv.URL(), "DEDUP", "dedup.>")
-	p := newPublisher(t, newSigner(t), srv.URL())
+	p := newPublisher(t, delivertest.NewSigner(t), srv.URL())
 
 	for i, c := range []struct {
 		attempt   int
@@ -195,7 +155,7 @@ func TestFireFails(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NATS(t)
 	newStream(t, srv.URL(), "FAILS", "fails.>")
-	p := newPublisher(t, newSigner(t), srv.URL())
+	p := newPublisher(t, delivertest.NewSigner(t), srv.URL())
 
 	for _, c := range []struct {
 		name    string
@@ -230,7 +190,7 @@ func TestFireThroughAnOutage(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NewNATS(t)
 	stream := newStream(t, srv.URL(), "OUTAGE", "outage.>")
-	p := newPublisher(t, newSigner(t), srv.URL())
+	p := newPublisher(t, delivertest.NewSigner(t), srv.URL())
 	if err := p.Fire(t.Context(), delivery(401, 1, "outage.a")); err != nil {
 		t.Fatalf("Fire before the outage: %v", err)
 	}
@@ -280,7 +240,7 @@ func TestFireThroughAnOutage(t *testing.T) {
 func TestReady(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NATS(t)
-	s := newSigner(t)
+	s := delivertest.NewSigner(t)
 	if err := newPublisher(t, s, srv.URL()).Ready(t.Context()); err != nil {
 		t.Errorf("Ready: %v", err)
 	}
@@ -289,7 +249,7 @@ func TestReady(t *testing.T) {
 	down.Kill(t)
 	p, err := nats.New(nats.Config{
 		Brokers: map[string]string{"up": srv.URL(), "down": down.URL()},
-		Sign:    s.client.Message,
+		Sign:    s.Client.Message,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -312,7 +272,7 @@ func TestReady(t *testing.T) {
 }
 
 func TestConfigValidate(t *testing.T) {
-	sign := func(timer.Delivery, time.Time) (webhook.Message, error) { return webhook.Message{}, nil }
+	sign := delivertest.Sign
 	for _, c := range []struct {
 		cfg   nats.Config
 		field string
@@ -324,14 +284,7 @@ func TestConfigValidate(t *testing.T) {
 		{nats.Config{Sign: sign, Options: map[string][]natsgo.Option{"b": nil}}, "Options[b]"},
 		{nats.Config{Sign: sign, Timeout: -time.Second}, "Timeout"},
 	} {
-		err := c.cfg.Validate()
-		fe, ok := errors.AsType[*timer.FieldError](err)
-		if !ok || fe.Field != c.field {
-			t.Errorf("Validate(%+v) = %v, want a FieldError for %s", c.cfg.Brokers, err, c.field)
-		}
-		if err != nil && strings.Contains(err.Error(), "secret") {
-			t.Errorf("Validate quotes a URL: %v", err)
-		}
+		delivertest.CheckField(t, c.cfg.Validate(), c.field)
 	}
 	ok := nats.Config{Sign: sign, Brokers: map[string]string{"a": "nats://u:p@127.0.0.1:4222, nats://127.0.0.1:4223"}}
 	if err := ok.Validate(); err != nil {
