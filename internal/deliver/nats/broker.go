@@ -3,6 +3,7 @@ package nats
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -29,6 +30,44 @@ type broker struct {
 	// dialErr is the last failed dial's error, failedAt when it failed.
 	dialErr  error
 	failedAt time.Time
+
+	// inflight are the publishes waiting for their ack: nats.go leaves
+	// them waiting when the connection is lost, lost ends them.
+	flightMu sync.Mutex
+	inflight map[*flight]struct{}
+}
+
+// flight is a publish waiting for its ack.
+type flight struct{ cancel context.CancelCauseFunc }
+
+// track returns ctx, ended by lost until done is called.
+func (b *broker) track(ctx context.Context) (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	f := &flight{cancel: cancel}
+	b.flightMu.Lock()
+	b.inflight[f] = struct{}{}
+	b.flightMu.Unlock()
+	return ctx, func() {
+		b.flightMu.Lock()
+		delete(b.inflight, f)
+		b.flightMu.Unlock()
+		cancel(nil)
+	}
+}
+
+// lost ends the publishes in flight: the connection is gone, and their
+// acks with it.
+func (b *broker) lost(err error) {
+	if err == nil {
+		err = errors.New("connection lost")
+	} else {
+		err = fmt.Errorf("connection lost: %w", err)
+	}
+	b.flightMu.Lock()
+	defer b.flightMu.Unlock()
+	for f := range b.inflight {
+		f.cancel(err)
+	}
 }
 
 // jetStream returns the broker's JetStream, connecting first if it has

@@ -20,7 +20,8 @@
 // and kept. nats.go reconnects it by itself after an outage; while it is
 // reconnecting a delivery fails at once rather than being buffered (a
 // message buffered past its attempt would arrive after the attempt was
-// counted failed). A connection that could not be made is tried again on
+// counted failed), and the deliveries waiting for their ack when the
+// connection is lost fail then, not at the end of their context. A connection that could not be made is tried again on
 // a delivery after [DefaultRedialWait].
 package nats
 
@@ -166,14 +167,16 @@ func New(cfg Config) (*Publisher, error) {
 	cfg = cfg.withDefaults()
 	p := &Publisher{cfg: cfg, brokers: make(map[string]*broker, len(cfg.Brokers))}
 	for name, u := range cfg.Brokers {
-		p.brokers[name] = &broker{name: name, url: u, opts: p.options(name), redialWait: cfg.RedialWait}
+		b := &broker{name: name, url: u, redialWait: cfg.RedialWait, inflight: make(map[*flight]struct{})}
+		b.opts = p.options(b)
+		p.brokers[name] = b
 	}
 	return p, nil
 }
 
-// options are the nats.go options of broker name's connection.
-func (p *Publisher) options(name string) []nats.Option {
-	log := p.cfg.Logger.With(slog.String("broker", name))
+// options are the nats.go options of b's connection.
+func (p *Publisher) options(b *broker) []nats.Option {
+	log := p.cfg.Logger.With(slog.String("broker", b.name))
 	opts := []nats.Option{
 		nats.Name("toc"),
 		nats.Timeout(p.cfg.ConnectTimeout),
@@ -182,12 +185,14 @@ func (p *Publisher) options(name string) []nats.Option {
 		// No buffering while reconnecting: a publish then fails at once.
 		nats.ReconnectBufSize(-1),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) {
+			b.lost(err)
 			log.Warn("nats broker lost; reconnecting", slog.Any("err", err))
 		}),
 		nats.ReconnectHandler(func(*nats.Conn) {
 			log.Info("nats broker reconnected")
 		}),
 		nats.ClosedHandler(func(nc *nats.Conn) {
+			b.lost(nats.ErrConnectionClosed)
 			if err := nc.LastError(); err != nil {
 				log.Warn("nats connection closed", slog.Any("err", err))
 			}
@@ -196,7 +201,7 @@ func (p *Publisher) options(name string) []nats.Option {
 			log.Warn("nats broker error", slog.Any("err", err))
 		}),
 	}
-	return append(opts, p.cfg.Options[name]...)
+	return append(opts, p.cfg.Options[b.name]...)
 }
 
 // Fire publishes d to its destination's subject on its broker and returns
@@ -233,9 +238,13 @@ func (p *Publisher) Fire(ctx context.Context, d timer.Delivery) error {
 	for _, h := range m.Headers {
 		msg.Header.Set(h.Key, h.Value)
 	}
-	ack, err := js.PublishMsg(ctx, msg, jetstream.WithMsgID(m.ID+"-"+strconv.Itoa(d.Attempt)))
+	pubCtx, done := b.track(ctx)
+	defer done()
+	ack, err := js.PublishMsg(pubCtx, msg, jetstream.WithMsgID(m.ID+"-"+strconv.Itoa(d.Attempt)))
 	if err != nil {
 		switch {
+		case ctx.Err() == nil && pubCtx.Err() != nil:
+			err = context.Cause(pubCtx) // the connection was lost under it
 		case errors.Is(err, jetstream.ErrNoStreamResponse):
 			err = errors.New("no stream takes the subject (or JetStream does not answer)")
 		case errors.Is(err, nats.ErrReconnectBufExceeded):

@@ -237,6 +237,49 @@ func TestFireThroughAnOutage(t *testing.T) {
 	}
 }
 
+// TestFireInFlightWhenTheBrokerDies kills the broker while a publish
+// waits for its ack: nats.go would leave it waiting until its ctx ends;
+// Fire returns as soon as the connection is lost.
+func TestFireInFlightWhenTheBrokerDies(t *testing.T) {
+	t.Parallel()
+	srv := testenv.NewNATS(t)
+	// A plain subscriber that never answers stands for a stream whose ack
+	// is late.
+	nc, err := natsgo.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	got, err := nc.SubscribeSync("hang.>")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := nc.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	p := newPublisher(t, delivertest.NewSigner(t), srv.URL())
+
+	const attemptTimeout = 30 * time.Second
+	ctx, cancel := context.WithTimeout(t.Context(), attemptTimeout)
+	defer cancel()
+	fired := make(chan error, 1)
+	go func() { fired <- p.Fire(ctx, delivery(601, 1, "hang.x")) }()
+	if _, err := got.NextMsg(10 * time.Second); err != nil {
+		t.Fatalf("the publish did not arrive: %v", err)
+	}
+	start := time.Now()
+	srv.Kill(t)
+	select {
+	case err := <-fired:
+		if err == nil || !strings.Contains(err.Error(), "connection lost") {
+			t.Errorf("Fire: %v, want connection lost", err)
+		}
+		t.Logf("Fire returned %v after the kill: %v", time.Since(start).Round(time.Millisecond), err)
+	case <-time.After(attemptTimeout / 2):
+		t.Fatal("Fire still waits for its ack after the broker died")
+	}
+}
+
 func TestReady(t *testing.T) {
 	t.Parallel()
 	srv := testenv.NATS(t)
