@@ -188,6 +188,31 @@ func TestPublisher(t *testing.T) {
 		}
 	})
 
+	t.Run("nacked, then confirmed", func(t *testing.T) {
+		// A queue that holds nothing and rejects what overflows it makes
+		// the broker nack every message routed to it.
+		if _, err := ch.QueueDeclare("full", true, false, false, false, amqp091.Table{
+			"x-max-length": int32(0), "x-overflow": "reject-publish",
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := ch.QueueBind("full", "full", exchange, false, nil); err != nil {
+			t.Fatal(err)
+		}
+		p := newPublisher(t, s, v.URL, 1)
+		d := delivery(351, 1)
+		d.Destination.RoutingKey = "full"
+		if err := p.Fire(withTimeout(t, 5*time.Second), d); err == nil || !strings.Contains(err.Error(), "nacked") {
+			t.Fatalf("Fire to a queue that rejects it: %v, want nacked", err)
+		}
+		if err := p.Fire(withTimeout(t, 5*time.Second), delivery(352, 1)); err != nil {
+			t.Fatalf("Fire after a nack: %v", err)
+		}
+		if got := drain(t, ch); len(got) != 1 || got[0].MessageId != "352" {
+			t.Errorf("queue holds %d messages, want 352 alone", len(got))
+		}
+	})
+
 	t.Run("default exchange routes by queue name", func(t *testing.T) {
 		p := newPublisher(t, s, v.URL, 1)
 		d := delivery(401, 1)
