@@ -1,5 +1,6 @@
-// Package testenv starts real redis-server, mariadbd and ZooKeeper processes
-// for integration tests.
+// Package testenv starts real redis-server, mariadbd, ZooKeeper and
+// nats-server processes for integration tests, and gives a test a vhost of
+// its own on the machine's RabbitMQ.
 //
 // Every server is started from a binary found on PATH, listens on a free
 // loopback port (127.0.0.1 only) and keeps its data, logs and unix socket in
@@ -28,6 +29,9 @@
 // returns once it answers (Redis: PING; MariaDB: SELECT 1 over TCP;
 // ZooKeeper: "srvr" reports a Mode).
 //
+// [NATS] and [NewNATS] start a nats-server with JetStream whose streams
+// survive a Kill and Start (they live in the server's dir).
+//
 // # Missing binaries
 //
 // When a binary is missing or a server fails to start, the test is skipped
@@ -35,10 +39,18 @@
 // the environment (see [Required]) the same conditions fail the test
 // instead; CI sets it.
 //
+// # RabbitMQ
+//
+// [RabbitMQ] does not start a broker: it makes a vhost on the RabbitMQ
+// that runs as a system service on 127.0.0.1:5672 (guest/guest), which the
+// test's Cleanup deletes. [RabbitVHost.CloseConnections] closes the
+// vhost's client connections, the way to test a lost connection without
+// stopping a broker other tests share.
+//
 // Binaries used: redis-server; mariadb-install-db, mariadbd and the mariadb
 // client; java and the ZooKeeper jars (Debian: /usr/share/java/zookeeper.jar,
 // whose manifest names its dependencies, plus an slf4j binding; or an
-// upstream distribution under $ZOOKEEPER_HOME).
+// upstream distribution under $ZOOKEEPER_HOME); nats-server; rabbitmqctl.
 //
 // The package imports only the standard library.
 package testenv

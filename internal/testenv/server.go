@@ -93,7 +93,7 @@ func (s *server) PID() int { return s.proc.pid() }
 
 func (s *server) base() *server { return s }
 
-// anyServer is a *RedisServer, *MariaDBServer or *ZKServer.
+// anyServer is a *RedisServer, *MariaDBServer, *ZKServer or *NATSServer.
 type anyServer interface{ base() *server }
 
 // onceShared returns a function that starts the package's shared server of

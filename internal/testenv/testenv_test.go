@@ -400,3 +400,33 @@ func TestStartFailureReportsLog(t *testing.T) {
 		})
 	}
 }
+
+func TestNATSKillStart(t *testing.T) {
+	t.Parallel()
+	var n *NATSServer
+	timed(t, "private nats-server started", func() { n = NewNATS(t) })
+	if !strings.HasPrefix(n.URL(), "nats://127.0.0.1:") {
+		t.Errorf("URL = %q, want nats://127.0.0.1:port", n.URL())
+	}
+	timed(t, "killed", func() { n.Kill(t) })
+	if err := n.Ping(); err == nil {
+		t.Fatal("Ping after Kill succeeded")
+	}
+	timed(t, "started again", func() { n.Start(t) })
+	if err := n.Ping(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRabbitMQ(t *testing.T) {
+	t.Parallel()
+	var v *RabbitVHost
+	timed(t, "vhost made", func() { v = RabbitMQ(t) })
+	if !strings.HasPrefix(v.URL, "amqp://guest:guest@127.0.0.1:5672/"+rabbitVHostPrefix) {
+		t.Errorf("URL = %q", v.URL)
+	}
+	if n := v.Connections(t); n != 0 {
+		t.Errorf("a new vhost has %d connections, want 0", n)
+	}
+	v.CloseConnections(t) // none to close: still no error
+}
