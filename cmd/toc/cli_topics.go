@@ -16,7 +16,7 @@ import (
 )
 
 // topicFields are the columns of a table of topics.
-var topicFields = []string{"name", "slots", "max_attempts", "rate_limit", "burst", "max_in_flight", "weight", "paused"}
+var topicFields = []string{"name", "slots", "max_attempts", "rate_limit", "burst", "max_in_flight", "weight", "paused", "delivery"}
 
 // topicItems is the answer of toc topics list, as the API's.
 type topicItems struct {
@@ -63,7 +63,21 @@ func topicSettings(fs *flagSet) prepareCall {
 	} {
 		fs.Var(&setting{float: s.float, apply: s.apply, given: &given}, s.flag, s.usage+`; "default" for the default`)
 	}
+	var d client.Delivery
+	way := fs.string("delivery", "", "how the topic's due jobs go out: webhook, amqp or nats, with the way's settings below, given whole")
+	fs.StringVar(&d.Broker, "broker", "", "amqp, nats: the broker, by its name in the server's --amqp or --nats")
+	fs.StringVar(&d.Exchange, "exchange", "", "amqp: the exchange (\"\": the default exchange)")
+	fs.StringVar(&d.RoutingKey, "routing-key", "", "amqp: the routing key; may use {topic}, {job_id}, {key}, {biz_id}, {biz_type}")
+	fs.BoolVar(&d.Transient, "transient", false, "amqp: publish non-persistent messages")
+	fs.StringVar(&d.Subject, "subject", "", "nats: the subject, which a JetStream stream captures; may use the job's fields as --routing-key")
 	return func(args []string) (call, error) {
+		if *way != "" {
+			d.Way = *way
+			p.Delivery = &d
+			given++
+		} else if d != (client.Delivery{}) {
+			return nil, errors.New("--broker, --exchange, --routing-key, --transient and --subject go with --delivery")
+		}
 		if given == 0 {
 			return nil, errors.New("give a setting to change")
 		}

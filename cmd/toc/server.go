@@ -301,15 +301,6 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes(), Logger: s.log.With("dep", depRedis), Now: clock.Now})
-	if err != nil {
-		return err
-	}
-	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes()})
-	if err != nil {
-		return err
-	}
-	lease := timer.LeaseFor(*f.lease, *f.callbackTimeout)
 	brokers := map[timer.Way]map[string]string{}
 	for _, b := range []struct {
 		way     timer.Way
@@ -320,6 +311,21 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 	}
+	others, closeWays, err := openWays(brokers, webhook.Message, clock.Now, s.log)
+	if err != nil {
+		return err
+	}
+	defer closeWays()
+	checkWays(ctx, others, s.log)
+	queue, err := prepare.New(s.rdb, prepare.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes(), Logger: s.log.With("dep", depRedis), Now: clock.Now})
+	if err != nil {
+		return err
+	}
+	dead, err := deadletter.New(s.rdb, deadletter.Config{Prefix: *f.redisPrefix, NamespacePrefixes: s.namespaces.prefixes()})
+	if err != nil {
+		return err
+	}
+	lease := timer.LeaseFor(*f.lease, *f.callbackTimeout)
 	var (
 		assignment timer.Assignment // nil: this process owns every slot
 		shardOwner timer.ShardOwner // nil: this process scans every shard
@@ -469,7 +475,7 @@ func (s *service) run(ctx context.Context) error {
 			s.log.Warn("clock: could not read the task store's clock; measuring again every second", "dep", depTaskStore, "err", err)
 		}
 		storeState.set(true, nil) // after store: /readyz reads it once up
-		handler := ways{webhook: webhook, now: clock.Now}
+		handler := ways{webhook: webhook, others: others, now: clock.Now, observe: metrics.Delivered}
 		if eng, err = timer.New(st, queue, handler, engineCfg); err != nil {
 			return err
 		}

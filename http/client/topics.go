@@ -3,6 +3,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -47,6 +48,65 @@ type Topic struct {
 	// Retention is how long the topic's jobs are kept after they end, in
 	// force: the topic's own over the server's global retention.
 	Retention Retention
+	// Delivery is how the topic's due jobs go out.
+	Delivery Delivery
+}
+
+// Delivery is how a topic's due jobs go out: Way "webhook" (the zero
+// Delivery's meaning) POSTs each to its job's callback URL; "amqp"
+// publishes it to RabbitMQ (Broker, Exchange, RoutingKey, persistent
+// unless Transient) and "nats" to NATS JetStream (Broker, Subject). A
+// broker is named, from the server's --amqp and --nats lists; a routing
+// key or subject may use {topic}, {job_id}, {key}, {biz_id}, {biz_type}.
+type Delivery struct {
+	Way                  string
+	Broker               string
+	Exchange, RoutingKey string
+	Subject              string
+	Transient            bool
+}
+
+// deliveryJSON is a Delivery as the API's topic writes it: the way, and
+// its object.
+type deliveryJSON struct {
+	Delivery string    `json:"delivery,omitempty"`
+	AMQP     *amqpJSON `json:"amqp,omitempty"`
+	NATS     *natsJSON `json:"nats,omitempty"`
+}
+
+type amqpJSON struct {
+	Broker     string `json:"broker"`
+	Exchange   string `json:"exchange"`
+	RoutingKey string `json:"routing_key"`
+	Persistent *bool  `json:"persistent,omitempty"`
+}
+
+type natsJSON struct {
+	Broker  string `json:"broker"`
+	Subject string `json:"subject"`
+}
+
+func (d Delivery) wire() deliveryJSON {
+	w := deliveryJSON{Delivery: d.Way}
+	switch d.Way {
+	case "amqp":
+		persistent := !d.Transient
+		w.AMQP = &amqpJSON{Broker: d.Broker, Exchange: d.Exchange, RoutingKey: d.RoutingKey, Persistent: &persistent}
+	case "nats":
+		w.NATS = &natsJSON{Broker: d.Broker, Subject: d.Subject}
+	}
+	return w
+}
+
+func (w deliveryJSON) delivery() Delivery {
+	d := Delivery{Way: w.Delivery}
+	if a := w.AMQP; a != nil {
+		d.Broker, d.Exchange, d.RoutingKey, d.Transient = a.Broker, a.Exchange, a.RoutingKey, a.Persistent != nil && !*a.Persistent
+	}
+	if n := w.NATS; n != nil {
+		d.Broker, d.Subject = n.Broker, n.Subject
+	}
+	return d
 }
 
 // Retention is how long jobs are kept after they end, by the status they
@@ -116,6 +176,7 @@ type topicJSON struct {
 	Usage             *usageJSON    `json:"usage,omitempty"`
 	ExpireAfterMS     *millis       `json:"expire_after_ms"`
 	Retention         retentionJSON `json:"retention"`
+	deliveryJSON
 }
 
 type backoffMS struct {
@@ -140,7 +201,7 @@ func (t Topic) MarshalJSON() ([]byte, error) {
 		Name: t.Name, Slots: t.Slots, MaxAttempts: t.MaxAttempts, RateLimit: t.RateLimit, Burst: t.Burst,
 		MaxInFlight: t.MaxInFlight, Weight: t.Weight, Retry: backoffMS{millis(t.Retry.Base), millis(t.Retry.Max)},
 		LeaseMS: millis(t.Lease), CallbackTimeoutMS: millis(t.CallbackTimeout), LatenessSLOMS: millis(t.LatenessSLO),
-		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt), Retention: t.Retention.wire(),
+		Paused: t.Paused, CreatedAt: stamp(t.CreatedAt), Retention: t.Retention.wire(), deliveryJSON: t.Delivery.wire(),
 	}
 	if t.Expires {
 		n := millis(t.ExpireAfter)
@@ -169,7 +230,7 @@ func (t *Topic) UnmarshalJSON(data []byte) error {
 		Retry: Backoff{Base: time.Duration(w.Retry.BaseMS), Max: time.Duration(w.Retry.MaxMS)},
 		Lease: time.Duration(w.LeaseMS), CallbackTimeout: time.Duration(w.CallbackTimeoutMS),
 		LatenessSLO: time.Duration(w.LatenessSLOMS), Paused: w.Paused, CreatedAt: time.Time(w.CreatedAt),
-		Retention: w.Retention.retention(),
+		Retention: w.Retention.retention(), Delivery: w.delivery(),
 	}
 	if w.ExpireAfterMS != nil {
 		t.ExpireAfter, t.Expires = time.Duration(*w.ExpireAfterMS), true
@@ -209,6 +270,8 @@ type TopicSettings struct {
 	// ("done", "cancelled", "expired", "dead", "purged"): 0 keeps them
 	// forever; a status left out takes the server's global retention.
 	Retain map[string]time.Duration
+	// Delivery is how the topic's due jobs go out (default a webhook).
+	Delivery Delivery
 }
 
 type settingsJSON struct {
@@ -224,6 +287,7 @@ type settingsJSON struct {
 	LatenessSLOMS     *int64           `json:"lateness_slo_ms,omitempty"`
 	ExpireAfterMS     *int64           `json:"expire_after_ms,omitempty"`
 	Retention         map[string]int64 `json:"retention,omitempty"`
+	deliveryJSON
 }
 
 type retryJSON struct {
@@ -245,7 +309,7 @@ func (s TopicSettings) MarshalJSON() ([]byte, error) {
 	w := settingsJSON{
 		Slots: s.Slots, MaxAttempts: s.MaxAttempts, RateLimit: s.RateLimit, Burst: s.Burst, MaxInFlight: s.MaxInFlight,
 		Weight: s.Weight, LeaseMS: msOrNil(s.Lease), CallbackTimeoutMS: msOrNil(s.CallbackTimeout),
-		LatenessSLOMS: msOrNil(s.LatenessSLO),
+		LatenessSLOMS: msOrNil(s.LatenessSLO), deliveryJSON: s.Delivery.wire(),
 	}
 	if s.ExpireAfter != nil {
 		n := ms(*s.ExpireAfter)
@@ -314,6 +378,9 @@ type TopicPatch struct {
 	// keeps them forever, Set(d) d (in whole ms, rounded up), Reset the
 	// server's global retention.
 	Retain map[string]Patch[time.Duration]
+	// Delivery, when not nil, sets how the topic's due jobs go out,
+	// whole: the way and its settings.
+	Delivery *Delivery
 }
 
 // MarshalJSON writes p as PATCH /v1/topics/{topic} reads it (a JSON merge
@@ -341,6 +408,16 @@ func (p TopicPatch) MarshalJSON() ([]byte, error) {
 			r.put(retention, st+"_ms", inMS)
 		}
 		body["retention"] = retention
+	}
+	if p.Delivery != nil {
+		w := p.Delivery.wire()
+		body["delivery"] = cmp.Or(w.Delivery, "webhook")
+		if w.AMQP != nil {
+			body["amqp"] = w.AMQP
+		}
+		if w.NATS != nil {
+			body["nats"] = w.NATS
+		}
 	}
 	return marshal(body)
 }

@@ -66,6 +66,8 @@ type Observer struct {
 	retired   *prometheus.CounterVec
 	offset    prometheus.Gauge
 	bound     prometheus.Gauge
+	delivered *prometheus.CounterVec
+	deliverT  *prometheus.HistogramVec
 
 	maxTopics int
 	mu        sync.Mutex
@@ -135,7 +137,20 @@ func NewWith(cfg Config) (*Observer, error) {
 	m.offset = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_clock_offset_seconds", Help: "How far this member's clock is ahead of the task store's (negative: behind), at the last measurement. " +
 		"Due times follow the task store's clock whatever it is; past --clock-tolerance /readyz says the clock is wrong."})
 	m.bound = prometheus.NewGauge(prometheus.GaugeOpts{Name: "toc_clock_offset_bound_seconds", Help: "The error bound of toc_clock_offset_seconds: half the round trip of the measurement."})
+	m.delivered = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_delivery_attempts_total", Help: "Deliveries by way (webhook, amqp, nats) and outcome: " +
+		"done (the receiver answered 2xx, or the broker confirmed), failed (a failed attempt), not_sent (no attempt counted: a breaker open, or no broker of the way on this member)."}, []string{"way", "outcome"})
+	m.deliverT = prometheus.NewHistogramVec(prometheus.HistogramOpts{
+		Name:    "toc_delivery_duration_seconds",
+		Help:    "Duration of one delivery by way: the webhook call, or the publish until the broker's confirm.",
+		Buckets: prometheus.ExponentialBuckets(.0005, 2, 16),
+	}, []string{"way"})
+	for _, way := range timer.Ways {
+		for _, outcome := range []string{"done", "failed", "not_sent"} {
+			m.delivered.WithLabelValues(string(way), outcome)
+		}
+	}
 	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
+		m.delivered, m.deliverT,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
 	}
@@ -292,6 +307,20 @@ func (m *Observer) Fired(topic string, _ int, lateness, took time.Duration, err 
 	m.fired.WithLabelValues(label, outcome).Inc()
 	m.lateness.WithLabelValues(label).Observe(lateness.Seconds())
 	m.dispatch.Observe(took.Seconds())
+}
+
+// Delivered counts one delivery by way, as its handler returned.
+func (m *Observer) Delivered(way timer.Way, took time.Duration, err error) {
+	outcome := "done"
+	switch _, notSent := errors.AsType[*timer.NotSentError](err); {
+	case notSent:
+		m.delivered.WithLabelValues(string(way), "not_sent").Inc()
+		return
+	case err != nil:
+		outcome = "failed"
+	}
+	m.delivered.WithLabelValues(string(way), outcome).Inc()
+	m.deliverT.WithLabelValues(string(way)).Observe(took.Seconds())
 }
 
 func (m *Observer) BreakerOpened()             { m.opened.Inc() }

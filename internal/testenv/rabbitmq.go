@@ -95,6 +95,25 @@ func (v *RabbitVHost) CloseConnections(tb testing.TB) {
 	}
 }
 
+// Down takes the vhost down for its clients as a stopped broker would,
+// without touching the other tests' vhosts: it refuses new connections
+// (a connection limit of 0) and closes those it has. Up ends it.
+func (v *RabbitVHost) Down(tb testing.TB) {
+	tb.Helper()
+	if _, err := v.run("set_vhost_limits", "-p", v.Name, `{"max-connections": 0}`); err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+	v.CloseConnections(tb)
+}
+
+// Up lets clients connect to the vhost again after Down.
+func (v *RabbitVHost) Up(tb testing.TB) {
+	tb.Helper()
+	if _, err := v.run("clear_vhost_limits", "-p", v.Name); err != nil {
+		tb.Fatalf("testenv: %v", err)
+	}
+}
+
 // Connections returns how many client connections the vhost has.
 func (v *RabbitVHost) Connections(tb testing.TB) int {
 	tb.Helper()
