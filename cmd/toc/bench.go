@@ -21,7 +21,7 @@ import (
 	"github.com/toc-project/toc/http/client"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce,inout] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce,inout,bus] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -88,6 +88,15 @@ when it was to be sent) and the CPU a job cost each part; with
 reports the highest at which both p99s stay within 10 ms:
   toc bench --scenarios inout --rates 5000 [--pending 200000] [--inout-search]
 
+bus, run only when named (--stack real), measures each way a topic may
+deliver by as webhooks are: for each of --bus-ways, a topic delivered by
+it fires the first of --rates for --duration, then drains --drain-jobs
+due at once; a job counts when its consumer got it, signature verified.
+nats: a JetStream stream (file storage) on a nats-server the bench
+starts; amqp: a queue of the machine's RabbitMQ (127.0.0.1:5672, guest),
+persistent messages through a topic exchange:
+  toc bench --scenarios bus [--bus-ways webhook,nats,amqp] [--rates 1000] [--drain-jobs 50000]
+
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
             given by --mysql-dsn and --redis-addr; --redis-cluster starts
@@ -152,6 +161,8 @@ type benchConfig struct {
 	coalesce client.Coalescing
 	// inoutSearch makes the inout scenario look for its highest rate.
 	inoutSearch bool
+	// busWays are the ways the bus scenario measures.
+	busWays []string
 
 	jsonOut    string
 	profileDir string
@@ -202,6 +213,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	coalesceInFlight := fs.int("coalesce-in-flight", 0, fmt.Sprintf("coalesce: the client's requests under way at once (default %d)", client.DefaultCoalesceMaxInFlight))
 	inoutSearch := fs.bool("inout-search", false, "inout: also step the rate up by 1000/s from 1000/s and report the highest at which both p99s stay within 10 ms")
 	coalesceLinger := fs.duration("coalesce-linger", 0, "coalesce: how long a batch's first call waits for others")
+	busWaysFlag := fs.string("bus-ways", strings.Join(busWays, ","), "bus: the ways measured, in order, comma-separated: webhook, nats, amqp")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -218,6 +230,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 		agedRows: *agedRows, agedPhase: *agedPhase, agedRelease: *agedRelease, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
 		coalesce: client.Coalescing{MaxInFlight: *coalesceInFlight, Linger: *coalesceLinger}, inoutSearch: *inoutSearch,
+		busWays: strings.Split(*busWaysFlag, ","),
 	}
 	var err error
 	if cfg.rates, err = intList(*rates, "--rates"); err != nil {
@@ -250,7 +263,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout", "bus"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -295,6 +308,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.coalesce(ctx)
 		case "inout":
 			res, err = b.inout(ctx)
+		case "bus":
+			res, err = b.bus(ctx)
 		}
 		if err != nil {
 			if len(res) > 0 {
@@ -384,6 +399,11 @@ type bench struct {
 	token     string
 	client    *fasthttp.Client
 	recv      *benchReceiver
+	// busTopics are the topics delivered by a message broker, whose jobs
+	// take no callback URL; brokerPID is the broker's process while the
+	// bus scenario measures one (0: none).
+	busTopics map[string]bool
+	brokerPID int
 	rdb       redis.UniversalClient // nil unless the bench can reach toc's Redis (a *redis.ClusterClient on a cluster)
 	tocPID    int                   // 0 when toc is not our child
 	storePIDs []int                 // the mariadbds the bench started for toc (none with --mysql-dsn), for cpuMark

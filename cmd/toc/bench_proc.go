@@ -174,12 +174,17 @@ func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
 // cpuPerJob. The bench's own process counts: its load generator and its
 // receiver share the machine with the toc they measure.
 type cpuMark struct {
-	toc, store, redis, bench time.Duration // -1: unknown
-	machine                  machineCPU
+	toc, store, redis, bench, broker time.Duration // -1: unknown
+	machine                          machineCPU
 }
 
 func (b *bench) cpuMark(ctx context.Context) cpuMark {
-	m := cpuMark{toc: -1, store: -1, bench: -1, redis: -1, machine: readMachineCPU()}
+	m := cpuMark{toc: -1, store: -1, bench: -1, redis: -1, broker: -1, machine: readMachineCPU()}
+	if b.brokerPID != 0 {
+		if cpu, err := cpuTime(b.brokerPID); err == nil {
+			m.broker = cpu
+		}
+	}
 	if b.tocPID != 0 {
 		if cpu, err := cpuTime(b.tocPID); err == nil {
 			m.toc = cpu
@@ -225,7 +230,7 @@ func (b *bench) cpuPerJob(ctx context.Context, m cpuMark, jobs int) map[string]a
 		return math.Round(10*float64(d.Microseconds())/float64(jobs)) / 10
 	}
 	for name, v := range map[string][2]time.Duration{
-		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "redis": {m.redis, now.redis}, "bench": {m.bench, now.bench},
+		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "redis": {m.redis, now.redis}, "bench": {m.bench, now.bench}, "broker": {m.broker, now.broker},
 	} {
 		if v[0] >= 0 && v[1] >= 0 {
 			out["cpu_us_per_job_"+name] = per(v[1] - v[0])

@@ -73,26 +73,11 @@ func (r *benchReceiver) close() {
 
 // serve verifies the Standard Webhooks signature and records the job.
 func (r *benchReceiver) serve(ctx *fasthttp.RequestCtx) {
-	now := time.Now()
 	h := &ctx.Request.Header
-	id, ts := string(h.Peek("webhook-id")), string(h.Peek("webhook-timestamp"))
-	due, derr := time.Parse(time.RFC3339, string(h.Peek("toc-due-at")))
-	sec, terr := strconv.ParseInt(ts, 10, 64)
-	if derr != nil || terr != nil || !r.verify(id, sec, ctx.PostBody(), string(h.Peek("webhook-signature"))) {
-		r.mu.Lock()
-		r.bad++
-		r.mu.Unlock()
+	if !r.record(time.Now(), func(k string) string { return string(h.Peek(k)) }, ctx.PostBody()) {
 		ctx.SetStatusCode(http.StatusUnauthorized)
 		return
 	}
-	r.mu.Lock()
-	a, seen := r.arrivals[id]
-	if !seen {
-		a = arrival{at: now, due: due}
-	}
-	a.count++
-	r.arrivals[id] = a
-	r.mu.Unlock()
 	if ms, err := strconv.Atoi(string(ctx.QueryArgs().Peek("sleep_ms"))); err == nil && ms > 0 {
 		// A slow receiver: answer only after ms.
 		n := r.sleeping.Add(1)
@@ -105,6 +90,29 @@ func (r *benchReceiver) serve(ctx *fasthttp.RequestCtx) {
 		r.sleeping.Add(-1)
 	}
 	ctx.SetStatusCode(http.StatusNoContent)
+}
+
+// record verifies the Standard Webhooks signature of a delivery that
+// arrived at now, by webhook or from a message broker, whose headers
+// header reads, and records its job; false for a bad one.
+func (r *benchReceiver) record(now time.Time, header func(string) string, body []byte) bool {
+	id, ts := header("webhook-id"), header("webhook-timestamp")
+	due, derr := time.Parse(time.RFC3339, header("toc-due-at"))
+	sec, terr := strconv.ParseInt(ts, 10, 64)
+	ok := derr == nil && terr == nil && r.verify(id, sec, body, header("webhook-signature"))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !ok {
+		r.bad++
+		return false
+	}
+	a, seen := r.arrivals[id]
+	if !seen {
+		a = arrival{at: now, due: due}
+	}
+	a.count++
+	r.arrivals[id] = a
+	return true
 }
 
 // span returns the first and last arrival of ids.

@@ -17,16 +17,29 @@ import (
 // jobJSON is one job of a scheduling request, written by hand: the load
 // generator must not be the bottleneck.
 func (b *bench) jobJSON(buf *bytes.Buffer, topic string, due time.Time) {
-	jobJSONTo(buf, topic, due, b.recv.url)
+	jobJSONTo(buf, topic, due, b.callbackOf(topic))
 }
 
+// callbackOf is the callback URL of topic's jobs: the receiver's, none
+// for a topic delivered by a message broker (the bus scenario's).
+func (b *bench) callbackOf(topic string) string {
+	if b.busTopics[topic] {
+		return ""
+	}
+	return b.recv.url
+}
+
+// jobJSONTo writes a job of topic due at due, calling url back (none for
+// "").
 func jobJSONTo(buf *bytes.Buffer, topic string, due time.Time, url string) {
 	buf.WriteString(`{"topic":"`)
 	buf.WriteString(topic)
 	buf.WriteString(`","fire_at":"`)
 	buf.WriteString(due.UTC().Format("2006-01-02T15:04:05.000Z"))
-	buf.WriteString(`","callback_url":"`)
-	buf.WriteString(url)
+	if url != "" {
+		buf.WriteString(`","callback_url":"`)
+		buf.WriteString(url)
+	}
 	buf.WriteString(`","payload":{"bench":true}}`)
 }
 
@@ -41,7 +54,7 @@ type batchAnswer struct {
 
 // scheduleBatch schedules one job of topic per due time in one request.
 func (b *bench) scheduleBatch(ctx context.Context, topic string, dues []time.Time) ([]string, error) {
-	return b.scheduleBatchTo(ctx, topic, b.recv.url, dues)
+	return b.scheduleBatchTo(ctx, topic, b.callbackOf(topic), dues)
 }
 
 // scheduleBatchTo is scheduleBatch with another callback URL.
@@ -311,7 +324,7 @@ func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, sp
 		sem <- struct{}{}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			got, err := b.postBatch(ctx, b.recv.url, dues, func(i int) string { return topics[(first+i)%len(topics)] })
+			got, err := b.postBatch(ctx, b.callbackOf(topics[0]), dues, func(i int) string { return topics[(first+i)%len(topics)] })
 			mu.Lock()
 			defer mu.Unlock()
 			ids = append(ids, got...)
@@ -327,12 +340,19 @@ func (b *bench) steadyOver(ctx context.Context, topics []string, rate int, d, sp
 // drain schedules N jobs due at one instant and measures how long firing
 // them all takes.
 func (b *bench) drain(ctx context.Context) ([]result, error) {
-	n := b.cfg.drainJobs
-	topic := b.topic("drain")
+	r, err := b.drainTopic(ctx, b.topic("drain"), b.cfg.drainJobs)
+	if err != nil {
+		return nil, err
+	}
+	return []result{r}, nil
+}
+
+// drainTopic is drain of n jobs of topic.
+func (b *bench) drainTopic(ctx context.Context, topic string, n int) (result, error) {
 	due := time.Now().Add(2*time.Second + time.Duration(n)*time.Second/25000).Truncate(time.Millisecond)
 	ids, err := b.load(ctx, topic, n, func(int) time.Time { return due }, 4)
 	if err != nil {
-		return nil, err
+		return result{}, err
 	}
 	late := time.Since(due)
 	// The stack's CPU is read from the due time on, when the drain begins.
@@ -348,9 +368,9 @@ func (b *bench) drain(ctx context.Context) ([]result, error) {
 		extra["scheduling_ended_after_due_ms"] = late.Milliseconds()
 	}
 	took := last.Sub(due)
-	return []result{{Scenario: "drain", Name: fmt.Sprintf("drain %d due at once", n),
+	return result{Scenario: "drain", Name: fmt.Sprintf("drain %d due at once", n),
 		Count: n, Seconds: took.Seconds(), Rate: float64(len(lat)) / took.Seconds(), Latency: distOf(lat),
-		Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra}}, nil
+		Lost: intp(lost), Dups: intp(dups), Early: intp(early), Extra: extra}, nil
 }
 
 // memory measures Redis bytes per pending job within the horizon, Redis

@@ -33,3 +33,7 @@ func (m *MariaDBServer) CreateDatabase(name string) (string, error) {
 func StartRedisCluster(opts RedisClusterOptions) (*RedisCluster, error) {
 	return startRedisCluster(opts)
 }
+
+// StartNATS starts a nats-server with JetStream on a free loopback port
+// outside a test (toc bench); Stop stops it and deletes its data.
+func StartNATS() (*NATSServer, error) { return startNATS() }

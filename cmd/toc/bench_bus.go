@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	natsgo "github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	amqp091 "github.com/rabbitmq/amqp091-go"
+
+	"github.com/toc-project/toc/internal/testenv"
+)
+
+// The bus scenario (issue 36): each way a topic may deliver by, measured
+// as the webhooks are. For each of --bus-ways, a topic delivered by it
+// fires --rates' first rate for --duration, each job due --lead after it
+// is sent, then drains --drain-jobs due at one instant. A job counts when
+// its consumer got it with a good Standard Webhooks signature, at the
+// time it got it: the bench's webhook receiver; a JetStream consumer of a
+// stream of the bench's own nats-server (file storage); a consumer of a
+// queue on the machine's RabbitMQ (127.0.0.1:5672, guest), bound to a
+// topic exchange, persistent messages.
+
+// busWays are the ways the bus scenario knows, in its default order.
+var busWays = []string{"webhook", "nats", "amqp"}
+
+const (
+	// rabbitBenchURL is the machine's RabbitMQ, which the bench uses as
+	// the tests do, in its default vhost.
+	rabbitBenchURL = "amqp://guest:guest@127.0.0.1:5672/"
+	busExchange    = "toc-bench"
+)
+
+func (b *bench) bus(ctx context.Context) ([]result, error) {
+	if len(b.serveArgs) == 0 {
+		return nil, errors.New("bus needs --stack real: it restarts toc with its brokers")
+	}
+	ways := b.cfg.busWays
+	brokerArgs := []string{}
+	consumers := map[string]func() error{}
+	brokerPIDs := map[string]int{}
+	defer func() {
+		for _, stop := range consumers {
+			_ = stop()
+		}
+	}()
+	for _, way := range ways {
+		switch way {
+		case "webhook":
+		case "nats":
+			n, err := testenv.StartNATS()
+			if err != nil {
+				return nil, fmt.Errorf("start nats-server: %w", err)
+			}
+			b.closers = append(b.closers, func() { n.Stop() })
+			stop, err := b.consumeNATS(ctx, n.URL())
+			if err != nil {
+				return nil, err
+			}
+			consumers[way], brokerPIDs[way] = stop, n.PID()
+			brokerArgs = append(brokerArgs, "--nats", "bench="+n.URL())
+		case "amqp":
+			stop, err := b.consumeAMQP(ctx)
+			if err != nil {
+				return nil, err
+			}
+			consumers[way], brokerPIDs[way] = stop, rabbitPID()
+			brokerArgs = append(brokerArgs, "--amqp", "bench="+rabbitBenchURL)
+		default:
+			return nil, fmt.Errorf("--bus-ways: %q, want some of webhook, nats, amqp", way)
+		}
+	}
+	if err := b.restartToc(ctx, "toc-bus", brokerArgs...); err != nil {
+		return nil, err
+	}
+	if b.busTopics == nil {
+		b.busTopics = map[string]bool{}
+	}
+	rate := b.cfg.rates[0]
+	var res []result
+	for _, way := range ways {
+		settings := `{}`
+		switch way {
+		case "nats":
+			settings = `{"delivery": "nats", "nats": {"broker": "bench", "subject": "bench.{topic}"}}`
+		case "amqp":
+			settings = `{"delivery": "amqp", "amqp": {"broker": "bench", "exchange": "` + busExchange + `", "routing_key": "{topic}"}}`
+		}
+		fire, drain := b.topic("bus-fire-"+way), b.topic("bus-drain-"+way)
+		for _, topic := range []string{fire, drain} {
+			if err := b.putTopic(ctx, topic, settings); err != nil {
+				return res, err
+			}
+			b.busTopics[topic] = way != "webhook"
+		}
+
+		ids, errs := b.steadyOver(ctx, []string{fire}, rate, b.cfg.duration, 0, b.cfg.lead)
+		b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
+		extra := map[string]any{"way": way}
+		if p99, at, ok := b.recv.worstSecond(ids); ok {
+			extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
+		}
+		res = append(res, b.steadyResult("bus", fmt.Sprintf("%s: fire %d/s", way, rate), ids, errs, b.cfg.duration, extra))
+
+		b.brokerPID = brokerPIDs[way] // its CPU a job, in the drain's
+		r, err := b.drainTopic(ctx, drain, b.cfg.drainJobs)
+		b.brokerPID = 0
+		if err != nil {
+			return res, err
+		}
+		r.Scenario, r.Name = "bus", fmt.Sprintf("%s: drain %d due at once", way, b.cfg.drainJobs)
+		r.Extra["way"] = way
+		res = append(res, r)
+	}
+	return res, nil
+}
+
+// rabbitPID is the process of the machine's RabbitMQ, the Erlang VM
+// (beam.smp); 0 when pgrep finds none.
+func rabbitPID() int {
+	out, err := exec.Command("pgrep", "-o", "-f", "beam.smp.*rabbit").Output()
+	if err != nil {
+		return 0
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(out)))
+	return pid
+}
+
+// consumeNATS makes the stream BENCH over bench.> on the nats-server at
+// url and hands each message to the receiver as it comes; stop ends it.
+func (b *bench) consumeNATS(ctx context.Context, url string) (stop func() error, err error) {
+	nc, err := natsgo.Connect(url)
+	if err != nil {
+		return nil, fmt.Errorf("nats %s: %w", url, err)
+	}
+	js, err := jetstream.New(nc)
+	if err == nil {
+		var s jetstream.Stream
+		s, err = js.CreateStream(ctx, jetstream.StreamConfig{Name: "BENCH", Subjects: []string{"bench.>"}, Storage: jetstream.FileStorage, Duplicates: time.Minute})
+		if err == nil {
+			var cons jetstream.Consumer
+			if cons, err = s.OrderedConsumer(ctx, jetstream.OrderedConsumerConfig{}); err == nil {
+				var cc jetstream.ConsumeContext
+				cc, err = cons.Consume(func(m jetstream.Msg) { b.recv.record(time.Now(), m.Headers().Get, m.Data()) })
+				if err == nil {
+					return func() error { cc.Stop(); nc.Close(); return nil }, nil
+				}
+			}
+		}
+	}
+	nc.Close()
+	return nil, fmt.Errorf("nats stream: %w", err)
+}
+
+// consumeAMQP declares the bench's exchange and a queue of its own on the
+// machine's RabbitMQ, and hands each message to the receiver as it comes.
+func (b *bench) consumeAMQP(ctx context.Context) (stop func() error, err error) {
+	conn, err := amqp091.Dial(rabbitBenchURL)
+	if err != nil {
+		return nil, fmt.Errorf("RabbitMQ at %s (rabbitmq-server -detached starts it): %w", rabbitBenchURL, err)
+	}
+	fail := func(err error) (func() error, error) {
+		conn.Close()
+		return nil, fmt.Errorf("RabbitMQ: %w", err)
+	}
+	ch, err := conn.Channel()
+	if err != nil {
+		return fail(err)
+	}
+	queue := "toc-bench-" + strconv.Itoa(b.tocPID)
+	if err := ch.ExchangeDeclare(busExchange, amqp091.ExchangeTopic, true, false, false, false, nil); err != nil {
+		return fail(err)
+	}
+	if _, err := ch.QueueDeclare(queue, true, true, false, false, nil); err != nil {
+		return fail(err)
+	}
+	if err := ch.QueueBind(queue, "#", busExchange, false, nil); err != nil {
+		return fail(err)
+	}
+	if err := ch.Qos(1000, 0, false); err != nil {
+		return fail(err)
+	}
+	msgs, err := ch.ConsumeWithContext(ctx, queue, "", true, true, false, false, nil)
+	if err != nil {
+		return fail(err)
+	}
+	go func() {
+		for m := range msgs {
+			b.recv.record(time.Now(), func(k string) string { s, _ := m.Headers[k].(string); return s }, m.Body)
+		}
+	}()
+	return conn.Close, nil
+}
