@@ -174,6 +174,7 @@ export async function topicPage(view, params, name) {
         ['Callback timeout', duration(topic.callback_timeout_ms)],
         ['Lateness objective', topic.lateness_slo_ms ? duration(topic.lateness_slo_ms) : 'none'],
         ['Deadline of its jobs', deadline(topic.expire_after_ms), 'topic-deadline'],
+        ['Delivery', delivery(topic), 'topic-delivery'],
         ['Created', topic.created_at],
       ]))),
     el('h2', {}, 'Circuit breakers'),
@@ -278,3 +279,18 @@ async function listJobs(section, name, params) {
   );
 }
 
+
+// delivery says how a topic's due jobs go out: by webhook to each job's
+// callback URL, or published to a message broker, named with the
+// address on it.
+function delivery(topic) {
+  switch (topic.delivery) {
+    case 'amqp': {
+      const a = topic.amqp;
+      return `RabbitMQ ${a.broker}: exchange ${a.exchange ? `"${a.exchange}"` : '(default)'}, routing key "${a.routing_key}"${a.persistent ? '' : ', transient'}`;
+    }
+    case 'nats':
+      return `NATS JetStream ${topic.nats.broker}: subject "${topic.nats.subject}"`;
+  }
+  return "webhook to each job's callback URL";
+}
