@@ -260,14 +260,15 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		return errors.New("no callback_url")
 	}
 	now := c.cfg.Now()
-	m, err := c.message(d, now, []Header{
-		{"Content-Type", "application/json"},
-		{"User-Agent", c.cfg.UserAgent},
+	id := j.ID.String()
+	m, err := c.message(d, now, id, append(make([]Header, 0, messageHeaders+2),
+		Header{"Content-Type", "application/json"},
+		Header{"User-Agent", c.cfg.UserAgent},
 		// The job id is also the idempotency key. It lets the transport
 		// resend the request when a kept-alive connection turns out to
 		// have been closed by the receiver, instead of failing the attempt.
-		{"Idempotency-Key", j.ID.String()},
-	})
+		Header{"Idempotency-Key", id},
+	))
 	if err != nil {
 		return err
 	}
@@ -316,17 +317,20 @@ type Message struct {
 // Message signs d at now as the webhook to its job would be, with the
 // topic's keys (its namespace's), for a delivery by another way.
 func (c *Client) Message(d timer.Delivery, now time.Time) (Message, error) {
-	return c.message(d, now, []Header{{"Content-Type", "application/json"}})
+	return c.message(d, now, d.Job.ID.String(), append(make([]Header, 0, messageHeaders), Header{"Content-Type", "application/json"}))
 }
 
-// message is d's body and its headers after first.
-func (c *Client) message(d timer.Delivery, now time.Time, first []Header) (Message, error) {
+// messageHeaders is how many headers a message has at most: the
+// Content-Type and those message adds.
+const messageHeaders = 8
+
+// message is d's body and its headers after first; id is the job's.
+func (c *Client) message(d timer.Delivery, now time.Time, id string, first []Header) (Message, error) {
 	j := d.Job
 	body, err := encodeBody(d)
 	if err != nil {
 		return Message{}, fmt.Errorf("encode webhook: %w", err)
 	}
-	id := j.ID.String()
 	headers := append(first,
 		Header{"webhook-id", id},
 		Header{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
