@@ -105,3 +105,55 @@ func TestSeriesMergesMembers(t *testing.T) {
 		t.Fatalf("a step of 15s: %d %v", status, body)
 	}
 }
+
+// Two members of a ZooKeeper cluster on one task store and Redis split a
+// topic's slots and fire its jobs between them: each answers the series
+// with the whole load, its own share from memory and the other's from
+// Redis, and names two members.
+func TestSeriesTwoMembers(t *testing.T) {
+	zkAddr := testenv.ZooKeeper(t).Addr
+	dsn := testenv.MariaDB(t).NewDatabase(t)
+	rds := testenv.Redis(t)
+	prefix := fmt.Sprintf("ser2%d:", time.Now().UnixNano())
+	root := fmt.Sprintf("/toc-series-%d", time.Now().UnixNano())
+	r := newReceiver(t, e2eSecret)
+	var ps []*proc
+	for i := range 2 {
+		ps = append(ps, startToc(t, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
+			"--api-token", "tok3n", "--webhook-secret", e2eSecret, "--allow-private-callbacks",
+			"--zk", zkAddr, "--zk-root", root, "--member-id", fmt.Sprintf("m%d", i+1)))
+	}
+	if status, body := ps[0].call(t, "PUT", "/v1/topics/shared", map[string]any{"slots": 16}); status/100 != 2 {
+		t.Fatalf("PUT /v1/topics/shared: %d %v", status, body)
+	}
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		v := ps[0].cluster(t)
+		if v.Status.Connected && len(v.Status.Members) == 2 && v.Status.Members[0].Slots > 0 && v.Status.Members[1].Slots > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the two members did not share the slots: %+v", v)
+		}
+	}
+	const n = 40
+	var last string
+	for i := range n {
+		last = postJob(t, ps[0], map[string]any{"topic": "shared", "delay_ms": i * 50, "callback_url": r.srv.URL, "biz_id": i + 1})
+	}
+	waitJob(t, ps[0], last, "done")
+	for i, p := range ps {
+		for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+			status, body := p.call(t, "GET", "/v1/topics/shared/series?step=1m", nil)
+			if status != http.StatusOK {
+				t.Fatalf("member %d: %d %v", i+1, status, body)
+			}
+			got := sumSeries(t, body)
+			if got.fires == n && got.members == 2 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("member %d answers %+v, want %d fires from 2 members", i+1, got, n)
+			}
+		}
+	}
+}
