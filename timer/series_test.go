@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -176,5 +177,34 @@ func TestSeriesQueryCheck(t *testing.T) {
 	q.Align()
 	if !q.From.Equal(now.Add(-30*time.Second)) || !q.To.Equal(now.Add(10*time.Second)) || q.Buckets() != 4 {
 		t.Fatalf("aligned %v..%v (%d buckets)", q.From, q.To, q.Buckets())
+	}
+}
+
+// Concurrent events, samples and reads lose no count (run with -race).
+func TestSeriesConcurrent(t *testing.T) {
+	clock := &fakeClock{t: time.Unix(1_800_000_000, 0)}
+	s := timer.NewSeries(3, func() time.Time { return clock.t })
+	const workers, each = 8, 500
+	var wg sync.WaitGroup
+	for w := range workers {
+		wg.Go(func() {
+			topic := fmt.Sprintf("t%d", w)
+			for range each {
+				s.Fired(topic, time.Millisecond, nil)
+				s.SampleInFlight(map[string]int64{topic: 1})
+				s.Buckets(timer.SeriesAll, timer.SeriesFine, clock.t, clock.t.Add(timer.SeriesFine))
+			}
+		})
+	}
+	wg.Wait()
+	if got := s.Buckets(timer.SeriesAll, timer.SeriesCoarse, clock.t, clock.t.Add(time.Minute))[0].Fires; got != workers*each {
+		t.Fatalf("%d fires counted, want %d", got, workers*each)
+	}
+	var topics int64
+	for _, label := range s.Labels()[1:] {
+		topics += s.Buckets(label, timer.SeriesFine, clock.t, clock.t.Add(timer.SeriesFine))[0].Fires
+	}
+	if topics != workers*each || len(s.Labels()) != 5 { // _all, 3 topics, _other
+		t.Fatalf("the topics' series hold %d fires in %v", topics, s.Labels())
 	}
 }
