@@ -100,7 +100,7 @@ export function chartsSection(topic) {
   }
 
   async function refresh() {
-    if (!node.isConnected && answer) return stop();
+    if (!node.isConnected) return stop(); // the page moved on
     const req = request();
     node.dataset.query = req;
     try {
