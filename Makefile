@@ -34,7 +34,7 @@ GOCLIENT_GEN  = $(GO) run $(OAPI_CODEGEN) -generate types,client -package goclie
 
 # The npm projects: the OpenAPI linters and TypeScript check (http/contract)
 # and the Node webhook receiver; each pins its packages in package-lock.json.
-NPM_DIRS := http/contract http/webhook/examples/nodereceiver
+NPM_DIRS := http/contract http/webhook/examples/nodereceiver http/ui/lib
 
 help: ## List the targets
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-8s %s\n", $$1, $$2}' $(MAKEFILE_LIST)

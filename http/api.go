@@ -188,6 +188,9 @@ type APIConfig struct {
 	// AuditFailed, when set, hears of each audit entry that could not be
 	// written (the action stands; see http/audit.go).
 	AuditFailed func()
+	// Series reads the cluster's series for GET /v1/series and GET
+	// /v1/topics/{topic}/series (nil: those routes answer 404).
+	Series SeriesReader
 	// Cluster returns what GET /v1/cluster shows: the members, the leader
 	// and the assignment (nil: a standalone process).
 	Cluster func() any

@@ -57,6 +57,10 @@ type claim struct {
 	// schedules is how many schedules the request creates: each costs the
 	// rate of one job, and max_pending must have room for one more.
 	schedules int
+	// everyTopic: the request reads what every topic did, of every
+	// namespace (GET /v1/series): only a token that may see every topic
+	// may make it (auth.Principal.AllTopics).
+	everyTopic bool
 }
 
 // topicRef is a topic a request names: by field, and the name as the
@@ -286,6 +290,9 @@ func (a *API) callbackNeeded(ctx context.Context, cb callbackRef, ways map[strin
 // admitScope refuses what the token may not use or see.
 func (a *API) admitScope(ctx context.Context, c *claim, ad *admission) error {
 	p := principalFrom(ctx)
+	if c.everyTopic && p != nil && !p.AllTopics() {
+		return fmt.Errorf("token %s may not see every topic, and this covers them all: ask for a topic's (GET /v1/topics/{topic}/series): %w", p.Name, errForbidden)
+	}
 	var refused []timer.ItemError
 	for _, t := range c.topics {
 		if *t.name == "" {

@@ -132,7 +132,7 @@ func TestOpenAPISecurityMatchesAuth(t *testing.T) {
 // operation, over calls that meet each documented error; and every
 // operation is called, so that a new route cannot go untested here.
 func TestOpenAPIStatusesDocumented(t *testing.T) {
-	e := newAPIEnv(t, tochttp.APIConfig{Metrics: metricsStandIn}, nil)
+	e := newAPIEnv(t, tochttp.APIConfig{Metrics: metricsStandIn, Series: &fakeSeries{}}, nil)
 	ops := openAPIOps(t)
 	called := map[string]bool{}
 	// call makes a request to route (the documented "METHOD /path") at
@@ -222,6 +222,10 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("GET /v1/topics/{topic}/forecast", "/v1/topics/orders/forecast?from=2030-01-01T00:00:00Z&to=2030-01-02T00:00:00Z&step=1h", "", 200)
 	call("GET /v1/topics/{topic}/forecast", "/v1/topics/orders/forecast?step=1ms", "", 400)
 	call("GET /v1/topics/{topic}/forecast", "/v1/topics/ghost/forecast", "", 404)
+	call("GET /v1/topics/{topic}/series", "/v1/topics/orders/series?step=1m", "", 200)
+	call("GET /v1/topics/{topic}/series", "/v1/topics/orders/series?step=15s", "", 400)
+	call("GET /v1/series", "/v1/series", "", 200)
+	call("GET /v1/series", "/v1/series?from=2000-01-01T00:00:00Z", "", 400)
 	call("DELETE /v1/topics/{topic}", "/v1/topics/pay", "", 204)
 	call("DELETE /v1/topics/{topic}", "/v1/topics/orders", "", 409)
 	call("DELETE /v1/topics/{topic}", "/v1/topics/pay", "", 404)

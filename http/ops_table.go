@@ -55,6 +55,8 @@ func (a *API) ops() []op {
 		{"POST", "/v1/topics/{topic}/resume", auth.Admin, 0, gated(a, readTopicAt, a.pauseTopic(false))},
 		{"GET", "/v1/topics/{topic}/stats", auth.Read, 0, gated(a, readTopicAt, a.topicStats)},
 		{"GET", "/v1/topics/{topic}/forecast", auth.Read, 0, gated(a, a.readForecast, a.forecast)},
+		{"GET", "/v1/topics/{topic}/series", auth.Read, 0, gated(a, a.readSeries(true), a.series)},
+		{"GET", "/v1/series", auth.Read, 0, gated(a, a.readSeries(false), a.series)},
 		{"POST", "/v1/schedules", auth.Write, small, gated(a, a.readSchedule, a.createSchedule)},
 		{"GET", "/v1/schedules", auth.Read, 0, gated(a, readNothing, a.listSchedules)},
 		{"GET", "/v1/schedules/{id}", auth.Read, 0, gated(a, a.readScheduleAt, a.getSchedule)},

@@ -218,15 +218,7 @@ func usageViewOf(u timer.Usage) *usageView {
 	for _, c := range u.Lateness {
 		v.LatenessCalls += c
 	}
-	pct := func(q float64) *int64 {
-		d, ok := timer.LatenessQuantile(u.Lateness, q)
-		if !ok {
-			return nil
-		}
-		ms := d.Milliseconds()
-		return &ms
-	}
-	v.LatenessP50MS, v.LatenessP99MS = pct(.50), pct(.99)
+	v.LatenessP50MS, v.LatenessP99MS = latenessMS(u.Lateness, .50), latenessMS(u.Lateness, .99)
 	return v
 }
 

@@ -107,11 +107,7 @@ func usageParts(u timer.TopicUsage) (head, tail string) {
 	head = strconv.FormatInt(u.InFlight, 10) + " " + strconv.FormatFloat(u.Rate, 'f', 3, 64) + " " +
 		strconv.FormatInt(u.Throttled, 10)
 	if len(u.Lateness) > 0 {
-		counts := make([]string, len(u.Lateness))
-		for i, c := range u.Lateness {
-			counts[i] = strconv.FormatInt(c, 10)
-		}
-		tail = " " + strings.Join(counts, ",")
+		tail = " " + joinCounts(u.Lateness)
 	}
 	return head, tail
 }

@@ -13,6 +13,10 @@ import (
 // buckets; a last bucket holds the rest.
 var LatenessBounds = []int64{1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10_000, 30_000, 60_000}
 
+// LatenessBuckets is how many buckets the lateness is counted in: one per
+// bound of LatenessBounds and one beyond.
+const LatenessBuckets = 16
+
 // LatenessWindow is how far back a topic's lateness counts.
 const LatenessWindow = 5 * time.Minute
 
@@ -25,7 +29,7 @@ type lateness struct {
 	mu    sync.Mutex
 	slots [latenessSlots]struct {
 		minute int64
-		counts [16]int64
+		counts [LatenessBuckets]int64
 	}
 }
 
@@ -46,7 +50,7 @@ func (l *lateness) observe(d time.Duration, now time.Time) {
 	defer l.mu.Unlock()
 	s := &l.slots[m%latenessSlots]
 	if s.minute != m {
-		s.minute, s.counts = m, [16]int64{}
+		s.minute, s.counts = m, [LatenessBuckets]int64{}
 	}
 	s.counts[bucketOf(d)]++
 }

@@ -244,7 +244,11 @@ type service struct {
 // retries); /readyz says which one is failing.
 func (s *service) run(ctx context.Context) error {
 	f := s.flags
-	metrics, err := metrics.NewWith(metrics.Config{MaxTopics: *f.metricsTopics})
+	// The dashboard's series count on the reference clock, so that the
+	// members' buckets line up; it is made below, before anything fires.
+	var clock *timer.Clock
+	series := timer.NewSeries(cmp.Or(*f.metricsTopics, metrics.MaxTopicLabels), func() time.Time { return clock.Now() })
+	metrics, err := metrics.NewWith(metrics.Config{MaxTopics: *f.metricsTopics, Series: series})
 	if err != nil {
 		return fmt.Errorf("--metrics-max-topics: %w", err)
 	}
@@ -291,7 +295,7 @@ func (s *service) run(ctx context.Context) error {
 	default:
 		return fmt.Errorf("--clock-reference: %q, want store or local", *f.clockRef)
 	}
-	clock, err := timer.NewClock(timer.ClockConfig{
+	clock, err = timer.NewClock(timer.ClockConfig{
 		Source:    source,
 		Tolerance: tolerance,
 		Skew:      *f.clockSkew,
@@ -416,8 +420,12 @@ func (s *service) run(ctx context.Context) error {
 		return nil
 	}
 	var clusterStatus func() any
+	// member names this process in what it publishes to Redis for the
+	// others (usage, series).
+	member := fmt.Sprintf("pid-%d", os.Getpid())
 	if s.cluster != nil {
 		clusterStatus = func() any { return s.cluster.Status() }
+		member = s.cluster.ID()
 	}
 	apiCfg := tochttp.APIConfig{
 		TopicDefaults: timer.Limits{
@@ -435,6 +443,7 @@ func (s *service) run(ctx context.Context) error {
 		AuditFailed:           metrics.AuditUnrecorded,
 		Retention:             engineCfg.Retention.Retention,
 		Brokers:               brokerNames(brokers),
+		Series:                &seriesReader{series: series, queue: queue, member: member, now: clock.Now},
 		Now:                   clock.Now,
 	}
 	if s.tokenFile != nil {
@@ -643,9 +652,7 @@ func (s *service) run(ctx context.Context) error {
 		})
 		wg.Go(func() { matErr = mat.Run(engineCtx) })
 		wg.Go(func() { _ = clock.Run(engineCtx) })
-		member := fmt.Sprintf("pid-%d", os.Getpid())
 		if s.cluster != nil {
-			member = s.cluster.ID()
 			wg.Go(func() {
 				if clusterErr = s.cluster.Run(clusterCtx); clusterErr != nil {
 					s.log.Error("stopping: this member cannot join the cluster", "err", clusterErr)
@@ -654,6 +661,8 @@ func (s *service) run(ctx context.Context) error {
 			})
 		}
 		wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
+		rec := &seriesRecorder{series: series, pub: queue.NewSeriesPublisher(member), label: metrics.Label, now: clock.Now}
+		wg.Go(func() { rec.run(engineCtx, eng.Worker.Usage, s.log) })
 	})
 	select {
 	case <-ctx.Done():

@@ -419,6 +419,13 @@ func TestRoundTrip(t *testing.T) {
 		{new(Forecast), `{"topic":"flood","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T20:00:02.500Z","step":"1.5s",` +
 			`"complete":false,"counted_to":"2026-11-21T20:00:01.000Z","buckets":[{"start":"2026-11-21T20:00:00.000Z","count":1000001},` +
 			`{"start":"2026-11-21T20:00:01.500Z","count":0}]}`},
+		{new(Series), `{"topic":"orders","from":"2026-11-21T20:00:00.000Z","to":"2026-11-21T20:00:20.000Z","step":"10s","resolution":"10s","members":2,` +
+			`"buckets":[{"start":"2026-11-21T20:00:00.000Z","fires":5,"failures":{"4xx":0,"5xx":1,"other":0,"timeout":2},"dead":1,"throttled":3,` +
+			`"in_flight":4,"lateness_p50_ms":5,"lateness_p99_ms":200},{"start":"2026-11-21T20:00:10.000Z","fires":0,` +
+			`"failures":{"4xx":0,"5xx":0,"other":0,"timeout":0},"dead":0,"throttled":0,"in_flight":0,"lateness_p50_ms":null,"lateness_p99_ms":null}]}`},
+		{new(Series), `{"from":"2026-11-20T20:00:00.000Z","to":"2026-11-21T20:00:00.000Z","step":"24h0m0s","resolution":"1m0s","members":1,` +
+			`"buckets":[{"start":"2026-11-20T20:00:00.000Z","fires":0,"failures":{"4xx":0,"5xx":0,"other":0,"timeout":0},"dead":0,"throttled":0,` +
+			`"in_flight":0,"lateness_p50_ms":null,"lateness_p99_ms":null}]}`},
 		{new(Attempt), `{"attempt":1,"started_at":"2026-11-21T20:00:00.000Z","duration_ms":12,"status_code":502,"error":"HTTP 502","response_excerpt":"bad"}`},
 		{new(Attempt), `{"attempt":2,"started_at":"2026-11-21T20:00:00.000Z","duration_ms":10000,"error":"timeout","response_excerpt":""}`},
 		{new(DeadSummary), `{"groups":[{"signature":"HTTP 502","count":4,"first_seen":"2026-11-21T20:00:00.000Z",` +
@@ -518,6 +525,11 @@ func TestRequests(t *testing.T) {
 			_, err := c.Forecast(ctx, ForecastQuery{Topic: "t", From: at, To: at.Add(time.Hour), Step: 90 * time.Second})
 			return err
 		}, sent{"GET", "/v1/topics/t/forecast?from=2026-11-21T19%3A00%3A02.25Z&step=1m30s&to=2026-11-21T20%3A00%3A02.25Z", "", "", ""}},
+		{func() error { _, err := c.Series(ctx, SeriesQuery{}); return err }, sent{"GET", "/v1/series", "", "", ""}},
+		{func() error {
+			_, err := c.Series(ctx, SeriesQuery{Topic: "t", From: at, Step: time.Minute})
+			return err
+		}, sent{"GET", "/v1/topics/t/series?from=2026-11-21T19%3A00%3A02.25Z&step=1m0s", "", "", ""}},
 		{func() error {
 			_, err := c.DeadLetters(ctx, DeadQuery{Topic: "t", From: at, Error: "503", Cursor: "x"})
 			return err

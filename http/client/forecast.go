@@ -23,12 +23,16 @@ type ForecastQuery struct {
 	Step time.Duration
 }
 
-func (q ForecastQuery) values() url.Values {
+func (q ForecastQuery) values() url.Values { return windowValues(q.From, q.To, q.Step) }
+
+// windowValues are the parameters of a window of time by steps (a
+// forecast's, a series'), each left out when zero.
+func windowValues(from, to time.Time, step time.Duration) url.Values {
 	v := url.Values{}
-	setTime(v, "from", q.From)
-	setTime(v, "to", q.To)
-	if q.Step != 0 {
-		v.Set("step", q.Step.String())
+	setTime(v, "from", from)
+	setTime(v, "to", to)
+	if step != 0 {
+		v.Set("step", step.String())
 	}
 	return v
 }

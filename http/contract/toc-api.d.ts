@@ -443,6 +443,49 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["TopicPath"];
+            };
+            cookie?: never;
+        };
+        /**
+         * A topic's fires, failures, lateness, dead letters, in flight and throttled over time.
+         * @description What the cluster did with the topic's jobs, bucket by bucket, for the dashboard's charts. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+         */
+        get: operations["getTopicSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/series": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Fires, failures, lateness, dead letters, in flight and throttled over time, of every topic.
+         * @description As GET /v1/topics/{topic}/series, over every topic of every namespace: only for a token that may see every topic (an admin, or topics `*`, when toc has no namespaces besides the default; with auth off, anyone); any other token gets 403 and asks for its topics' series. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+         */
+        get: operations["getSeries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/cluster": {
         parameters: {
             query?: never;
@@ -780,7 +823,7 @@ export interface components {
             delay_ms?: components["schemas"]["DelayMS"];
             /**
              * Format: uri
-             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
              * @example https://orders.example.com/hooks/toc
              */
             callback_url?: string;
@@ -1192,7 +1235,7 @@ export interface components {
              * @description How the topic's due jobs go out (see Topic.delivery). Left out of a PUT, or null: webhook. Left out of a PATCH: unchanged.
              * @enum {string|null}
              */
-            delivery?: "webhook" | "pull" | "amqp" | "nats" | null;
+            delivery?: "webhook" | "amqp" | "nats" | null;
             amqp?: components["schemas"]["TopicAMQP"];
             nats?: components["schemas"]["TopicNATS"];
         };
@@ -1307,7 +1350,7 @@ export interface components {
             biz_type?: components["schemas"]["Uint64Input"];
             /**
              * Format: uri
-             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+             * @description Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
              * @example https://orders.example.com/hooks/toc
              */
             callback_url?: string;
@@ -1451,7 +1494,7 @@ export interface components {
         GroupCallback: {
             /**
              * Format: uri
-             * @description Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+             * @description Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
              */
             callback_url?: string;
             /** @description Topic of the completion job; default `groups`. Keys starting `group:` in it are the groups'. */
@@ -1577,10 +1620,10 @@ export interface components {
             past_retention_estimated: boolean;
         };
         /**
-         * @description How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+         * @description How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
          * @enum {string}
          */
-        Delivery: "webhook" | "pull" | "amqp" | "nats";
+        Delivery: "webhook" | "amqp" | "nats";
         /** @description Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object). */
         TopicAMQP: {
             /** @description One of the server's RabbitMQ brokers (toc serve --amqp name=url): a topic names a broker, never its URL or credentials. */
@@ -1598,6 +1641,46 @@ export interface components {
             broker?: string;
             /** @description The subject, which a JetStream stream must capture; no wildcards. May use {topic}, {job_id}, {key}, {biz_id} and {biz_type}. */
             subject?: string;
+        };
+        /** @description Counts by bucket of time, added up over the cluster's members. */
+        Series: {
+            /** @description The topic; absent from GET /v1/series. */
+            topic?: components["schemas"]["TopicName"];
+            from: components["schemas"]["Time"];
+            to: components["schemas"]["Time"];
+            /** @description The bucket length, as Go writes a duration (`10s`, `4m0s`). */
+            step: string;
+            /**
+             * @description The width of the buckets kept that were added up: `10s` when `from` is within the last hour, else `1m0s`.
+             * @enum {string}
+             */
+            resolution: "10s" | "1m0s";
+            /** @description Members whose buckets were added up: the answering member and those that published any in the range. */
+            members: number;
+            /** @description One per step from `from`, in order, zeros included. */
+            buckets: components["schemas"]["SeriesBucket"][];
+        };
+        SeriesBucket: {
+            start: components["schemas"]["Time"];
+            /** @description Webhook attempts that ended in the bucket, failed or not (a job not sent because its host's circuit breaker was open made none). */
+            fires: number;
+            /** @description The failed attempts among `fires`, by why: the receiver answered 4xx or 5xx, the call timed out, or anything else (no connection, a refused address, another status). */
+            failures: {
+                "4xx": number;
+                "5xx": number;
+                timeout: number;
+                other: number;
+            };
+            /** @description Jobs that ran out of attempts (dead letters). */
+            dead: number;
+            /** @description Claims held back by the topic's rate_limit or max_in_flight. */
+            throttled: number;
+            /** @description The most webhook calls running at once, sampled every second, summed over the members. */
+            in_flight: number;
+            /** @description The median of how late the bucket's attempts started, as the upper bound of its lateness bucket (1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s; 60000: a minute or more); null without attempts. */
+            lateness_p50_ms: number | null;
+            /** @description The 99th percentile of the same, as lateness_p50_ms. */
+            lateness_p99_ms: number | null;
         };
     };
     responses: {
@@ -3386,6 +3469,91 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Forecast"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getTopicSeries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The start of the first bucket (RFC 3339), moved down to a multiple of `step` since the epoch; within the last 24 h (and a minute). Default `to` − 1 h.
+                 * @example 2026-11-29T10:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description The end of the last bucket (RFC 3339), after `from` and at most an hour from now, moved up to a multiple of `step`. Default now (the last bucket is the one still filling).
+                 * @example 2026-11-29T11:00:00Z
+                 */
+                to?: string;
+                /**
+                 * @description The length of a bucket in Go duration syntax: a multiple of `10s`, and of `1m` when `from` is more than an hour ago (older buckets are kept by the minute); at most 1,440 buckets from `from` to `to`. Default `10s` for a range within the last hour, else the least whole minutes that make at most 360 buckets (`4m` for a day).
+                 * @example 10s
+                 */
+                step?: string;
+            };
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["TopicPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    getSeries: {
+        parameters: {
+            query?: {
+                /**
+                 * @description The start of the first bucket (RFC 3339), moved down to a multiple of `step` since the epoch; within the last 24 h (and a minute). Default `to` − 1 h.
+                 * @example 2026-11-29T10:00:00Z
+                 */
+                from?: string;
+                /**
+                 * @description The end of the last bucket (RFC 3339), after `from` and at most an hour from now, moved up to a multiple of `step`. Default now (the last bucket is the one still filling).
+                 * @example 2026-11-29T11:00:00Z
+                 */
+                to?: string;
+                /**
+                 * @description The length of a bucket in Go duration syntax: a multiple of `10s`, and of `1m` when `from` is more than an hour ago (older buckets are kept by the minute); at most 1,440 buckets from `from` to `to`. Default `10s` for a range within the last hour, else the least whole minutes that make at most 360 buckets (`4m` for a day).
+                 * @example 10s
+                 */
+                step?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The buckets. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Series"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -31,7 +31,29 @@ type Config struct {
 	// topics seen get series of their own, later ones share OtherTopic.
 	// Default MaxTopicLabels.
 	MaxTopics int
+	// Series, when set, also counts each attempt, dead job and throttled
+	// claim, under the topic label the metrics give it (so that it keeps
+	// the same topics, the rest under OtherTopic): the dashboard's
+	// series (timer.Series).
+	Series SeriesRecorder
 }
+
+// SeriesRecorder counts what the dashboard's series show; *timer.Series
+// implements it.
+type SeriesRecorder interface {
+	Fired(topic string, lateness time.Duration, err error)
+	Buried(topic string)
+	Throttled(topic string)
+}
+
+var _ SeriesRecorder = (*timer.Series)(nil)
+
+// nopSeries is the SeriesRecorder of a Config without one.
+type nopSeries struct{}
+
+func (nopSeries) Fired(string, time.Duration, error) {}
+func (nopSeries) Buried(string)                      {}
+func (nopSeries) Throttled(string)                   {}
 
 // Validate reports the first field of c that is out of range.
 func (c Config) Validate() error {
@@ -69,6 +91,7 @@ type Observer struct {
 	delivered *prometheus.CounterVec
 	deliverT  *prometheus.HistogramVec
 
+	series    SeriesRecorder
 	maxTopics int
 	mu        sync.Mutex
 	topics    map[string]bool
@@ -95,7 +118,10 @@ func NewWith(cfg Config) (*Observer, error) {
 	}
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
-	m := &Observer{registry: reg, topics: make(map[string]bool), maxTopics: cmp.Or(cfg.MaxTopics, MaxTopicLabels)}
+	m := &Observer{registry: reg, topics: make(map[string]bool), maxTopics: cmp.Or(cfg.MaxTopics, MaxTopicLabels), series: cfg.Series}
+	if m.series == nil {
+		m.series = nopSeries{}
+	}
 	m.scheduled = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_scheduled_total", Help: "Jobs committed to the task store."}, []string{"topic"})
 	m.fired = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_fired_total", Help: "Dispatch attempts, by outcome (success or failure)."}, []string{"topic", "outcome"})
 	m.retried = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_jobs_retried_total", Help: "Failed attempts put back to retry."}, []string{"topic"})
@@ -169,6 +195,10 @@ func (m *Observer) Handler() http.Handler {
 // Registry lets the caller add collectors of its own.
 func (m *Observer) Registry() *prometheus.Registry { return m.registry }
 
+// Label is the topic label of topic: topic itself, or OtherTopic past
+// the bound.
+func (m *Observer) Label(topic string) string { return m.topic(topic) }
+
 // topic bounds the label's cardinality.
 func (m *Observer) topic(t string) string {
 	m.mu.Lock()
@@ -188,7 +218,11 @@ func (m *Observer) Scheduled(topic string, n int) {
 }
 func (m *Observer) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
 func (m *Observer) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Observer) Buried(topic string)         { m.dead.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Buried(topic string) {
+	label := m.topic(topic)
+	m.dead.WithLabelValues(label).Inc()
+	m.series.Buried(label)
+}
 
 // Retired implements timer.RetireObserver.
 func (m *Observer) Retired(topic string, st timer.Status, n int) {
@@ -307,6 +341,7 @@ func (m *Observer) Fired(topic string, _ int, lateness, took time.Duration, err 
 	m.fired.WithLabelValues(label, outcome).Inc()
 	m.lateness.WithLabelValues(label).Observe(lateness.Seconds())
 	m.dispatch.Observe(took.Seconds())
+	m.series.Fired(label, lateness, err)
 }
 
 // Delivered counts one delivery by way, as its handler returned.
@@ -328,8 +363,12 @@ func (m *Observer) BreakerOpenHosts(delta int) { m.openHosts.Add(float64(delta))
 func (m *Observer) Deferred(topic string)      { m.rejected.WithLabelValues(m.topic(topic)).Inc() }
 
 // Expired counts a job that ended expired.
-func (m *Observer) Expired(topic string)   { m.expired.WithLabelValues(m.topic(topic)).Inc() }
-func (m *Observer) Throttled(topic string) { m.throttled.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Expired(topic string) { m.expired.WithLabelValues(m.topic(topic)).Inc() }
+func (m *Observer) Throttled(topic string) {
+	label := m.topic(topic)
+	m.throttled.WithLabelValues(label).Inc()
+	m.series.Throttled(label)
+}
 
 // OccurrencesSkipped counts occurrences of schedules that made no job,
 // by their topic, so that a tenant's token sees its own.

@@ -92,3 +92,27 @@ func TestLatenessObjectiveCounters(t *testing.T) {
 		t.Error("a topic without an objective exports its counters")
 	}
 }
+
+// The series count what the metrics count, under the same topic labels:
+// topics past the bound go to _other in both.
+func TestSeriesFollowMetrics(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	series := timer.NewSeries(2, func() time.Time { return now })
+	m, err := metrics.NewWith(metrics.Config{MaxTopics: 2, Series: series})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, topic := range []string{"a", "b", "c", "a"} {
+		m.Fired(topic, 1, time.Millisecond, time.Millisecond, nil)
+	}
+	m.Fired("a", 1, 0, 0, &timer.NotSentError{Err: fmt.Errorf("breaker open")})
+	m.Buried("c")
+	m.Throttled("b")
+	read := func(label string) timer.SeriesBucket {
+		return series.Buckets(label, timer.SeriesCoarse, now, now.Add(time.Minute))[0]
+	}
+	if a, other, all := read("a"), read(metrics.OtherTopic), read(timer.SeriesAll); a.Fires != 2 || other.Fires != 1 || other.Dead != 1 ||
+		all.Fires != 4 || all.Throttled != 1 || read("c").Fires != 0 || m.Label("c") != metrics.OtherTopic {
+		t.Fatalf("a %+v, _other %+v, _all %+v", a, other, all)
+	}
+}

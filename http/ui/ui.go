@@ -5,8 +5,17 @@
 // under /v1 with the bearer token the user typed, kept in sessionStorage,
 // so the assets themselves need no token; when the API answers without
 // one (auth off, as in toc dev), it opens without asking. The pages are hash routes of
-// the one document: topics (the landing page), a topic and its jobs, a
-// job, dead letters and the cluster.
+// the one document: topics (the landing page), charts of every topic's
+// series, a topic with its charts and its jobs, a job, dead letters and
+// the cluster.
+//
+// # Libraries
+//
+// The charts are drawn by uPlot, an npm package pinned in
+// lib/package-lock.json whose built files lib's "copy" script puts in
+// static/, where they are committed and embedded like the rest (no CDN,
+// no npm needed to run toc); TestLibrariesMatchLock checks the copy
+// against the locked package.
 //
 // # Security
 //

@@ -151,7 +151,6 @@ func (e ClusteredClusterMode) Valid() bool {
 const (
 	DeliveryAmqp    Delivery = "amqp"
 	DeliveryNats    Delivery = "nats"
-	DeliveryPull    Delivery = "pull"
 	DeliveryWebhook Delivery = "webhook"
 )
 
@@ -161,8 +160,6 @@ func (e Delivery) Valid() bool {
 	case DeliveryAmqp:
 		return true
 	case DeliveryNats:
-		return true
-	case DeliveryPull:
 		return true
 	case DeliveryWebhook:
 		return true
@@ -324,6 +321,24 @@ func (e ReadinessStatus) Valid() bool {
 	}
 }
 
+// Defines values for SeriesResolution.
+const (
+	N10s  SeriesResolution = "10s"
+	N1m0s SeriesResolution = "1m0s"
+)
+
+// Valid indicates whether the value is a known member of the SeriesResolution enum.
+func (e SeriesResolution) Valid() bool {
+	switch e {
+	case N10s:
+		return true
+	case N1m0s:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for StandaloneClusterMode.
 const (
 	Standalone StandaloneClusterMode = "standalone"
@@ -377,7 +392,6 @@ const (
 	TopicSettingsDeliveryAmqp        TopicSettingsDelivery = "amqp"
 	TopicSettingsDeliveryLessThannil TopicSettingsDelivery = "<nil>"
 	TopicSettingsDeliveryNats        TopicSettingsDelivery = "nats"
-	TopicSettingsDeliveryPull        TopicSettingsDelivery = "pull"
 	TopicSettingsDeliveryWebhook     TopicSettingsDelivery = "webhook"
 )
 
@@ -389,8 +403,6 @@ func (e TopicSettingsDelivery) Valid() bool {
 	case TopicSettingsDeliveryLessThannil:
 		return true
 	case TopicSettingsDeliveryNats:
-		return true
-	case TopicSettingsDeliveryPull:
 		return true
 	case TopicSettingsDeliveryWebhook:
 		return true
@@ -765,7 +777,7 @@ type DeadReplayFilter struct {
 // Examples: 1800000
 type DelayMS = int
 
-// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
 type Delivery string
 
 // Error defines model for Error.
@@ -893,7 +905,7 @@ type Group struct {
 
 // GroupCallback The job a group schedules when it completes: due at once, with the idempotency key `group:<id>:complete` in its topic, so it is one job however many times the completion is found (a crash, a sweep, two members), with toc's signing, retries and dead letters. Its webhook payload is `{"group_id", "counts", "total", "created_at", "completed_at", "payload"}` (counts as in GroupCounts, at completion; payload the group's own, left out without one).
 type GroupCallback struct {
-	// CallbackUrl Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+	// CallbackUrl Checked as a job's callback_url is, when the group is created. Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
 	CallbackUrl *string `json:"callback_url,omitempty"`
 
 	// Payload Any JSON value, at most 32 KiB once compacted, carried as `payload` in the completion's payload; null or left out: none.
@@ -1019,7 +1031,7 @@ type JobTemplate struct {
 	// BizType A kind of business object, kept and sent back as it is (0: none).
 	BizType *Uint64Input `json:"biz_type,omitempty"`
 
-	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
 	//
 	// Examples: https://orders.example.com/hooks/toc
 	CallbackUrl *string `json:"callback_url,omitempty"`
@@ -1064,7 +1076,7 @@ type NewJob struct {
 	// BizType A kind of business object, kept and sent back as it is (0: none).
 	BizType *Uint64Input `json:"biz_type,omitempty"`
 
-	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by pull, amqp or nats takes none, and one given is a 400 naming it.
+	// CallbackUrl Where toc POSTs the job when it is due (see `webhooks`): http or https. An address that is loopback, private or otherwise reserved is a 400 unless the server allows private callbacks (toc dev does). Required when the job's topic delivers by webhook (the default); a topic delivered by amqp or nats takes none, and one given is a 400 naming it.
 	//
 	// Examples: https://orders.example.com/hooks/toc
 	CallbackUrl *string `json:"callback_url,omitempty"`
@@ -1302,6 +1314,71 @@ type Schedule struct {
 // Examples: 4737272962162360321
 type ScheduleID = string
 
+// Series Counts by bucket of time, added up over the cluster's members.
+type Series struct {
+	// Buckets One per step from `from`, in order, zeros included.
+	Buckets []SeriesBucket `json:"buckets"`
+
+	// From RFC 3339 in UTC with milliseconds, as toc writes every time.
+	//
+	// Examples: 2026-11-25T03:35:21.359Z
+	From Time `json:"from"`
+
+	// Members Members whose buckets were added up: the answering member and those that published any in the range.
+	Members int `json:"members"`
+
+	// Resolution The width of the buckets kept that were added up: `10s` when `from` is within the last hour, else `1m0s`.
+	Resolution SeriesResolution `json:"resolution"`
+
+	// Step The bucket length, as Go writes a duration (`10s`, `4m0s`).
+	Step string `json:"step"`
+
+	// To RFC 3339 in UTC with milliseconds, as toc writes every time.
+	//
+	// Examples: 2026-11-25T03:35:21.359Z
+	To Time `json:"to"`
+
+	// Topic The topic; absent from GET /v1/series.
+	Topic *TopicName `json:"topic,omitempty"`
+}
+
+// SeriesResolution The width of the buckets kept that were added up: `10s` when `from` is within the last hour, else `1m0s`.
+type SeriesResolution string
+
+// SeriesBucket defines model for SeriesBucket.
+type SeriesBucket struct {
+	// Dead Jobs that ran out of attempts (dead letters).
+	Dead int `json:"dead"`
+
+	// Failures The failed attempts among `fires`, by why: the receiver answered 4xx or 5xx, the call timed out, or anything else (no connection, a refused address, another status).
+	Failures struct {
+		N4xx    int `json:"4xx"`
+		N5xx    int `json:"5xx"`
+		Other   int `json:"other"`
+		Timeout int `json:"timeout"`
+	} `json:"failures"`
+
+	// Fires Webhook attempts that ended in the bucket, failed or not (a job not sent because its host's circuit breaker was open made none).
+	Fires int `json:"fires"`
+
+	// InFlight The most webhook calls running at once, sampled every second, summed over the members.
+	InFlight int `json:"in_flight"`
+
+	// LatenessP50Ms The median of how late the bucket's attempts started, as the upper bound of its lateness bucket (1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s; 60000: a minute or more); null without attempts.
+	LatenessP50Ms *int `json:"lateness_p50_ms"`
+
+	// LatenessP99Ms The 99th percentile of the same, as lateness_p50_ms.
+	LatenessP99Ms *int `json:"lateness_p99_ms"`
+
+	// Start RFC 3339 in UTC with milliseconds, as toc writes every time.
+	//
+	// Examples: 2026-11-25T03:35:21.359Z
+	Start Time `json:"start"`
+
+	// Throttled Claims held back by the topic's rate_limit or max_in_flight.
+	Throttled int `json:"throttled"`
+}
+
 // StandaloneCluster One process owns every slot (toc dev, or toc serve without ZooKeeper).
 type StandaloneCluster struct {
 	// Members Always empty.
@@ -1364,7 +1441,7 @@ type Topic struct {
 	// Examples: 2026-11-25T03:35:21.359Z
 	CreatedAt Time `json:"created_at"`
 
-	// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull holds it for a worker that leases it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+	// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
 	Delivery Delivery `json:"delivery"`
 
 	// ExpireAfterMs The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none.
@@ -1859,6 +1936,18 @@ type ListSchedulesParams struct {
 	Cursor *string `form:"cursor,omitempty" json:"cursor,omitempty"`
 }
 
+// GetSeriesParams defines parameters for GetSeries.
+type GetSeriesParams struct {
+	// From The start of the first bucket (RFC 3339), moved down to a multiple of `step` since the epoch; within the last 24 h (and a minute). Default `to` − 1 h.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the last bucket (RFC 3339), after `from` and at most an hour from now, moved up to a multiple of `step`. Default now (the last bucket is the one still filling).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Step The length of a bucket in Go duration syntax: a multiple of `10s`, and of `1m` when `from` is more than an hour ago (older buckets are kept by the minute); at most 1,440 buckets from `from` to `to`. Default `10s` for a range within the last hour, else the least whole minutes that make at most 360 buckets (`4m` for a day).
+	Step *string `form:"step,omitempty" json:"step,omitempty"`
+}
+
 // GetTopicForecastParams defines parameters for GetTopicForecast.
 type GetTopicForecastParams struct {
 	// From The start of the first bucket (RFC 3339); default now.
@@ -1868,6 +1957,18 @@ type GetTopicForecastParams struct {
 	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
 
 	// Step The length of a bucket in Go duration syntax (`90s`, `15m`, `1h`): at least 1 s, whole milliseconds, at most 1,000 buckets from `from` to `to`; default `1h`.
+	Step *string `form:"step,omitempty" json:"step,omitempty"`
+}
+
+// GetTopicSeriesParams defines parameters for GetTopicSeries.
+type GetTopicSeriesParams struct {
+	// From The start of the first bucket (RFC 3339), moved down to a multiple of `step` since the epoch; within the last 24 h (and a minute). Default `to` − 1 h.
+	From *time.Time `form:"from,omitempty" json:"from,omitempty"`
+
+	// To The end of the last bucket (RFC 3339), after `from` and at most an hour from now, moved up to a multiple of `step`. Default now (the last bucket is the one still filling).
+	To *time.Time `form:"to,omitempty" json:"to,omitempty"`
+
+	// Step The length of a bucket in Go duration syntax: a multiple of `10s`, and of `1m` when `from` is more than an hour ago (older buckets are kept by the minute); at most 1,440 buckets from `from` to `to`. Default `10s` for a range within the last hour, else the least whole minutes that make at most 360 buckets (`4m` for a day).
 	Step *string `form:"step,omitempty" json:"step,omitempty"`
 }
 
@@ -2704,6 +2805,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
 	ResumeSchedule(ctx context.Context, id ScheduleIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetSeries Fires, failures, lateness, dead letters, in flight and throttled over time, of every topic.
+	//
+	// As GET /v1/topics/{topic}/series, over every topic of every namespace: only for a token that may see every topic (an admin, or topics `*`, when toc has no namespaces besides the default; with auth off, anyone); any other token gets 403 and asks for its topics' series. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+	//
+	// Corresponds with GET /v1/series (the `GetSeries` operationId).
+	GetSeries(ctx context.Context, params *GetSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTopics List the topics.
 	//
 	// Every topic the task store holds, by name, with its settings in force; no paging.
@@ -2790,6 +2898,13 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/topics/{topic}/resume (the `ResumeTopic` operationId).
 	ResumeTopic(ctx context.Context, topic TopicPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// GetTopicSeries A topic's fires, failures, lateness, dead letters, in flight and throttled over time.
+	//
+	// What the cluster did with the topic's jobs, bucket by bucket, for the dashboard's charts. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+	//
+	// Corresponds with GET /v1/topics/{topic}/series (the `GetTopicSeries` operationId).
+	GetTopicSeries(ctx context.Context, topic TopicPath, params *GetTopicSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetTopicStats Count a topic's jobs.
 	//
@@ -3498,6 +3613,23 @@ func (c *Client) ResumeSchedule(ctx context.Context, id ScheduleIDPath, reqEdito
 	return c.Client.Do(req)
 }
 
+// GetSeries Fires, failures, lateness, dead letters, in flight and throttled over time, of every topic.
+//
+// As GET /v1/topics/{topic}/series, over every topic of every namespace: only for a token that may see every topic (an admin, or topics `*`, when toc has no namespaces besides the default; with auth off, anyone); any other token gets 403 and asks for its topics' series. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+//
+// Corresponds with GET /v1/series (the `GetSeries` operationId).
+func (c *Client) GetSeries(ctx context.Context, params *GetSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetSeriesRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListTopics List the topics.
 //
 // Every topic the task store holds, by name, with its settings in force; no paging.
@@ -3685,6 +3817,23 @@ func (c *Client) PauseTopic(ctx context.Context, topic TopicPath, reqEditors ...
 // Corresponds with POST /v1/topics/{topic}/resume (the `ResumeTopic` operationId).
 func (c *Client) ResumeTopic(ctx context.Context, topic TopicPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewResumeTopicRequest(c.Server, topic)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetTopicSeries A topic's fires, failures, lateness, dead letters, in flight and throttled over time.
+//
+// What the cluster did with the topic's jobs, bucket by bucket, for the dashboard's charts. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+//
+// Corresponds with GET /v1/topics/{topic}/series (the `GetTopicSeries` operationId).
+func (c *Client) GetTopicSeries(ctx context.Context, topic TopicPath, params *GetTopicSeriesParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetTopicSeriesRequest(c.Server, topic, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5268,6 +5417,84 @@ func NewResumeScheduleRequest(server string, id ScheduleIDPath) (*http.Request, 
 	return req, nil
 }
 
+// NewGetSeriesRequest constructs an http.Request for the GetSeries method
+func NewGetSeriesRequest(server string, params *GetSeriesParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/series")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Step != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "step", *params.Step, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListTopicsRequest constructs an http.Request for the ListTopics method
 func NewListTopicsRequest(server string) (*http.Request, error) {
 	var err error
@@ -5614,6 +5841,91 @@ func NewResumeTopicRequest(server string, topic TopicPath) (*http.Request, error
 	}
 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetTopicSeriesRequest constructs an http.Request for the GetTopicSeries method
+func NewGetTopicSeriesRequest(server string, topic TopicPath, params *GetTopicSeriesParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "topic", topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/topics/%s/series", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.From != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "from", *params.From, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.To != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "to", *params.To, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: "date-time"}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if params.Step != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "step", *params.Step, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
 	}
@@ -6050,6 +6362,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with POST /v1/schedules/{id}/resume (the `ResumeSchedule` operationId).
 	ResumeScheduleWithResponse(ctx context.Context, id ScheduleIDPath, reqEditors ...RequestEditorFn) (*ResumeScheduleResponse, error)
 
+	// GetSeriesWithResponse Fires, failures, lateness, dead letters, in flight and throttled over time, of every topic.
+	//
+	// As GET /v1/topics/{topic}/series, over every topic of every namespace: only for a token that may see every topic (an admin, or topics `*`, when toc has no namespaces besides the default; with auth off, anyone); any other token gets 403 and asks for its topics' series. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/series (the `GetSeries` operationId).
+	GetSeriesWithResponse(ctx context.Context, params *GetSeriesParams, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error)
+
 	// ListTopicsWithResponse List the topics.
 	//
 	// Every topic the task store holds, by name, with its settings in force; no paging.
@@ -6148,6 +6469,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/topics/{topic}/resume (the `ResumeTopic` operationId).
 	ResumeTopicWithResponse(ctx context.Context, topic TopicPath, reqEditors ...RequestEditorFn) (*ResumeTopicResponse, error)
+
+	// GetTopicSeriesWithResponse A topic's fires, failures, lateness, dead letters, in flight and throttled over time.
+	//
+	// What the cluster did with the topic's jobs, bucket by bucket, for the dashboard's charts. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/topics/{topic}/series (the `GetTopicSeries` operationId).
+	GetTopicSeriesWithResponse(ctx context.Context, topic TopicPath, params *GetTopicSeriesParams, reqEditors ...RequestEditorFn) (*GetTopicSeriesResponse, error)
 
 	// GetTopicStatsWithResponse Count a topic's jobs.
 	//
@@ -8997,6 +9327,96 @@ func (r ResumeScheduleResponse) ContentType() string {
 	return ""
 }
 
+// GetSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetSeries
+type GetSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetSeries
+type GetSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Series
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetSeriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetSeriesResponse) GetJSON200() *Series {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetSeriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetSeriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetSeriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetSeriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetSeriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListTopicsResponse401Headers the declared response headers of an HTTP 401 response for ListTopics
 type ListTopicsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -9728,6 +10148,96 @@ func (r ResumeTopicResponse) ContentType() string {
 	return ""
 }
 
+// GetTopicSeriesResponse401Headers the declared response headers of an HTTP 401 response for GetTopicSeries
+type GetTopicSeriesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// GetTopicSeriesResponse503Headers the declared response headers of an HTTP 503 response for GetTopicSeries
+type GetTopicSeriesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type GetTopicSeriesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Series
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *GetTopicSeriesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *GetTopicSeriesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON200() *Series {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r GetTopicSeriesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r GetTopicSeriesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetTopicSeriesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetTopicSeriesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetTopicSeriesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetTopicStatsResponse401Headers the declared response headers of an HTTP 401 response for GetTopicStats
 type GetTopicStatsResponse401Headers struct {
 	WWWAuthenticate *string
@@ -10403,6 +10913,21 @@ func (c *ClientWithResponses) ResumeScheduleWithResponse(ctx context.Context, id
 	return ParseResumeScheduleResponse(rsp)
 }
 
+// GetSeriesWithResponse Fires, failures, lateness, dead letters, in flight and throttled over time, of every topic.
+//
+// As GET /v1/topics/{topic}/series, over every topic of every namespace: only for a token that may see every topic (an admin, or topics `*`, when toc has no namespaces besides the default; with auth off, anyone); any other token gets 403 and asks for its topics' series. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/series (the `GetSeries` operationId).
+func (c *ClientWithResponses) GetSeriesWithResponse(ctx context.Context, params *GetSeriesParams, reqEditors ...RequestEditorFn) (*GetSeriesResponse, error) {
+	rsp, err := c.GetSeries(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetSeriesResponse(rsp)
+}
+
 // ListTopicsWithResponse List the topics.
 //
 // Every topic the task store holds, by name, with its settings in force; no paging.
@@ -10566,6 +11091,21 @@ func (c *ClientWithResponses) ResumeTopicWithResponse(ctx context.Context, topic
 		return nil, err
 	}
 	return ParseResumeTopicResponse(rsp)
+}
+
+// GetTopicSeriesWithResponse A topic's fires, failures, lateness, dead letters, in flight and throttled over time.
+//
+// What the cluster did with the topic's jobs, bucket by bucket, for the dashboard's charts. Each member counts, in memory, the webhook attempts that ended (`fires`), those that failed by class, the jobs that died, the claims throttled by the topic's limits, the calls in flight (sampled every second, the largest sample of the bucket) and how late the attempts started (a histogram of 16 buckets, 1, 2, 5, 10, 20, 50, 100, 200, 500 ms, 1, 2, 5, 10, 30, 60 s and more), by 10 s for the last hour and by the minute for the last day, and publishes its finished buckets to Redis every 10 s; the answer adds up every member's (the answering member's own from memory, its bucket still filling included, so another member's last 10 to 20 s may be missing). Percentiles are read from the summed histograms: exact up to their bucket, whose upper bound they give (a p99 of 20 means between 10 and 20 ms). Each member keeps series for the first topics it sees (`--metrics-max-topics`, 200), the rest counted together: a topic past that bound on a member is missing from its topic's series there, never from the overall one. Every bucket is present, zeros included.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/topics/{topic}/series (the `GetTopicSeries` operationId).
+func (c *ClientWithResponses) GetTopicSeriesWithResponse(ctx context.Context, topic TopicPath, params *GetTopicSeriesParams, reqEditors ...RequestEditorFn) (*GetTopicSeriesResponse, error) {
+	rsp, err := c.GetTopicSeries(ctx, topic, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetTopicSeriesResponse(rsp)
 }
 
 // GetTopicStatsWithResponse Count a topic's jobs.
@@ -13171,6 +13711,90 @@ func ParseResumeScheduleResponse(rsp *http.Response) (*ResumeScheduleResponse, e
 	return response, nil
 }
 
+// ParseGetSeriesResponse parses an HTTP response from a GetSeriesWithResponse call
+func ParseGetSeriesResponse(rsp *http.Response) (*GetSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Series
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetSeriesResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseListTopicsResponse parses an HTTP response from a ListTopicsWithResponse call
 func ParseListTopicsResponse(rsp *http.Response) (*ListTopicsResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -13842,6 +14466,90 @@ func ParseResumeTopicResponse(rsp *http.Response) (*ResumeTopicResponse, error) 
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ResumeTopicResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetTopicSeriesResponse parses an HTTP response from a GetTopicSeriesWithResponse call
+func ParseGetTopicSeriesResponse(rsp *http.Response) (*GetTopicSeriesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetTopicSeriesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Series
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers GetTopicSeriesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers GetTopicSeriesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

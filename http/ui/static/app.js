@@ -10,11 +10,13 @@ import { clusterPage } from './cluster.js';
 import { schedulesPage } from './schedules.js';
 import { groupPage } from './groups.js';
 import { auditPage } from './audit.js';
+import { chartsPage } from './charts.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
 const routes = [
   [/^\/topics$/, topicsPage],
+  [/^\/charts$/, chartsPage],
   [/^\/topics\/([^/]+)$/, topicPage],
   [/^\/jobs\/([^/]+)$/, jobPage],
   [/^\/deadletters$/, deadLettersPage],

@@ -4,6 +4,7 @@
 import { call, path, query } from './api.js';
 import { el, text, link, route, duration, deadline, table, fields, Message, button, pager, searchForm, input, select, describe } from './dom.js';
 import { forecastSection } from './forecast.js';
+import { chartsSection } from './charts.js';
 
 // topicsPerPage bounds the topics shown, and so the calls for their
 // counts, at once.
@@ -116,9 +117,9 @@ async function fillTopicRow(row, name) {
   row.dataset.loaded = 'true';
 }
 
-// topicPage: GET /v1/topics/{topic} and its stats, pause and resume, the
-// forecast of its jobs (forecast.js), and its jobs from GET /v1/jobs with
-// the filters in the route's query.
+// topicPage: GET /v1/topics/{topic} and its stats, pause and resume, its
+// series (charts.js), the forecast of its jobs (forecast.js), and its
+// jobs from GET /v1/jobs with the filters in the route's query.
 export async function topicPage(view, params, name) {
   const [topic, stats] = await Promise.all([call('GET', path('topics', name)), call('GET', path('topics', name, 'stats'))]);
   const message = new Message();
@@ -144,6 +145,7 @@ export async function topicPage(view, params, name) {
   const u = topic.usage || {};
   const jobs = el('section', { id: 'jobs' }, el('p', { class: 'loading' }, 'Loading jobs…'));
   const forecast = forecastSection(name, params, (f) => { location.hash = route(['topics', name], { ...params, ...f }); });
+  const charts = chartsSection(name);
   view.replaceChildren(
     el('h1', {}, 'Topic ', el('span', { id: 'topic-name' }, topic.name), ' ', state),
     el('p', { class: 'actions' }, pause, resume, ' ', link('Dead letters of this topic', ['deadletters'], { topic: name })),
@@ -177,6 +179,8 @@ export async function topicPage(view, params, name) {
         ['Delivery', delivery(topic), 'topic-delivery'],
         ['Created', topic.created_at],
       ]))),
+    el('h2', {}, 'Activity: what the cluster did'),
+    charts.node,
     el('h2', {}, 'Circuit breakers'),
     breakerTable(stats.breakers),
     el('h2', {}, 'Storage: finished jobs'),
@@ -193,7 +197,7 @@ export async function topicPage(view, params, name) {
     ], (f) => { location.hash = route(['topics', name], f); }),
     jobs,
   );
-  await Promise.all([listJobs(jobs, name, params), forecast.load()]);
+  await Promise.all([listJobs(jobs, name, params), forecast.load(), charts.load()]);
 }
 
 // breakerTable shows the circuit breakers of GET /v1/topics/{t}/stats:
