@@ -51,6 +51,24 @@ func deadJobs(t *testing.T, e *apiEnv, topic string, n int, header ...string) []
 	return dead
 }
 
+// keyInTwoTenants schedules a job of key order-42 as each of two tenants
+// of tenantsFile: in orders-eu as orders (theirs, to billing) and in
+// billing as billing (mine).
+func (e *apiEnv) keyInTwoTenants(t *testing.T) (theirs, mine string) {
+	t.Helper()
+	for _, c := range []struct {
+		topic, token string
+		id           *string
+	}{{"orders-eu", "orders", &theirs}, {"billing", "billing", &mine}} {
+		a := e.call(t, "POST", "/v1/jobs", `{"topic": "`+c.topic+`", "key": "order-42", "delay_ms": 3600000, `+cb+`}`, bearerOf(c.token)...)
+		if a.status != http.StatusCreated {
+			t.Fatalf("schedule: %d %s", a.status, a.raw)
+		}
+		*c.id = a.body["id"].(string)
+	}
+	return theirs, mine
+}
+
 // ids is a JSON list of ids.
 func ids(id ...string) string { return `["` + strings.Join(id, `", "`) + `"]` }
 
@@ -236,12 +254,7 @@ func TestDeadLettersBulkPendingQuota(t *testing.T) {
 func TestBulkAcrossTenants(t *testing.T) {
 	e := tenantsEnv(t)
 	orders, billing, viewer := bearerOf("orders"), bearerOf("billing"), bearerOf("viewer")
-	a := e.call(t, "POST", "/v1/jobs", `{"topic": "orders-eu", "key": "order-42", "delay_ms": 3600000, `+cb+`}`, orders...)
-	if a.status != http.StatusCreated {
-		t.Fatalf("schedule: %d %s", a.status, a.raw)
-	}
-	theirs := a.body["id"].(string)
-	mine := e.call(t, "POST", "/v1/jobs", `{"topic": "billing", "key": "order-42", "delay_ms": 3600000, `+cb+`}`, billing...).body["id"].(string)
+	theirs, mine := e.keyInTwoTenants(t)
 	const missing = "4611686018427387904"
 
 	message := func(a answer, id string) string {

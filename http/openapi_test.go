@@ -173,6 +173,8 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("PATCH /v1/jobs", "/v1/jobs?topic=orders", `{"delay_ms": 7200000}`, 400)
 	call("DELETE /v1/jobs", "/v1/jobs?topic=orders&key=nothing", "", 200)
 	call("DELETE /v1/jobs", "/v1/jobs?topic=orders", "", 400)
+	call("GET /v1/jobs/search", "/v1/jobs/search?q=k1", "", 200)
+	call("GET /v1/jobs/search", "/v1/jobs/search?q=", "", 400)
 	call("POST /v1/jobs/bulk", "/v1/jobs/bulk", `{"action": "reschedule", "ids": ["1"], "delay_ms": 3600000}`, 200)
 	call("POST /v1/jobs/bulk", "/v1/jobs/bulk", `{"action": "cancel", "ids": []}`, 400)
 	call("POST /v1/jobs/bulk", "/v1/jobs/bulk", `{"action": "cancel", "ids": ["`+strings.Repeat("1", tochttp.DefaultMaxBodyBytes)+`"]}`, 413)

@@ -37,6 +37,7 @@ func (a *API) ops() []op {
 		{"DELETE", "/v1/jobs", auth.Write, 0, gated(a, readJobQuery("topic", "biz_id", "key"), a.cancelMatching)},
 		{"PATCH", "/v1/jobs", auth.Write, small, gated(a, readMovedJobs, a.rescheduleMatching)},
 		{"POST", "/v1/jobs/bulk", auth.Write, small, gated(a, readJobSelection, a.selectedJobs)},
+		{"GET", "/v1/jobs/search", auth.Read, 0, gated(a, readJobSearch, a.searchJobs)},
 		{"GET", "/v1/jobs/{id}", auth.Read, 0, gated(a, readJobAt, a.getJob)},
 		{"GET", "/v1/jobs/{id}/attempts", auth.Read, 0, gated(a, readJobAt, a.listAttempts)},
 		{"DELETE", "/v1/jobs/{id}", auth.Write, 0, gated(a, readJobChange, a.cancelJob)},

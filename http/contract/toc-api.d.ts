@@ -136,6 +136,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a job by id or idempotency key across the token's topics.
+         * @description The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+         */
+        get: operations["searchJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}": {
         parameters: {
             query?: never;
@@ -2356,6 +2376,48 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    searchJobs: {
+        parameters: {
+            query: {
+                /**
+                 * @description A job id, or an idempotency key (at most 128 bytes of printable characters); surrounding spaces are ignored.
+                 * @example order-42
+                 */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs found, none or several (a key may be used in several topics). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jobs": [],
+                     *       "topics_searched": 3,
+                     *       "truncated": false
+                     *     }
+                     */
+                    "application/json": {
+                        jobs: components["schemas"]["Job"][];
+                        /** @description The topics whose keys were looked at. */
+                        topics_searched: number;
+                        /** @description true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for. */
+                        truncated: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -1875,6 +1875,12 @@ type ScheduleJobBatchParams struct {
 	Traceparent *TraceParent `json:"traceparent,omitempty"`
 }
 
+// SearchJobsParams defines parameters for SearchJobs.
+type SearchJobsParams struct {
+	// Q A job id, or an idempotency key (at most 128 bytes of printable characters); surrounding spaces are ignored.
+	Q string `form:"q" json:"q"`
+}
+
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
 	// IfMatch Change the job only if it is at this version: the ETag of a GET, like "3" (quotes included). If the job has changed since, 412 version_mismatch and nothing changes; the check and the change are one conditional write, so of two clients sending the same tag one at most succeeds. * matches any version, as no header does. One strong tag only: a weak tag, a list or anything else is 400 invalid_argument with field If-Match.
@@ -2687,6 +2693,13 @@ type ClientInterface interface {
 	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
 	ActOnJobs(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// SearchJobs Find a job by id or idempotency key across the token's topics.
+	//
+	// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+	//
+	// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+	SearchJobs(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CancelJob Cancel a pending job.
 	//
 	// 200 means the webhook will never be called from then on: a worker moves a job from pending to firing with a conditional update of its row before it calls the webhook, and the cancel wins or loses against that update. Otherwise 409: in_flight (an attempt is under way or about to start; the job may still end done), already_fired (it is done), or conflict (cancelled, dead or purged already). A job between attempts is pending again and can be cancelled. With If-Match, the cancel happens only if the job is still at that version: else 412 version_mismatch, checked before the status, and nothing changes.
@@ -3417,6 +3430,23 @@ func (c *Client) ActOnJobsWithBody(ctx context.Context, contentType string, body
 // Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
 func (c *Client) ActOnJobs(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewActOnJobsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchJobs Find a job by id or idempotency key across the token's topics.
+//
+// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+//
+// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+func (c *Client) SearchJobs(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchJobsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -5058,6 +5088,56 @@ func NewActOnJobsRequestWithBody(server string, contentType string, body io.Read
 	return req, nil
 }
 
+// NewSearchJobsRequest constructs an http.Request for the SearchJobs method
+func NewSearchJobsRequest(server string, params *SearchJobsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewCancelJobRequest constructs an http.Request for the CancelJob method
 func NewCancelJobRequest(server string, id JobIDPath, params *CancelJobParams) (*http.Request, error) {
 	var err error
@@ -6206,6 +6286,15 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
 	ActOnJobsWithResponse(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOnJobsResponse, error)
+
+	// SearchJobsWithResponse Find a job by id or idempotency key across the token's topics.
+	//
+	// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+	SearchJobsWithResponse(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*SearchJobsResponse, error)
 
 	// CancelJobWithResponse Cancel a pending job.
 	//
@@ -8421,6 +8510,98 @@ func (r ActOnJobsResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ActOnJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SearchJobsResponse401Headers the declared response headers of an HTTP 401 response for SearchJobs
+type SearchJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SearchJobsResponse503Headers the declared response headers of an HTTP 503 response for SearchJobs
+type SearchJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SearchJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Jobs []Job `json:"jobs"`
+
+		// TopicsSearched The topics whose keys were looked at.
+		TopicsSearched int `json:"topics_searched"`
+
+		// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+		Truncated bool `json:"truncated"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchJobsResponse) GetJSON200() *struct {
+	Jobs []Job `json:"jobs"`
+
+	// TopicsSearched The topics whose keys were looked at.
+	TopicsSearched int `json:"topics_searched"`
+
+	// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+	Truncated bool `json:"truncated"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SearchJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SearchJobsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SearchJobsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10722,6 +10903,21 @@ func (c *ClientWithResponses) ActOnJobsWithResponse(ctx context.Context, body Ac
 	return ParseActOnJobsResponse(rsp)
 }
 
+// SearchJobsWithResponse Find a job by id or idempotency key across the token's topics.
+//
+// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+func (c *ClientWithResponses) SearchJobsWithResponse(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*SearchJobsResponse, error) {
+	rsp, err := c.SearchJobs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchJobsResponse(rsp)
+}
+
 // CancelJobWithResponse Cancel a pending job.
 //
 // 200 means the webhook will never be called from then on: a worker moves a job from pending to firing with a conditional update of its row before it calls the webhook, and the cancel wins or loses against that update. Otherwise 409: in_flight (an attempt is under way or about to start; the job may still end done), already_fired (it is done), or conflict (cancelled, dead or purged already). A job between attempts is pending again and can be cancelled. With If-Match, the cancel happens only if the job is still at that version: else 412 version_mismatch, checked before the status, and nothing changes.
@@ -12874,6 +13070,84 @@ func ParseActOnJobsResponse(rsp *http.Response) (*ActOnJobsResponse, error) {
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ActOnJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchJobsResponse parses an HTTP response from a SearchJobsWithResponse call
+func ParseSearchJobsResponse(rsp *http.Response) (*SearchJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Jobs []Job `json:"jobs"`
+
+			// TopicsSearched The topics whose keys were looked at.
+			TopicsSearched int `json:"topics_searched"`
+
+			// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+			Truncated bool `json:"truncated"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SearchJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
