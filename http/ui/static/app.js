@@ -10,6 +10,7 @@ import { clusterPage } from './cluster.js';
 import { schedulesPage } from './schedules.js';
 import { groupPage } from './groups.js';
 import { auditPage } from './audit.js';
+import { searchPage, findForm } from './search.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -22,6 +23,7 @@ const routes = [
   [/^\/groups\/([^/]+)$/, groupPage],
   [/^\/cluster$/, clusterPage],
   [/^\/audit$/, auditPage],
+  [/^\/search$/, searchPage],
 ];
 
 const home = '#/topics';
@@ -136,5 +138,6 @@ function loginForm() {
   return form;
 }
 
+findForm(document.getElementById('find'));
 window.addEventListener('hashchange', render);
 render();
