@@ -159,6 +159,13 @@ func TestDashboardBulkJobs(t *testing.T) {
 	d.checkJobs("#jobs-table", jobs[1], jobs[3])
 	d.shot("jobs-bulk")
 	d.docPicture("dashboard-bulk.png", "#jobs")
+
+	// The audit page has each Cancel, by the action its filter offers.
+	d.show("#/audit?action=jobs.cancel_selected")
+	d.do(chromedp.WaitVisible(chromedp.CSS("#audit tbody tr")))
+	if got := d.eval(`document.querySelector('#audit-search select[name="action"]').value + " " + document.querySelectorAll("#audit tbody tr").length`); got != "jobs.cancel_selected 3" {
+		t.Errorf("the audit page of the cancels shows %q, want the filter and 3 entries", got)
+	}
 	d.check()
 }
 
