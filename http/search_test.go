@@ -241,3 +241,40 @@ func TestJobSearchAcrossTenants(t *testing.T) {
 		}
 	}
 }
+
+// A token that sees more topics than one search reads: the key is looked
+// for in the first MaxSearchTopics by name, and the answer says the rest
+// were not read; a job found by its id is found whatever its topic.
+func TestJobSearchBounded(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	// One batch makes the topics t0000..t0999, a job each, the first with
+	// the key; t1000's job has it too.
+	var batch []string
+	for i := range tochttp.MaxSearchTopics {
+		key := ""
+		if i == 0 {
+			key = `"key": "k", `
+		}
+		batch = append(batch, fmt.Sprintf(`{"topic": "t%04d", %s"delay_ms": 3600000, %s}`, i, key, cb))
+	}
+	b := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+strings.Join(batch, ", ")+`]}`)
+	if b.status != http.StatusOK {
+		t.Fatalf("batch: %d %.300s", b.status, b.raw)
+	}
+	first := b.body["results"].([]any)[0].(map[string]any)["id"].(string)
+	last := e.call(t, "POST", "/v1/jobs", `{"topic": "t1000", "key": "k", "delay_ms": 3600000, `+cb+`}`).body["id"].(string)
+	ids := func(a answer) string {
+		var out []string
+		for _, j := range a.body["jobs"].([]any) {
+			out = append(out, j.(map[string]any)["id"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	a := e.call(t, "GET", "/v1/jobs/search?q=k", "")
+	if a.status != 200 || ids(a) != first || a.body["truncated"] != true || a.body["topics_searched"] != float64(tochttp.MaxSearchTopics) {
+		t.Errorf("a key past the bound: %d %s; want %s only, truncated", a.status, a.raw, first)
+	}
+	if a := e.call(t, "GET", "/v1/jobs/search?q="+last, ""); ids(a) != last {
+		t.Errorf("by the id of a job of a topic past the bound: %s", a.raw)
+	}
+}
