@@ -50,8 +50,9 @@ type selection struct {
 
 // readSelection reads the body of a bulk call whose actions are those
 // given; timed are the actions that take a due time (required unless the
-// action is in optional). A replay counts one pending job per id against
-// max_pending, charged as each is replayed.
+// action is in optional). Its claim is the selection, whose jobs the gate
+// checks one by one (a replay's max_pending is charged as each is
+// replayed, by selectedDead).
 func readSelection(actions, timed, optional []string) func(*http.Request, *selection) (*claim, error) {
 	return func(r *http.Request, in *selection) (*claim, error) {
 		b := &in.body
