@@ -81,6 +81,9 @@ export function actionBar(id, sel, path, actions, refresh, result, extra = []) {
   });
   sel.listeners.push((n) => { for (const b of buttons) b.disabled = n === 0; });
   async function act(a) {
+    // The line of the action before goes: the one shown is this one's.
+    result.node.hidden = true;
+    result.node.textContent = '';
     const ids = sel.ids();
     let body;
     try {
