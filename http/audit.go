@@ -34,9 +34,15 @@ const (
 	auditDeadPurgeBulk      = "deadletter.purge_bulk"
 	auditJobsCancelBulk     = "jobs.cancel_bulk"
 	auditJobsRescheduleBulk = "jobs.reschedule_bulk"
-	auditSchedulePause      = "schedule.pause"
-	auditScheduleResume     = "schedule.resume"
-	auditScheduleDelete     = "schedule.delete"
+	// A bulk call's selection (POST /v1/jobs/bulk, /v1/deadletters/bulk).
+	auditJobsCancelSelected     = "jobs.cancel_selected"
+	auditJobsRescheduleSelected = "jobs.reschedule_selected"
+	auditJobsFireNowSelected    = "jobs.fire_now_selected"
+	auditDeadReplaySelected     = "deadletter.replay_selected"
+	auditDeadPurgeSelected      = "deadletter.purge_selected"
+	auditSchedulePause          = "schedule.pause"
+	auditScheduleResume         = "schedule.resume"
+	auditScheduleDelete         = "schedule.delete"
 )
 
 // AuditActions lists every action the audit log records.
@@ -44,6 +50,8 @@ var AuditActions = []string{
 	auditTopicPut, auditTopicPatch, auditTopicPause, auditTopicResume, auditTopicDelete,
 	auditDeadReplay, auditDeadPurge, auditDeadReplayBulk, auditDeadPurgeBulk,
 	auditJobsCancelBulk, auditJobsRescheduleBulk,
+	auditJobsCancelSelected, auditJobsRescheduleSelected, auditJobsFireNowSelected,
+	auditDeadReplaySelected, auditDeadPurgeSelected,
 	auditSchedulePause, auditScheduleResume, auditScheduleDelete,
 }
 

@@ -159,11 +159,11 @@ func TestForecastMatchesScheduled(t *testing.T) {
 }
 
 // waitStatus waits until job id has status.
-func waitStatus(t *testing.T, e *apiEnv, id, status string) {
+func waitStatus(t *testing.T, e *apiEnv, id, status string, header ...string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		a := e.call(t, "GET", "/v1/jobs/"+id, "")
+		a := e.call(t, "GET", "/v1/jobs/"+id, "", header...)
 		if a.body["status"] == status {
 			return
 		}

@@ -14,7 +14,8 @@
 //  2. checks the callback URLs (private addresses, the namespace's hosts);
 //  3. checks scope: a topic outside the token's patterns is a 403, decided
 //     from the name alone; a job, schedule or group of the path that the
-//     token may not see is a 404 word for word as a missing one; a group
+//     token may not see is a 404 word for word as a missing one (a job
+//     of a bulk call's selection, that job's not_found); a group
 //     to join that it may not see is the 400 of a missing group;
 //  4. checks that each callback URL is given where its topic's way needs
 //     one (webhook) and only there (amqp, nats);
@@ -44,6 +45,9 @@ type claim struct {
 	topics []topicRef
 	// job is the job of the path, which the token must be able to see.
 	job timer.JobID
+	// selected are the jobs a bulk call acts on: one the token may not
+	// see is that job's not_found (admission.hidden), not the request's.
+	selected []timer.JobID
 	// schedule is the schedule of the path, likewise.
 	schedule timer.ScheduleID
 	// groups are the groups the request names.
@@ -129,7 +133,10 @@ type admission struct {
 	// scheduleTopic is the topic of the path's schedule, for the audit
 	// log.
 	scheduleTopic string
-	release       []func()
+	// hidden are the selected jobs the token may not see, or that do not
+	// exist, each with the error GET /v1/jobs/{id} would answer.
+	hidden  map[timer.JobID]error
+	release []func()
 }
 
 // pending charges n more pending jobs to the token's max_pending, for a
@@ -312,6 +319,19 @@ func (a *API) admitScope(ctx context.Context, c *claim, ad *admission) error {
 	}
 	if c.job != 0 {
 		if err := a.visibleJob(ctx, c.job); err != nil {
+			return err
+		}
+	}
+	for _, id := range c.selected {
+		err := a.visibleJob(ctx, id)
+		if errors.Is(err, timer.ErrNotFound) {
+			if ad.hidden == nil {
+				ad.hidden = map[timer.JobID]error{}
+			}
+			ad.hidden[id] = jobNotFound(id)
+			continue
+		}
+		if err != nil {
 			return err
 		}
 	}

@@ -66,6 +66,19 @@ func TestNamespacesInTheAPI(t *testing.T) {
 		if items, _ := a.body["topics"].([]any); len(items) != 1 || items[0].(map[string]any)["name"] != "orders" {
 			t.Errorf("%s lists topics: %s; want its orders only", c.tok[1], a.raw)
 		}
+		// Search and bulk calls: its own job by its topic's name, the other
+		// namespace's not found, even to an admin.
+		a = e.call(t, "GET", "/v1/jobs/search?q="+c.mine, "", c.tok...)
+		if jobs, _ := a.body["jobs"].([]any); a.status != 200 || len(jobs) != 1 || jobs[0].(map[string]any)["topic"] != "orders" {
+			t.Errorf("%s finds its own job: %d %s", c.tok[1], a.status, a.raw)
+		}
+		if a = e.call(t, "GET", "/v1/jobs/search?q="+c.not, "", c.tok...); a.status != 200 || len(a.body["jobs"].([]any)) != 0 {
+			t.Errorf("%s finds another namespace's job: %d %s", c.tok[1], a.status, a.raw)
+		}
+		n, failed := selectionAnswer(t, e.call(t, "POST", "/v1/jobs/bulk", `{"action": "fire_now", "ids": `+ids(c.not)+`}`, c.tok...))
+		if n != 0 || failed[c.not] != tochttp.CodeNotFound {
+			t.Errorf("%s fires another namespace's job now: changed %d, failed %v", c.tok[1], n, failed)
+		}
 	}
 
 	// A client's topic name never holds the namespace: no way into another's.

@@ -4,6 +4,7 @@
 package http
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -194,4 +195,77 @@ func matchText(q timer.JobQuery) string {
 		biz = strconv.FormatUint(q.BizID, 10)
 	}
 	return filterText("biz_id", biz, "key", q.Key)
+}
+
+// MaxSearchTopics bounds the topics one GET /v1/jobs/search looks a key
+// up in: one read of the (topic, idem_key) index each.
+const MaxSearchTopics = 1000
+
+// jobSearch is GET /v1/jobs/search's input: what to find.
+type jobSearch struct{ q string }
+
+// readJobSearch reads GET /v1/jobs/search?q=: a job id or an idempotency
+// key, required; any other parameter, or q twice, is a 400 naming it. It
+// names no topic: the search is of the topics the token may see.
+func readJobSearch(r *http.Request, in *jobSearch) (*claim, error) {
+	v := r.URL.Query()
+	if err := onlyParams(v, "q"); err != nil {
+		return nil, err
+	}
+	in.q = strings.TrimSpace(v.Get("q"))
+	switch {
+	case in.q == "":
+		return nil, &timer.FieldError{Field: "q", Message: "required: a job id or an idempotency key"}
+	case len(in.q) > timer.MaxKeyBytes || !timer.ValidKey(in.q):
+		return nil, &timer.FieldError{Field: "q", Message: fmt.Sprintf("at most %d bytes of printable characters", timer.MaxKeyBytes)}
+	}
+	return nil, nil
+}
+
+// searchJobs: GET /v1/jobs/search?q=, the job whose id is q and the jobs
+// whose idempotency key is q, of the topics the token may see. Its cost
+// is bounded: one primary key read when q is a number, and one read of
+// the (topic, idem_key) index (a row at most) in each of the first
+// MaxSearchTopics visible topics by name; "truncated" says when the
+// token sees more, whose keys were not looked at.
+func (a *API) searchJobs(w http.ResponseWriter, r *http.Request, in *jobSearch, _ *admission) {
+	ctx := r.Context()
+	topics, err := a.jobs.Topics(ctx)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	visible := visibleTopics(ctx, topics)
+	slices.SortFunc(visible, func(x, y timer.Topic) int { return strings.Compare(x.Name, y.Name) })
+	var found []*timer.Job
+	if id, err := timer.ParseJobID(in.q); err == nil {
+		j, err := a.jobs.Get(ctx, id)
+		switch {
+		case err == nil:
+			if slices.ContainsFunc(visible, func(t timer.Topic) bool { return t.Name == j.Topic }) {
+				found = append(found, j)
+			}
+		case !errors.Is(err, timer.ErrNotFound):
+			a.writeError(w, r, err)
+			return
+		}
+	}
+	searched := visible[:min(len(visible), MaxSearchTopics)]
+	for _, t := range searched {
+		jobs, err := a.jobs.Find(ctx, timer.JobQuery{Topic: t.Name, Key: in.q, Limit: 1})
+		if err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		for _, j := range jobs {
+			if !slices.ContainsFunc(found, func(f *timer.Job) bool { return f.ID == j.ID }) {
+				found = append(found, j)
+			}
+		}
+	}
+	views := make([]jobView, len(found))
+	for i, j := range found {
+		views[i] = viewOf(j)
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"jobs": views, "topics_searched": len(searched), "truncated": len(searched) < len(visible)})
 }

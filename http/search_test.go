@@ -2,8 +2,10 @@ package http_test
 
 import (
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -161,5 +163,118 @@ func TestFindJobsStatusRepeated(t *testing.T) {
 		{"DELETE", "/v1/jobs?topic=orders&biz_id=1&status=pending&status=cancelled", "status"},
 	} {
 		e.call(t, c.method, c.path, "").wantError(t, 400, tochttp.CodeInvalid, c.field)
+	}
+}
+
+// GET /v1/jobs/search finds a job by id and by key in every topic, and
+// refuses a search of nothing.
+func TestJobSearch(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	var made []string
+	for _, topic := range []string{"a", "b", "c"} {
+		a := e.call(t, "POST", "/v1/jobs", `{"topic": "`+topic+`", "key": "shared key", "delay_ms": 3600000, `+cb+`}`)
+		made = append(made, a.body["id"].(string))
+	}
+	numeric := e.call(t, "POST", "/v1/jobs", `{"topic": "b", "key": "`+made[0]+`", "delay_ms": 3600000, `+cb+`}`).body["id"].(string)
+	search := func(q string) answer {
+		t.Helper()
+		a := e.call(t, "GET", "/v1/jobs/search?q="+q, "")
+		if a.status != http.StatusOK {
+			t.Fatalf("search %q: %d %s", q, a.status, a.raw)
+		}
+		return a
+	}
+	a := search("shared+key")
+	if js := a.body["jobs"].([]any); len(js) != 3 || a.body["topics_searched"] != float64(3) {
+		t.Errorf("by a key of three topics: %s", a.raw)
+	}
+	// A number is an id and a key: the job of that id, and the job whose
+	// key it is.
+	a = search("+" + made[0] + "+")
+	if js := a.body["jobs"].([]any); len(js) != 2 || js[0].(map[string]any)["id"] != made[0] || js[1].(map[string]any)["id"] != numeric {
+		t.Errorf("by id: %s", a.raw)
+	}
+	e.call(t, "GET", "/v1/jobs/search", "").wantError(t, 400, tochttp.CodeInvalid, "q")
+	e.call(t, "GET", "/v1/jobs/search?q=+", "").wantError(t, 400, tochttp.CodeInvalid, "q")
+	e.call(t, "GET", "/v1/jobs/search?q=a&q=b", "").wantError(t, 400, tochttp.CodeInvalid, "q")
+	e.call(t, "GET", "/v1/jobs/search?q=a&topic=b", "").wantError(t, 400, tochttp.CodeInvalid, "topic")
+	e.call(t, "GET", "/v1/jobs/search?q="+strings.Repeat("x", 129), "").wantError(t, 400, tochttp.CodeInvalid, "q")
+}
+
+// A tenant finds its own jobs by id and by key, never another tenant's:
+// one of a topic it may not see is not found, as a missing one.
+func TestJobSearchAcrossTenants(t *testing.T) {
+	e := tenantsEnv(t)
+	orders, billing, viewer, ops := bearerOf("orders"), bearerOf("billing"), bearerOf("viewer"), bearerOf("ops")
+	theirs, mine := e.keyInTwoTenants(t)
+	const missing = "4611686018427387904"
+	found := func(q string, tok []string) []string {
+		t.Helper()
+		a := e.call(t, "GET", "/v1/jobs/search?q="+q, "", tok...)
+		if a.status != http.StatusOK || a.body["truncated"] != false {
+			t.Fatalf("search %q: %d %s", q, a.status, a.raw)
+		}
+		var out []string
+		for _, j := range a.body["jobs"].([]any) {
+			out = append(out, j.(map[string]any)["id"].(string))
+		}
+		return out
+	}
+	for _, c := range []struct {
+		q    string
+		tok  []string
+		want string
+	}{
+		{theirs, billing, ""},
+		{theirs, orders, theirs},
+		{theirs, viewer, theirs},
+		{mine, billing, mine},
+		{mine, orders, ""},
+		{"order-42", billing, mine},
+		{"order-42", orders, theirs},
+		{"order-42", ops, mine + "," + theirs},
+		{"nothing", ops, ""},
+		{missing, ops, ""},
+	} {
+		if got := strings.Join(found(c.q, c.tok), ","); got != c.want {
+			t.Errorf("search %q as %s: %q, want %q", c.q, c.tok[1], got, c.want)
+		}
+	}
+}
+
+// A token that sees more topics than one search reads: the key is looked
+// for in the first MaxSearchTopics by name, and the answer says the rest
+// were not read; a job found by its id is found whatever its topic.
+func TestJobSearchBounded(t *testing.T) {
+	e := newAPIEnv(t, tochttp.APIConfig{}, nil)
+	// One batch makes the topics t0000..t0999, a job each, the first with
+	// the key; t1000's job has it too.
+	var batch []string
+	for i := range tochttp.MaxSearchTopics {
+		key := ""
+		if i == 0 {
+			key = `"key": "k", `
+		}
+		batch = append(batch, fmt.Sprintf(`{"topic": "t%04d", %s"delay_ms": 3600000, %s}`, i, key, cb))
+	}
+	b := e.call(t, "POST", "/v1/jobs/batch", `{"jobs": [`+strings.Join(batch, ", ")+`]}`)
+	if b.status != http.StatusOK {
+		t.Fatalf("batch: %d %.300s", b.status, b.raw)
+	}
+	first := b.body["results"].([]any)[0].(map[string]any)["id"].(string)
+	last := e.call(t, "POST", "/v1/jobs", `{"topic": "t1000", "key": "k", "delay_ms": 3600000, `+cb+`}`).body["id"].(string)
+	ids := func(a answer) string {
+		var out []string
+		for _, j := range a.body["jobs"].([]any) {
+			out = append(out, j.(map[string]any)["id"].(string))
+		}
+		return strings.Join(out, ",")
+	}
+	a := e.call(t, "GET", "/v1/jobs/search?q=k", "")
+	if a.status != 200 || ids(a) != first || a.body["truncated"] != true || a.body["topics_searched"] != float64(tochttp.MaxSearchTopics) {
+		t.Errorf("a key past the bound: %d %s; want %s only, truncated", a.status, a.raw, first)
+	}
+	if a := e.call(t, "GET", "/v1/jobs/search?q="+last, ""); ids(a) != last {
+		t.Errorf("by the id of a job of a topic past the bound: %s", a.raw)
 	}
 }

@@ -1,6 +1,6 @@
-// The client's commands over many jobs and attempts: jobs list, jobs
-// cancel-all and reschedule-all, jobs attempts, dead summary, dead
-// replay-all and purge-all.
+// The client's commands over many jobs and attempts: jobs find, jobs
+// list, jobs cancel-all and reschedule-all, jobs attempts, dead summary,
+// dead replay-all and purge-all.
 
 package main
 
@@ -64,6 +64,15 @@ func rescheduleAll(fs *flagSet) prepareCall {
 			return nil, err
 		}
 		return func(ctx context.Context, c *client.Client) (any, error) { return c.RescheduleMatching(ctx, *m, w) }, nil
+	}
+}
+
+// foundJobs is a table of what GET /v1/jobs/search found, and a line when
+// it could not look for the key in every topic.
+func foundJobs(w io.Writer, p map[string]any) {
+	printTable(w, []string{"id", "topic", "key", "status", "fire_at"}, objects(p["jobs"])...)
+	if p["truncated"] == true {
+		fmt.Fprintf(w, "\nthe key was looked for in the first %v topics only: toc jobs list --topic T --key K looks in another\n", p["topics_searched"])
 	}
 }
 

@@ -39,7 +39,18 @@ func TestCLIManyJobs(t *testing.T) {
 		run("schedule", "--topic", "orders", "--callback", fail.URL+"/h", "--biz-id", fmt.Sprint(i%2+1), "--delay", "1h")
 	}
 
-	out := run("jobs", "list", "--topic", "orders", "--biz-id", "1")
+	// A key found in any topic, and a job by its id.
+	run("schedule", "--topic", "invoices", "--callback", fail.URL+"/h", "--key", "inv-7", "--delay", "1h")
+	out := run("jobs", "find", "inv-7")
+	if !strings.HasPrefix(out, "ID") || !strings.Contains(out, "invoices") || !strings.Contains(out, "inv-7") {
+		t.Errorf("jobs find inv-7:\n%s", out)
+	}
+	found := runJSON("jobs", "find", "inv-7")["jobs"].([]any)
+	if id := found[0].(map[string]any)["id"].(string); len(found) != 1 || !strings.Contains(run("jobs", "find", id), "inv-7") {
+		t.Errorf("jobs find by key, then by its id: %v", found)
+	}
+
+	out = run("jobs", "list", "--topic", "orders", "--biz-id", "1")
 	if n := strings.Count(out, "orders"); n != 3 || !strings.HasPrefix(out, "ID") {
 		t.Errorf("jobs list --biz-id 1: %d rows\n%s", n, out)
 	}

@@ -57,6 +57,8 @@ var clientCommands = []clientCommand{
 	{name: "jobs reschedule", about: "move a pending job to --fire-at or --delay", example: "toc jobs reschedule 1234 --delay 1h", args: "ID", flags: rescheduleFlags, table: one(jobFields...)},
 	{name: "jobs attempts", about: "list a job's deliveries: start, duration, status, error, response", example: "toc jobs attempts 1234", args: "ID",
 		flags: onJob(attempts), table: attemptTable},
+	{name: "jobs find", about: "find a job by id or idempotency key in every topic the token may see", example: "toc jobs find order-42", args: "ID|KEY", flags: onTopic((*client.Client).Find),
+		table: foundJobs},
 	{name: "jobs list", about: "find a topic's jobs by status, business id, key and due time", example: "toc jobs list --topic orders --status pending,dead --biz-id 42", flags: jobSearch, table: jobPage},
 	{name: "jobs cancel-all", about: "cancel every pending job of a business id or key", example: "toc jobs cancel-all --topic orders --biz-id 42", flags: cancelAll, table: one("cancelled", "too_late")},
 	{name: "jobs reschedule-all", about: "move every pending job of a business id or key to --fire-at or --delay", example: "toc jobs reschedule-all --topic orders --key order-42 --fire-at 2030-01-02T15:04:05Z", flags: rescheduleAll,
@@ -259,8 +261,8 @@ func onJob[T any](do func(c *client.Client, ctx context.Context, id uint64) (T, 
 	}
 }
 
-// onTopic is a command on the topic its one argument names, with no
-// flags of its own.
+// onTopic is a command on the topic its one argument names (or on that
+// argument as text: jobs find), with no flags of its own.
 func onTopic[T any](do func(c *client.Client, ctx context.Context, name string) (T, error)) func(fs *flagSet) prepareCall {
 	return func(*flagSet) prepareCall {
 		return func(args []string) (call, error) {

@@ -284,5 +284,66 @@ func TestClientLive(t *testing.T) {
 			t.Errorf("delete a topic with pending jobs: %v", err)
 		}
 	})
+
+	t.Run("selection and search", func(t *testing.T) {
+		var ids []uint64
+		for i := range 3 {
+			j, _, err := c.Schedule(ctx, client.JobRequest{Topic: "live-sel", Key: "sel-" + strconv.Itoa(i), Delay: time.Hour, CallbackURL: hook})
+			must(err)
+			ids = append(ids, j.ID)
+		}
+		found, err := c.Find(ctx, "sel-1")
+		if err != nil || len(found.Jobs) != 1 || found.Jobs[0].ID != ids[1] || found.Truncated || found.TopicsSearched == 0 {
+			t.Errorf("find by key: %+v %v", found, err)
+		}
+		if found, err := c.Find(ctx, strconv.FormatUint(ids[2], 10)); err != nil || len(found.Jobs) != 1 || found.Jobs[0].Key != "sel-2" {
+			t.Errorf("find by id: %+v %v", found, err)
+		}
+		at := time.Now().Add(2 * time.Hour).Truncate(time.Millisecond)
+		moved, err := c.RescheduleSelected(ctx, ids[:2], client.At(at))
+		if err != nil || moved.Changed != 2 || len(moved.Failed) != 0 {
+			t.Errorf("reschedule selected: %+v %v", moved, err)
+		}
+		if j, err := c.Get(ctx, ids[0]); err != nil || !j.FireAt.Equal(at) {
+			t.Errorf("a rescheduled job: %+v %v", j, err)
+		}
+		fired, err := c.FireNowSelected(ctx, ids[2:])
+		if err != nil || fired.Changed != 1 {
+			t.Errorf("fire now selected: %+v %v", fired, err)
+		}
+		const missing = 4611686018427387904
+		cancelled, err := c.CancelSelected(ctx, []uint64{ids[0], missing})
+		if err != nil || cancelled.Changed != 1 || len(cancelled.Failed) != 1 || cancelled.Failed[0].ID != missing || cancelled.Failed[0].Code != client.CodeNotFound {
+			t.Errorf("cancel selected with a missing job: %+v %v", cancelled, err)
+		}
+		if _, err := c.CancelSelected(ctx, nil); !errors.Is(err, client.ErrInvalid) {
+			t.Errorf("cancel of no job: %v", err)
+		}
+
+		var dead []uint64
+		for range 2 {
+			j, _, err := c.Schedule(ctx, client.JobRequest{Topic: "live-sel-dead", CallbackURL: hook + "?fail=1", MaxAttempts: 1})
+			must(err)
+			dead = append(dead, j.ID)
+		}
+		for _, id := range dead {
+			for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+				if j, err := c.Get(ctx, id); err == nil && j.Status == client.StatusDead {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("job %d never died", id)
+				}
+			}
+		}
+		replayed, err := c.ReplaySelected(ctx, dead[:1], client.After(time.Hour))
+		if err != nil || replayed.Changed != 1 {
+			t.Errorf("replay selected: %+v %v", replayed, err)
+		}
+		purged, err := c.PurgeSelected(ctx, dead)
+		if err != nil || purged.Changed != 1 || len(purged.Failed) != 1 || purged.Failed[0].ID != dead[0] || purged.Failed[0].Code != client.CodeConflict {
+			t.Errorf("purge selected, one replayed: %+v %v", purged, err)
+		}
+	})
 	r.check(t)
 }

@@ -536,6 +536,17 @@ func TestRequests(t *testing.T) {
 		}, sent{"GET", "/v1/deadletters?cursor=x&error=503&from=2026-11-21T19%3A00%3A02.25Z&topic=t", "", "", ""}},
 		{func() error { _, err := c.DeadLetters(ctx, DeadQuery{}); return err }, sent{"GET", "/v1/deadletters", "", "", ""}},
 		{func() error { _, err := c.ReplayDead(ctx, 9, When{}); return err }, sent{"POST", "/v1/deadletters/9/replay", `{"delay_ms":0}`, "", ""}},
+		{func() error { _, err := c.CancelSelected(ctx, []uint64{7, 1<<63 - 1}); return err },
+			sent{"POST", "/v1/jobs/bulk", `{"action":"cancel","ids":["7","9223372036854775807"]}`, "", ""}},
+		{func() error { _, err := c.RescheduleSelected(ctx, []uint64{7}, At(at)); return err },
+			sent{"POST", "/v1/jobs/bulk", `{"action":"reschedule","ids":["7"],"fire_at":"2026-11-21T19:00:02.25Z"}`, "", ""}},
+		{func() error { _, err := c.FireNowSelected(ctx, []uint64{7}); return err },
+			sent{"POST", "/v1/jobs/bulk", `{"action":"fire_now","ids":["7"]}`, "", ""}},
+		{func() error { _, err := c.ReplaySelected(ctx, []uint64{9}, When{}); return err },
+			sent{"POST", "/v1/deadletters/bulk", `{"action":"replay","ids":["9"],"delay_ms":0}`, "", ""}},
+		{func() error { _, err := c.PurgeSelected(ctx, []uint64{9}); return err },
+			sent{"POST", "/v1/deadletters/bulk", `{"action":"purge","ids":["9"]}`, "", ""}},
+		{func() error { _, err := c.Find(ctx, "order 42"); return err }, sent{"GET", "/v1/jobs/search?q=order+42", "", "", ""}},
 		{func() error {
 			_, err := c.ReplayMatching(ctx, DeadBulk{Topic: "t", Signature: "HTTP 503", Limit: 3, Rate: 200, Delay: time.Minute})
 			return err
@@ -724,5 +735,22 @@ func TestIfMatch(t *testing.T) {
 	}
 	if want := []string{`"4"`, "", `"3"`}; !reflect.DeepEqual(ifMatch, want) {
 		t.Errorf("If-Match sent %q, want %q", ifMatch, want)
+	}
+}
+
+// A selection's answer reads with each failed id exact and its error's
+// code, and writes back as the API wrote it.
+func TestSelectionResult(t *testing.T) {
+	const raw = `{"changed":2,"failed":[{"id":"9223372036854775807","error":{"code":"in_flight","message":"job 9223372036854775807 is firing"}}]}`
+	c := newFake(t, func(w http.ResponseWriter, r *http.Request) { answer(w, 200, raw) })
+	res, err := c.FireNowSelected(t.Context(), []uint64{1, 2, 1<<63 - 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Changed != 2 || len(res.Failed) != 1 || res.Failed[0].ID != 1<<63-1 || res.Failed[0].Code != CodeInFlight {
+		t.Errorf("read %+v", res)
+	}
+	if b, err := json.Marshal(res); err != nil || string(b) != raw {
+		t.Errorf("wrote %s (%v), want %s", b, err, raw)
 	}
 }

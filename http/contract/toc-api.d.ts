@@ -116,6 +116,46 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/jobs/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel, reschedule or fire now each job of a selection.
+         * @description Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+         */
+        post: operations["actOnJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/jobs/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Find a job by id or idempotency key across the token's topics.
+         * @description The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+         */
+        get: operations["searchJobs"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/jobs/{id}": {
         parameters: {
             query?: never;
@@ -244,6 +284,26 @@ export interface paths {
          * @description In the order they died, at most rate a second, up to limit in one request; answers how many, and whether more remain.
          */
         post: operations["purgeDeadLetters"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/deadletters/bulk": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Replay or purge each dead letter of a selection.
+         * @description Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+         */
+        post: operations["actOnDeadLetters"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1552,19 +1612,19 @@ export interface components {
              * @description What was done.
              * @enum {string}
              */
-            action: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
-            /** @description The topic acted on; absent for none (a schedule deleted, or a job id that names no job). */
+            action: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "jobs.cancel_selected" | "jobs.reschedule_selected" | "jobs.fire_now_selected" | "deadletter.replay_selected" | "deadletter.purge_selected" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+            /** @description The topic acted on; absent for none (a schedule deleted, or a job id that names no job); a selection's entry has the topic of the jobs it changed when they share one, none otherwise. */
             topic?: string;
-            /** @description What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=). */
+            /** @description What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=), or a selection's ids (ids=ID,ID,...). */
             target?: string;
             /** @description What the action was given and answered; each key only for the actions named (settings: topic.put and topic.patch, the topic's settings after the change). */
             details?: {
                 /** @description topic.put: whether it created the topic. */
                 created?: boolean;
                 settings?: components["schemas"]["Topic"];
-                /** @description deadletter.replay: the replayed job's due time; jobs.reschedule_bulk: the fire_at given. */
+                /** @description deadletter.replay: the replayed job's due time; jobs.reschedule_bulk, jobs.reschedule_selected, deadletter.replay_selected: the fire_at given. */
                 fire_at?: string;
-                /** @description jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none). */
+                /** @description jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none); jobs.reschedule_selected, deadletter.replay_selected: the delay_ms given, when one was. */
                 delay_ms?: number | null;
                 /** @description jobs.cancel_bulk, jobs.reschedule_bulk: jobs that matched but could not be changed. */
                 too_late?: number;
@@ -1574,6 +1634,8 @@ export interface components {
                 rate?: number;
                 /** @description deadletter.replay_bulk, deadletter.purge_bulk: whether more matched than the limit. */
                 more?: boolean;
+                /** @description jobs.*_selected, deadletter.*_selected: the ids of the selection that did not change (each with its error in the call's answer). */
+                failed?: number;
                 /** @description The details were too long to keep (over 4 KiB). */
                 truncated?: boolean;
             };
@@ -1681,6 +1743,67 @@ export interface components {
             lateness_p50_ms: number | null;
             /** @description The 99th percentile of the same, as lateness_p50_ms. */
             lateness_p99_ms: number | null;
+        };
+        /** @description A job of the selection that did not change, with the error the single call on it would have answered. */
+        SelectionFailure: {
+            id: components["schemas"]["JobID"];
+            error: components["schemas"]["ErrorDetail"];
+        };
+        /** @description What a bulk call did: how many jobs of the selection changed, and each that did not, with why. The ids changed are the ids given less those in failed. */
+        SelectionResult: {
+            /** @description The jobs changed: cancelled, rescheduled, replayed or purged. */
+            changed: number;
+            /** @description The jobs not changed, in the order given, each with the code a single call would have answered: not_found (unknown, or of a topic the token may not see), in_flight, already_fired, conflict (not pending; for dead letters, not dead), pending_quota (a replay past the token's max_pending), unavailable (a dependency failed, or the request's time ran out before the job was reached; untouched). */
+            failed: components["schemas"]["SelectionFailure"][];
+        };
+        /**
+         * @description Jobs chosen by id and what to do to each. reschedule needs exactly one of fire_at or delay_ms; cancel and fire_now take neither.
+         * @example {
+         *       "action": "cancel",
+         *       "ids": [
+         *         "4737272962162360320",
+         *         "4737272962162360321"
+         *       ]
+         *     }
+         * @example {
+         *       "action": "reschedule",
+         *       "ids": [
+         *         "4737272962162360320"
+         *       ],
+         *       "fire_at": "2026-12-01T09:00:00Z"
+         *     }
+         */
+        JobSelection: {
+            /**
+             * @description cancel: as DELETE /v1/jobs/{id}. reschedule: as PATCH /v1/jobs/{id}. fire_now: a reschedule to now: due at once, never before now; too late for a job already firing or ended, as any reschedule.
+             * @enum {string}
+             */
+            action: "cancel" | "reschedule" | "fire_now";
+            /** @description The jobs to act on, 1 to 1000, each once (a repeated or malformed id is a 400 naming it: ids[3]). */
+            ids: components["schemas"]["JobID"][];
+            fire_at?: components["schemas"]["FireAt"];
+            delay_ms?: components["schemas"]["DelayMS"];
+        };
+        /**
+         * @description Dead letters chosen by id and what to do to each. A replay may take a due time, fire_at or delay_ms (none: now); a purge takes none.
+         * @example {
+         *       "action": "purge",
+         *       "ids": [
+         *         "4737272962162360320",
+         *         "4737272962162360321"
+         *       ]
+         *     }
+         */
+        DeadSelection: {
+            /**
+             * @description replay: as POST /v1/deadletters/{id}/replay (each counts against max_pending). purge: as DELETE /v1/deadletters/{id}.
+             * @enum {string}
+             */
+            action: "replay" | "purge";
+            /** @description The jobs to act on, 1 to 1000, each once (a repeated or malformed id is a 400 naming it: ids[3]). */
+            ids: components["schemas"]["JobID"][];
+            fire_at?: components["schemas"]["FireAt"];
+            delay_ms?: components["schemas"]["DelayMS"];
         };
     };
     responses: {
@@ -2311,6 +2434,109 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    actOnJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "fire_now",
+                 *       "ids": [
+                 *         "4737272962162360320",
+                 *         "4737272962162360321",
+                 *         "4737272962162360322",
+                 *         "12345"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["JobSelection"];
+            };
+        };
+        responses: {
+            /** @description How many changed, and why the others did not. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "changed": 2,
+                     *       "failed": [
+                     *         {
+                     *           "id": "4737272962162360322",
+                     *           "error": {
+                     *             "code": "in_flight",
+                     *             "message": "job 4737272962162360322 is firing"
+                     *           }
+                     *         },
+                     *         {
+                     *           "id": "12345",
+                     *           "error": {
+                     *             "code": "not_found",
+                     *             "message": "get job 12345: not found"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SelectionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    searchJobs: {
+        parameters: {
+            query: {
+                /**
+                 * @description A job id, or an idempotency key (at most 128 bytes of printable characters); surrounding spaces are ignored.
+                 * @example order-42
+                 */
+                q: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The jobs found, none or several (a key may be used in several topics). */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "jobs": [],
+                     *       "topics_searched": 3,
+                     *       "truncated": false
+                     *     }
+                     */
+                    "application/json": {
+                        jobs: components["schemas"]["Job"][];
+                        /** @description The topics whose keys were looked at. */
+                        topics_searched: number;
+                        /** @description true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for. */
+                        truncated: boolean;
+                    };
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     getJob: {
         parameters: {
             query?: never;
@@ -2812,6 +3038,58 @@ export interface operations {
                     "application/json": components["schemas"]["Error"];
                 };
             };
+            413: components["responses"]["PayloadTooLarge"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    actOnDeadLetters: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "action": "replay",
+                 *       "ids": [
+                 *         "4737272962162360320",
+                 *         "4737272962162360321"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["DeadSelection"];
+            };
+        };
+        responses: {
+            /** @description How many changed, and why the others did not. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "changed": 1,
+                     *       "failed": [
+                     *         {
+                     *           "id": "4737272962162360321",
+                     *           "error": {
+                     *             "code": "conflict",
+                     *             "message": "job 4737272962162360321 is pending"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["SelectionResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
             413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Unavailable"];
         };
@@ -4206,7 +4484,7 @@ export interface operations {
         parameters: {
             query?: {
                 /** @description Only entries of this action. */
-                action?: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "schedule.pause" | "schedule.resume" | "schedule.delete";
+                action?: "topic.put" | "topic.patch" | "topic.pause" | "topic.resume" | "topic.delete" | "deadletter.replay" | "deadletter.purge" | "deadletter.replay_bulk" | "deadletter.purge_bulk" | "jobs.cancel_bulk" | "jobs.reschedule_bulk" | "jobs.cancel_selected" | "jobs.reschedule_selected" | "jobs.fire_now_selected" | "deadletter.replay_selected" | "deadletter.purge_selected" | "schedule.pause" | "schedule.resume" | "schedule.delete";
                 /** @description Only entries of this topic. */
                 topic?: string;
                 /** @description Only entries of this caller, as who shows it. */

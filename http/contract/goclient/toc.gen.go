@@ -20,20 +20,25 @@ import (
 
 // Defines values for AuditEntryAction.
 const (
-	AuditEntryActionDeadletterPurge      AuditEntryAction = "deadletter.purge"
-	AuditEntryActionDeadletterPurgeBulk  AuditEntryAction = "deadletter.purge_bulk"
-	AuditEntryActionDeadletterReplay     AuditEntryAction = "deadletter.replay"
-	AuditEntryActionDeadletterReplayBulk AuditEntryAction = "deadletter.replay_bulk"
-	AuditEntryActionJobsCancelBulk       AuditEntryAction = "jobs.cancel_bulk"
-	AuditEntryActionJobsRescheduleBulk   AuditEntryAction = "jobs.reschedule_bulk"
-	AuditEntryActionScheduleDelete       AuditEntryAction = "schedule.delete"
-	AuditEntryActionSchedulePause        AuditEntryAction = "schedule.pause"
-	AuditEntryActionScheduleResume       AuditEntryAction = "schedule.resume"
-	AuditEntryActionTopicDelete          AuditEntryAction = "topic.delete"
-	AuditEntryActionTopicPatch           AuditEntryAction = "topic.patch"
-	AuditEntryActionTopicPause           AuditEntryAction = "topic.pause"
-	AuditEntryActionTopicPut             AuditEntryAction = "topic.put"
-	AuditEntryActionTopicResume          AuditEntryAction = "topic.resume"
+	AuditEntryActionDeadletterPurge          AuditEntryAction = "deadletter.purge"
+	AuditEntryActionDeadletterPurgeBulk      AuditEntryAction = "deadletter.purge_bulk"
+	AuditEntryActionDeadletterPurgeSelected  AuditEntryAction = "deadletter.purge_selected"
+	AuditEntryActionDeadletterReplay         AuditEntryAction = "deadletter.replay"
+	AuditEntryActionDeadletterReplayBulk     AuditEntryAction = "deadletter.replay_bulk"
+	AuditEntryActionDeadletterReplaySelected AuditEntryAction = "deadletter.replay_selected"
+	AuditEntryActionJobsCancelBulk           AuditEntryAction = "jobs.cancel_bulk"
+	AuditEntryActionJobsCancelSelected       AuditEntryAction = "jobs.cancel_selected"
+	AuditEntryActionJobsFireNowSelected      AuditEntryAction = "jobs.fire_now_selected"
+	AuditEntryActionJobsRescheduleBulk       AuditEntryAction = "jobs.reschedule_bulk"
+	AuditEntryActionJobsRescheduleSelected   AuditEntryAction = "jobs.reschedule_selected"
+	AuditEntryActionScheduleDelete           AuditEntryAction = "schedule.delete"
+	AuditEntryActionSchedulePause            AuditEntryAction = "schedule.pause"
+	AuditEntryActionScheduleResume           AuditEntryAction = "schedule.resume"
+	AuditEntryActionTopicDelete              AuditEntryAction = "topic.delete"
+	AuditEntryActionTopicPatch               AuditEntryAction = "topic.patch"
+	AuditEntryActionTopicPause               AuditEntryAction = "topic.pause"
+	AuditEntryActionTopicPut                 AuditEntryAction = "topic.put"
+	AuditEntryActionTopicResume              AuditEntryAction = "topic.resume"
 )
 
 // Valid indicates whether the value is a known member of the AuditEntryAction enum.
@@ -43,13 +48,23 @@ func (e AuditEntryAction) Valid() bool {
 		return true
 	case AuditEntryActionDeadletterPurgeBulk:
 		return true
+	case AuditEntryActionDeadletterPurgeSelected:
+		return true
 	case AuditEntryActionDeadletterReplay:
 		return true
 	case AuditEntryActionDeadletterReplayBulk:
 		return true
+	case AuditEntryActionDeadletterReplaySelected:
+		return true
 	case AuditEntryActionJobsCancelBulk:
 		return true
+	case AuditEntryActionJobsCancelSelected:
+		return true
+	case AuditEntryActionJobsFireNowSelected:
+		return true
 	case AuditEntryActionJobsRescheduleBulk:
+		return true
+	case AuditEntryActionJobsRescheduleSelected:
 		return true
 	case AuditEntryActionScheduleDelete:
 		return true
@@ -141,6 +156,24 @@ const (
 func (e ClusteredClusterMode) Valid() bool {
 	switch e {
 	case ClusteredClusterModeCluster:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for DeadSelectionAction.
+const (
+	Purge  DeadSelectionAction = "purge"
+	Replay DeadSelectionAction = "replay"
+)
+
+// Valid indicates whether the value is a known member of the DeadSelectionAction enum.
+func (e DeadSelectionAction) Valid() bool {
+	switch e {
+	case Purge:
+		return true
+	case Replay:
 		return true
 	default:
 		return false
@@ -273,6 +306,27 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case HealthStatusOk:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobSelectionAction.
+const (
+	Cancel     JobSelectionAction = "cancel"
+	FireNow    JobSelectionAction = "fire_now"
+	Reschedule JobSelectionAction = "reschedule"
+)
+
+// Valid indicates whether the value is a known member of the JobSelectionAction enum.
+func (e JobSelectionAction) Valid() bool {
+	switch e {
+	case Cancel:
+		return true
+	case FireNow:
+		return true
+	case Reschedule:
 		return true
 	default:
 		return false
@@ -413,20 +467,25 @@ func (e TopicSettingsDelivery) Valid() bool {
 
 // Defines values for ListAuditParamsAction.
 const (
-	ListAuditParamsActionDeadletterPurge      ListAuditParamsAction = "deadletter.purge"
-	ListAuditParamsActionDeadletterPurgeBulk  ListAuditParamsAction = "deadletter.purge_bulk"
-	ListAuditParamsActionDeadletterReplay     ListAuditParamsAction = "deadletter.replay"
-	ListAuditParamsActionDeadletterReplayBulk ListAuditParamsAction = "deadletter.replay_bulk"
-	ListAuditParamsActionJobsCancelBulk       ListAuditParamsAction = "jobs.cancel_bulk"
-	ListAuditParamsActionJobsRescheduleBulk   ListAuditParamsAction = "jobs.reschedule_bulk"
-	ListAuditParamsActionScheduleDelete       ListAuditParamsAction = "schedule.delete"
-	ListAuditParamsActionSchedulePause        ListAuditParamsAction = "schedule.pause"
-	ListAuditParamsActionScheduleResume       ListAuditParamsAction = "schedule.resume"
-	ListAuditParamsActionTopicDelete          ListAuditParamsAction = "topic.delete"
-	ListAuditParamsActionTopicPatch           ListAuditParamsAction = "topic.patch"
-	ListAuditParamsActionTopicPause           ListAuditParamsAction = "topic.pause"
-	ListAuditParamsActionTopicPut             ListAuditParamsAction = "topic.put"
-	ListAuditParamsActionTopicResume          ListAuditParamsAction = "topic.resume"
+	ListAuditParamsActionDeadletterPurge          ListAuditParamsAction = "deadletter.purge"
+	ListAuditParamsActionDeadletterPurgeBulk      ListAuditParamsAction = "deadletter.purge_bulk"
+	ListAuditParamsActionDeadletterPurgeSelected  ListAuditParamsAction = "deadletter.purge_selected"
+	ListAuditParamsActionDeadletterReplay         ListAuditParamsAction = "deadletter.replay"
+	ListAuditParamsActionDeadletterReplayBulk     ListAuditParamsAction = "deadletter.replay_bulk"
+	ListAuditParamsActionDeadletterReplaySelected ListAuditParamsAction = "deadletter.replay_selected"
+	ListAuditParamsActionJobsCancelBulk           ListAuditParamsAction = "jobs.cancel_bulk"
+	ListAuditParamsActionJobsCancelSelected       ListAuditParamsAction = "jobs.cancel_selected"
+	ListAuditParamsActionJobsFireNowSelected      ListAuditParamsAction = "jobs.fire_now_selected"
+	ListAuditParamsActionJobsRescheduleBulk       ListAuditParamsAction = "jobs.reschedule_bulk"
+	ListAuditParamsActionJobsRescheduleSelected   ListAuditParamsAction = "jobs.reschedule_selected"
+	ListAuditParamsActionScheduleDelete           ListAuditParamsAction = "schedule.delete"
+	ListAuditParamsActionSchedulePause            ListAuditParamsAction = "schedule.pause"
+	ListAuditParamsActionScheduleResume           ListAuditParamsAction = "schedule.resume"
+	ListAuditParamsActionTopicDelete              ListAuditParamsAction = "topic.delete"
+	ListAuditParamsActionTopicPatch               ListAuditParamsAction = "topic.patch"
+	ListAuditParamsActionTopicPause               ListAuditParamsAction = "topic.pause"
+	ListAuditParamsActionTopicPut                 ListAuditParamsAction = "topic.put"
+	ListAuditParamsActionTopicResume              ListAuditParamsAction = "topic.resume"
 )
 
 // Valid indicates whether the value is a known member of the ListAuditParamsAction enum.
@@ -436,13 +495,23 @@ func (e ListAuditParamsAction) Valid() bool {
 		return true
 	case ListAuditParamsActionDeadletterPurgeBulk:
 		return true
+	case ListAuditParamsActionDeadletterPurgeSelected:
+		return true
 	case ListAuditParamsActionDeadletterReplay:
 		return true
 	case ListAuditParamsActionDeadletterReplayBulk:
 		return true
+	case ListAuditParamsActionDeadletterReplaySelected:
+		return true
 	case ListAuditParamsActionJobsCancelBulk:
 		return true
+	case ListAuditParamsActionJobsCancelSelected:
+		return true
+	case ListAuditParamsActionJobsFireNowSelected:
+		return true
 	case ListAuditParamsActionJobsRescheduleBulk:
+		return true
+	case ListAuditParamsActionJobsRescheduleSelected:
 		return true
 	case ListAuditParamsActionScheduleDelete:
 		return true
@@ -528,10 +597,13 @@ type AuditEntry struct {
 		// Created topic.put: whether it created the topic.
 		Created *bool `json:"created,omitempty"`
 
-		// DelayMs jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none).
+		// DelayMs jobs.reschedule_bulk, deadletter.replay_bulk: the delay_ms given (null: none); jobs.reschedule_selected, deadletter.replay_selected: the delay_ms given, when one was.
 		DelayMs *int `json:"delay_ms,omitempty"`
 
-		// FireAt deadletter.replay: the replayed job's due time; jobs.reschedule_bulk: the fire_at given.
+		// Failed jobs.*_selected, deadletter.*_selected: the ids of the selection that did not change (each with its error in the call's answer).
+		Failed *int `json:"failed,omitempty"`
+
+		// FireAt deadletter.replay: the replayed job's due time; jobs.reschedule_bulk, jobs.reschedule_selected, deadletter.replay_selected: the fire_at given.
 		FireAt *string `json:"fire_at,omitempty"`
 
 		// Limit deadletter.replay_bulk, deadletter.purge_bulk: the most dead letters it could act on.
@@ -565,10 +637,10 @@ type AuditEntry struct {
 	Jobs   int              `json:"jobs"`
 	Result AuditEntryResult `json:"result"`
 
-	// Target What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=).
+	// Target What within the topic: "job ID", "schedule ID", or a bulk action's filter in query form (biz_id=, key=, signature=, from=, to=), or a selection's ids (ids=ID,ID,...).
 	Target *string `json:"target,omitempty"`
 
-	// Topic The topic acted on; absent for none (a schedule deleted, or a job id that names no job).
+	// Topic The topic acted on; absent for none (a schedule deleted, or a job id that names no job); a selection's entry has the topic of the jobs it changed when they share one, none otherwise.
 	Topic *string `json:"topic,omitempty"`
 
 	// Who The caller: its token's name (the tokens file's entry; api-token, api-token-2, ... for --api-token), anonymous when the server takes none.
@@ -771,6 +843,30 @@ type DeadReplayFilter struct {
 	// Examples: orders
 	Topic TopicName `json:"topic"`
 }
+
+// DeadSelection Dead letters chosen by id and what to do to each. A replay may take a due time, fire_at or delay_ms (none: now); a purge takes none.
+//
+// Examples: {"action":"purge","ids":["4737272962162360320","4737272962162360321"]}
+type DeadSelection struct {
+	// Action replay: as POST /v1/deadletters/{id}/replay (each counts against max_pending). purge: as DELETE /v1/deadletters/{id}.
+	Action DeadSelectionAction `json:"action"`
+
+	// DelayMs Due this many milliseconds from now (at most 100 years, and the due time before 4199-01-01).
+	//
+	// Examples: 1800000
+	DelayMs *DelayMS `json:"delay_ms,omitempty"`
+
+	// FireAt RFC 3339 with an optional fraction, rounded up to the millisecond; after 1970-01-01T00:00:00Z and before 4199-01-01T00:00:00Z (where Redis scores stay exact), else 400. In the past: due at once.
+	//
+	// Examples: 2026-12-01T09:00:00Z
+	FireAt *FireAt `json:"fire_at,omitempty"`
+
+	// Ids The jobs to act on, 1 to 1000, each once (a repeated or malformed id is a 400 naming it: ids[3]).
+	Ids []JobID `json:"ids"`
+}
+
+// DeadSelectionAction replay: as POST /v1/deadletters/{id}/replay (each counts against max_pending). purge: as DELETE /v1/deadletters/{id}.
+type DeadSelectionAction string
 
 // DelayMS Due this many milliseconds from now (at most 100 years, and the due time before 4199-01-01).
 //
@@ -1022,6 +1118,30 @@ type Job struct {
 //
 // Examples: 4737272962162360320
 type JobID = string
+
+// JobSelection Jobs chosen by id and what to do to each. reschedule needs exactly one of fire_at or delay_ms; cancel and fire_now take neither.
+//
+// Examples: {"action":"cancel","ids":["4737272962162360320","4737272962162360321"]}, {"action":"reschedule","fire_at":"2026-12-01T09:00:00Z","ids":["4737272962162360320"]}
+type JobSelection struct {
+	// Action cancel: as DELETE /v1/jobs/{id}. reschedule: as PATCH /v1/jobs/{id}. fire_now: a reschedule to now: due at once, never before now; too late for a job already firing or ended, as any reschedule.
+	Action JobSelectionAction `json:"action"`
+
+	// DelayMs Due this many milliseconds from now (at most 100 years, and the due time before 4199-01-01).
+	//
+	// Examples: 1800000
+	DelayMs *DelayMS `json:"delay_ms,omitempty"`
+
+	// FireAt RFC 3339 with an optional fraction, rounded up to the millisecond; after 1970-01-01T00:00:00Z and before 4199-01-01T00:00:00Z (where Redis scores stay exact), else 400. In the past: due at once.
+	//
+	// Examples: 2026-12-01T09:00:00Z
+	FireAt *FireAt `json:"fire_at,omitempty"`
+
+	// Ids The jobs to act on, 1 to 1000, each once (a repeated or malformed id is a 400 naming it: ids[3]).
+	Ids []JobID `json:"ids"`
+}
+
+// JobSelectionAction cancel: as DELETE /v1/jobs/{id}. reschedule: as PATCH /v1/jobs/{id}. fire_now: a reschedule to now: due at once, never before now; too late for a job already firing or ended, as any reschedule.
+type JobSelectionAction string
 
 // JobTemplate The job each occurrence makes: the fields of POST /v1/jobs without fire_at, delay_ms and key, which the occurrence sets (giving one is a 400 naming it). An error in it is a 400 naming job.<field>.
 type JobTemplate struct {
@@ -1313,6 +1433,25 @@ type Schedule struct {
 //
 // Examples: 4737272962162360321
 type ScheduleID = string
+
+// SelectionFailure A job of the selection that did not change, with the error the single call on it would have answered.
+type SelectionFailure struct {
+	Error ErrorDetail `json:"error"`
+
+	// Id A job id: a positive 63-bit integer as a decimal string; also the webhook's `webhook-id`.
+	//
+	// Examples: 4737272962162360320
+	Id JobID `json:"id"`
+}
+
+// SelectionResult What a bulk call did: how many jobs of the selection changed, and each that did not, with why. The ids changed are the ids given less those in failed.
+type SelectionResult struct {
+	// Changed The jobs changed: cancelled, rescheduled, replayed or purged.
+	Changed int `json:"changed"`
+
+	// Failed The jobs not changed, in the order given, each with the code a single call would have answered: not_found (unknown, or of a topic the token may not see), in_flight, already_fired, conflict (not pending; for dead letters, not dead), pending_quota (a replay past the token's max_pending), unavailable (a dependency failed, or the request's time ran out before the job was reached; untouched).
+	Failed []SelectionFailure `json:"failed"`
+}
 
 // Series Counts by bucket of time, added up over the cluster's members.
 type Series struct {
@@ -1912,6 +2051,12 @@ type ScheduleJobBatchParams struct {
 	Traceparent *TraceParent `json:"traceparent,omitempty"`
 }
 
+// SearchJobsParams defines parameters for SearchJobs.
+type SearchJobsParams struct {
+	// Q A job id, or an idempotency key (at most 128 bytes of printable characters); surrounding spaces are ignored.
+	Q string `form:"q" json:"q"`
+}
+
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
 	// IfMatch Change the job only if it is at this version: the ETag of a GET, like "3" (quotes included). If the job has changed since, 412 version_mismatch and nothing changes; the check and the change are one conditional write, so of two clients sending the same tag one at most succeeds. * matches any version, as no header does. One strong tag only: a weak tag, a list or anything else is 400 invalid_argument with field If-Match.
@@ -2034,6 +2179,9 @@ type WebhookPayload struct {
 	Topic TopicName `json:"topic"`
 }
 
+// ActOnDeadLettersJSONRequestBody defines body for ActOnDeadLetters for application/json ContentType.
+type ActOnDeadLettersJSONRequestBody = DeadSelection
+
 // PurgeDeadLettersJSONRequestBody defines body for PurgeDeadLetters for application/json ContentType.
 type PurgeDeadLettersJSONRequestBody = DeadFilter
 
@@ -2054,6 +2202,9 @@ type ScheduleJobJSONRequestBody = NewJob
 
 // ScheduleJobBatchJSONRequestBody defines body for ScheduleJobBatch for application/json ContentType.
 type ScheduleJobBatchJSONRequestBody ScheduleJobBatchJSONBody
+
+// ActOnJobsJSONRequestBody defines body for ActOnJobs for application/json ContentType.
+type ActOnJobsJSONRequestBody = JobSelection
 
 // RescheduleJobJSONRequestBody defines body for RescheduleJob for application/json ContentType.
 type RescheduleJobJSONRequestBody = When
@@ -2538,6 +2689,24 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/deadletters (the `ListDeadLetters` operationId).
 	ListDeadLetters(ctx context.Context, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ActOnDeadLettersWithBody Replay or purge each dead letter of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+	ActOnDeadLettersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ActOnDeadLetters Replay or purge each dead letter of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+	ActOnDeadLetters(ctx context.Context, body ActOnDeadLettersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// PurgeDeadLettersWithBody Purge the dead letters a filter selects.
 	//
 	// In the order they died, at most rate a second, up to limit in one request; answers how many, and whether more remain.
@@ -2705,6 +2874,31 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /v1/jobs/batch (the `ScheduleJobBatch` operationId).
 	ScheduleJobBatch(ctx context.Context, params *ScheduleJobBatchParams, body ScheduleJobBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ActOnJobsWithBody Cancel, reschedule or fire now each job of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+	ActOnJobsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ActOnJobs Cancel, reschedule or fire now each job of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+	ActOnJobs(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// SearchJobs Find a job by id or idempotency key across the token's topics.
+	//
+	// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+	//
+	// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+	SearchJobs(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CancelJob Cancel a pending job.
 	//
@@ -3006,6 +3200,44 @@ func (c *Client) GetCluster(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /v1/deadletters (the `ListDeadLetters` operationId).
 func (c *Client) ListDeadLetters(ctx context.Context, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListDeadLettersRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ActOnDeadLettersWithBody Replay or purge each dead letter of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+func (c *Client) ActOnDeadLettersWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOnDeadLettersRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ActOnDeadLetters Replay or purge each dead letter of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+func (c *Client) ActOnDeadLetters(ctx context.Context, body ActOnDeadLettersJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOnDeadLettersRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3374,6 +3606,61 @@ func (c *Client) ScheduleJobBatchWithBody(ctx context.Context, params *ScheduleJ
 // Corresponds with POST /v1/jobs/batch (the `ScheduleJobBatch` operationId).
 func (c *Client) ScheduleJobBatch(ctx context.Context, params *ScheduleJobBatchParams, body ScheduleJobBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewScheduleJobBatchRequest(c.Server, params, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ActOnJobsWithBody Cancel, reschedule or fire now each job of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+func (c *Client) ActOnJobsWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOnJobsRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ActOnJobs Cancel, reschedule or fire now each job of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+func (c *Client) ActOnJobs(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewActOnJobsRequest(c.Server, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// SearchJobs Find a job by id or idempotency key across the token's topics.
+//
+// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+//
+// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+func (c *Client) SearchJobs(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewSearchJobsRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4221,6 +4508,46 @@ func NewListDeadLettersRequest(server string, params *ListDeadLettersParams) (*h
 	return req, nil
 }
 
+// NewActOnDeadLettersRequest calls the generic ActOnDeadLetters builder with application/json body
+func NewActOnDeadLettersRequest(server string, body ActOnDeadLettersJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewActOnDeadLettersRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewActOnDeadLettersRequestWithBody constructs an http.Request for the ActOnDeadLetters method, with any body, and a specified content type
+func NewActOnDeadLettersRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/deadletters/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPurgeDeadLettersRequest calls the generic PurgeDeadLetters builder with application/json body
 func NewPurgeDeadLettersRequest(server string, body PurgeDeadLettersJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
@@ -4964,6 +5291,96 @@ func NewScheduleJobBatchRequestWithBody(server string, params *ScheduleJobBatchP
 			req.Header.Set("traceparent", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewActOnJobsRequest calls the generic ActOnJobs builder with application/json body
+func NewActOnJobsRequest(server string, body ActOnJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewActOnJobsRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewActOnJobsRequestWithBody constructs an http.Request for the ActOnJobs method, with any body, and a specified content type
+func NewActOnJobsRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/bulk")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewSearchJobsRequest constructs an http.Request for the SearchJobs method
+func NewSearchJobsRequest(server string, params *SearchJobsParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/jobs/search")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if queryFrag, err := runtime.StyleParamWithOptions("form", true, "q", params.Q, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+			return nil, err
+		} else {
+			for _, qp := range strings.Split(queryFrag, "&") {
+				rawQueryFragments = append(rawQueryFragments, qp)
+			}
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -6065,6 +6482,24 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/deadletters (the `ListDeadLetters` operationId).
 	ListDeadLettersWithResponse(ctx context.Context, params *ListDeadLettersParams, reqEditors ...RequestEditorFn) (*ListDeadLettersResponse, error)
 
+	// ActOnDeadLettersWithBodyWithResponse Replay or purge each dead letter of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+	ActOnDeadLettersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOnDeadLettersResponse, error)
+
+	// ActOnDeadLettersWithResponse Replay or purge each dead letter of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+	ActOnDeadLettersWithResponse(ctx context.Context, body ActOnDeadLettersJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOnDeadLettersResponse, error)
+
 	// PurgeDeadLettersWithBodyWithResponse Purge the dead letters a filter selects.
 	//
 	// In the order they died, at most rate a second, up to limit in one request; answers how many, and whether more remain.
@@ -6244,6 +6679,33 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /v1/jobs/batch (the `ScheduleJobBatch` operationId).
 	ScheduleJobBatchWithResponse(ctx context.Context, params *ScheduleJobBatchParams, body ScheduleJobBatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ScheduleJobBatchResponse, error)
+
+	// ActOnJobsWithBodyWithResponse Cancel, reschedule or fire now each job of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+	ActOnJobsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOnJobsResponse, error)
+
+	// ActOnJobsWithResponse Cancel, reschedule or fire now each job of a selection.
+	//
+	// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+	ActOnJobsWithResponse(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOnJobsResponse, error)
+
+	// SearchJobsWithResponse Find a job by id or idempotency key across the token's topics.
+	//
+	// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+	SearchJobsWithResponse(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*SearchJobsResponse, error)
 
 	// CancelJobWithResponse Cancel a pending job.
 	//
@@ -6903,6 +7365,96 @@ func (r ListDeadLettersResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ListDeadLettersResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ActOnDeadLettersResponse401Headers the declared response headers of an HTTP 401 response for ActOnDeadLetters
+type ActOnDeadLettersResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ActOnDeadLettersResponse503Headers the declared response headers of an HTTP 503 response for ActOnDeadLetters
+type ActOnDeadLettersResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ActOnDeadLettersResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SelectionResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ActOnDeadLettersResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ActOnDeadLettersResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON200() *SelectionResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActOnDeadLettersResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ActOnDeadLettersResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ActOnDeadLettersResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ActOnDeadLettersResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ActOnDeadLettersResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -8297,6 +8849,188 @@ func (r ScheduleJobBatchResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r ScheduleJobBatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ActOnJobsResponse401Headers the declared response headers of an HTTP 401 response for ActOnJobs
+type ActOnJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ActOnJobsResponse503Headers the declared response headers of an HTTP 503 response for ActOnJobs
+type ActOnJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ActOnJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *SelectionResult
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ActOnJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ActOnJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ActOnJobsResponse) GetJSON200() *SelectionResult {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ActOnJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ActOnJobsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ActOnJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r ActOnJobsResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ActOnJobsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ActOnJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ActOnJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ActOnJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ActOnJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// SearchJobsResponse401Headers the declared response headers of an HTTP 401 response for SearchJobs
+type SearchJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// SearchJobsResponse503Headers the declared response headers of an HTTP 503 response for SearchJobs
+type SearchJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type SearchJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *struct {
+		Jobs []Job `json:"jobs"`
+
+		// TopicsSearched The topics whose keys were looked at.
+		TopicsSearched int `json:"topics_searched"`
+
+		// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+		Truncated bool `json:"truncated"`
+	}
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *SearchJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *SearchJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r SearchJobsResponse) GetJSON200() *struct {
+	Jobs []Job `json:"jobs"`
+
+	// TopicsSearched The topics whose keys were looked at.
+	TopicsSearched int `json:"topics_searched"`
+
+	// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+	Truncated bool `json:"truncated"`
+} {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r SearchJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r SearchJobsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r SearchJobsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r SearchJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r SearchJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r SearchJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r SearchJobsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -10418,6 +11152,36 @@ func (c *ClientWithResponses) ListDeadLettersWithResponse(ctx context.Context, p
 	return ParseListDeadLettersResponse(rsp)
 }
 
+// ActOnDeadLettersWithBodyWithResponse Replay or purge each dead letter of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+func (c *ClientWithResponses) ActOnDeadLettersWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOnDeadLettersResponse, error) {
+	rsp, err := c.ActOnDeadLettersWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseActOnDeadLettersResponse(rsp)
+}
+
+// ActOnDeadLettersWithResponse Replay or purge each dead letter of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed): conflict for a job that is not dead, pending_quota for a replay past the token's max_pending. A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (deadletter.replay_selected, deadletter.purge_selected).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/deadletters/bulk (the `ActOnDeadLetters` operationId).
+func (c *ClientWithResponses) ActOnDeadLettersWithResponse(ctx context.Context, body ActOnDeadLettersJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOnDeadLettersResponse, error) {
+	rsp, err := c.ActOnDeadLetters(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseActOnDeadLettersResponse(rsp)
+}
+
 // PurgeDeadLettersWithBodyWithResponse Purge the dead letters a filter selects.
 //
 // In the order they died, at most rate a second, up to limit in one request; answers how many, and whether more remain.
@@ -10716,6 +11480,51 @@ func (c *ClientWithResponses) ScheduleJobBatchWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseScheduleJobBatchResponse(rsp)
+}
+
+// ActOnJobsWithBodyWithResponse Cancel, reschedule or fire now each job of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+func (c *ClientWithResponses) ActOnJobsWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ActOnJobsResponse, error) {
+	rsp, err := c.ActOnJobsWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseActOnJobsResponse(rsp)
+}
+
+// ActOnJobsWithResponse Cancel, reschedule or fire now each job of a selection.
+//
+// Acts on each id in turn, as the single call on it would, and answers how many changed and, for each that did not, why (200 even when none changed). A job of a topic the token may not see is not_found, word for word as a missing one. Recorded in the audit log (jobs.cancel_selected, jobs.reschedule_selected, jobs.fire_now_selected).
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/jobs/bulk (the `ActOnJobs` operationId).
+func (c *ClientWithResponses) ActOnJobsWithResponse(ctx context.Context, body ActOnJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*ActOnJobsResponse, error) {
+	rsp, err := c.ActOnJobs(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseActOnJobsResponse(rsp)
+}
+
+// SearchJobsWithResponse Find a job by id or idempotency key across the token's topics.
+//
+// The job whose id is q (when q is a number) and the job of each topic whose idempotency key is q, among the topics the token may see. Bounded: one primary key read, and one read of the (topic, idem_key) index in each of the first 1000 of those topics by name; truncated says when the token sees more, whose keys were not looked at (GET /v1/jobs?topic=&key= finds one there).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/jobs/search (the `SearchJobs` operationId).
+func (c *ClientWithResponses) SearchJobsWithResponse(ctx context.Context, params *SearchJobsParams, reqEditors ...RequestEditorFn) (*SearchJobsResponse, error) {
+	rsp, err := c.SearchJobs(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseSearchJobsResponse(rsp)
 }
 
 // CancelJobWithResponse Cancel a pending job.
@@ -11463,6 +12272,90 @@ func ParseListDeadLettersResponse(rsp *http.Response) (*ListDeadLettersResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListDeadLettersResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseActOnDeadLettersResponse parses an HTTP response from a ActOnDeadLettersWithResponse call
+func ParseActOnDeadLettersResponse(rsp *http.Response) (*ActOnDeadLettersResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ActOnDeadLettersResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SelectionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ActOnDeadLettersResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ActOnDeadLettersResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
@@ -12732,6 +13625,168 @@ func ParseScheduleJobBatchResponse(rsp *http.Response) (*ScheduleJobBatchRespons
 		response.Headers429 = &headers
 	case rsp.StatusCode == 503:
 		var headers ScheduleJobBatchResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseActOnJobsResponse parses an HTTP response from a ActOnJobsWithResponse call
+func ParseActOnJobsResponse(rsp *http.Response) (*ActOnJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ActOnJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest SelectionResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ActOnJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ActOnJobsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseSearchJobsResponse parses an HTTP response from a SearchJobsWithResponse call
+func ParseSearchJobsResponse(rsp *http.Response) (*SearchJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &SearchJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest struct {
+			Jobs []Job `json:"jobs"`
+
+			// TopicsSearched The topics whose keys were looked at.
+			TopicsSearched int `json:"topics_searched"`
+
+			// Truncated true when the token sees more topics than one search looks in: a key of a later topic (by name) was not looked for.
+			Truncated bool `json:"truncated"`
+		}
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers SearchJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers SearchJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -11,6 +11,7 @@ import { schedulesPage } from './schedules.js';
 import { groupPage } from './groups.js';
 import { auditPage } from './audit.js';
 import { chartsPage } from './charts.js';
+import { searchPage, findForm } from './search.js';
 
 // routes map a path to its page, called with the view to fill, the
 // query's parameters and the path's captured (decoded) parts.
@@ -24,6 +25,7 @@ const routes = [
   [/^\/groups\/([^/]+)$/, groupPage],
   [/^\/cluster$/, clusterPage],
   [/^\/audit$/, auditPage],
+  [/^\/search$/, searchPage],
 ];
 
 const home = '#/topics';
@@ -138,5 +140,6 @@ function loginForm() {
   return form;
 }
 
+findForm(document.getElementById('find'));
 window.addEventListener('hashchange', render);
 render();

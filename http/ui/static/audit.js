@@ -10,7 +10,9 @@ const auditPerPage = 50;
 // actions are those GET /v1/audit?action= takes.
 const actions = ['topic.put', 'topic.patch', 'topic.pause', 'topic.resume', 'topic.delete',
   'deadletter.replay', 'deadletter.purge', 'deadletter.replay_bulk', 'deadletter.purge_bulk',
-  'jobs.cancel_bulk', 'jobs.reschedule_bulk', 'schedule.pause', 'schedule.resume', 'schedule.delete'];
+  'jobs.cancel_bulk', 'jobs.reschedule_bulk', 'jobs.cancel_selected', 'jobs.reschedule_selected',
+  'jobs.fire_now_selected', 'deadletter.replay_selected', 'deadletter.purge_selected',
+  'schedule.pause', 'schedule.resume', 'schedule.delete'];
 
 // auditPage: GET /v1/audit?action=&topic=&who=&cursor=, a page at a time.
 export async function auditPage(view, params) {

@@ -1,10 +1,12 @@
 // The dead letters page: the dead jobs of every topic, or of one; a
 // topic's grouped by why they died, each group with Replay group and
 // Purge group; then the dead jobs themselves, filtered by error text and
-// paged by cursor, each with Replay and Purge.
+// paged by cursor, each with Replay and Purge, and with a checkbox: the
+// checked ones are replayed or purged together (bulk.js).
 
 import { call, path, query } from './api.js';
 import { el, text, link, route, table, Message, button, pager, searchForm, input, select, describe } from './dom.js';
+import { Selection, actionBar } from './bulk.js';
 
 const deadPerPage = 50;
 
@@ -29,14 +31,24 @@ export async function deadLettersPage(view, params) {
   const filters = { topic, error: params.error };
   const message = new Message();
   const list = el('section', { id: 'dead-list' });
+  const sel = new Selection('dead');
+  const result = new Message('dead-bulk-result');
+  // bulk is the bar that replays or purges the dead jobs checked (POST
+  // /v1/deadletters/bulk), after which refresh draws the page again.
+  const bulk = (refresh) => el('div', {}, actionBar('dead-bulk', sel, '/deadletters/bulk', [
+    { label: 'Replay', id: 'bulk-replay', action: 'replay', verb: 'replay' },
+    { label: 'Purge', id: 'bulk-purge', action: 'purge', verb: 'purge', cls: 'danger' },
+  ], refresh, result), result.node);
   if (!topic) {
-    await fillList(list, filters, cursor, message);
+    const refresh = () => fillList(list, filters, cursor, message, sel);
+    await refresh();
     view.replaceChildren(
       el('h1', {}, 'Dead letters'),
       form,
       message.node,
       el('p', { id: 'dead-groups-hint', class: 'hint' }, 'Choose a topic to see its dead jobs grouped by why they died, and to replay or purge a group.'),
       el('h2', {}, 'Dead jobs of all topics'),
+      bulk(refresh),
       list,
     );
     return;
@@ -44,7 +56,7 @@ export async function deadLettersPage(view, params) {
   const groups = el('section', { id: 'dead-groups-section' });
   const limit = el('input', { id: 'group-limit', type: 'number', min: 1, max: 10000, value: groupLimit, size: 6 });
   // refresh draws the groups and the list again, after a group's action.
-  const refresh = () => Promise.all([fillGroups(groups, topic, limit, message, refresh), fillList(list, filters, cursor, message)]);
+  const refresh = () => Promise.all([fillGroups(groups, topic, limit, message, refresh), fillList(list, filters, cursor, message, sel)]);
   await refresh();
   view.replaceChildren(
     el('h1', {}, 'Dead letters'),
@@ -54,6 +66,7 @@ export async function deadLettersPage(view, params) {
     el('p', { class: 'hint' }, el('label', { class: 'inline' }, 'Each click acts on at most', limit, 'dead letters.')),
     groups,
     el('h2', {}, 'Dead jobs'),
+    bulk(refresh),
     list,
   );
 }
@@ -106,20 +119,22 @@ function groupRow(topic, g, limit, message, refresh) {
 }
 
 // fillList fills section with a page of the dead jobs of the topic, or
-// of every topic (with a column of their topics).
-async function fillList(section, filters, cursor, message) {
+// of every topic (with a column of their topics), each with its checkbox
+// of sel.
+async function fillList(section, filters, cursor, message, sel) {
   const page = await call('GET', '/deadletters' + query({ ...filters, limit: deadPerPage, cursor }));
   const all = !filters.topic;
+  sel.reset();
   section.replaceChildren(
     page.jobs.length === 0
       ? el('p', { id: 'no-dead' }, all ? 'No dead jobs match.' : `No dead jobs in ${filters.topic} match.`)
-      : table('dead', [...(all ? ['Topic'] : []), 'Job', 'Due', 'Attempts', 'Last status', 'Last error', 'Died', 'State', 'Actions'],
-        page.jobs.map((j) => deadRow(j, all, message))),
+      : table('dead', [sel.all, ...(all ? ['Topic'] : []), 'Job', 'Due', 'Attempts', 'Last status', 'Last error', 'Died', 'State', 'Actions'],
+        page.jobs.map((j) => deadRow(j, all, message, sel))),
     pager(['deadletters'], { ...filters, cursor }, 'cursor', page.next_cursor),
   );
 }
 
-function deadRow(j, all, message) {
+function deadRow(j, all, message, sel) {
   const state = el('td', { class: 'state' }, j.status);
   const actions = el('td', { class: 'row-actions' });
   const done = (what, answer) => {
@@ -145,6 +160,7 @@ function deadRow(j, all, message) {
   }, { cls: 'purge danger', confirmLabel: 'Confirm purge' });
   actions.append(replay, ' ', purge);
   return el('tr', { 'data-job': j.id },
+    sel.box(j.id),
     ...(all ? [el('td', { class: 'topic' }, link(j.topic, ['deadletters'], { topic: j.topic }))] : []),
     el('td', {}, link(j.id, ['jobs', j.id])),
     el('td', {}, text(j.fire_at)),

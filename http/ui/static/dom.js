@@ -88,15 +88,16 @@ export function describe(err) {
 }
 
 // button runs action on click, disabled while it runs; with confirmLabel
-// the first click only asks, turning into that label, and the second
-// runs it.
-export function button(label, action, { id, confirmLabel, cls } = {}) {
+// (a label, or a function that makes it when asked) the first click only
+// asks, turning into that label, and the second runs it. With enabled,
+// the button is enabled after its action only when enabled() says so.
+export function button(label, action, { id, confirmLabel, cls, enabled } = {}) {
   const b = el('button', { type: 'button', id, class: cls }, label);
   let armed = false;
   b.addEventListener('click', async () => {
     if (confirmLabel && !armed) {
       armed = true;
-      b.textContent = confirmLabel;
+      b.textContent = typeof confirmLabel === 'function' ? confirmLabel() : confirmLabel;
       b.classList.add('armed');
       return;
     }
@@ -107,7 +108,7 @@ export function button(label, action, { id, confirmLabel, cls } = {}) {
     try {
       await action();
     } finally {
-      b.disabled = false;
+      b.disabled = enabled ? !enabled() : false;
     }
   });
   return b;

@@ -1,10 +1,12 @@
 // The topics page (every topic with its counts and live usage) and a
-// topic's page (its settings, pause and resume, and a search of its jobs).
+// topic's page (its settings, pause and resume, and a search of its jobs,
+// whose checked rows are cancelled, fired now or rescheduled together).
 
 import { call, path, query } from './api.js';
 import { el, text, link, route, duration, deadline, table, fields, Message, button, pager, searchForm, input, select, describe } from './dom.js';
 import { forecastSection } from './forecast.js';
 import { chartsSection } from './charts.js';
+import { Selection, actionBar, whenInput } from './bulk.js';
 
 // topicsPerPage bounds the topics shown, and so the calls for their
 // counts, at once.
@@ -143,7 +145,7 @@ export async function topicPage(view, params, name) {
   }
   showState(topic.paused);
   const u = topic.usage || {};
-  const jobs = el('section', { id: 'jobs' }, el('p', { class: 'loading' }, 'Loading jobs…'));
+  const jobs = jobsSection(name, params);
   const forecast = forecastSection(name, params, (f) => { location.hash = route(['topics', name], { ...params, ...f }); });
   const charts = chartsSection(name);
   view.replaceChildren(
@@ -195,9 +197,9 @@ export async function topicPage(view, params, name) {
       input('Due after', 'fire_after', params.fire_after, { placeholder: '2026-01-02T15:04:05Z', size: 22 }),
       input('Due before', 'fire_before', params.fire_before, { placeholder: '2026-01-02T15:04:05Z', size: 22 }),
     ], (f) => { location.hash = route(['topics', name], f); }),
-    jobs,
+    jobs.node,
   );
-  await Promise.all([listJobs(jobs, name, params), forecast.load(), charts.load()]);
+  await Promise.all([jobs.load(), forecast.load(), charts.load()]);
 }
 
 // breakerTable shows the circuit breakers of GET /v1/topics/{t}/stats:
@@ -255,9 +257,26 @@ function storageTable(stats) {
     el('p', { class: 'note' }, 'Finished jobs are deleted once past their retention (the topic\'s own, else the server\'s --retain-* flags), in paced batches; pending and firing jobs, and members of a group not yet complete, never are. Change it with PATCH /v1/topics/{topic} {"retention": …} or toc topics retention.'));
 }
 
+// jobsSection is the topic's jobs: a page of them with a checkbox on
+// each row, and the bar that cancels, fires now or reschedules the ones
+// checked (POST /v1/jobs/bulk), then draws the page again.
+function jobsSection(name, params) {
+  const sel = new Selection('jobs');
+  const result = new Message('jobs-bulk-result');
+  const list = el('div', { id: 'jobs-list' }, el('p', { class: 'loading' }, 'Loading jobs…'));
+  const load = () => listJobs(list, name, params, sel);
+  const when = whenInput('bulk');
+  const bar = actionBar('jobs-bulk', sel, '/jobs/bulk', [
+    { label: 'Cancel', id: 'bulk-cancel', action: 'cancel', verb: 'cancel', cls: 'danger' },
+    { label: 'Fire now', id: 'bulk-fire-now', action: 'fire_now', verb: 'fire now' },
+    { label: 'Reschedule', id: 'bulk-reschedule', action: 'reschedule', verb: 'reschedule', body: () => ({ fire_at: when.at().toISOString() }) },
+  ], load, result, [when.node]);
+  return { node: el('section', { id: 'jobs' }, bar, result.node, list), load };
+}
+
 // listJobs fills section with a page of the topic's jobs; an error answer
 // (the search endpoint missing included) is shown as the API gave it.
-async function listJobs(section, name, params) {
+async function listJobs(section, name, params, sel) {
   const filters = { status: params.status, biz_id: params.biz_id, key: params.key, fire_after: params.fire_after, fire_before: params.fire_before };
   let page;
   try {
@@ -268,13 +287,15 @@ async function listJobs(section, name, params) {
     return;
   }
   const jobs = page.jobs || [];
+  sel.reset();
   section.replaceChildren(
     jobs.length === 0
       ? el('p', { id: 'no-jobs' }, 'No jobs match.')
-      : table('jobs-table', ['Job', 'Status', 'Due', 'Key', 'biz_id', 'Attempts', 'Last error'], jobs.map((j) => el('tr', { 'data-job': j.id },
+      : table('jobs-table', [sel.all, 'Job', 'Status', 'Due', 'Key', 'biz_id', 'Attempts', 'Last error'], jobs.map((j) => el('tr', { 'data-job': j.id },
+        sel.box(j.id),
         el('td', {}, link(j.id, ['jobs', j.id])),
         el('td', { class: 'status' }, j.status),
-        el('td', {}, text(j.fire_at)),
+        el('td', { class: 'due' }, text(j.fire_at)),
         el('td', {}, text(j.key)),
         el('td', {}, text(j.biz_id)),
         el('td', { class: 'num' }, `${j.attempts} / ${j.max_attempts}`),
