@@ -1208,7 +1208,8 @@ export interface components {
          *         "expired_ms": 86400000,
          *         "dead_ms": 2592000000,
          *         "purged_ms": 86400000
-         *       }
+         *       },
+         *       "delivery": "webhook"
          *     }
          */
         Topic: {

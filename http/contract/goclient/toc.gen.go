@@ -617,7 +617,7 @@ type AuditEntry struct {
 
 		// Settings A topic's settings in force: as set, the worker's defaults filled in.
 		//
-		// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
+		// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","delivery":"webhook","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
 		Settings *Topic `json:"settings,omitempty"`
 
 		// TooLate jobs.cancel_bulk, jobs.reschedule_bulk: jobs that matched but could not be changed.
@@ -1564,7 +1564,7 @@ type Time = time.Time
 
 // Topic A topic's settings in force: as set, the worker's defaults filled in.
 //
-// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
+// Examples: {"burst":20,"callback_timeout_ms":10000,"created_at":"2026-11-25T02:35:21.358Z","delivery":"webhook","expire_after_ms":null,"lateness_slo_ms":0,"lease_ms":30000,"max_attempts":16,"max_in_flight":50,"name":"orders","paused":false,"rate_limit":200,"retention":{"cancelled_ms":86400000,"dead_ms":2592000000,"done_ms":86400000,"expired_ms":86400000,"purged_ms":86400000},"retry":{"base_ms":1000,"max_ms":600000},"slots":16,"weight":1}
 type Topic struct {
 	// Amqp Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object).
 	Amqp *TopicAMQP `json:"amqp,omitempty"`

@@ -62,7 +62,7 @@ func run(ctx context.Context) error {
 		Topic:       topic,
 		BizId:       &biz,
 		DelayMs:     &delay,
-		CallbackUrl: callback,
+		CallbackUrl: &callback,
 		Payload:     map[string]any{"from": "goclient"},
 	})
 	if err != nil {
