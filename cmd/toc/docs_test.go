@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -253,6 +254,192 @@ func anchorOf(heading string) string {
 	return b.String()
 }
 
-// mdLink is an inline link or image, [text](target "title"); its
-// target is the second group.
-var mdLink = regexp.MustCompile(`!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
+var (
+	// mdLink is an inline link or image, [text](target "title"); its
+	// target is the second group.
+	mdLink = regexp.MustCompile(`!?\[([^\]]*)\]\(\s*<?([^)\s>]*)>?(?:\s+"[^"]*")?\s*\)`)
+	// mdRef is a reference definition, [name]: target.
+	mdRef = regexp.MustCompile(`^\s{0,3}\[[^\]]+\]:\s*<?(\S+?)>?(?:\s|$)`)
+	// htmlRef is an HTML link or image, and htmlAnchor an HTML anchor.
+	htmlRef    = regexp.MustCompile(`(?:href|src)="([^"]*)"`)
+	htmlAnchor = regexp.MustCompile(`<a\s+(?:name|id)="([^"]+)"`)
+	codeSpan   = regexp.MustCompile("`+[^`]*`+")
+	urlScheme  = regexp.MustCompile(`^[a-z][a-z0-9+.-]*:`)
+	atxHeading = regexp.MustCompile(`^\s{0,3}#{1,6}\s+(.*?)(?:\s+#+)?\s*$`)
+)
+
+// mdDoc is what a Markdown file links to and the anchors it has.
+type mdDoc struct {
+	// links are the link targets, each with its line number.
+	links   []mdTarget
+	anchors map[string]bool
+}
+
+type mdTarget struct {
+	line   int
+	target string
+}
+
+// readMarkdown reads the links and anchors of a Markdown file, outside
+// its code blocks and code spans.
+func readMarkdown(t *testing.T, path string) mdDoc {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := mdDoc{anchors: map[string]bool{}}
+	seen := map[string]int{}
+	fence := ""
+	for i, line := range strings.Split(string(b), "\n") {
+		trimmed := strings.TrimSpace(line)
+		if fence != "" {
+			if strings.HasPrefix(trimmed, fence) {
+				fence = ""
+			}
+			continue
+		}
+		if strings.HasPrefix(trimmed, "```") || strings.HasPrefix(trimmed, "~~~") {
+			fence = trimmed[:3]
+			continue
+		}
+		if m := atxHeading.FindStringSubmatch(line); m != nil {
+			// A heading repeated is name-1, name-2, ...
+			a := anchorOf(m[1])
+			if n := seen[a]; n > 0 {
+				seen[a]++
+				a = fmt.Sprintf("%s-%d", a, n)
+			} else {
+				seen[a] = 1
+			}
+			doc.anchors[a] = true
+		}
+		for _, m := range htmlAnchor.FindAllStringSubmatch(line, -1) {
+			doc.anchors[m[1]] = true
+		}
+		text := codeSpan.ReplaceAllString(line, "")
+		for _, m := range mdLink.FindAllStringSubmatch(text, -1) {
+			doc.links = append(doc.links, mdTarget{i + 1, m[2]})
+		}
+		for _, m := range htmlRef.FindAllStringSubmatch(text, -1) {
+			doc.links = append(doc.links, mdTarget{i + 1, m[1]})
+		}
+		if m := mdRef.FindStringSubmatch(text); m != nil {
+			doc.links = append(doc.links, mdTarget{i + 1, m[1]})
+		}
+	}
+	return doc
+}
+
+// Every relative link of the docs (docs/ and the Markdown files at the
+// root) leads to a file that exists, and every
+// #anchor to a heading of its page; links to the web are not followed.
+func TestDocsLinks(t *testing.T) {
+	root := filepath.Join("..", "..")
+	files := []string{"README.md", "CHANGELOG.md", "BENCHMARKS.md", "ARCHITECTURE.md"}
+	err := filepath.WalkDir(filepath.Join(root, "docs"), func(path string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() && strings.HasSuffix(path, ".md") {
+			rel, _ := filepath.Rel(root, path)
+			files = append(files, rel)
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(files, filepath.Join("docs", "cli.md")) || !slices.Contains(files, filepath.Join("docs", "configuration.md")) {
+		t.Fatalf("the docs checked, %q, lack docs/cli.md or docs/configuration.md", files)
+	}
+	broken, checked := brokenLinks(t, root, files)
+	for _, b := range broken {
+		t.Error(b)
+	}
+	if checked < 50 {
+		t.Errorf("%d relative links checked: the docs have more, or links are no longer found", checked)
+	}
+}
+
+// The link check finds a missing file and a missing anchor, in the same
+// page or another, and leaves code, the web and repeated headings be.
+func TestDocsLinksFindBreaks(t *testing.T) {
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"a.md": "# A title\n\n[ok](b.md#real-heading) [dup](b.md#dup-1) [web](https://example.com/x.md#nope) [top](#a-title)\n" +
+			"[gone](missing.md) [no anchor](b.md#nope) [nowhere](#nowhere)\n" +
+			"`[code](nothere.md)`\n```\n[fenced](nothere.md)\n# not a heading\n```\n[not a heading](#not-a-heading)\n" +
+			"[ref]: b.md#dup\n![picture](pic.png)\n",
+		"b.md":    "## Real heading\n\n## Dup\n\n## Dup\n",
+		"pic.png": "",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	broken, checked := brokenLinks(t, dir, []string{"a.md"})
+	want := []string{
+		"a.md:4: link to missing.md: no such file",
+		"a.md:4: link to b.md#nope: b.md has no heading #nope",
+		"a.md:4: link to #nowhere: a.md has no heading #nowhere",
+		"a.md:10: link to #not-a-heading: a.md has no heading #not-a-heading",
+	}
+	if !slices.Equal(broken, want) || checked != 8 {
+		t.Errorf("broken links %q (%d checked), want %q (8 checked)", broken, checked, want)
+	}
+}
+
+// GitHub's anchors: lower case, spaces as -, punctuation but - and _
+// dropped, link text kept.
+func TestDocsAnchors(t *testing.T) {
+	for heading, want := range map[string]string{
+		"toc — the low-latency timeout center":             "toc--the-low-latency-timeout-center",
+		"Delivery: webhooks, RabbitMQ, NATS JetStream":     "delivery-webhooks-rabbitmq-nats-jetstream",
+		"Flexible windows (issue 18)":                      "flexible-windows-issue-18",
+		"[Unreleased]":                                     "unreleased",
+		"[0.1.0](https://example.com/v0.1.0) - 2026-11-01": "010---2026-11-01",
+		"`toc serve` and snake_case":                       "toc-serve-and-snake_case",
+	} {
+		if got := anchorOf(heading); got != want {
+			t.Errorf("anchorOf(%q) = %q, want %q", heading, got, want)
+		}
+	}
+}
+
+// brokenLinks checks the relative links of files, paths under root: what
+// is broken, each as file:line: why, and how many links it checked.
+func brokenLinks(t *testing.T, root string, files []string) (broken []string, checked int) {
+	t.Helper()
+	docs := map[string]mdDoc{}
+	doc := func(path string) mdDoc {
+		d, ok := docs[path]
+		if !ok {
+			d = readMarkdown(t, path)
+			docs[path] = d
+		}
+		return d
+	}
+	for _, name := range files {
+		path := filepath.Join(root, name)
+		for _, l := range doc(path).links {
+			if l.target == "" || urlScheme.MatchString(l.target) {
+				continue // http(s), mailto: not fetched
+			}
+			file, anchor, _ := strings.Cut(l.target, "#")
+			target := path
+			if file != "" {
+				target = filepath.Join(filepath.Dir(path), filepath.FromSlash(file))
+				if _, err := os.Stat(target); err != nil {
+					broken = append(broken, fmt.Sprintf("%s:%d: link to %s: no such file", name, l.line, l.target))
+					continue
+				}
+			}
+			checked++
+			if anchor == "" || !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			if !doc(target).anchors[anchor] {
+				broken = append(broken, fmt.Sprintf("%s:%d: link to %s: %s has no heading #%s", name, l.line, l.target, filepath.Base(target), anchor))
+			}
+		}
+	}
+	return broken, checked
+}
