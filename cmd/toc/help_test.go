@@ -188,3 +188,18 @@ func TestCellIsOneShortLine(t *testing.T) {
 		t.Errorf("a table of one row printed %d lines:\n%s", len(lines), b.String())
 	}
 }
+
+// Every client command's example runs against toc dev as it is written,
+// the server aside (TOC_SERVER): in the order of the table, each either
+// succeeds or gets the API's 404 for the job, schedule or group id it
+// names; none is a usage error.
+func TestHelpExamplesRunAgainstDev(t *testing.T) {
+	p, _ := startDev(t)
+	for _, cc := range clientCommands {
+		words := splitLine(t, cc.example)
+		r := cli(t, []string{"TOC_SERVER=" + p.url}, words[1:]...)
+		if r.code != 0 && (r.code != 1 || !strings.Contains(r.stderr, " 404 ")) {
+			t.Errorf("example %q against toc dev: exit %d\n%s%s", cc.example, r.code, r.stdout, r.stderr)
+		}
+	}
+}
