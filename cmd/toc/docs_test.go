@@ -133,7 +133,7 @@ func checkGenerated(t *testing.T, name, generated string) {
 		}
 		return "(end of file)"
 	}
-	t.Errorf("%s is stale: regenerate it with\n\tTOC_UPDATE_DOCS=1 go test ./cmd/toc -run TestDocsGenerated\nline %d is\n\t%s\nand would be\n\t%s",
+	t.Errorf("%s is stale: regenerate it with\n\tTOC_UPDATE_DOCS=1 go test ./cmd/toc -run TestDocsGenerated (or make docs)\nline %d is\n\t%s\nand would be\n\t%s",
 		name, i+1, at(haveLines), at(wantLines))
 }
 
