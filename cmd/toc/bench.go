@@ -394,11 +394,11 @@ func numCPU() int { return runtime.NumCPU() }
 
 // bench is a running benchmark: the stack, the benchReceiver, the results.
 type bench struct {
-	cfg       *benchConfig
-	url       string
-	token     string
-	client    *fasthttp.Client
-	recv      *benchReceiver
+	cfg    *benchConfig
+	url    string
+	token  string
+	client *fasthttp.Client
+	recv   *benchReceiver
 	// busTopics are the topics delivered by a message broker, whose jobs
 	// take no callback URL; brokerPID is the broker's process while the
 	// bus scenario measures one (0: none).
