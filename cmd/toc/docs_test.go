@@ -226,9 +226,10 @@ func flagTable(b *strings.Builder, flags []flagDoc) {
 }
 
 // mdCell is text as a cell of a Markdown table: its | and < escaped, so
-// that whsec_<base64> is not taken for an HTML tag.
+// that whsec_<base64> is not taken for an HTML tag, and * so that a cron
+// expression is not emphasis.
 func mdCell(s string) string {
-	return strings.NewReplacer("|", `\|`, "<", "&lt;", "\n", " ").Replace(s)
+	return strings.NewReplacer("|", `\|`, "<", "&lt;", "*", `\*`, "\n", " ").Replace(s)
 }
 
 func upperFirst(s string) string {
