@@ -59,7 +59,7 @@ func topicSettings(fs *flagSet) prepareCall {
 		{"lease-ms", "how long a claimed job stays with its worker, in ms", false, patchOf(&p.Lease, toMS)},
 		{"callback-timeout-ms", "bound of one webhook call, in ms", false, patchOf(&p.CallbackTimeout, toMS)},
 		{"lateness-slo-ms", "the lateness objective: a call that starts within it of its due time is on time, in ms", false, patchOf(&p.LatenessSLO, toMS)},
-		{"expire-after-ms", "deadline of the topic's jobs that set none, in ms after their due time (0: must not fire late); \"default\" for none", false, patchOf(&p.ExpireAfter, toMS)},
+		{"expire-after-ms", "deadline of the topic's jobs that set none, in ms after their due time (0: must not fire late; the default: none)", false, patchOf(&p.ExpireAfter, toMS)},
 	} {
 		fs.Var(&setting{float: s.float, apply: s.apply, given: &given}, s.flag, s.usage+`; "default" for the default`)
 	}

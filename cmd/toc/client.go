@@ -361,13 +361,15 @@ func groupUsage(group string, args []string, stdout, stderr io.Writer) error {
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "usage:")
+	var example string
 	for _, cc := range clientCommands {
 		if strings.HasPrefix(cc.name, group+" ") {
 			fmt.Fprintf(tw, "  toc %s %s\t%s\n", cc.name, cc.args, cc.about)
+			example = cmp.Or(example, cc.example)
 		}
 	}
 	tw.Flush()
-	fmt.Fprintf(out, "\nRun 'toc %s <command> -h' for its flags.\n", group)
+	fmt.Fprintf(out, "\nRun 'toc help %s <command>' for its flags.\n\nexample:\n  %s\n", group, example)
 	return err
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -16,37 +18,86 @@ type flagSet struct {
 	envErr error
 	// aliases are further environment variables of a flag, by flag name.
 	aliases map[string][]string
-	// example is a command line using the command, which its usage ends
-	// with.
+	// usage is the command's usage line after "toc", and what more its
+	// help says before the flags.
+	usage string
+	// example is a command line using the command (or several, a line
+	// each), which its help ends with.
 	example string
 }
 
 func newFlagSet(name, usage string) *flagSet {
-	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError)}
-	fs.Usage = func() {
-		out := fs.Output()
-		fmt.Fprintf(out, "usage: toc %s\n\n", usage)
-		fs.VisitAll(func(f *flag.Flag) {
-			fmt.Fprintf(out, "  --%s", f.Name)
-			g := *f
-			if o, ok := g.Value.(*onceFlag); ok {
-				g.Value = o.Value // UnquoteUsage names the type of the value
-			}
-			if name, _ := flag.UnquoteUsage(&g); name != "" {
-				fmt.Fprintf(out, " %s", name)
-			}
-			fmt.Fprintf(out, "\n    \t%s (env %s", f.Usage, strings.Join(fs.envNames(f.Name), " or "))
-			if f.DefValue != "" && f.DefValue != "[]" {
-				fmt.Fprintf(out, "; default %s", f.DefValue)
-			}
-			fmt.Fprintln(out, ")")
-		})
-		if fs.example != "" {
-			fmt.Fprintf(out, "\nexample:\n  %s\n", fs.example)
-		}
-	}
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), usage: usage}
+	fs.Usage = func() { fs.help().write(fs.Output()) }
 	return fs
 }
+
+// help is what a command's help says: its usage after "toc", its flags
+// and a command line using it. The help text and the generated docs
+// (docs/cli.md, docs/configuration.md) are both made of it.
+type help struct {
+	usage   string
+	flags   []flagDoc
+	example string
+}
+
+// flagDoc is one flag as its help names it.
+type flagDoc struct {
+	name string
+	// arg names the type of its value ("duration"), empty for a bool.
+	arg   string
+	usage string
+	// envs are the environment variables it reads, TOC_<NAME> first.
+	envs []string
+	// def is its default as the flag package prints it, empty for none.
+	def string
+}
+
+func (h help) write(w io.Writer) {
+	fmt.Fprintf(w, "usage: toc %s\n", h.usage)
+	if len(h.flags) > 0 {
+		fmt.Fprintln(w)
+	}
+	for _, f := range h.flags {
+		fmt.Fprintf(w, "  --%s", f.name)
+		if f.arg != "" {
+			fmt.Fprintf(w, " %s", f.arg)
+		}
+		fmt.Fprintf(w, "\n    \t%s (env %s", f.usage, strings.Join(f.envs, " or "))
+		if f.def != "" {
+			fmt.Fprintf(w, "; default %s", f.def)
+		}
+		fmt.Fprintln(w, ")")
+	}
+	if h.example != "" {
+		fmt.Fprintf(w, "\nexample:\n  %s\n", strings.ReplaceAll(h.example, "\n", "\n  "))
+	}
+}
+
+// help is the help of the command fs parses the flags of.
+func (fs *flagSet) help() help {
+	h := help{usage: fs.usage, example: fs.example}
+	fs.VisitAll(func(f *flag.Flag) {
+		g := *f
+		if o, ok := g.Value.(*onceFlag); ok {
+			g.Value = o.Value // UnquoteUsage names the type of the value
+		}
+		arg, usage := flag.UnquoteUsage(&g)
+		def := f.DefValue
+		if def == "[]" {
+			def = ""
+		}
+		h.flags = append(h.flags, flagDoc{name: f.Name, arg: arg, usage: usage, envs: fs.envNames(f.Name), def: def})
+	})
+	return h
+}
+
+// helpError is flag.ErrHelp with the help that was printed, so that the
+// docs can be generated from what each command declares.
+type helpError struct{ help help }
+
+func (helpError) Error() string { return flag.ErrHelp.Error() }
+func (helpError) Unwrap() error { return flag.ErrHelp }
 
 func envName(flagName string) string {
 	return "TOC_" + strings.ToUpper(strings.ReplaceAll(flagName, "-", "_"))
@@ -107,7 +158,9 @@ func (fs *flagSet) parse(args []string) error {
 		f.Value = o
 		once = append(once, o)
 	})
-	if err := fs.Parse(args); err != nil {
+	if err := fs.Parse(args); errors.Is(err, flag.ErrHelp) {
+		return helpError{fs.help()}
+	} else if err != nil {
 		return err
 	}
 	var repeated []string

@@ -122,8 +122,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runTokens(rest, stdout, stderr)
 	case "version", "--version":
 		if slices.ContainsFunc(rest, isHelp) {
-			fmt.Fprintln(stdout, "usage: toc version\n\nprints the version, module, Go version and commit\n\nexample:\n  toc version")
-			return flag.ErrHelp
+			h := help{usage: "version\n\nprints the version, module, Go version and commit", example: "toc version"}
+			h.write(stdout)
+			return helpError{h}
 		}
 		printVersion(stdout)
 		return nil
@@ -132,8 +133,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, usage())
 			return nil
 		}
-		if !isCommand(rest[0]) {
-			fmt.Fprintf(stderr, "toc help: unknown command %q\n\n%s", rest[0], usage())
+		if !isHelpTopic(rest) {
+			fmt.Fprintf(stderr, "toc help: unknown command %q; 'toc help' lists the commands\n\n%s", strings.Join(rest, " "), usage())
 			return exitError{2}
 		}
 		// toc help X [Y]: X's (or X Y's) own help, all of it on stdout.
@@ -157,6 +158,33 @@ func isCommand(name string) bool {
 		}
 	}
 	return isClientCommand(name)
+}
+
+// isHelpTopic reports whether words name what toc help can print the
+// help of: a command, a group of client commands or an alias, or one
+// command of a group (jobs get, tokens secret).
+func isHelpTopic(words []string) bool {
+	if len(words) == 1 {
+		return isCommand(words[0])
+	}
+	name := strings.Join(words, " ")
+	if _, ok := findClientCommand(name); ok {
+		return true
+	}
+	return slices.ContainsFunc(slices.Concat(serviceCommands, otherCommands), func(c command) bool {
+		return strings.Join(c.words(), " ") == name
+	})
+}
+
+// words are the words of c's name that name it, without its arguments:
+// tokens hash of "tokens hash [TOKEN]".
+func (c command) words() []string {
+	words := strings.Fields(c.name)
+	i := slices.IndexFunc(words, func(w string) bool { return strings.HasPrefix(w, "[") || strings.ToUpper(w) == w })
+	if i < 0 {
+		return words
+	}
+	return words[:i]
 }
 
 // isClientCommand reports whether name is a client command, a group of

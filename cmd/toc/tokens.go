@@ -15,11 +15,20 @@ import (
 	"github.com/toc-project/toc/internal/ratelog"
 )
 
+// tokensHelp is the help of toc tokens hash and toc tokens secret.
+var tokensHelp = map[string]help{
+	"hash": {usage: "tokens hash [TOKEN]\n\nprints the token_sha256 of TOKEN for --tokens-file; without TOKEN, of the first line\nof stdin, so that the token stays out of the shell's history",
+		example: "toc tokens hash < token.txt"},
+	"secret": {usage: "tokens secret\n\nprints a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets",
+		example: "toc tokens secret"},
+}
+
 const tokensUsage = `usage: toc tokens hash [TOKEN]   the token_sha256 of TOKEN (without TOKEN: read from stdin)
        toc tokens secret         a new webhook secret, whsec_..., for --webhook-secret or a namespace's webhook_secrets
 
 example:
-  toc tokens hash < token.txt`
+  toc tokens hash < token.txt
+  toc tokens secret`
 
 // runTokens: toc tokens hash [TOKEN], printing the token_sha256 of a
 // token for --tokens-file (without TOKEN it reads one line from stdin,
@@ -27,6 +36,10 @@ example:
 // secret, printing a new webhook secret.
 func runTokens(args []string, stdout, stderr io.Writer) error {
 	if slices.ContainsFunc(args, isHelp) {
+		if h, ok := tokensHelp[args[0]]; ok {
+			h.write(stdout)
+			return helpError{h}
+		}
 		fmt.Fprintln(stdout, tokensUsage)
 		return flag.ErrHelp
 	}
