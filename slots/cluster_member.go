@@ -194,7 +194,7 @@ func (e *LayoutError) Error() string {
 		build = " (build " + e.Build + ")"
 	}
 	return fmt.Sprintf("member %s%s writes Redis layout %d, and this build serves layout %d at most: "+
-		"it would misread that member's jobs, so it does not join; run a build that serves layout %d (see README, Upgrades)",
+		"it would misread that member's jobs, so it does not join; run a build that serves layout %d (see docs/operations.md, Upgrades)",
 		e.Member, build, e.Layout, e.Mine, e.Layout)
 }
 

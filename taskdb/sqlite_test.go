@@ -155,7 +155,7 @@ func TestMigrations(t *testing.T) {
 // COPY) and LOCK = NONE, so that MariaDB refuses a change that would
 // copy toc_jobs or block its writes instead of doing it for as long as
 // the table takes; a migration that cannot be online needs another way
-// (README, Migrations).
+// (docs/operations.md, Migrations).
 func TestMySQLMigrationsAreOnline(t *testing.T) {
 	ms, err := loadMigrations("mysql")
 	if err != nil {
@@ -186,7 +186,7 @@ func TestMySQLMigrationsAreOnline(t *testing.T) {
 
 // Issue 34, item 3: every migration after v0.1.0's last (0021) is
 // additive, in both dialects, so that v0.1.0 serves on the schema this
-// build migrated and a rolling upgrade can go back (README, Upgrades). A
+// build migrated and a rolling upgrade can go back (docs/operations.md, Upgrades). A
 // migration that cannot be additive makes its release a full-stop one:
 // raise lastOfPrevious to it when that release is out, and say so in
 // CHANGELOG.

@@ -111,11 +111,11 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	redisFlags := addRedisFlags(fs)
 	tokens := fs.list("api-token", "bearer token accepted by /v1 (none: auth off, which needs --insecure-no-auth)")
 	fs.alias("api-token", "TOC_API_TOKENS")
-	tokensFile := fs.string("tokens-file", "", "JSON file of scoped tokens, {\"tokens\": [{\"name\", \"token\" or \"token_sha256\", \"role\", \"topics\", quotas}]}; reloaded on SIGHUP and when it changes (see README, Tenants)")
-	namespacesFile := fs.string("namespaces-file", "", "JSON file of the namespaces besides the default one, {\"namespaces\": [{\"name\", \"redis_prefix\", \"webhook_secrets\", \"callback_hosts\"}]}, each with its own topics; needs --tokens-file, whose tokens name their namespace (see README, Tenants)")
+	tokensFile := fs.string("tokens-file", "", "JSON file of scoped tokens, {\"tokens\": [{\"name\", \"token\" or \"token_sha256\", \"role\", \"topics\", quotas}]}; reloaded on SIGHUP and when it changes (see docs/tenants.md)")
+	namespacesFile := fs.string("namespaces-file", "", "JSON file of the namespaces besides the default one, {\"namespaces\": [{\"name\", \"redis_prefix\", \"webhook_secrets\", \"callback_hosts\"}]}, each with its own topics; needs --tokens-file, whose tokens name their namespace (see docs/tenants.md)")
 	noAuth := fs.bool("insecure-no-auth", false, "serve /v1 without tokens")
 	allowPrivate := fs.bool("allow-private-callbacks", false, "allow callback URLs that resolve to loopback, private or link-local addresses")
-	migrate := fs.bool("migrate", false, "apply pending task-store migrations at start (a new database is set up without it; see README, Upgrades)")
+	migrate := fs.bool("migrate", false, "apply pending task-store migrations at start (a new database is set up without it; see docs/operations.md, Upgrades)")
 	zkServers := fs.list("zk", "ZooKeeper servers, host:port: run as one member of a cluster that shares the slots (none: this process owns every slot)")
 	zkRoot := fs.string("zk-root", slots.DefaultRoot, "znode under which the members of one cluster meet (one per task store)")
 	zkSession := fs.duration("zk-session-timeout", slots.DefaultSessionTimeout, "how long ZooKeeper keeps a silent member's slots")
@@ -194,7 +194,7 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		default:
 			st.Close()
 			return nil, permanent(fmt.Errorf("task store shard %d: %w: migration(s) %v are not applied; "+
-				"run toc migrate with the same --mysql-dsn first (online, see README, Upgrades), or start with --migrate", first, taskdb.ErrSchemaOlder, pending))
+				"run toc migrate with the same --mysql-dsn first (online, see docs/operations.md, Upgrades), or start with --migrate", first, taskdb.ErrSchemaOlder, pending))
 		}
 		// A schema a newer toc migrated may hold what this build
 		// misreads: refuse it, and say so, rather than serve on it.

@@ -20,7 +20,7 @@ const kubernetesFile = "deploy/kubernetes/toc.yaml"
 
 // Issue 37, item 4: the Kubernetes manifests decode strictly into the
 // API's own types (an unknown or misspelt field, or a value of the wrong
-// type, fails), and say what the README promises: three members whose
+// type, fails), and say what docs/operations.md (Deploying) promises: three members whose
 // ids are their pod names, probes on /readyz and /healthz, a delay before
 // a member stops answering and a grace period above it and
 // --shutdown-grace, tokens and secrets from a Secret, one member

@@ -18,7 +18,7 @@ import (
 	"github.com/toc-project/toc/internal/testenv"
 )
 
-// docPicture saves the element sel as docs/name, a picture of the README,
+// docPicture saves the element sel as docs/name, a picture of docs/dashboard.md,
 // when TOC_UPDATE_DOCS=1.
 func (d *dashboard) docPicture(name, sel string) {
 	d.t.Helper()

@@ -140,7 +140,7 @@ func TestDashboardCharts(t *testing.T) {
 	pickRange(d, "15m")
 	waitSeries(d, 1)
 	checkCharts(t, d, p)
-	// TOC_UPDATE_DOCS=1 makes this the README's picture of the charts.
+	// TOC_UPDATE_DOCS=1 makes this docs/dashboard.md's picture of the charts.
 	if png := d.shot("charts-all"); os.Getenv("TOC_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard-charts.png"), png, 0o644); err != nil {
 			t.Fatal(err)

@@ -107,7 +107,7 @@ func TestDashboard(t *testing.T) {
 	if href := d.eval(`location.href`); strings.Contains(href, p.token) {
 		t.Errorf("the token is in the URL: %s", href)
 	}
-	// TOC_UPDATE_DOCS=1 makes this the README's picture.
+	// TOC_UPDATE_DOCS=1 makes this the picture of docs/dashboard.md.
 	if png := d.shot("topics"); os.Getenv("TOC_UPDATE_DOCS") == "1" {
 		if err := os.WriteFile(filepath.Join("..", "..", "docs", "dashboard.png"), png, 0o644); err != nil {
 			t.Fatal(err)

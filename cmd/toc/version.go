@@ -15,7 +15,7 @@ import (
 // printVersion writes what toc version prints: writeVersion, from this
 // binary's build information, then the task-store schema (the last
 // migration it knows) and the Redis layout the build writes, which decide
-// what it mixes with (README, Upgrades).
+// what it mixes with (docs/operations.md, Upgrades).
 func printVersion(w io.Writer) {
 	info, _ := debug.ReadBuildInfo()
 	writeVersion(w, version, info)

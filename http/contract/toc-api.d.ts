@@ -1874,7 +1874,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description forbidden: the token's role does not allow the call (a read token's change, a topic's settings or the cluster view without admin), or the call names a topic outside the token's patterns (a batch is refused whole, `items` naming each job of such a topic). Decided by the topic's name and the token alone: it says nothing of whether the topic exists. See README, Tenants. */
+        /** @description forbidden: the token's role does not allow the call (a read token's change, a topic's settings or the cluster view without admin), or the call names a topic outside the token's patterns (a batch is refused whole, `items` naming each job of such a topic). Decided by the topic's name and the token alone: it says nothing of whether the topic exists. See docs/tenants.md. */
         Forbidden: {
             headers: {
                 [name: string]: unknown;

@@ -28,7 +28,7 @@
 // The topic catalogue lives in shard 0 only. The other shards' scans read
 // a topic's slot count from it. A topic is deleted from shard 0 once no
 // shard holds jobs of it; a job committed into another shard during the
-// delete is the known window stated in README, as on one database.
+// delete is the known window stated in docs/topics.md, as on one database.
 //
 // # Batches over several shards
 //
