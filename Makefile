@@ -30,7 +30,7 @@ GOCLIENT     := http/contract/goclient
 GOCLIENT_GEN  = $(GO) run $(OAPI_CODEGEN) -generate types,client -package goclient
 
 .DEFAULT_GOAL := help
-.PHONY: help run build test lint contract goclient docs bench bench-go clean npm static image
+.PHONY: help run build test lint contract goclient apidocs docs bench bench-go clean npm static image
 
 # The npm projects: the OpenAPI linters and TypeScript check (http/contract)
 # and the Node webhook receiver; each pins its packages in package-lock.json.
@@ -75,6 +75,9 @@ contract: npm ## Lint http/openapi.json (Redocly, Spectral); check toc-api.d.ts 
 
 goclient: ## Regenerate http/contract/goclient/toc.gen.go from http/openapi.json with oapi-codegen
 	$(GOCLIENT_GEN) -o $(GOCLIENT)/toc.gen.go http/openapi.json
+
+apidocs: npm ## Render http/openapi.json into docs/api.html with Redocly: one static page, no CDN (CI keeps it in artifacts/)
+	cd http/contract && npm run --silent apidocs
 
 docs: ## Regenerate docs/configuration.md and docs/cli.md from the flags and commands (TestDocsGenerated checks them)
 	TOC_UPDATE_DOCS=1 $(GO) test -count=1 -run '^TestDocsGenerated$$' ./cmd/toc
