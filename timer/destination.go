@@ -80,12 +80,12 @@ func (d Destination) Validate(brokers map[Way][]string) error {
 	prefix := string(d.Way) + "."
 	names := brokers[d.Way]
 	switch {
-	case d.Broker == "" && len(names) == 0:
+	case len(names) == 0:
 		return invalid(prefix+"broker", "this server has no %s broker (start it with --%s name=url)", d.Way, d.Way)
 	case d.Broker == "":
 		return invalid(prefix+"broker", "required: one of %s", strings.Join(names, ", "))
 	case !slices.Contains(names, d.Broker):
-		return invalid(prefix+"broker", "no %s broker %q on this server; it has %s", d.Way, d.Broker, listOrNone(names))
+		return invalid(prefix+"broker", "no %s broker %q on this server; it has %s", d.Way, d.Broker, strings.Join(names, ", "))
 	}
 	for _, f := range []struct{ field, v string }{
 		{"exchange", d.Exchange}, {"routing_key", d.RoutingKey}, {"subject", d.Subject},
@@ -134,11 +134,4 @@ func Expand(template string, j *Job) string {
 		"{biz_id}", strconv.FormatUint(j.BizID, 10),
 		"{biz_type}", strconv.FormatUint(j.BizType, 10),
 	).Replace(template)
-}
-
-func listOrNone(names []string) string {
-	if len(names) == 0 {
-		return "none"
-	}
-	return strings.Join(names, ", ")
 }
