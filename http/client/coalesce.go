@@ -14,8 +14,8 @@ import (
 
 // Defaults of Coalescing.
 const (
-	DefaultCoalesceMaxJobs     = 500
-	DefaultCoalesceMaxBytes    = 4 << 20
+	DefaultCoalesceMaxJobs  = 500
+	DefaultCoalesceMaxBytes = 4 << 20
 	// DefaultCoalesceMaxInFlight is one request under way: the calls made
 	// meanwhile wait for it and go together in the next, so batches are
 	// larger. Against 2, alternated twice with 64 callers (BENCHMARKS.md),
