@@ -171,7 +171,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 		return timer.Topic{}, false, fmt.Errorf("put topic %q: %w", t.Name, err)
 	}
 	if existing.MaxAttempts == t.MaxAttempts && existing.Limits == t.Limits && existing.Expiry == t.Expiry && existing.Retention == t.Retention &&
-		existing.Destination == t.Destination {
+		existing.Destination == t.Destination.Stored() {
 		return existing, created, nil
 	}
 	l := t.Limits
@@ -238,7 +238,7 @@ type storedDestination struct {
 
 // destinationArg is the delivery column of d.
 func destinationArg(d timer.Destination) (string, error) {
-	if d.Of() == timer.WayWebhook {
+	if d = d.Stored(); d == (timer.Destination{}) {
 		return "", nil
 	}
 	b, err := json.Marshal(storedDestination(d))

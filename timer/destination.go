@@ -59,9 +59,14 @@ func (d Destination) Of() Way {
 	return d.Way
 }
 
-// NeedsCallback reports whether a job of a topic with destination d
-// must give a callback URL: only webhooks do; the other ways refuse one.
-func (d Destination) NeedsCallback() bool { return d.Of() == WayWebhook }
+// Stored returns d as a store keeps it: a webhook's as the zero
+// Destination, whatever else it held.
+func (d Destination) Stored() Destination {
+	if d.Of() == WayWebhook {
+		return Destination{}
+	}
+	return d
+}
 
 // Validate reports the first field of d that is wrong, named as the API
 // names it (delivery, amqp.broker, nats.subject, ...). brokers lists the

@@ -565,10 +565,7 @@ func (s *Store) PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool,
 	defer s.mu.Unlock()
 	stored := s.topics[t.Name]
 	stored.MaxAttempts, stored.Limits, stored.Expiry = t.MaxAttempts, millisLimits(t.Limits), t.Expiry
-	stored.Destination = t.Destination
-	if stored.Destination.Of() == timer.WayWebhook {
-		stored.Destination = timer.Destination{} // as a store keeps a webhook's
-	}
+	stored.Destination = t.Destination.Stored()
 	s.topics[t.Name] = stored
 	s.topicVersion++
 	return stored, created, nil
