@@ -769,6 +769,98 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/topics/{topic}/leases": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["TopicPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Lease due jobs of a pull topic.
+         * @description Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+         */
+        post: operations["leaseJobs"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{token}/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge a leased job.
+         * @description The job ends done. Idempotent for the worker that holds the lease: a second ack answers 200 again.
+         */
+        post: operations["ackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{token}/nack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Give a leased job back to be retried.
+         * @description The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+         */
+        post: operations["nackLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/leases/{token}/extend": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Extend a lease.
+         * @description Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+         */
+        post: operations["extendLease"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
 }
 export interface webhooks {
     jobDue: {
@@ -1296,7 +1388,7 @@ export interface components {
              * @description How the topic's due jobs go out (see Topic.delivery). Left out of a PUT, or null: webhook. Left out of a PATCH: unchanged.
              * @enum {string|null}
              */
-            delivery?: "webhook" | "amqp" | "nats" | null;
+            delivery?: "webhook" | "pull" | "amqp" | "nats" | null;
             amqp?: components["schemas"]["TopicAMQP"];
             nats?: components["schemas"]["TopicNATS"];
         };
@@ -1305,10 +1397,10 @@ export interface components {
         };
         ErrorDetail: {
             /**
-             * @description One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired or topic_quota, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
+             * @description One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired, topic_quota or lease_ended, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
              * @enum {string}
              */
-            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch" | "forbidden" | "rate_limited" | "pending_quota" | "topic_quota";
+            code: "invalid_argument" | "not_found" | "conflict" | "in_flight" | "already_fired" | "unauthenticated" | "payload_too_large" | "unavailable" | "method_not_allowed" | "version_mismatch" | "forbidden" | "rate_limited" | "pending_quota" | "topic_quota" | "lease_ended";
             /** @description For a person; not to be parsed. */
             message: string;
             /** @description The request field or query parameter at fault, when one is; a nested key by its path (`payload.a`, `retry.base_ms`, `jobs[2].topic`). Left out when none is. */
@@ -1683,10 +1775,10 @@ export interface components {
             past_retention_estimated: boolean;
         };
         /**
-         * @description How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+         * @description How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull hands each to a worker that leases it (POST /v1/topics/{topic}/leases) and acks it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
          * @enum {string}
          */
-        Delivery: "webhook" | "amqp" | "nats";
+        Delivery: "webhook" | "pull" | "amqp" | "nats";
         /** @description Where a topic delivered by amqp publishes: given whole (a PATCH replaces the object). */
         TopicAMQP: {
             /** @description One of the server's RabbitMQ brokers (toc serve --amqp name=url): a topic names a broker, never its URL or credentials. */
@@ -1806,6 +1898,152 @@ export interface components {
             fire_at?: components["schemas"]["FireAt"];
             delay_ms?: components["schemas"]["DelayMS"];
         };
+        /**
+         * @description The body of every webhook call: the same on every attempt but for `attempt`. `key`, `biz_id` and `biz_type` are optional: each is left out when the job has none (no idempotency key; a biz_id or biz_type of 0). Receivers should ignore fields they do not know: toc may add some.
+         * @example {
+         *       "id": "4737272962162360320",
+         *       "topic": "orders",
+         *       "key": "order-42",
+         *       "biz_id": "1001",
+         *       "fire_at": "2026-11-25T03:35:21.359Z",
+         *       "attempt": 1,
+         *       "payload": {
+         *         "order": 42
+         *       }
+         *     }
+         */
+        WebhookPayload: {
+            /** @description The job id; also the webhook-id header. Dedupe on it: toc delivers at least once. */
+            id: components["schemas"]["JobID"];
+            topic: components["schemas"]["TopicName"];
+            /** @description The job's idempotency key; optional: left out when the job has none. */
+            key?: string;
+            /** @description The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0). */
+            biz_id?: components["schemas"]["Uint64String"];
+            /** @description The job's business type as a decimal string; optional: left out when it has none (0). */
+            biz_type?: components["schemas"]["Uint64String"];
+            /** @description The due time of this attempt (the job's due time, or for a retry its retry's). */
+            fire_at: components["schemas"]["Time"];
+            /** @description 1 on the first attempt. */
+            attempt: number;
+            /** @description The job's payload as given, compacted; null when it has none. */
+            payload: unknown;
+        };
+        /**
+         * @description A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+         * @example orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+         */
+        LeaseToken: string;
+        /**
+         * @description What a worker asks for. The call answers as soon as it holds at least one job, or after wait_ms with none.
+         * @example {
+         *       "max": 10,
+         *       "wait_ms": 20000,
+         *       "lease_ms": 30000
+         *     }
+         */
+        LeaseRequest: {
+            /**
+             * @description Hand over at most this many jobs.
+             * @default 1
+             */
+            max: number;
+            /**
+             * @description Wait this long for a job to fall due; 0 answers at once.
+             * @default 20000
+             */
+            wait_ms: number;
+            /**
+             * @description How long the worker holds each job before it is offered again (its attempt counted as failed). Bounded by the topic's callback_timeout_ms from when the job was handed over: expires_at says the lease's end.
+             * @default 30000
+             */
+            lease_ms: number;
+        };
+        /**
+         * @description A job handed to a worker until expires_at: ack it when done, nack it to retry, extend it to hold it longer.
+         * @example {
+         *       "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+         *       "expires_at": "2026-11-25T03:35:51.360Z",
+         *       "job": {
+         *         "id": "4737272962162360320",
+         *         "topic": "orders",
+         *         "key": "order-42",
+         *         "fire_at": "2026-11-25T03:35:21.359Z",
+         *         "attempt": 1,
+         *         "payload": {
+         *           "order": 42
+         *         }
+         *       }
+         *     }
+         */
+        Lease: {
+            token: components["schemas"]["LeaseToken"];
+            /** @description When the lease ends unless extended: then the attempt counts as failed and the job is retried by the topic's backoff. */
+            expires_at: components["schemas"]["Time"];
+            /** @description The job, as a webhook would carry it. */
+            job: components["schemas"]["WebhookPayload"];
+        };
+        /**
+         * @example {
+         *       "leases": [
+         *         {
+         *           "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+         *           "expires_at": "2026-11-25T03:35:51.360Z",
+         *           "job": {
+         *             "id": "4737272962162360320",
+         *             "topic": "orders",
+         *             "key": "order-42",
+         *             "fire_at": "2026-11-25T03:35:21.359Z",
+         *             "attempt": 1,
+         *             "payload": {
+         *               "order": 42
+         *             }
+         *           }
+         *         }
+         *       ]
+         *     }
+         */
+        Leases: {
+            /** @description The jobs handed over, earliest due first; empty when none fell due within wait_ms. */
+            leases: components["schemas"]["Lease"][];
+        };
+        /**
+         * @example {
+         *       "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+         *       "state": "acked"
+         *     }
+         */
+        LeaseState: {
+            token: components["schemas"]["LeaseToken"];
+            /**
+             * @description leased: held until expires_at; acked: the job ends done; nacked: the attempt counts as failed and the job is retried.
+             * @enum {string}
+             */
+            state: "leased" | "acked" | "nacked";
+            /** @description leased only: when the lease ends. */
+            expires_at?: components["schemas"]["Time"];
+        };
+        /**
+         * @example {
+         *       "delay_ms": 5000,
+         *       "error": "inventory service down"
+         *     }
+         */
+        NackRequest: {
+            /** @description Retry after this many ms; left out: after the topic's backoff. */
+            delay_ms?: number;
+            /** @description Why, kept in the job's attempt history. */
+            error?: string;
+        };
+        /**
+         * @example {
+         *       "lease_ms": 30000
+         *     }
+         */
+        ExtendRequest: {
+            /** @description Hold the job this many ms from now, at most until the topic's callback_timeout_ms from when it was handed over. */
+            lease_ms: number;
+        };
     };
     responses: {
         /** @description invalid_argument: the request is malformed or a value is out of range; error.field names it. Nothing was written. */
@@ -1902,6 +2140,15 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
+        /** @description lease_ended: the lease was acked, nacked or has expired; nothing changed. */
+        LeaseEnded: {
+            headers: {
+                [name: string]: unknown;
+            };
+            content: {
+                "application/json": components["schemas"]["Error"];
+            };
+        };
     };
     parameters: {
         /** @description The job id. */
@@ -1934,6 +2181,8 @@ export interface components {
         ScheduleIDPath: components["schemas"]["ScheduleID"];
         /** @description The group's id. */
         GroupIDPath: components["schemas"]["GroupID"];
+        /** @description The lease token. */
+        LeaseTokenPath: components["schemas"]["LeaseToken"];
     };
     requestBodies: never;
     headers: {
@@ -4571,6 +4820,152 @@ export interface operations {
             503: components["responses"]["Unavailable"];
         };
     };
+    leaseJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The topic's name. */
+                topic: components["parameters"]["TopicPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["LeaseRequest"];
+            };
+        };
+        responses: {
+            /** @description The jobs leased, maybe none. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Leases"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    ackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Acked: the job ends done. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+                     *       "state": "acked"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LeaseState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["LeaseEnded"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    nackLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["NackRequest"];
+            };
+        };
+        responses: {
+            /** @description Nacked. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+                     *       "state": "nacked"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LeaseState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["LeaseEnded"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    extendLease: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The lease token. */
+                token: components["parameters"]["LeaseTokenPath"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ExtendRequest"];
+            };
+        };
+        responses: {
+            /** @description Extended. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+                     *       "state": "leased",
+                     *       "expires_at": "2026-11-25T03:36:21.360Z"
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LeaseState"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            404: components["responses"]["NotFound"];
+            409: components["responses"]["LeaseEnded"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
     jobDue: {
         parameters: {
             query?: never;
@@ -4626,23 +5021,7 @@ export interface operations {
         };
         requestBody: {
             content: {
-                "application/json": {
-                    /** @description The job id; also the webhook-id header. Dedupe on it: toc delivers at least once. */
-                    id: components["schemas"]["JobID"];
-                    topic: components["schemas"]["TopicName"];
-                    /** @description The job's idempotency key; optional: left out when the job has none. */
-                    key?: string;
-                    /** @description The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0). */
-                    biz_id?: components["schemas"]["Uint64String"];
-                    /** @description The job's business type as a decimal string; optional: left out when it has none (0). */
-                    biz_type?: components["schemas"]["Uint64String"];
-                    /** @description The due time of this attempt (the job's due time, or for a retry its retry's). */
-                    fire_at: components["schemas"]["Time"];
-                    /** @description 1 on the first attempt. */
-                    attempt: number;
-                    /** @description The job's payload as given, compacted; null when it has none. */
-                    payload: unknown;
-                };
+                "application/json": components["schemas"]["WebhookPayload"];
             };
         };
         responses: {

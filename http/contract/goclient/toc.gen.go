@@ -184,6 +184,7 @@ func (e DeadSelectionAction) Valid() bool {
 const (
 	DeliveryAmqp    Delivery = "amqp"
 	DeliveryNats    Delivery = "nats"
+	DeliveryPull    Delivery = "pull"
 	DeliveryWebhook Delivery = "webhook"
 )
 
@@ -193,6 +194,8 @@ func (e Delivery) Valid() bool {
 	case DeliveryAmqp:
 		return true
 	case DeliveryNats:
+		return true
+	case DeliveryPull:
 		return true
 	case DeliveryWebhook:
 		return true
@@ -208,6 +211,7 @@ const (
 	ErrorDetailCodeForbidden        ErrorDetailCode = "forbidden"
 	ErrorDetailCodeInFlight         ErrorDetailCode = "in_flight"
 	ErrorDetailCodeInvalidArgument  ErrorDetailCode = "invalid_argument"
+	ErrorDetailCodeLeaseEnded       ErrorDetailCode = "lease_ended"
 	ErrorDetailCodeMethodNotAllowed ErrorDetailCode = "method_not_allowed"
 	ErrorDetailCodeNotFound         ErrorDetailCode = "not_found"
 	ErrorDetailCodePayloadTooLarge  ErrorDetailCode = "payload_too_large"
@@ -231,6 +235,8 @@ func (e ErrorDetailCode) Valid() bool {
 	case ErrorDetailCodeInFlight:
 		return true
 	case ErrorDetailCodeInvalidArgument:
+		return true
+	case ErrorDetailCodeLeaseEnded:
 		return true
 	case ErrorDetailCodeMethodNotAllowed:
 		return true
@@ -327,6 +333,27 @@ func (e JobSelectionAction) Valid() bool {
 	case FireNow:
 		return true
 	case Reschedule:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for LeaseStateState.
+const (
+	Acked  LeaseStateState = "acked"
+	Leased LeaseStateState = "leased"
+	Nacked LeaseStateState = "nacked"
+)
+
+// Valid indicates whether the value is a known member of the LeaseStateState enum.
+func (e LeaseStateState) Valid() bool {
+	switch e {
+	case Acked:
+		return true
+	case Leased:
+		return true
+	case Nacked:
 		return true
 	default:
 		return false
@@ -446,6 +473,7 @@ const (
 	TopicSettingsDeliveryAmqp        TopicSettingsDelivery = "amqp"
 	TopicSettingsDeliveryLessThannil TopicSettingsDelivery = "<nil>"
 	TopicSettingsDeliveryNats        TopicSettingsDelivery = "nats"
+	TopicSettingsDeliveryPull        TopicSettingsDelivery = "pull"
 	TopicSettingsDeliveryWebhook     TopicSettingsDelivery = "webhook"
 )
 
@@ -457,6 +485,8 @@ func (e TopicSettingsDelivery) Valid() bool {
 	case TopicSettingsDeliveryLessThannil:
 		return true
 	case TopicSettingsDeliveryNats:
+		return true
+	case TopicSettingsDeliveryPull:
 		return true
 	case TopicSettingsDeliveryWebhook:
 		return true
@@ -873,7 +903,7 @@ type DeadSelectionAction string
 // Examples: 1800000
 type DelayMS = int
 
-// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull hands each to a worker that leases it (POST /v1/topics/{topic}/leases) and acks it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
 type Delivery string
 
 // Error defines model for Error.
@@ -883,7 +913,7 @@ type Error struct {
 
 // ErrorDetail defines model for ErrorDetail.
 type ErrorDetail struct {
-	// Code One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired or topic_quota, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
+	// Code One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired, topic_quota or lease_ended, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
 	Code ErrorDetailCode `json:"code"`
 
 	// CurrentVersion version_mismatch only: the job's version now (also in the ETag header). Left out otherwise.
@@ -899,7 +929,7 @@ type ErrorDetail struct {
 	Message string `json:"message"`
 }
 
-// ErrorDetailCode One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired or topic_quota, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
+// ErrorDetailCode One per status: 400 invalid_argument, 401 unauthenticated, 403 forbidden, 404 not_found, 405 method_not_allowed, 409 conflict, in_flight, already_fired, topic_quota or lease_ended, 412 version_mismatch, 413 payload_too_large, 429 rate_limited or pending_quota, 503 unavailable.
 type ErrorDetailCode string
 
 // ErrorItem defines model for ErrorItem.
@@ -912,6 +942,12 @@ type ErrorItem struct {
 
 // ErrorItemCode defines model for ErrorItem.Code.
 type ErrorItemCode string
+
+// ExtendRequest Examples: {"lease_ms":30000}
+type ExtendRequest struct {
+	// LeaseMs Hold the job this many ms from now, at most until the topic's callback_timeout_ms from when it was handed over.
+	LeaseMs int `json:"lease_ms"`
+}
 
 // FireAt RFC 3339 with an optional fraction, rounded up to the millisecond; after 1970-01-01T00:00:00Z and before 4199-01-01T00:00:00Z (where Redis scores stay exact), else 400. In the past: due at once.
 //
@@ -1175,6 +1211,73 @@ type JobTemplate struct {
 
 	// Topic The topic; created with the defaults on first use unless the server runs with --auto-create-topics=false (then an unknown topic is a 400). A topic that would be created past the server's --max-topics is a 400 naming topic.
 	Topic TopicName `json:"topic"`
+}
+
+// Lease A job handed to a worker until expires_at: ack it when done, nack it to retry, extend it to hold it longer.
+//
+// Examples: {"expires_at":"2026-11-25T03:35:51.360Z","job":{"attempt":1,"fire_at":"2026-11-25T03:35:21.359Z","id":"4737272962162360320","key":"order-42","payload":{"order":42},"topic":"orders"},"token":"orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f"}
+type Lease struct {
+	// ExpiresAt When the lease ends unless extended: then the attempt counts as failed and the job is retried by the topic's backoff.
+	ExpiresAt Time `json:"expires_at"`
+
+	// Job The job, as a webhook would carry it.
+	Job WebhookPayload `json:"job"`
+
+	// Token A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+	//
+	// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+	Token LeaseToken `json:"token"`
+}
+
+// LeaseRequest What a worker asks for. The call answers as soon as it holds at least one job, or after wait_ms with none.
+//
+// Examples: {"lease_ms":30000,"max":10,"wait_ms":20000}
+type LeaseRequest struct {
+	// LeaseMs How long the worker holds each job before it is offered again (its attempt counted as failed). Bounded by the topic's callback_timeout_ms from when the job was handed over: expires_at says the lease's end.
+	LeaseMs *int `json:"lease_ms,omitempty"`
+
+	// Max Hand over at most this many jobs.
+	Max *int `json:"max,omitempty"`
+
+	// WaitMs Wait this long for a job to fall due; 0 answers at once.
+	WaitMs *int `json:"wait_ms,omitempty"`
+}
+
+// LeaseState Examples: {"state":"acked","token":"orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f"}
+type LeaseState struct {
+	// ExpiresAt leased only: when the lease ends.
+	ExpiresAt *Time `json:"expires_at,omitempty"`
+
+	// State leased: held until expires_at; acked: the job ends done; nacked: the attempt counts as failed and the job is retried.
+	State LeaseStateState `json:"state"`
+
+	// Token A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+	//
+	// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+	Token LeaseToken `json:"token"`
+}
+
+// LeaseStateState leased: held until expires_at; acked: the job ends done; nacked: the attempt counts as failed and the job is retried.
+type LeaseStateState string
+
+// LeaseToken A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+//
+// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+type LeaseToken = string
+
+// Leases Examples: {"leases":[{"expires_at":"2026-11-25T03:35:51.360Z","job":{"attempt":1,"fire_at":"2026-11-25T03:35:21.359Z","id":"4737272962162360320","key":"order-42","payload":{"order":42},"topic":"orders"},"token":"orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f"}]}
+type Leases struct {
+	// Leases The jobs handed over, earliest due first; empty when none fell due within wait_ms.
+	Leases []Lease `json:"leases"`
+}
+
+// NackRequest Examples: {"delay_ms":5000,"error":"inventory service down"}
+type NackRequest struct {
+	// DelayMs Retry after this many ms; left out: after the topic's backoff.
+	DelayMs *int `json:"delay_ms,omitempty"`
+
+	// Error Why, kept in the job's attempt history.
+	Error *string `json:"error,omitempty"`
 }
 
 // NewGroup A group to create, open: jobs join it with group_id until it is sealed.
@@ -1580,7 +1683,7 @@ type Topic struct {
 	// Examples: 2026-11-25T03:35:21.359Z
 	CreatedAt Time `json:"created_at"`
 
-	// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
+	// Delivery How the topic's due jobs go out: webhook POSTs each to its job's callback_url (the default); pull hands each to a worker that leases it (POST /v1/topics/{topic}/leases) and acks it; amqp publishes it to a RabbitMQ exchange and nats to a NATS JetStream subject, each done on the broker's confirm, with the webhook's body and headers (signature included). Changing it applies to pending jobs from their next attempt.
 	Delivery Delivery `json:"delivery"`
 
 	// ExpireAfterMs The deadline, in ms after their due time, of the topic's jobs that set none (copied into each job when it is scheduled); null: none.
@@ -1832,6 +1935,37 @@ type Usage struct {
 	Throttled int `json:"throttled"`
 }
 
+// WebhookPayload The body of every webhook call: the same on every attempt but for `attempt`. `key`, `biz_id` and `biz_type` are optional: each is left out when the job has none (no idempotency key; a biz_id or biz_type of 0). Receivers should ignore fields they do not know: toc may add some.
+//
+// Examples: {"attempt":1,"biz_id":"1001","fire_at":"2026-11-25T03:35:21.359Z","id":"4737272962162360320","key":"order-42","payload":{"order":42},"topic":"orders"}
+type WebhookPayload struct {
+	// Attempt 1 on the first attempt.
+	Attempt int `json:"attempt"`
+
+	// BizId The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0).
+	BizId *Uint64String `json:"biz_id,omitempty"`
+
+	// BizType The job's business type as a decimal string; optional: left out when it has none (0).
+	BizType *Uint64String `json:"biz_type,omitempty"`
+
+	// FireAt The due time of this attempt (the job's due time, or for a retry its retry's).
+	FireAt Time `json:"fire_at"`
+
+	// Id The job id; also the webhook-id header. Dedupe on it: toc delivers at least once.
+	Id JobID `json:"id"`
+
+	// Key The job's idempotency key; optional: left out when the job has none.
+	Key *string `json:"key,omitempty"`
+
+	// Payload The job's payload as given, compacted; null when it has none.
+	Payload interface{} `json:"payload"`
+
+	// Topic A topic: lower-case letters, digits, `_` and `-`, 1 to 64 bytes, starting with a letter or digit.
+	//
+	// Examples: orders
+	Topic TopicName `json:"topic"`
+}
+
 // When A new due time: exactly one of fire_at or delay_ms (both, or neither, is a 400).
 //
 // Examples: {"delay_ms":600000}, {"fire_at":"2026-12-01T09:00:00Z"}
@@ -1859,6 +1993,11 @@ type IfMatch = string
 //
 // Examples: 4737272962162360320
 type JobIDPath = JobID
+
+// LeaseTokenPath A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+//
+// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+type LeaseTokenPath = LeaseToken
 
 // QueryBizID defines model for QueryBizID.
 type QueryBizID = string
@@ -1889,6 +2028,9 @@ type BadRequest = Error
 
 // Forbidden defines model for Forbidden.
 type Forbidden = Error
+
+// LeaseEnded defines model for LeaseEnded.
+type LeaseEnded = Error
 
 // NotFound defines model for NotFound.
 type NotFound = Error
@@ -2117,9 +2259,6 @@ type GetTopicSeriesParams struct {
 	Step *string `form:"step,omitempty" json:"step,omitempty"`
 }
 
-// JobDueJSONBody defines parameters for JobDue.
-type JobDueJSONBody = WebhookPayload
-
 // JobDueParams defines parameters for JobDue.
 type JobDueParams struct {
 	// WebhookId The job id: the same on every attempt; dedupe on it.
@@ -2148,35 +2287,6 @@ type JobDueParams struct {
 
 	// UserAgent toc/ and the version of the server (git describe; dev when built without it).
 	UserAgent string `json:"user-agent"`
-}
-
-// WebhookPayload defines parameters for JobDue.
-type WebhookPayload struct {
-	// Attempt 1 on the first attempt.
-	Attempt int `json:"attempt"`
-
-	// BizId The job's business id as a decimal string, as in the REST API; optional: left out when it has none (0).
-	BizId *Uint64String `json:"biz_id,omitempty"`
-
-	// BizType The job's business type as a decimal string; optional: left out when it has none (0).
-	BizType *Uint64String `json:"biz_type,omitempty"`
-
-	// FireAt The due time of this attempt (the job's due time, or for a retry its retry's).
-	FireAt Time `json:"fire_at"`
-
-	// Id The job id; also the webhook-id header. Dedupe on it: toc delivers at least once.
-	Id JobID `json:"id"`
-
-	// Key The job's idempotency key; optional: left out when the job has none.
-	Key *string `json:"key,omitempty"`
-
-	// Payload The job's payload as given, compacted; null when it has none.
-	Payload interface{} `json:"payload"`
-
-	// Topic A topic: lower-case letters, digits, `_` and `-`, 1 to 64 bytes, starting with a letter or digit.
-	//
-	// Examples: orders
-	Topic TopicName `json:"topic"`
 }
 
 // ActOnDeadLettersJSONRequestBody defines body for ActOnDeadLetters for application/json ContentType.
@@ -2209,6 +2319,12 @@ type ActOnJobsJSONRequestBody = JobSelection
 // RescheduleJobJSONRequestBody defines body for RescheduleJob for application/json ContentType.
 type RescheduleJobJSONRequestBody = When
 
+// ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
+type ExtendLeaseJSONRequestBody = ExtendRequest
+
+// NackLeaseJSONRequestBody defines body for NackLease for application/json ContentType.
+type NackLeaseJSONRequestBody = NackRequest
+
 // CreateScheduleJSONRequestBody defines body for CreateSchedule for application/json ContentType.
 type CreateScheduleJSONRequestBody = NewSchedule
 
@@ -2221,8 +2337,11 @@ type PatchTopicApplicationMergePatchPlusJSONRequestBody = TopicSettings
 // PutTopicJSONRequestBody defines body for PutTopic for application/json ContentType.
 type PutTopicJSONRequestBody = TopicSettings
 
+// LeaseJobsJSONRequestBody defines body for LeaseJobs for application/json ContentType.
+type LeaseJobsJSONRequestBody = LeaseRequest
+
 // JobDueJSONRequestBody defines body for JobDue for application/json ContentType.
-type JobDueJSONRequestBody = JobDueJSONBody
+type JobDueJSONRequestBody = WebhookPayload
 
 // AsTime returns the union data inside the Breaker_OldestHeldDueAt as a Time
 func (t Breaker_OldestHeldDueAt) AsTime() (Time, error) {
@@ -2939,6 +3058,49 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/jobs/{id}/attempts (the `ListJobAttempts` operationId).
 	ListJobAttempts(ctx context.Context, id JobIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// AckLease Acknowledge a leased job.
+	//
+	// The job ends done. Idempotent for the worker that holds the lease: a second ack answers 200 again.
+	//
+	// Corresponds with POST /v1/leases/{token}/ack (the `AckLease` operationId).
+	AckLease(ctx context.Context, token LeaseTokenPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExtendLeaseWithBody Extend a lease.
+	//
+	// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+	ExtendLeaseWithBody(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExtendLease Extend a lease.
+	//
+	// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+	ExtendLease(ctx context.Context, token LeaseTokenPath, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// NackLeaseWithBody Give a leased job back to be retried.
+	//
+	// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+	NackLeaseWithBody(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// NackLease Give a leased job back to be retried.
+	//
+	// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+	NackLease(ctx context.Context, token LeaseTokenPath, body NackLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetOpenAPI This document.
 	//
 	// Open to anyone: it holds no data. The document embedded in the binary: the same as http/openapi.json of the source it was built from.
@@ -3078,6 +3240,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/forecast (the `GetTopicForecast` operationId).
 	GetTopicForecast(ctx context.Context, topic TopicPath, params *GetTopicForecastParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LeaseJobsWithBody Lease due jobs of a pull topic.
+	//
+	// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+	LeaseJobsWithBody(ctx context.Context, topic TopicPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// LeaseJobs Lease due jobs of a pull topic.
+	//
+	// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+	LeaseJobs(ctx context.Context, topic TopicPath, body LeaseJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// PauseTopic Pause a topic.
 	//
@@ -3760,6 +3940,99 @@ func (c *Client) ListJobAttempts(ctx context.Context, id JobIDPath, reqEditors .
 	return c.Client.Do(req)
 }
 
+// AckLease Acknowledge a leased job.
+//
+// The job ends done. Idempotent for the worker that holds the lease: a second ack answers 200 again.
+//
+// Corresponds with POST /v1/leases/{token}/ack (the `AckLease` operationId).
+func (c *Client) AckLease(ctx context.Context, token LeaseTokenPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAckLeaseRequest(c.Server, token)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExtendLeaseWithBody Extend a lease.
+//
+// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+func (c *Client) ExtendLeaseWithBody(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExtendLeaseRequestWithBody(c.Server, token, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExtendLease Extend a lease.
+//
+// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+func (c *Client) ExtendLease(ctx context.Context, token LeaseTokenPath, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExtendLeaseRequest(c.Server, token, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// NackLeaseWithBody Give a leased job back to be retried.
+//
+// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+func (c *Client) NackLeaseWithBody(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewNackLeaseRequestWithBody(c.Server, token, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// NackLease Give a leased job back to be retried.
+//
+// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+func (c *Client) NackLease(ctx context.Context, token LeaseTokenPath, body NackLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewNackLeaseRequest(c.Server, token, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetOpenAPI This document.
 //
 // Open to anyone: it holds no data. The document embedded in the binary: the same as http/openapi.json of the source it was built from.
@@ -4070,6 +4343,44 @@ func (c *Client) PutTopic(ctx context.Context, topic TopicPath, body PutTopicJSO
 // Corresponds with GET /v1/topics/{topic}/forecast (the `GetTopicForecast` operationId).
 func (c *Client) GetTopicForecast(ctx context.Context, topic TopicPath, params *GetTopicForecastParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetTopicForecastRequest(c.Server, topic, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LeaseJobsWithBody Lease due jobs of a pull topic.
+//
+// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+func (c *Client) LeaseJobsWithBody(ctx context.Context, topic TopicPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLeaseJobsRequestWithBody(c.Server, topic, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// LeaseJobs Lease due jobs of a pull topic.
+//
+// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+func (c *Client) LeaseJobs(ctx context.Context, topic TopicPath, body LeaseJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewLeaseJobsRequest(c.Server, topic, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5565,6 +5876,134 @@ func NewListJobAttemptsRequest(server string, id JobIDPath) (*http.Request, erro
 	return req, nil
 }
 
+// NewAckLeaseRequest constructs an http.Request for the AckLease method
+func NewAckLeaseRequest(server string, token LeaseTokenPath) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/%s/ack", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExtendLeaseRequest calls the generic ExtendLease builder with application/json body
+func NewExtendLeaseRequest(server string, token LeaseTokenPath, body ExtendLeaseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewExtendLeaseRequestWithBody(server, token, "application/json", bodyReader)
+}
+
+// NewExtendLeaseRequestWithBody constructs an http.Request for the ExtendLease method, with any body, and a specified content type
+func NewExtendLeaseRequestWithBody(server string, token LeaseTokenPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/%s/extend", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
+// NewNackLeaseRequest calls the generic NackLease builder with application/json body
+func NewNackLeaseRequest(server string, token LeaseTokenPath, body NackLeaseJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewNackLeaseRequestWithBody(server, token, "application/json", bodyReader)
+}
+
+// NewNackLeaseRequestWithBody constructs an http.Request for the NackLease method, with any body, and a specified content type
+func NewNackLeaseRequestWithBody(server string, token LeaseTokenPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "token", token, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/%s/nack", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetOpenAPIRequest constructs an http.Request for the GetOpenAPI method
 func NewGetOpenAPIRequest(server string) (*http.Request, error) {
 	var err error
@@ -6197,6 +6636,53 @@ func NewGetTopicForecastRequest(server string, topic TopicPath, params *GetTopic
 	return req, nil
 }
 
+// NewLeaseJobsRequest calls the generic LeaseJobs builder with application/json body
+func NewLeaseJobsRequest(server string, topic TopicPath, body LeaseJobsJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewLeaseJobsRequestWithBody(server, topic, "application/json", bodyReader)
+}
+
+// NewLeaseJobsRequestWithBody constructs an http.Request for the LeaseJobs method, with any body, and a specified content type
+func NewLeaseJobsRequestWithBody(server string, topic TopicPath, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "topic", topic, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/topics/%s/leases", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewPauseTopicRequest constructs an http.Request for the PauseTopic method
 func NewPauseTopicRequest(server string, topic TopicPath) (*http.Request, error) {
 	var err error
@@ -6752,6 +7238,51 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/jobs/{id}/attempts (the `ListJobAttempts` operationId).
 	ListJobAttemptsWithResponse(ctx context.Context, id JobIDPath, reqEditors ...RequestEditorFn) (*ListJobAttemptsResponse, error)
 
+	// AckLeaseWithResponse Acknowledge a leased job.
+	//
+	// The job ends done. Idempotent for the worker that holds the lease: a second ack answers 200 again.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{token}/ack (the `AckLease` operationId).
+	AckLeaseWithResponse(ctx context.Context, token LeaseTokenPath, reqEditors ...RequestEditorFn) (*AckLeaseResponse, error)
+
+	// ExtendLeaseWithBodyWithResponse Extend a lease.
+	//
+	// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+	ExtendLeaseWithBodyWithResponse(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error)
+
+	// ExtendLeaseWithResponse Extend a lease.
+	//
+	// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+	ExtendLeaseWithResponse(ctx context.Context, token LeaseTokenPath, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error)
+
+	// NackLeaseWithBodyWithResponse Give a leased job back to be retried.
+	//
+	// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+	NackLeaseWithBodyWithResponse(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*NackLeaseResponse, error)
+
+	// NackLeaseWithResponse Give a leased job back to be retried.
+	//
+	// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+	NackLeaseWithResponse(ctx context.Context, token LeaseTokenPath, body NackLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*NackLeaseResponse, error)
+
 	// GetOpenAPIWithResponse This document.
 	//
 	// Open to anyone: it holds no data. The document embedded in the binary: the same as http/openapi.json of the source it was built from.
@@ -6913,6 +7444,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/topics/{topic}/forecast (the `GetTopicForecast` operationId).
 	GetTopicForecastWithResponse(ctx context.Context, topic TopicPath, params *GetTopicForecastParams, reqEditors ...RequestEditorFn) (*GetTopicForecastResponse, error)
+
+	// LeaseJobsWithBodyWithResponse Lease due jobs of a pull topic.
+	//
+	// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+	LeaseJobsWithBodyWithResponse(ctx context.Context, topic TopicPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LeaseJobsResponse, error)
+
+	// LeaseJobsWithResponse Lease due jobs of a pull topic.
+	//
+	// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+	LeaseJobsWithResponse(ctx context.Context, topic TopicPath, body LeaseJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*LeaseJobsResponse, error)
 
 	// PauseTopicWithResponse Pause a topic.
 	//
@@ -9457,6 +10006,297 @@ func (r ListJobAttemptsResponse) ContentType() string {
 	return ""
 }
 
+// AckLeaseResponse401Headers the declared response headers of an HTTP 401 response for AckLease
+type AckLeaseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AckLeaseResponse503Headers the declared response headers of an HTTP 503 response for AckLease
+type AckLeaseResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AckLeaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseState
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *LeaseEnded
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AckLeaseResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AckLeaseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AckLeaseResponse) GetJSON200() *LeaseState {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AckLeaseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AckLeaseResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AckLeaseResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r AckLeaseResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r AckLeaseResponse) GetJSON409() *LeaseEnded {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AckLeaseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AckLeaseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AckLeaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AckLeaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AckLeaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExtendLeaseResponse401Headers the declared response headers of an HTTP 401 response for ExtendLease
+type ExtendLeaseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// ExtendLeaseResponse503Headers the declared response headers of an HTTP 503 response for ExtendLease
+type ExtendLeaseResponse503Headers struct {
+	RetryAfter *int
+}
+
+type ExtendLeaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseState
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *LeaseEnded
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExtendLeaseResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExtendLeaseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExtendLeaseResponse) GetJSON200() *LeaseState {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r ExtendLeaseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r ExtendLeaseResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r ExtendLeaseResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r ExtendLeaseResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r ExtendLeaseResponse) GetJSON409() *LeaseEnded {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r ExtendLeaseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExtendLeaseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExtendLeaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExtendLeaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExtendLeaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// NackLeaseResponse401Headers the declared response headers of an HTTP 401 response for NackLease
+type NackLeaseResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// NackLeaseResponse503Headers the declared response headers of an HTTP 503 response for NackLease
+type NackLeaseResponse503Headers struct {
+	RetryAfter *int
+}
+
+type NackLeaseResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseState
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON409 the response for an HTTP 409 `application/json` response
+	JSON409 *LeaseEnded
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *NackLeaseResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *NackLeaseResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r NackLeaseResponse) GetJSON200() *LeaseState {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r NackLeaseResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r NackLeaseResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r NackLeaseResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r NackLeaseResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON409 returns the response for an HTTP 409 `application/json` response
+func (r NackLeaseResponse) GetJSON409() *LeaseEnded {
+	return r.JSON409
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r NackLeaseResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r NackLeaseResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r NackLeaseResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r NackLeaseResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r NackLeaseResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // GetOpenAPIResponse503Headers the declared response headers of an HTTP 503 response for GetOpenAPI
 type GetOpenAPIResponse503Headers struct {
 	RetryAfter *int
@@ -10702,6 +11542,96 @@ func (r GetTopicForecastResponse) ContentType() string {
 	return ""
 }
 
+// LeaseJobsResponse401Headers the declared response headers of an HTTP 401 response for LeaseJobs
+type LeaseJobsResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// LeaseJobsResponse503Headers the declared response headers of an HTTP 503 response for LeaseJobs
+type LeaseJobsResponse503Headers struct {
+	RetryAfter *int
+}
+
+type LeaseJobsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Leases
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON404 the response for an HTTP 404 `application/json` response
+	JSON404 *NotFound
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *LeaseJobsResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *LeaseJobsResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r LeaseJobsResponse) GetJSON200() *Leases {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r LeaseJobsResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r LeaseJobsResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r LeaseJobsResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON404 returns the response for an HTTP 404 `application/json` response
+func (r LeaseJobsResponse) GetJSON404() *NotFound {
+	return r.JSON404
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r LeaseJobsResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r LeaseJobsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r LeaseJobsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r LeaseJobsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r LeaseJobsResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // PauseTopicResponse401Headers the declared response headers of an HTTP 401 response for PauseTopic
 type PauseTopicResponse401Headers struct {
 	WWWAuthenticate *string
@@ -11602,6 +12532,81 @@ func (c *ClientWithResponses) ListJobAttemptsWithResponse(ctx context.Context, i
 	return ParseListJobAttemptsResponse(rsp)
 }
 
+// AckLeaseWithResponse Acknowledge a leased job.
+//
+// The job ends done. Idempotent for the worker that holds the lease: a second ack answers 200 again.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{token}/ack (the `AckLease` operationId).
+func (c *ClientWithResponses) AckLeaseWithResponse(ctx context.Context, token LeaseTokenPath, reqEditors ...RequestEditorFn) (*AckLeaseResponse, error) {
+	rsp, err := c.AckLease(ctx, token, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAckLeaseResponse(rsp)
+}
+
+// ExtendLeaseWithBodyWithResponse Extend a lease.
+//
+// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+func (c *ClientWithResponses) ExtendLeaseWithBodyWithResponse(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error) {
+	rsp, err := c.ExtendLeaseWithBody(ctx, token, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExtendLeaseResponse(rsp)
+}
+
+// ExtendLeaseWithResponse Extend a lease.
+//
+// Holds the job longer, within the topic's callback_timeout_ms from when it was handed over; expires_at says until when.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{token}/extend (the `ExtendLease` operationId).
+func (c *ClientWithResponses) ExtendLeaseWithResponse(ctx context.Context, token LeaseTokenPath, body ExtendLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*ExtendLeaseResponse, error) {
+	rsp, err := c.ExtendLease(ctx, token, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExtendLeaseResponse(rsp)
+}
+
+// NackLeaseWithBodyWithResponse Give a leased job back to be retried.
+//
+// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+func (c *ClientWithResponses) NackLeaseWithBodyWithResponse(ctx context.Context, token LeaseTokenPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*NackLeaseResponse, error) {
+	rsp, err := c.NackLeaseWithBody(ctx, token, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseNackLeaseResponse(rsp)
+}
+
+// NackLeaseWithResponse Give a leased job back to be retried.
+//
+// The attempt counts as failed: the job is retried after delay_ms or the topic's backoff, or is dead-lettered when its attempts are spent.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/{token}/nack (the `NackLease` operationId).
+func (c *ClientWithResponses) NackLeaseWithResponse(ctx context.Context, token LeaseTokenPath, body NackLeaseJSONRequestBody, reqEditors ...RequestEditorFn) (*NackLeaseResponse, error) {
+	rsp, err := c.NackLease(ctx, token, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseNackLeaseResponse(rsp)
+}
+
 // GetOpenAPIWithResponse This document.
 //
 // Open to anyone: it holds no data. The document embedded in the binary: the same as http/openapi.json of the source it was built from.
@@ -11870,6 +12875,36 @@ func (c *ClientWithResponses) GetTopicForecastWithResponse(ctx context.Context, 
 		return nil, err
 	}
 	return ParseGetTopicForecastResponse(rsp)
+}
+
+// LeaseJobsWithBodyWithResponse Lease due jobs of a pull topic.
+//
+// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+func (c *ClientWithResponses) LeaseJobsWithBodyWithResponse(ctx context.Context, topic TopicPath, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*LeaseJobsResponse, error) {
+	rsp, err := c.LeaseJobsWithBody(ctx, topic, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLeaseJobsResponse(rsp)
+}
+
+// LeaseJobsWithResponse Lease due jobs of a pull topic.
+//
+// Long-polls: answers as soon as at least one job of the topic is due (never before its due time), each with a lease token, or after wait_ms with none. The topic must deliver by pull (PUT /v1/topics/{topic} {"delivery": "pull"}). A leased job is firing: cancelling or moving it answers 409 in_flight. Retries, max attempts, dead letters, deadlines, windows, concurrency keys, rate limits and fairness apply as to a webhook.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/topics/{topic}/leases (the `LeaseJobs` operationId).
+func (c *ClientWithResponses) LeaseJobsWithResponse(ctx context.Context, topic TopicPath, body LeaseJobsJSONRequestBody, reqEditors ...RequestEditorFn) (*LeaseJobsResponse, error) {
+	rsp, err := c.LeaseJobs(ctx, topic, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseLeaseJobsResponse(rsp)
 }
 
 // PauseTopicWithResponse Pause a topic.
@@ -14209,6 +15244,279 @@ func ParseListJobAttemptsResponse(rsp *http.Response) (*ListJobAttemptsResponse,
 	return response, nil
 }
 
+// ParseAckLeaseResponse parses an HTTP response from a AckLeaseWithResponse call
+func ParseAckLeaseResponse(rsp *http.Response) (*AckLeaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AckLeaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest LeaseEnded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AckLeaseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AckLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExtendLeaseResponse parses an HTTP response from a ExtendLeaseWithResponse call
+func ParseExtendLeaseResponse(rsp *http.Response) (*ExtendLeaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExtendLeaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest LeaseEnded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers ExtendLeaseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExtendLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseNackLeaseResponse parses an HTTP response from a NackLeaseWithResponse call
+func ParseNackLeaseResponse(rsp *http.Response) (*NackLeaseResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &NackLeaseResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseState
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest LeaseEnded
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers NackLeaseResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers NackLeaseResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
 // ParseGetOpenAPIResponse parses an HTTP response from a GetOpenAPIWithResponse call
 func ParseGetOpenAPIResponse(rsp *http.Response) (*GetOpenAPIResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
@@ -15353,6 +16661,90 @@ func ParseGetTopicForecastResponse(rsp *http.Response) (*GetTopicForecastRespons
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers GetTopicForecastResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseLeaseJobsResponse parses an HTTP response from a LeaseJobsWithResponse call
+func ParseLeaseJobsResponse(rsp *http.Response) (*LeaseJobsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &LeaseJobsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Leases
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers LeaseJobsResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers LeaseJobsResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
