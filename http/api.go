@@ -16,6 +16,7 @@ import (
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/ui"
 	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/deliver/pull"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -201,6 +202,10 @@ type APIConfig struct {
 	// set (default DefaultMaxCallbackTimeout, and at least
 	// TopicDefaults.CallbackTimeout).
 	MaxCallbackTimeout time.Duration
+	// Pull hands the jobs of pull topics to the workers that lease them
+	// (POST /v1/topics/{topic}/leases, /v1/leases/{token}/...; nil: those
+	// routes answer 404).
+	Pull *pull.Broker
 	// Brokers names the message brokers of each way a topic may deliver
 	// to (toc serve's --amqp and --nats): a topic names one, never its
 	// URL.

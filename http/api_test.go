@@ -24,7 +24,9 @@ import (
 
 	"github.com/toc-project/toc/deadletter"
 	tochttp "github.com/toc-project/toc/http"
+	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/internal/contract"
+	"github.com/toc-project/toc/internal/deliver/pull"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb"
@@ -42,6 +44,9 @@ type apiEnv struct {
 	api    *tochttp.API
 	stats  *fakeStats
 	mr     *miniredis.Miniredis
+	// pull holds the pull topics' leases; its Fire is not the engine's
+	// handler: a test offers a job by calling it.
+	pull *pull.Broker
 }
 
 type fakeStats struct {
@@ -106,6 +111,14 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	if cfg.Audit == nil {
 		cfg.Audit = store
 	}
+	if cfg.Pull == nil {
+		sign := func(d timer.Delivery, _ time.Time) (webhook.Message, error) {
+			return webhook.Message{ID: d.Job.ID.String(), Body: fmt.Appendf(nil, `{"id":"%s","topic":"%s","fire_at":"2026-11-25T03:35:21.359Z","attempt":%d,"payload":null}`, d.Job.ID, d.Job.Topic, d.Attempt)}, nil
+		}
+		if cfg.Pull, err = pull.New(rdb, pull.Config{Sign: sign}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	stats := &fakeStats{eng: eng}
 	dead, err := deadletter.New(rdb, deadletter.Config{Prefix: slots.DefaultPrefix})
 	if err != nil {
@@ -116,7 +129,7 @@ func newAPIEnv(t testing.TB, cfg tochttp.APIConfig, handler timer.Handler) *apiE
 	t.Cleanup(srv.Close)
 	// Every exchange of these tests is held to the OpenAPI document.
 	client := &http.Client{Transport: contract.Shared(t).Transport(t, srv.Client().Transport)}
-	return &apiEnv{srv: srv, client: client, eng: eng, store: store, api: api, stats: stats, mr: mr}
+	return &apiEnv{srv: srv, client: client, eng: eng, store: store, api: api, stats: stats, mr: mr, pull: cfg.Pull}
 }
 
 // run starts the engine (worker and backstop) until the test ends.

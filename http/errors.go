@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/toc-project/toc/internal/deliver/pull"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -40,6 +41,9 @@ const (
 	// CodeTopicQuota answers a token creating a topic past its
 	// max_topics (409).
 	CodeTopicQuota = "topic_quota"
+	// CodeLeaseEnded answers an ack, nack or extend of a pull lease that
+	// was acked, nacked or has expired (409).
+	CodeLeaseEnded = "lease_ended"
 )
 
 // errMethodNotAllowed answers a method the path does not serve.
@@ -101,6 +105,8 @@ func toDetail(err error) (int, errorDetail) {
 		return http.StatusRequestEntityTooLarge, errorDetail{Code: CodeTooLarge, Message: "request body larger than " + itoa(mbe.Limit) + " bytes"}
 	case errors.As(err, &ve):
 		return http.StatusPreconditionFailed, errorDetail{Code: CodeVersionMismatch, Message: err.Error(), CurrentVersion: ve.Have}
+	case errors.Is(err, pull.ErrEnded):
+		return http.StatusConflict, errorDetail{Code: CodeLeaseEnded, Message: without(err, pull.ErrEnded)}
 	case errors.Is(err, timer.ErrNotFound):
 		return http.StatusNotFound, errorDetail{Code: CodeNotFound, Message: err.Error()}
 	case errors.Is(err, timer.ErrInFlight):

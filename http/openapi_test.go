@@ -1,6 +1,7 @@
 package http_test
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -8,9 +9,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	tochttp "github.com/toc-project/toc/http"
 	"github.com/toc-project/toc/http/auth"
+	"github.com/toc-project/toc/timer"
 )
 
 // openAPIOp is the part of an operation of openapi.json these tests read.
@@ -264,6 +267,39 @@ func TestOpenAPIStatusesDocumented(t *testing.T) {
 	call("GET /v1/groups/{id}", "/v1/groups/nope", "", 404)
 	call("POST /v1/groups/{id}/seal", "/v1/groups/g1/seal", "", 200)
 	call("POST /v1/groups/{id}/seal", "/v1/groups/nope/seal", "", 404)
+	call("PUT /v1/topics/{topic}", "/v1/topics/work", `{"delivery": "pull"}`, 201)
+	call("POST /v1/topics/{topic}/leases", "/v1/topics/work/leases", `{"wait_ms": 0}`, 200)
+	call("POST /v1/topics/{topic}/leases", "/v1/topics/orders/leases", `{"wait_ms": 0}`, 400)
+	call("POST /v1/topics/{topic}/leases", "/v1/topics/work/leases", `{"lease_ms": 10}`, 400)
+	// A job offered as the worker would: leased, acked, and then ended.
+	fired := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		fired <- e.pull.Fire(ctx, timer.Delivery{Job: &timer.Job{ID: 42, Topic: "work"}, Attempt: 1})
+	}()
+	var leased struct {
+		Leases []struct {
+			Token string `json:"token"`
+		} `json:"leases"`
+	}
+	_ = json.Unmarshal([]byte(call("POST /v1/topics/{topic}/leases", "/v1/topics/work/leases", `{"max": 10, "wait_ms": 5000}`, 200).raw), &leased)
+	if len(leased.Leases) != 1 {
+		t.Fatalf("leased %d jobs, want the 1 offered", len(leased.Leases))
+	}
+	token := leased.Leases[0].Token
+	call("POST /v1/leases/{token}/extend", "/v1/leases/"+token+"/extend", `{"lease_ms": 5000}`, 200)
+	call("POST /v1/leases/{token}/extend", "/v1/leases/"+token+"/extend", `{}`, 400)
+	call("POST /v1/leases/{token}/ack", "/v1/leases/"+token+"/ack", "", 200)
+	call("POST /v1/leases/{token}/ack", "/v1/leases/"+token+"/ack", "", 200)
+	call("POST /v1/leases/{token}/nack", "/v1/leases/"+token+"/nack", `{"delay_ms": 10}`, 409)
+	call("POST /v1/leases/{token}/nack", "/v1/leases/"+token+"/nack", `{"delay_ms": -1}`, 400)
+	call("POST /v1/leases/{token}/extend", "/v1/leases/"+token+"/extend", `{"lease_ms": 5000}`, 409)
+	call("POST /v1/leases/{token}/ack", "/v1/leases/work.00000000000000000000000000000000/ack", "", 404)
+	call("POST /v1/leases/{token}/ack", "/v1/leases/work/ack", "", 400)
+	if err := <-fired; err != nil {
+		t.Errorf("Fire of the acked job: %v, want nil", err)
+	}
 	call("GET /v1/cluster", "/v1/cluster", "", 200)
 	call("GET /v1/audit", "/v1/audit?limit=10&action=topic.pause", "", 200)
 	call("GET /v1/audit", "/v1/audit?action=nope", "", 400)

@@ -13,6 +13,9 @@ type Way string
 // job to its callback URL; the others need none.
 const (
 	WayWebhook Way = "webhook"
+	// WayPull hands it to a worker that leases it over the API and acks
+	// it (see Demand).
+	WayPull Way = "pull"
 	// WayAMQP publishes it to a RabbitMQ exchange, done on the broker's
 	// confirm.
 	WayAMQP Way = "amqp"
@@ -22,7 +25,7 @@ const (
 )
 
 // Ways lists every way, in the order the API documents them.
-var Ways = []Way{WayWebhook, WayAMQP, WayNATS}
+var Ways = []Way{WayWebhook, WayPull, WayAMQP, WayNATS}
 
 // Bounds of a destination's names.
 const (
@@ -73,14 +76,14 @@ func (d Destination) Stored() Destination {
 // server's brokers by way; a broker outside it is refused.
 func (d Destination) Validate(brokers map[Way][]string) error {
 	switch d.Of() {
-	case WayWebhook:
+	case WayWebhook, WayPull:
 		if d.Broker != "" || d.Exchange != "" || d.RoutingKey != "" || d.Subject != "" || d.Transient {
 			return invalid(string(d.Of()), "a topic delivered by %s takes no broker settings", d.Of())
 		}
 		return nil
 	case WayAMQP, WayNATS:
 	default:
-		return invalid("delivery", "must be one of webhook, amqp, nats")
+		return invalid("delivery", "must be one of webhook, pull, amqp, nats")
 	}
 	prefix := string(d.Way) + "."
 	names := brokers[d.Way]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 )
 
@@ -26,6 +27,10 @@ type executor struct {
 	record  func(context.Context, outcome) // the rest, recorded at once
 	history *attemptRecorder               // nil: the store keeps no attempt history
 	recent  recentLate                     // the largest lateness of the last moment
+	// pulled runs the deliveries of pull topics, each in its own
+	// goroutine: a worker holds its lease as long as its job runs, which
+	// must not hold one of the pool's. The demand bounds them.
+	pulled sync.WaitGroup
 }
 
 // execute is the step of the executor: it fires t once and returns what
@@ -155,14 +160,23 @@ func (e *executor) run(handlerCtx, recordCtx context.Context, in <-chan task) {
 			e.lim.release(t.lease.Slot.Topic, 1) // grace period over: the lease expires and it comes back
 			continue
 		}
-		o := e.execute(handlerCtx, t)
-		switch {
-		case o.kind == outDone:
-			e.finish(o)
-		case o.kind == outAbandoned:
-			// nothing to record: the lease expires and the job comes back
-		default:
-			e.record(recordCtx, o)
+		if e.lim.topic(t.lease.Slot.Topic).conf.Load().pull {
+			e.pulled.Go(func() { e.settle(recordCtx, e.execute(handlerCtx, t)) })
+			continue
 		}
+		e.settle(recordCtx, e.execute(handlerCtx, t))
+	}
+}
+
+// settle hands o to the completer: a success to its batches, the rest
+// recorded at once.
+func (e *executor) settle(recordCtx context.Context, o outcome) {
+	switch {
+	case o.kind == outDone:
+		e.finish(o)
+	case o.kind == outAbandoned:
+		// nothing to record: the lease expires and the job comes back
+	default:
+		e.record(recordCtx, o)
 	}
 }

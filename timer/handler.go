@@ -80,9 +80,11 @@ func statusOf(err error) int {
 }
 
 // RetryAfterError asks for the next attempt no sooner than After (a
-// webhook's 429 or 503 with Retry-After).
+// webhook's 429 or 503 with Retry-After), or, when Exact, after After
+// whatever the backoff (a pull worker's nack with its delay).
 type RetryAfterError struct {
 	After time.Duration
+	Exact bool
 	Err   error
 }
 
@@ -125,8 +127,12 @@ func (p RetryPolicy) Delay(n int) time.Duration {
 
 // delayAfter is the wait before the next attempt after err.
 func (p RetryPolicy) delayAfter(n int, err error) time.Duration {
+	ra, ok := errors.AsType[*RetryAfterError](err)
+	if ok && ra.Exact {
+		return max(ra.After, 0)
+	}
 	d := p.Delay(n)
-	if ra, ok := errors.AsType[*RetryAfterError](err); ok && ra.After > d {
+	if ok && ra.After > d {
 		d = ra.After
 	}
 	return d

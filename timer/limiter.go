@@ -22,6 +22,12 @@ import (
 // parked until one of its leases is released. A paused topic is parked
 // until it is resumed.
 //
+// A pull topic (WayPull) claims only what workers wait for: at most its
+// Demand, less the jobs claimed and not yet handed to the handler; with
+// none waiting it is parked until the demand rises. Its leases do not
+// count in the worker's capacity: a worker's lease lasts as long as its
+// job runs, and a slow pull worker must not starve the other topics.
+//
 // Among the topics with a due slot, the limiter picks the one with the
 // least virtual time (then the earliest due, then the one that was
 // furthest behind before it left idle) (weighted fair queueing by stride: a claim of n jobs
@@ -59,7 +65,10 @@ type topicState struct {
 	name string
 	conf atomic.Pointer[topicConf]
 
-	held       atomic.Int64 // leases in this worker, claimed and not yet released
+	held atomic.Int64 // leases in this worker, claimed and not yet released
+	// inCapacity is how many of held count in the worker's capacity
+	// (limiter.held): a pull topic's do not.
+	inCapacity atomic.Int64
 	inFlight   atomic.Int64 // handler calls running
 	dispatched atomic.Int64 // handler calls started
 	throttled  atomic.Int64 // claims held back by the rate or in-flight limit
@@ -110,6 +119,7 @@ type topicConf struct {
 	weight  float64
 	slo     time.Duration // the topic's lateness objective; 0 none
 	dest    Destination   // where its jobs go
+	pull    bool          // dest is WayPull: claims follow the demand
 	timing
 }
 
@@ -120,6 +130,9 @@ type limiterConfig struct {
 	timing   timing
 	now      func() time.Time
 	obs      Observer
+	// demand is how many jobs of each pull topic workers wait for; nil:
+	// none ever, and pull topics claim nothing.
+	demand Demand
 }
 
 type limiter struct {
@@ -199,6 +212,7 @@ func (l *limiter) each(fn func(*topicState)) {
 func (l *limiter) configure(tp *topicState, share float64) {
 	lim := tp.topic.Limits
 	c := &topicConf{paused: tp.topic.Paused, weight: float64(cmp.Or(lim.Weight, 1)), slo: lim.LatenessSLO, dest: tp.topic.Destination, timing: timingOf(lim, l.cfg.timing)}
+	c.pull = c.dest.Of() == WayPull
 	if lim.RateLimit > 0 && share > 0 {
 		c.rate = lim.RateLimit * share
 		burst := float64(lim.Burst)
@@ -322,6 +336,15 @@ func (l *limiter) allowance(tp *topicState, now time.Time, limit int) int {
 		}
 		limit = int(min(int64(limit), room))
 	}
+	if c.pull {
+		room := l.wanted(tp)
+		if room <= 0 {
+			tp.place = parked // until the demand rises (Demand.Changed)
+			l.parked[tp] = struct{}{}
+			return 0
+		}
+		limit = int(min(int64(limit), room))
+	}
 	if c.rate > 0 {
 		tp.tokens = min(c.burst, tp.tokens+now.Sub(tp.filled).Seconds()*c.rate+float64(tp.refunds.Swap(0)))
 		tp.filled = now
@@ -349,8 +372,11 @@ func (l *limiter) took(tp *topicState, n int) {
 		return
 	}
 	tp.held.Add(int64(n))
-	l.held.Add(int64(n))
 	c := tp.conf.Load()
+	if !c.pull {
+		tp.inCapacity.Add(int64(n))
+		l.held.Add(int64(n))
+	}
 	if c.rate > 0 {
 		tp.tokens -= float64(n)
 	}
@@ -366,7 +392,7 @@ func (l *limiter) untake(tp *topicState, n int) {
 		return
 	}
 	tp.held.Add(int64(-n))
-	l.held.Add(int64(-n))
+	l.uncount(tp, int64(n))
 	c := tp.conf.Load()
 	if c.rate > 0 {
 		tp.tokens += float64(n)
@@ -376,7 +402,7 @@ func (l *limiter) untake(tp *topicState, n int) {
 	switch {
 	case tp.place == ready:
 		l.ready.fix(tp)
-	case tp.place == parked && c.unparks(tp), tp.place == resting && tp.tokens >= c.want:
+	case tp.place == parked && c.unparks(tp, l), tp.place == resting && tp.tokens >= c.want:
 		// The advance charge parked the topic, or made it rest for tokens
 		// that it now has back.
 		l.leave(tp)
@@ -387,12 +413,36 @@ func (l *limiter) untake(tp *topicState, n int) {
 // release gives back n leases of topic, to the worker and to the topic.
 // Safe for any goroutine.
 func (l *limiter) release(topic string, n int) {
-	l.topic(topic).held.Add(int64(-n))
-	l.held.Add(int64(-n))
+	tp := l.topic(topic)
+	tp.held.Add(int64(-n))
+	l.uncount(tp, int64(n))
 	select {
 	case l.freed <- struct{}{}:
 	default:
 	}
+}
+
+// uncount takes n of tp's leases out of the worker's capacity, as far as
+// they count in it. A topic whose way changed with leases out may release
+// uncounted ones first and counted ones later: the total comes out right.
+func (l *limiter) uncount(tp *topicState, n int64) {
+	for {
+		c := tp.inCapacity.Load()
+		d := min(n, c)
+		if tp.inCapacity.CompareAndSwap(c, c-d) {
+			l.held.Add(-d)
+			return
+		}
+	}
+}
+
+// wanted is how many more jobs pull topic tp may claim: what workers wait
+// for, less what this worker claimed and has not yet handed over.
+func (l *limiter) wanted(tp *topicState) int64 {
+	if l.cfg.demand == nil {
+		return 0
+	}
+	return int64(l.cfg.demand.Waiting(tp.name)) - (tp.held.Load() - tp.inFlight.Load())
 }
 
 // refund gives a rate token back to topic for a job claimed but not sent.
@@ -402,7 +452,7 @@ func (l *limiter) refund(topic string) { l.topic(topic).refunds.Add(1) }
 // unpark lets the parked topics below their in-flight cap claim again.
 func (l *limiter) unpark() {
 	for tp := range l.parked {
-		if tp.conf.Load().unparks(tp) {
+		if tp.conf.Load().unparks(tp, l) {
 			l.leave(tp)
 			l.requeue(tp)
 		}
@@ -410,9 +460,10 @@ func (l *limiter) unpark() {
 }
 
 // unparks reports whether tp, parked, may claim again under c: it is not
-// paused and holds fewer leases than its in-flight cap.
-func (c *topicConf) unparks(tp *topicState) bool {
-	return !c.paused && (c.maxHeld == 0 || tp.held.Load() < c.maxHeld)
+// paused, holds fewer leases than its in-flight cap and, pulled, has
+// workers waiting.
+func (c *topicConf) unparks(tp *topicState, l *limiter) bool {
+	return !c.paused && (c.maxHeld == 0 || tp.held.Load() < c.maxHeld) && (!c.pull || l.wanted(tp) > 0)
 }
 
 // nextRest is when the first resting topic may claim again; zero when

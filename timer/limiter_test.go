@@ -244,3 +244,70 @@ func TestUntakeEndsARestTheChargeCaused(t *testing.T) {
 		t.Fatal("still parked after the charge came back")
 	}
 }
+
+// testDemand is a Demand set by the test.
+type testDemand struct{ n map[string]int }
+
+func (d testDemand) Waiting(topic string) int { return d.n[topic] }
+func (d testDemand) Changed() <-chan struct{} { return nil }
+
+// A pull topic claims what its workers wait for and no more, is parked
+// while none wait, and its leases take none of the worker's capacity.
+func TestPullTopicFollowsDemand(t *testing.T) {
+	now := time.Unix(1000, 0)
+	l := newTestLimiter(&now, 100, 10)
+	demand := testDemand{n: map[string]int{}}
+	l.cfg.demand = demand
+	tp := l.topic("p")
+	tp.topic = Topic{Name: "p", Slots: 16, Destination: Destination{Way: WayPull}}
+	l.configure(tp, 1)
+	tp.place = serving
+
+	if n := l.allowance(tp, now, 100); n != 0 || tp.place != parked {
+		t.Fatalf("no worker waiting: allowance %d place %v, want 0 and parked", n, tp.place)
+	}
+	demand.n["p"] = 30
+	l.unpark()
+	if tp.place == parked {
+		t.Fatal("still parked with 30 jobs wanted")
+	}
+	tp.place = serving
+	if n := l.allowance(tp, now, 100); n != 30 {
+		t.Fatalf("allowance = %d, want the 30 wanted", n)
+	}
+	l.took(tp, 30)
+	if l.room() != 10 {
+		t.Errorf("room = %d after a pull topic took 30, want the whole capacity 10", l.room())
+	}
+	// Claimed, not yet handed over: not wanted again.
+	tp.place = serving
+	if n := l.allowance(tp, now, 100); n != 0 {
+		t.Errorf("allowance = %d with the 30 wanted claimed, want 0", n)
+	}
+	tp.inFlight.Add(30) // handed over: the demand falls as workers take them
+	demand.n["p"] = 5
+	tp.place = serving
+	if n := l.allowance(tp, now, 100); n != 5 {
+		t.Errorf("allowance = %d with 5 more wanted, want 5", n)
+	}
+	l.release("p", 30)
+	if l.room() != 10 || tp.held.Load() != 0 {
+		t.Errorf("after release: room %d held %d, want 10 and 0", l.room(), tp.held.Load())
+	}
+
+	// A webhook topic's leases count; released after its way became pull,
+	// the capacity still comes back whole.
+	wp := l.topic("w")
+	wp.topic = Topic{Name: "w", Slots: 16}
+	l.configure(wp, 1)
+	l.took(wp, 4)
+	if l.room() != 6 {
+		t.Fatalf("room = %d after a webhook topic took 4, want 6", l.room())
+	}
+	wp.topic.Destination = Destination{Way: WayPull}
+	l.configure(wp, 1)
+	l.release("w", 4)
+	if l.room() != 10 {
+		t.Errorf("room = %d after the 4 were released, want 10", l.room())
+	}
+}

@@ -75,7 +75,11 @@ type WorkerConfig struct {
 	ReclaimAtStart bool
 	// Tracer, when set, records the spans of each attempt of the jobs
 	// that have a traceparent (see Tracer); nil traces nothing.
-	Tracer   Tracer
+	Tracer Tracer
+	// Demand says how many jobs of each pull topic workers wait for: the
+	// worker claims a pull topic's jobs only then. nil: pull topics claim
+	// nothing.
+	Demand   Demand
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Observer Observer
@@ -116,6 +120,16 @@ func (c WorkerConfig) Validate() error {
 		return invalid("AttemptRetention", "must not be negative")
 	}
 	return checkLease(c.Lease, c.AttemptTimeout, "Lease", "AttemptTimeout")
+}
+
+// Demand is how many jobs of each pull topic (WayPull) the workers that
+// lease them wait for. It must be safe for concurrent use.
+type Demand interface {
+	// Waiting is how many more jobs of topic the waiting workers would
+	// take now.
+	Waiting(topic string) int
+	// Changed receives when the demand of some topic may have risen.
+	Changed() <-chan struct{}
 }
 
 // Worker fires the jobs of the slots it owns. It is a pipeline of four
@@ -227,7 +241,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	}
 	record := func(ctx context.Context, o outcome) { w.complete.record(ctx, []outcome{o}) }
 	def := timing{timeout: cfg.AttemptTimeout, lease: cfg.Lease, retry: cfg.Retry}
-	w.lim = newLimiter(limiterConfig{batch: cfg.BatchSize, capacity: held, timing: def, now: cfg.Now, obs: cfg.Observer})
+	w.lim = newLimiter(limiterConfig{batch: cfg.BatchSize, capacity: held, timing: def, now: cfg.Now, obs: cfg.Observer, demand: cfg.Demand})
 	reader, _ := leaser.(HeadReader)
 	w.claim = newClaimer(leaser, w.lim, w.own, claimerConfig{
 		batch: cfg.BatchSize, ahead: cfg.ClaimAhead, now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, reader: reader,

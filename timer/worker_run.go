@@ -51,6 +51,7 @@ func (w *Worker) Run(ctx context.Context) error {
 	w.holds.Wait()
 	close(w.execCh)
 	executors.Wait()
+	w.exec.pulled.Wait()
 	if w.history != nil {
 		w.history.close()
 	}
@@ -65,6 +66,10 @@ func (w *Worker) Run(ctx context.Context) error {
 func (w *Worker) loop(ctx context.Context) error {
 	owned := w.ownedChanged(ctx)
 	topics := w.catalog.Changed()
+	var demand <-chan struct{} // nil: never
+	if w.cfg.Demand != nil {
+		demand = w.cfg.Demand.Changed()
+	}
 	w.applyCatalog(ctx)
 	timer := time.NewTimer(time.Hour)
 	defer timer.Stop()
@@ -111,6 +116,8 @@ func (w *Worker) loop(ctx context.Context) error {
 			return nil
 		case <-wait:
 		case <-freed:
+		case <-demand:
+			w.lim.unpark()
 		case <-w.woken:
 		case <-owned:
 			owned = w.ownedChanged(ctx)

@@ -28,6 +28,7 @@ import (
 	"github.com/toc-project/toc/http/auth"
 	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/deliver/pull"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb/shard"
@@ -427,6 +428,13 @@ func (s *service) run(ctx context.Context) error {
 		clusterStatus = func() any { return s.cluster.Status() }
 		member = s.cluster.ID()
 	}
+	// Pull topics' jobs wait in leases for the workers that long-poll.
+	puller, err := pull.New(s.rdb, pull.Config{Prefix: *f.redisPrefix, Member: member, Sign: webhook.Message, Now: clock.Now, Logger: s.log})
+	if err != nil {
+		return err
+	}
+	others[timer.WayPull] = puller
+	engineCfg.Worker.Demand = puller
 	apiCfg := tochttp.APIConfig{
 		TopicDefaults: timer.Limits{
 			Retry:           timer.RetryPolicy{Base: timer.DefaultRetryBase, Max: timer.DefaultRetryMax},
@@ -443,6 +451,7 @@ func (s *service) run(ctx context.Context) error {
 		AuditFailed:           metrics.AuditUnrecorded,
 		Retention:             engineCfg.Retention.Retention,
 		Brokers:               brokerNames(brokers),
+		Pull:                  puller,
 		Series:                &seriesReader{series: series, queue: queue, member: member, now: clock.Now},
 		Now:                   clock.Now,
 	}
@@ -661,6 +670,7 @@ func (s *service) run(ctx context.Context) error {
 			})
 		}
 		wg.Go(func() { publishUsage(engineCtx, queue, member, eng.Worker, s.log) })
+		wg.Go(func() { _ = puller.Run(engineCtx) })
 		rec := &seriesRecorder{series: series, pub: queue.NewSeriesPublisher(member), label: metrics.Label, now: clock.Now}
 		wg.Go(func() { rec.run(engineCtx, eng.Worker.Usage, s.log) })
 	})

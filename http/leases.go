@@ -1,0 +1,206 @@
+// Pull delivery's routes (issue 36): a worker leases the due jobs of a
+// pull topic and acks, nacks or extends each lease (internal/deliver/pull
+// holds the leases).
+
+package http
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/toc-project/toc/internal/deliver/pull"
+	"github.com/toc-project/toc/timer"
+)
+
+// leaseRequest is the body of POST /v1/topics/{topic}/leases.
+type leaseRequest struct {
+	Max     *int   `json:"max"`
+	WaitMS  *int64 `json:"wait_ms"`
+	LeaseMS *int64 `json:"lease_ms"`
+}
+
+type leaseIn struct {
+	topic       string
+	max         int
+	wait, lease time.Duration
+}
+
+// Defaults of a lease request.
+const (
+	defaultLeaseWait = 20 * time.Second
+	defaultLease     = 30 * time.Second
+)
+
+func readLeaseRequest(r *http.Request, in *leaseIn) (*claim, error) {
+	in.topic = chi.URLParam(r, "topic")
+	c := &claim{topics: []topicRef{{field: "topic", name: &in.topic}}}
+	var req leaseRequest
+	if err := decodeOptional(r, &req); err != nil {
+		return c, err
+	}
+	in.max = 1
+	if req.Max != nil {
+		in.max = *req.Max
+	}
+	if in.max < 1 || in.max > pull.MaxJobs {
+		return c, &timer.FieldError{Field: "max", Message: fmt.Sprintf("must be within 1..%d", pull.MaxJobs)}
+	}
+	var err error
+	if in.wait, err = msWithin("wait_ms", req.WaitMS, defaultLeaseWait, 0, pull.MaxWait); err != nil {
+		return c, err
+	}
+	in.lease, err = msWithin("lease_ms", req.LeaseMS, defaultLease, pull.MinLease, pull.MaxLease)
+	return c, err
+}
+
+// msWithin is the duration of a field in milliseconds, def when left out,
+// within lo..hi.
+func msWithin(field string, ms *int64, def, lo, hi time.Duration) (time.Duration, error) {
+	if ms == nil {
+		return def, nil
+	}
+	if *ms < lo.Milliseconds() || *ms > hi.Milliseconds() {
+		return 0, &timer.FieldError{Field: field, Message: fmt.Sprintf("must be within %d..%d", lo.Milliseconds(), hi.Milliseconds())}
+	}
+	return time.Duration(*ms) * time.Millisecond, nil
+}
+
+// decodeOptional is decode for a body that may be left out.
+func decodeOptional(r *http.Request, v any) error {
+	raw, err := io.ReadAll(r.Body)
+	if err != nil {
+		return decodeError(err)
+	}
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return nil
+	}
+	return decodeBytes(raw, v)
+}
+
+type leaseView struct {
+	Token     string          `json:"token"`
+	ExpiresAt string          `json:"expires_at"`
+	Job       json.RawMessage `json:"job"`
+}
+
+// lease: POST /v1/topics/{topic}/leases.
+func (a *API) lease(w http.ResponseWriter, r *http.Request, in *leaseIn, _ *admission) {
+	if a.cfg.Pull == nil {
+		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+		return
+	}
+	d, err := a.jobs.DestinationOf(r.Context(), in.topic)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if way := d.Of(); way != timer.WayPull {
+		a.writeError(w, r, &timer.FieldError{Field: "topic", Message: fmt.Sprintf("topic %s delivers by %s: workers lease the jobs of a topic whose delivery is pull", shownTopic(in.topic), way)})
+		return
+	}
+	leases, err := a.cfg.Pull.Take(r.Context(), in.topic, in.max, in.wait, in.lease)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Leases []leaseView `json:"leases"`
+	}{Leases: make([]leaseView, len(leases))}
+	for i, l := range leases {
+		out.Leases[i] = leaseView{Token: l.Token, ExpiresAt: formatTime(l.Expires), Job: l.Job}
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leaseChange is an ack, nack or extend of the lease of the path.
+type leaseChange struct {
+	op        string
+	topic, id string
+	delay     time.Duration // nack: negative for the backoff
+	reason    string
+	lease     time.Duration // extend
+}
+
+func readLeaseChange(op string) func(*http.Request, *leaseChange) (*claim, error) {
+	return func(r *http.Request, in *leaseChange) (*claim, error) {
+		in.op = op
+		token := chi.URLParam(r, "token")
+		topic, id, ok := pull.ParseToken(token)
+		if !ok {
+			return nil, &timer.FieldError{Field: "token", Message: "not a lease token: the topic, a dot and 32 hex digits"}
+		}
+		in.topic, in.id = topic, id
+		c := &claim{topics: []topicRef{{field: "token", name: &in.topic}}}
+		switch op {
+		case "nack":
+			var req struct {
+				DelayMS *int64 `json:"delay_ms"`
+				Error   string `json:"error"`
+			}
+			if err := decodeOptional(r, &req); err != nil {
+				return c, err
+			}
+			var err error
+			if in.delay, err = msWithin("delay_ms", req.DelayMS, -1, 0, pull.MaxNackWait); err != nil {
+				return c, err
+			}
+			if len(req.Error) > pull.MaxError {
+				return c, &timer.FieldError{Field: "error", Message: fmt.Sprintf("at most %d bytes", pull.MaxError)}
+			}
+			in.reason = req.Error
+		case "extend":
+			var req struct {
+				LeaseMS *int64 `json:"lease_ms"`
+			}
+			if err := decode(r.Body, &req); err != nil {
+				return c, err
+			}
+			if req.LeaseMS == nil {
+				return c, &timer.FieldError{Field: "lease_ms", Message: "required"}
+			}
+			var err error
+			in.lease, err = msWithin("lease_ms", req.LeaseMS, 0, pull.MinLease, pull.MaxLease)
+			return c, err
+		}
+		return c, nil
+	}
+}
+
+// changeLease: POST /v1/leases/{token}/ack, /nack and /extend.
+func (a *API) changeLease(w http.ResponseWriter, r *http.Request, in *leaseChange, _ *admission) {
+	if a.cfg.Pull == nil {
+		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+		return
+	}
+	var (
+		st  pull.State
+		err error
+	)
+	switch in.op {
+	case "ack":
+		st, err = a.cfg.Pull.Ack(r.Context(), in.topic, in.id)
+	case "nack":
+		st, err = a.cfg.Pull.Nack(r.Context(), in.topic, in.id, in.delay, in.reason)
+	default:
+		st, err = a.cfg.Pull.Extend(r.Context(), in.topic, in.id, in.lease)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Token     string `json:"token"`
+		State     string `json:"state"`
+		ExpiresAt string `json:"expires_at,omitempty"`
+	}{Token: pull.Token(in.topic, in.id), State: st.State}
+	if st.State == "leased" {
+		out.ExpiresAt = formatTime(st.Expires)
+	}
+	writeJSON(w, http.StatusOK, out)
+}

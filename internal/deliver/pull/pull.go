@@ -1,0 +1,730 @@
+// Package pull hands the due jobs of pull topics to workers that lease
+// them over the API (issue 36): [Broker] is both the timer.Handler of the
+// topics whose way is pull and what the API's lease routes call.
+//
+// # A delivery
+//
+// The worker fires a pull topic's job as any other: claimed, marked
+// firing in the task store, handed to Fire at its due time. Fire offers
+// it: it writes the job, as a webhook's body, into a lease in Redis and
+// pushes the lease onto its topic's list of offers; then it waits for
+// what becomes of the lease. A worker's long-poll (Take), on any member,
+// takes offers off the list and leases them until an expiry; the worker
+// then acks, nacks or extends the lease, on any member again. Every
+// change of a lease's state is made by a Lua script, so Fire and the
+// routes never disagree on it, and each publishes a message that wakes
+// the Fire waiting on it. Fire ends the attempt as the lease ends:
+//
+//   - acked: done;
+//   - nacked: failed, retried after the worker's delay or the backoff;
+//   - expired (not acked in time, or the attempt's timeout, which bounds
+//     the lease): failed, retried, its attempt counted;
+//   - not taken within the offer window (OfferFor): not sent, back to the
+//     index at once, no attempt counted.
+//
+// A member that dies while its jobs are leased loses nothing: the worker's
+// own lease on them in Redis ends and they are fired again, as any job of
+// a dead member; an ack that comes after is refused (lease_ended).
+//
+// # Demand
+//
+// The worker claims a pull topic's jobs only while workers wait for them
+// (timer.Demand): each long-poll adds its max to its topic's demand while
+// it waits. A member publishes its own waiting workers every second and
+// at each change, and hears the others', so that the member owning a
+// topic's slots knows of a worker waiting on another.
+package pull
+
+import (
+	"cmp"
+	"context"
+	crand "crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/timer"
+)
+
+// Defaults of a Config.
+const (
+	// DefaultOfferFor is how long an offered job waits to be taken before
+	// it goes back to the index.
+	DefaultOfferFor = 2 * time.Second
+	// demandEvery is how often a member publishes its waiting workers;
+	// demandFor how long a member's word holds without being said again.
+	demandEvery = time.Second
+	demandFor   = 3 * demandEvery
+	// recheckEvery bounds a wait on a message: messages are hints, and
+	// Fire and Take read the state again at least this often.
+	recheckEvery = time.Second
+)
+
+// Limits of a lease request.
+const (
+	MaxJobs     = 1000
+	MaxWait     = 25 * time.Second // within the API's request timeout
+	MinLease    = time.Second
+	MaxLease    = time.Hour
+	MaxNackWait = 24 * time.Hour
+	MaxError    = 1024
+)
+
+// Config configures a Broker. Sign is required.
+type Config struct {
+	// Prefix starts every key and the channel (the --redis-prefix).
+	Prefix string
+	// Member names this process in the demand it publishes.
+	Member string
+	// Sign returns the body of d sent at now: (*webhook.Client).Message.
+	Sign func(d timer.Delivery, now time.Time) (webhook.Message, error)
+	// OfferFor is how long an offered job waits to be taken (default
+	// DefaultOfferFor).
+	OfferFor time.Duration
+	Now      func() time.Time
+	Logger   *slog.Logger
+}
+
+// Broker hands pull topics' jobs to workers. Run must run for Fire and
+// Take to hear the other members.
+type Broker struct {
+	rdb     redis.UniversalClient
+	cfg     Config
+	channel string
+
+	mu sync.Mutex
+	// waiting: this member's long-polls by topic, and the signal each
+	// waits on, closed on an offer of its topic.
+	waiting map[string]*waiters
+	// firing: the Fires waiting on a lease, by its id.
+	firing map[string]chan struct{}
+	// offered: this member's offers not yet taken or withdrawn, by topic.
+	offered map[string]int
+	// heard: the other members' waiting workers, by topic and member.
+	heard   map[string]map[string]heardDemand
+	changed chan struct{}
+	// stopping is closed when Run's ctx is done: long-polls answer at
+	// once, so that a shutdown does not wait for them.
+	stopping chan struct{}
+	stopOnce sync.Once
+}
+
+type waiters struct {
+	n     int
+	offer chan struct{}
+}
+
+type heardDemand struct {
+	n  int
+	at time.Time
+}
+
+// New returns a Broker over rdb.
+func New(rdb redis.UniversalClient, cfg Config) (*Broker, error) {
+	if cfg.Sign == nil {
+		return nil, errors.New("pull: Config.Sign is required")
+	}
+	cfg.OfferFor = cmp.Or(cfg.OfferFor, DefaultOfferFor)
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.Default()
+	}
+	if cfg.Member == "" {
+		cfg.Member = newID()[:12]
+	}
+	return &Broker{
+		rdb: rdb, cfg: cfg, channel: cfg.Prefix + "pull",
+		waiting:  map[string]*waiters{},
+		firing:   map[string]chan struct{}{},
+		offered:  map[string]int{},
+		heard:    map[string]map[string]heardDemand{},
+		changed:  make(chan struct{}, 1),
+		stopping: make(chan struct{}),
+	}, nil
+}
+
+// listKey is the list of topic's offers; leaseKey the hash of one lease.
+// Both share the topic's hash tag, so that one script reaches both on a
+// Redis Cluster.
+func (b *Broker) listKey(topic string) string { return b.cfg.Prefix + "pull:{" + topic + "}:offers" }
+func (b *Broker) leasePrefix(topic string) string {
+	return b.cfg.Prefix + "pull:{" + topic + "}:lease:"
+}
+
+// Token is what a worker holds of a lease: the topic as its namespace
+// knows it, a dot, and the lease's id.
+func Token(topic, id string) string { return timer.TopicName(topic) + "." + id }
+
+// ParseToken splits a token into the topic as the worker's namespace
+// knows it and the lease's id; ok is false for anything else.
+func ParseToken(token string) (topic, id string, ok bool) {
+	topic, id, ok = strings.Cut(token, ".")
+	if !ok || topic == "" || len(id) != 32 || strings.Trim(id, "0123456789abcdef") != "" {
+		return "", "", false
+	}
+	return topic, id, true
+}
+
+func newID() string {
+	var b [16]byte
+	_, _ = crand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// The states of a lease, as its hash's field s holds them.
+const (
+	stateOffered   = "o"
+	stateLeased    = "l"
+	stateAcked     = "a"
+	stateNacked    = "n"
+	stateExpired   = "x"
+	stateWithdrawn = "w"
+)
+
+// Fire offers d to the topic's workers and waits for the lease to end;
+// see the package comment.
+func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
+	topic := d.Job.Topic
+	now := b.cfg.Now()
+	msg, err := b.cfg.Sign(d, now)
+	if err != nil {
+		return err
+	}
+	deadline, ok := ctx.Deadline()
+	if !ok {
+		deadline = now.Add(timer.DefaultAttemptTimeout)
+	}
+	id := newID()
+	key := b.leasePrefix(topic) + id
+	wake := make(chan struct{}, 1)
+	b.mu.Lock()
+	b.firing[id] = wake
+	b.offered[topic]++
+	b.mu.Unlock()
+	offered := true
+	defer func() {
+		b.mu.Lock()
+		delete(b.firing, id)
+		if offered {
+			b.offered[topic]--
+		}
+		b.mu.Unlock()
+	}()
+	if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
+		string(msg.Body), deadline.UnixMilli(), id, b.channel, "o "+topic).Err(); err != nil {
+		return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
+	}
+	offerEnd := now.Add(b.cfg.OfferFor)
+	next := minTime(offerEnd, now.Add(recheckEvery))
+	for {
+		t := time.NewTimer(max(next.Sub(now), time.Millisecond))
+		select {
+		case <-wake:
+		case <-t.C:
+		case <-ctx.Done():
+		}
+		t.Stop()
+		now = b.cfg.Now()
+		end := ctx.Err() != nil
+		st, err := b.settle(context.WithoutCancel(ctx), key, now, !now.Before(offerEnd), end)
+		if err != nil {
+			if end {
+				return fmt.Errorf("lease %s: %w", Token(topic, id), ctx.Err())
+			}
+			b.cfg.Logger.Warn("pull: reading a lease failed; reading it again", "lease", Token(topic, id), "err", err)
+			st = settled{state: stateOffered}
+		}
+		if offered && st.state != stateOffered {
+			offered = false
+			b.mu.Lock()
+			b.offered[topic]--
+			b.mu.Unlock()
+		}
+		next = now.Add(recheckEvery)
+		switch st.state {
+		case stateAcked:
+			return nil
+		case stateNacked:
+			return nackError(st)
+		case stateExpired:
+			if end {
+				return fmt.Errorf("lease %s ended with the attempt: %w", Token(topic, id), ctx.Err())
+			}
+			return fmt.Errorf("lease %s expired: not acked in time", Token(topic, id))
+		case stateWithdrawn:
+			return &timer.NotSentError{Until: now, Err: fmt.Errorf("no pull worker took it within %v", b.cfg.OfferFor)}
+		case stateOffered:
+			next = minTime(next, offerEnd)
+		case stateLeased:
+			next = minTime(next, st.expires)
+		default:
+			return fmt.Errorf("lease %s is gone from Redis", Token(topic, id))
+		}
+	}
+}
+
+// nackError is the failed attempt of a nacked lease.
+func nackError(st settled) error {
+	err := errors.New("nacked by the worker")
+	if st.reason != "" {
+		err = fmt.Errorf("nacked by the worker: %s", st.reason)
+	}
+	if st.delay >= 0 {
+		return &timer.RetryAfterError{After: st.delay, Exact: true, Err: err}
+	}
+	return err
+}
+
+func minTime(a, b time.Time) time.Time {
+	if b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// settled is a lease's state as settleScript leaves it.
+type settled struct {
+	state   string
+	expires time.Time     // leased
+	delay   time.Duration // nacked: -1 for the backoff
+	reason  string        // nacked
+}
+
+// settle reads the lease at key, first withdrawing it if still offered
+// and withdraw is set, and expiring it if leased and past its expiry, or
+// end is set.
+func (b *Broker) settle(ctx context.Context, key string, now time.Time, withdraw, end bool) (settled, error) {
+	v, err := settleScript.Run(ctx, b.rdb, []string{key}, now.UnixMilli(), flag(withdraw || end), flag(end)).StringSlice()
+	if err != nil {
+		return settled{}, err
+	}
+	st := settled{state: v[0], delay: -1}
+	switch {
+	case st.state == stateLeased && len(v) == 2:
+		ms, _ := strconv.ParseInt(v[1], 10, 64)
+		st.expires = time.UnixMilli(ms)
+	case st.state == stateNacked && len(v) == 3:
+		if ms, err := strconv.ParseInt(v[1], 10, 64); err == nil && ms >= 0 {
+			st.delay = time.Duration(ms) * time.Millisecond
+		}
+		st.reason = v[2]
+	}
+	return st, nil
+}
+
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
+// Lease is a job handed to a worker.
+type Lease struct {
+	Token   string
+	Expires time.Time
+	// Job is the job as a webhook's body carries it.
+	Job json.RawMessage
+}
+
+// Take waits up to wait for jobs of topic (as toc holds it) to be
+// offered, and leases at most max of them for lease each (at most until
+// each job's attempt times out). It answers as soon as it holds one.
+func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, lease time.Duration) ([]Lease, error) {
+	end := b.cfg.Now().Add(wait)
+	b.addWaiting(topic, maxJobs)
+	defer b.addWaiting(topic, -maxJobs)
+	for {
+		offer := b.offerSignal(topic)
+		leases, err := b.take(ctx, topic, maxJobs, lease)
+		if err != nil || len(leases) > 0 {
+			return leases, err
+		}
+		left := end.Sub(b.cfg.Now())
+		if left <= 0 {
+			return nil, nil
+		}
+		t := time.NewTimer(min(left, recheckEvery))
+		select {
+		case <-offer:
+		case <-t.C:
+		case <-b.stopping:
+			t.Stop()
+			return nil, nil
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		}
+		t.Stop()
+	}
+}
+
+// take leases what topic's list offers now.
+func (b *Broker) take(ctx context.Context, topic string, maxJobs int, lease time.Duration) ([]Lease, error) {
+	v, err := takeScript.Run(ctx, b.rdb, []string{b.listKey(topic)},
+		b.leasePrefix(topic), maxJobs, b.cfg.Now().UnixMilli(), lease.Milliseconds(), b.channel).StringSlice()
+	if err != nil {
+		return nil, fmt.Errorf("lease jobs of %s: %w", timer.TopicName(topic), err)
+	}
+	leases := make([]Lease, 0, len(v)/3)
+	for i := 0; i+2 < len(v); i += 3 {
+		ms, _ := strconv.ParseInt(v[i+2], 10, 64)
+		leases = append(leases, Lease{Token: Token(topic, v[i]), Job: json.RawMessage(v[i+1]), Expires: time.UnixMilli(ms)})
+	}
+	return leases, nil
+}
+
+// State is what a worker's ack, nack or extend left its lease in.
+type State struct {
+	// State is "leased", "acked" or "nacked".
+	State   string
+	Expires time.Time // leased
+}
+
+// ErrEnded answers a change to a lease that was acked, nacked or has
+// expired, or was never taken; ErrNotFound one that does not exist.
+var (
+	ErrEnded    = errors.New("the lease has ended")
+	ErrNotFound = fmt.Errorf("no such lease: %w", timer.ErrNotFound)
+)
+
+// Ack ends the lease id of topic (as toc holds it): its job is done.
+// Acking an acked lease again answers the same.
+func (b *Broker) Ack(ctx context.Context, topic, id string) (State, error) {
+	return b.change(ctx, topic, id, "ack", "", "")
+}
+
+// Nack ends the lease: its attempt failed, and the job is retried after
+// delay (negative: the topic's backoff).
+func (b *Broker) Nack(ctx context.Context, topic, id string, delay time.Duration, reason string) (State, error) {
+	ms := int64(-1)
+	if delay >= 0 {
+		ms = delay.Milliseconds()
+	}
+	return b.change(ctx, topic, id, "nack", strconv.FormatInt(ms, 10), reason)
+}
+
+// Extend holds the lease for lease from now, at most until its job's
+// attempt times out.
+func (b *Broker) Extend(ctx context.Context, topic, id string, lease time.Duration) (State, error) {
+	return b.change(ctx, topic, id, "extend", strconv.FormatInt(lease.Milliseconds(), 10), "")
+}
+
+func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) (State, error) {
+	v, err := changeScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id},
+		op, b.cfg.Now().UnixMilli(), arg, reason, b.channel, "s "+id).StringSlice()
+	if err != nil {
+		return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
+	}
+	switch v[0] {
+	case "":
+		return State{}, fmt.Errorf("lease %s: %w", Token(topic, id), ErrNotFound)
+	case stateAcked:
+		if op == "ack" {
+			return State{State: "acked"}, nil
+		}
+		return State{}, fmt.Errorf("lease %s was acked: %w", Token(topic, id), ErrEnded)
+	case stateNacked:
+		if op == "nack" {
+			return State{State: "nacked"}, nil
+		}
+		return State{}, fmt.Errorf("lease %s was nacked: %w", Token(topic, id), ErrEnded)
+	case stateLeased:
+		ms, _ := strconv.ParseInt(v[1], 10, 64)
+		return State{State: "leased", Expires: time.UnixMilli(ms)}, nil
+	case stateExpired:
+		return State{}, fmt.Errorf("lease %s has expired: the job will be offered again: %w", Token(topic, id), ErrEnded)
+	}
+	return State{}, fmt.Errorf("lease %s was never taken: %w", Token(topic, id), ErrEnded)
+}
+
+// Waiting is how many more jobs of topic the workers waiting on every
+// member would take now: timer.Demand.
+func (b *Broker) Waiting(topic string) int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n := -b.offered[topic]
+	if w := b.waiting[topic]; w != nil {
+		n += w.n
+	}
+	cutoff := b.cfg.Now().Add(-demandFor)
+	for _, h := range b.heard[topic] {
+		if h.at.After(cutoff) {
+			n += h.n
+		}
+	}
+	return n
+}
+
+// Changed receives when a topic's demand may have risen: timer.Demand.
+func (b *Broker) Changed() <-chan struct{} { return b.changed }
+
+func (b *Broker) rose() {
+	select {
+	case b.changed <- struct{}{}:
+	default:
+	}
+}
+
+// addWaiting adds n (negative: takes it away) to this member's waiting
+// workers of topic, and says so to the others.
+func (b *Broker) addWaiting(topic string, n int) {
+	b.mu.Lock()
+	w := b.waiting[topic]
+	if w == nil {
+		w = &waiters{offer: make(chan struct{})}
+		b.waiting[topic] = w
+	}
+	w.n += n
+	total := w.n
+	if total == 0 {
+		close(w.offer)
+		delete(b.waiting, topic)
+	}
+	b.mu.Unlock()
+	if n > 0 {
+		b.rose()
+	}
+	b.say(context.Background(), topic, total)
+}
+
+// offerSignal is closed when an offer of topic is heard.
+func (b *Broker) offerSignal(topic string) <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.waiting[topic]; w != nil {
+		return w.offer
+	}
+	closed := make(chan struct{})
+	close(closed)
+	return closed
+}
+
+// say publishes this member's waiting workers of topic.
+func (b *Broker) say(ctx context.Context, topic string, n int) {
+	msg := "d " + topic + " " + b.cfg.Member + " " + strconv.Itoa(n)
+	if err := b.rdb.Publish(ctx, b.channel, msg).Err(); err != nil {
+		b.cfg.Logger.Warn("pull: could not publish the waiting workers; other members learn of them within a second", "err", err)
+	}
+}
+
+// Run hears the other members' offers, lease changes and waiting workers,
+// and publishes this member's every second, until ctx is done; then the
+// long-polls waiting answer with no job.
+func (b *Broker) Run(ctx context.Context) error {
+	defer b.stopOnce.Do(func() { close(b.stopping) })
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(demandEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			b.mu.Lock()
+			counts := make(map[string]int, len(b.waiting))
+			for topic, w := range b.waiting {
+				counts[topic] = w.n
+			}
+			b.mu.Unlock()
+			for topic, n := range counts {
+				b.say(ctx, topic, n)
+			}
+		}
+	})
+	defer wg.Wait()
+	backoff := 50 * time.Millisecond
+	for {
+		err := b.listen(ctx)
+		if ctx.Err() != nil {
+			return nil
+		}
+		b.cfg.Logger.Warn("pull: subscription failed; subscribing again", "channel", b.channel, "retry_in", backoff, "err", err)
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 5*time.Second)
+	}
+}
+
+func (b *Broker) listen(ctx context.Context) error {
+	ps := b.rdb.Subscribe(ctx, b.channel)
+	defer ps.Close()
+	stop := context.AfterFunc(ctx, func() { ps.Close() })
+	defer stop()
+	if _, err := ps.Receive(ctx); err != nil {
+		return err
+	}
+	// Messages were lost while unsubscribed: wake every waiter to read
+	// the state again.
+	b.wakeAll()
+	for {
+		msg, err := ps.ReceiveMessage(ctx)
+		if err != nil {
+			return err
+		}
+		b.heardMessage(msg.Payload)
+	}
+}
+
+func (b *Broker) heardMessage(m string) {
+	kind, rest, _ := strings.Cut(m, " ")
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	switch kind {
+	case "o":
+		if w := b.waiting[rest]; w != nil {
+			close(w.offer)
+			w.offer = make(chan struct{})
+		}
+	case "s":
+		if wake := b.firing[rest]; wake != nil {
+			select {
+			case wake <- struct{}{}:
+			default:
+			}
+		}
+	case "d":
+		f := strings.Fields(rest)
+		if len(f) != 3 || f[1] == b.cfg.Member {
+			return
+		}
+		n, err := strconv.Atoi(f[2])
+		if err != nil {
+			return
+		}
+		byMember := b.heard[f[0]]
+		if byMember == nil {
+			byMember = map[string]heardDemand{}
+			b.heard[f[0]] = byMember
+		}
+		if n <= 0 {
+			delete(byMember, f[1])
+			if len(byMember) == 0 {
+				delete(b.heard, f[0])
+			}
+			return
+		}
+		if n > byMember[f[1]].n {
+			b.rose()
+		}
+		byMember[f[1]] = heardDemand{n: n, at: b.cfg.Now()}
+	}
+}
+
+func (b *Broker) wakeAll() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, w := range b.waiting {
+		close(w.offer)
+		w.offer = make(chan struct{})
+	}
+	for _, wake := range b.firing {
+		select {
+		case wake <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// offerScript writes a lease, offered, and pushes it onto its topic's
+// list. KEYS: lease, list. ARGV: job, deadline ms, id, channel, message.
+var offerScript = redis.NewScript(`
+redis.call('HSET', KEYS[1], 's', 'o', 'j', ARGV[1], 'd', ARGV[2])
+redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + 60000)
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('PUBLISH', ARGV[4], ARGV[5])
+return 1
+`)
+
+// settleScript reads a lease, withdrawing it if offered and ARGV[2] is
+// set, and expiring it if leased and past its expiry or ARGV[3] is set.
+// KEYS: lease. ARGV: now ms, withdraw, end. Returns {state, ...}.
+var settleScript = redis.NewScript(`
+local s = redis.call('HGET', KEYS[1], 's')
+if not s then return {''} end
+if s == 'o' and ARGV[2] == '1' then
+  redis.call('HSET', KEYS[1], 's', 'w')
+  return {'w'}
+end
+if s == 'l' then
+  local e = redis.call('HGET', KEYS[1], 'e')
+  if tonumber(e) <= tonumber(ARGV[1]) or ARGV[3] == '1' then
+    redis.call('HSET', KEYS[1], 's', 'x')
+    return {'x'}
+  end
+  return {'l', e}
+end
+if s == 'n' then
+  local v = redis.call('HMGET', KEYS[1], 'n', 'r')
+  return {'n', v[1] or '-1', v[2] or ''}
+end
+return {s}
+`)
+
+// takeScript leases up to ARGV[2] offers of a topic's list. KEYS: list.
+// ARGV: lease key prefix, max, now ms, lease ms, channel. Returns {id,
+// job, expiry ms, ...}. The lease keys share the list's hash tag.
+var takeScript = redis.NewScript(`
+local out = {}
+local now = tonumber(ARGV[3])
+local n = tonumber(ARGV[2])
+while #out < 3 * n do
+  local id = redis.call('LPOP', KEYS[1])
+  if not id then break end
+  local key = ARGV[1] .. id
+  local v = redis.call('HMGET', key, 's', 'j', 'd')
+  if v[1] == 'o' then
+    local e = math.min(now + tonumber(ARGV[4]), tonumber(v[3]))
+    redis.call('HSET', key, 's', 'l', 'e', e)
+    redis.call('PUBLISH', ARGV[5], 's ' .. id)
+    table.insert(out, id)
+    table.insert(out, v[2])
+    table.insert(out, tostring(e))
+  end
+end
+return out
+`)
+
+// changeScript acks, nacks or extends a lease. KEYS: lease. ARGV: op,
+// now ms, argument (nack: delay ms; extend: lease ms), reason, channel,
+// message. Returns {state, ...} after the change, ” for no lease.
+var changeScript = redis.NewScript(`
+local v = redis.call('HMGET', KEYS[1], 's', 'e', 'd')
+local s = v[1]
+if not s then return {''} end
+local now = tonumber(ARGV[2])
+if s == 'l' and tonumber(v[2]) <= now then
+  redis.call('HSET', KEYS[1], 's', 'x')
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+  return {'x'}
+end
+if s ~= 'l' then return {s} end
+if ARGV[1] == 'ack' then
+  redis.call('HSET', KEYS[1], 's', 'a')
+elseif ARGV[1] == 'nack' then
+  redis.call('HSET', KEYS[1], 's', 'n', 'n', ARGV[3], 'r', ARGV[4])
+else
+  local e = math.min(now + tonumber(ARGV[3]), tonumber(v[3]))
+  redis.call('HSET', KEYS[1], 'e', e)
+  redis.call('PUBLISH', ARGV[5], ARGV[6])
+  return {'l', tostring(e)}
+end
+redis.call('PUBLISH', ARGV[5], ARGV[6])
+return {redis.call('HGET', KEYS[1], 's')}
+`)

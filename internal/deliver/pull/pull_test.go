@@ -1,0 +1,178 @@
+package pull
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/timer"
+)
+
+func newTestBroker(t *testing.T, offerFor time.Duration) *Broker {
+	t.Helper()
+	mr := miniredis.RunT(t)
+	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
+	t.Cleanup(func() { rdb.Close() })
+	sign := func(d timer.Delivery, _ time.Time) (webhook.Message, error) {
+		return webhook.Message{Body: fmt.Appendf(nil, `{"id":"%s","attempt":%d}`, d.Job.ID, d.Attempt)}, nil
+	}
+	b, err := New(rdb, Config{Prefix: "t:", Sign: sign, OfferFor: offerFor})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { _ = b.Run(ctx); close(done) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return b
+}
+
+// fire runs Fire for a job of topic "work" under timeout, in the
+// background.
+func fire(b *Broker, id timer.JobID, timeout time.Duration) <-chan error {
+	out := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), timeout)
+		defer cancel()
+		out <- b.Fire(ctx, timer.Delivery{Job: &timer.Job{ID: id, Topic: "work"}, Attempt: 1})
+	}()
+	return out
+}
+
+func takeOne(t *testing.T, b *Broker, lease time.Duration) Lease {
+	t.Helper()
+	got, err := b.Take(t.Context(), "work", 1, 5*time.Second, lease)
+	if err != nil || len(got) != 1 {
+		t.Fatalf("Take: %v %v, want one lease", got, err)
+	}
+	return got[0]
+}
+
+func idOf(t *testing.T, l Lease) string {
+	t.Helper()
+	_, id, ok := ParseToken(l.Token)
+	if !ok {
+		t.Fatalf("token %q does not parse", l.Token)
+	}
+	return id
+}
+
+// Each way a lease ends is what Fire returns: an ack done, a nack a retry
+// after the delay asked, an expiry a failed attempt, an offer no worker
+// took not sent at all.
+func TestFireEndsAsTheLease(t *testing.T) {
+	b := newTestBroker(t, 200*time.Millisecond)
+
+	errc := fire(b, 1, 10*time.Second)
+	l := takeOne(t, b, 5*time.Second)
+	if string(l.Job) != `{"id":"1","attempt":1}` || l.Expires.Before(time.Now()) {
+		t.Errorf("lease %+v", l)
+	}
+	if st, err := b.Ack(t.Context(), "work", idOf(t, l)); err != nil || st.State != "acked" {
+		t.Fatalf("Ack: %+v %v", st, err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Fire after an ack: %v, want nil", err)
+	}
+	if _, err := b.Nack(t.Context(), "work", idOf(t, l), 0, ""); !errors.Is(err, ErrEnded) {
+		t.Errorf("Nack after the ack: %v, want ErrEnded", err)
+	}
+
+	errc = fire(b, 2, 10*time.Second)
+	l = takeOne(t, b, 5*time.Second)
+	if _, err := b.Nack(t.Context(), "work", idOf(t, l), 300*time.Millisecond, "busy"); err != nil {
+		t.Fatal(err)
+	}
+	ra, ok := errors.AsType[*timer.RetryAfterError](<-errc)
+	if !ok || !ra.Exact || ra.After != 300*time.Millisecond || ra.Error() != "nacked by the worker: busy" {
+		t.Errorf("Fire after a nack: %#v, want an exact retry after 300ms", ra)
+	}
+
+	errc = fire(b, 3, 10*time.Second)
+	l = takeOne(t, b, time.Second)
+	start := time.Now()
+	err := <-errc
+	if err == nil || errors.As(err, new(*timer.NotSentError)) || time.Since(start) < 800*time.Millisecond {
+		t.Errorf("Fire of a lease left to expire: %v after %v, want a failed attempt after about 1s", err, time.Since(start))
+	}
+	if _, err := b.Ack(t.Context(), "work", idOf(t, l)); !errors.Is(err, ErrEnded) {
+		t.Errorf("Ack after the expiry: %v, want ErrEnded", err)
+	}
+
+	// Nobody waits: the offer goes back, no attempt counted.
+	err = <-fire(b, 4, 10*time.Second)
+	if _, ok := errors.AsType[*timer.NotSentError](err); !ok {
+		t.Errorf("Fire with no worker: %v, want not sent", err)
+	}
+	if got, err := b.Take(t.Context(), "work", 10, 0, time.Second); err != nil || len(got) != 0 {
+		t.Errorf("Take after the offer was withdrawn: %v %v, want none", got, err)
+	}
+}
+
+// The lease is bounded by the attempt's timeout, and an extension too.
+func TestLeaseWithinTheAttempt(t *testing.T) {
+	b := newTestBroker(t, time.Second)
+	errc := fire(b, 1, 2*time.Second)
+	l := takeOne(t, b, time.Hour)
+	if d := time.Until(l.Expires); d > 2*time.Second {
+		t.Errorf("a lease of an hour in an attempt of 2s expires in %v", d)
+	}
+	st, err := b.Extend(t.Context(), "work", idOf(t, l), time.Hour)
+	if err != nil || st.State != "leased" || st.Expires.After(l.Expires) {
+		t.Errorf("Extend by an hour: %+v %v, want at most the attempt's end %v", st, err, l.Expires)
+	}
+	if err := <-errc; err == nil {
+		t.Error("Fire of a lease never acked returned nil")
+	}
+}
+
+// Waiting counts the workers waiting here and heard from elsewhere, less
+// the offers not yet taken.
+func TestWaiting(t *testing.T) {
+	b := newTestBroker(t, time.Second)
+	if n := b.Waiting("work"); n != 0 {
+		t.Fatalf("Waiting = %d with no worker", n)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan struct{})
+	go func() { _, _ = b.Take(ctx, "work", 7, 5*time.Second, time.Second); close(done) }()
+	for b.Waiting("work") != 7 {
+		time.Sleep(time.Millisecond)
+	}
+	select {
+	case <-b.Changed():
+	default:
+		t.Error("a worker came to wait and Changed said nothing")
+	}
+	b.heardMessage("d work other 5")
+	b.heardMessage("d work " + b.cfg.Member + " 100") // its own word, heard back
+	if n := b.Waiting("work"); n != 12 {
+		t.Errorf("Waiting = %d, want 7 here and 5 on another member", n)
+	}
+	cancel()
+	<-done
+	b.heardMessage("d work other 0")
+	if n := b.Waiting("work"); n != 0 {
+		t.Errorf("Waiting = %d after every worker left, want 0", n)
+	}
+}
+
+func TestParseToken(t *testing.T) {
+	for token, ok := range map[string]bool{
+		"work.0123456789abcdef0123456789abcdef": true,
+		"work.0123456789ABCDEF0123456789abcdef": false,
+		"work.0123":                             false,
+		".0123456789abcdef0123456789abcdef":     false,
+		"work":                                  false,
+	} {
+		if _, _, got := ParseToken(token); got != ok {
+			t.Errorf("ParseToken(%q) ok = %v, want %v", token, got, ok)
+		}
+	}
+}
