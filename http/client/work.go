@@ -281,14 +281,17 @@ type WorkOptions struct {
 	// Grace is how long running handlers may finish once Work's context
 	// is done (default DefaultWorkGrace).
 	Grace time.Duration
+	// MaxJobs, when positive, is how many jobs Work handles: it leases
+	// no more, and returns once their handlers are done.
+	MaxJobs int
 	// Logger receives what goes wrong on the way and is not Work's
 	// error: an ack or nack that failed, a lease lost, a Lease call
 	// retried (default slog.Default()).
 	Logger *slog.Logger
 }
 
-// Work runs handler on the due jobs of the pull topic until ctx is done,
-// at most opts.Concurrency at once.
+// Work runs handler on the due jobs of the pull topic until ctx is done
+// (or opts.MaxJobs are handled), at most opts.Concurrency at once.
 //
 // It long-polls toc for as many jobs as it has idle handlers, never more.
 // While a handler runs, its lease is extended by opts.Lease at half of
@@ -310,11 +313,12 @@ type WorkOptions struct {
 // stopped by ctx. A Lease call that fails for want of an answer, or with
 // a 5xx or 429, is retried after a backoff of 100 ms doubled up to 5 s;
 // any other refusal (a 4xx: a topic that is not a pull topic, a token
-// that may not use it) stops Work the same way, and is its error.
+// that may not use it) stops the leasing, and is Work's error once the
+// running handlers are done.
 func (c *Client) Work(ctx context.Context, topic string, handler func(context.Context, Lease) error, opts WorkOptions) error {
 	w := newWorker(ctx, c, topic, handler, opts)
 	err := w.loop(ctx)
-	w.stop()
+	w.stop(ctx)
 	return err
 }
 
@@ -329,6 +333,8 @@ type worker struct {
 	// concurrency.
 	slots chan struct{}
 	wg    sync.WaitGroup
+	// left is how many more jobs may be leased, -1 for any number.
+	left int
 	// hard is the context of the handlers, extensions, acks and nacks: it
 	// outlives Work's by the grace period.
 	hard     context.Context
@@ -342,16 +348,19 @@ func newWorker(ctx context.Context, c *Client, topic string, handler func(contex
 	o.Grace = cmp.Or(max(o.Grace, 0), DefaultWorkGrace)
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	w := &worker{c: c, topic: topic, handler: handler, opts: o, log: o.Logger.With("topic", topic),
-		slots: make(chan struct{}, o.Concurrency)}
+		slots: make(chan struct{}, o.Concurrency), left: -1}
+	if o.MaxJobs > 0 {
+		w.left = o.MaxJobs
+	}
 	w.hard, w.hardStop = context.WithCancel(context.WithoutCancel(ctx))
 	return w
 }
 
-// loop leases jobs and starts their handlers until ctx is done or a
-// Lease call is refused for good.
+// loop leases jobs and starts their handlers until ctx is done, a Lease
+// call is refused for good, or MaxJobs are leased.
 func (w *worker) loop(ctx context.Context) error {
 	failures := 0
-	for {
+	for w.left != 0 {
 		_, err := w.leaseOnce(ctx)
 		switch {
 		case ctx.Err() != nil:
@@ -371,6 +380,7 @@ func (w *worker) loop(ctx context.Context) error {
 			return nil
 		}
 	}
+	return nil
 }
 
 // transient reports whether a Lease call that failed with err may
@@ -381,7 +391,8 @@ func transient(err error) bool {
 }
 
 // leaseOnce waits for an idle handler, leases as many jobs as there are
-// idle handlers, and starts a handler on each; it returns how many.
+// idle handlers (and jobs left to handle), and starts a handler on each;
+// it returns how many.
 func (w *worker) leaseOnce(ctx context.Context) (int, error) {
 	select {
 	case w.slots <- struct{}{}:
@@ -390,7 +401,7 @@ func (w *worker) leaseOnce(ctx context.Context) (int, error) {
 	}
 	idle := 1
 more:
-	for idle < cap(w.slots) {
+	for idle < cap(w.slots) && idle != w.left {
 		select {
 		case w.slots <- struct{}{}:
 			idle++
@@ -406,6 +417,9 @@ more:
 	}
 	for range idle - len(leases) {
 		<-w.slots
+	}
+	if w.left > 0 {
+		w.left -= len(leases)
 	}
 	for _, l := range leases {
 		w.wg.Go(func() {
@@ -424,13 +438,19 @@ func (w *worker) localEnd(sent time.Time, d time.Duration, end time.Time) time.T
 }
 
 // stop waits for the running handlers, cancelling them once the grace
-// period is over.
-func (w *worker) stop() {
+// period after ctx is done is over.
+func (w *worker) stop(ctx context.Context) {
+	defer w.hardStop()
 	done := make(chan struct{})
 	go func() {
 		w.wg.Wait()
 		close(done)
 	}()
+	select {
+	case <-done:
+		return
+	case <-ctx.Done():
+	}
 	t := time.NewTimer(w.opts.Grace)
 	defer t.Stop()
 	select {
@@ -440,7 +460,6 @@ func (w *worker) stop() {
 		w.hardStop()
 		<-done
 	}
-	w.hardStop()
 }
 
 // run runs the handler on l, extending its lease meanwhile, and settles

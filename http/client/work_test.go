@@ -292,6 +292,25 @@ func TestWorkConcurrencyBound(t *testing.T) {
 	}
 }
 
+// With MaxJobs, Work leases that many jobs, no more, and returns once
+// they are handled.
+func TestWorkMaxJobs(t *testing.T) {
+	f := newFakeLeases(t, 3, 5)
+	err := wait(t, f.work(t, t.Context(), func(context.Context, client.Lease) error { return nil }, client.WorkOptions{Concurrency: 3, MaxJobs: 4}), "Work to return")
+	if err != nil {
+		t.Fatalf("Work: %v", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	asked := 0
+	for _, n := range f.asked {
+		asked += n
+	}
+	if len(f.acked) != 4 || asked != 4 || len(f.due) != 1 {
+		t.Errorf("acked %v, asked for %v jobs, %d left due; want 4 acked of 4 asked for, 1 left", f.acked, f.asked, len(f.due))
+	}
+}
+
 // A handler that outlives half its lease has it extended, and its job
 // is acked when it ends.
 func TestWorkExtendsSlowHandler(t *testing.T) {
