@@ -44,6 +44,7 @@ var (
 	}
 	otherCommands = []command{
 		{"bench", "measure toc: scheduling, firing lateness, drain, memory, recovery"},
+		{"work TOPIC -- COMMAND [ARG...]", "run a command for each due job of a pull topic: exit 0 acks the job, another exit retries it"},
 		{"tokens hash [TOKEN]", "print the token_sha256 of a token for --tokens-file"},
 		{"tokens secret", "print a new webhook secret (whsec_...)"},
 		{"version", "print the version, module, Go version and commit"},
@@ -120,6 +121,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return runBench(ctx, rest, stdout, stderr)
 	case "tokens":
 		return runTokens(rest, stdout, stderr)
+	case "work":
+		return runWork(ctx, rest, stdout, stderr)
 	case "version", "--version":
 		if slices.ContainsFunc(rest, isHelp) {
 			h := help{usage: "version\n\nprints the version, module, Go version and commit", example: "toc version"}

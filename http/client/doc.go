@@ -1,6 +1,6 @@
 // Package client is a Go client of toc's REST API: schedule, find, cancel
-// and reschedule jobs, manage topics, triage dead letters, and read the
-// cluster's state.
+// and reschedule jobs, manage topics, triage dead letters, read the
+// cluster's state, and work the jobs of pull topics (Work).
 //
 //	c, err := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("TOC_TOKEN")))
 //	if err != nil {
@@ -62,16 +62,18 @@
 //   - after a transport error (no answer: the request may or may not have
 //     taken effect), the idempotent calls only: the reads, PutTopic,
 //     PatchTopic, DeleteTopic, PauseTopic, ResumeTopic, Cancel, Reschedule,
-//     CancelMatching, RescheduleMatching, PurgeDead, and a Schedule or
-//     ScheduleBatch whose every job has a Key (toc answers a repeated key
-//     with the job it made the first time). Not ReplayDead, ReplayMatching
-//     or PurgeMatching, which would act anew.
+//     CancelMatching, RescheduleMatching, PurgeDead, Ack, Nack, Extend,
+//     and a Schedule or ScheduleBatch whose every job has a Key (toc
+//     answers a repeated key with the job it made the first time). Not
+//     ReplayDead, ReplayMatching or PurgeMatching, which would act anew,
+//     nor Lease, which would lease other jobs.
 //
 // An idempotent call repeated after its first attempt took effect answers
 // as toc does to the repeat: a Cancel or PurgeDead then reports
 // ErrConflict (the job is already cancelled, or purged), a DeleteTopic
-// ErrNotFound, a CancelMatching counts only what the repeat cancelled, and
-// a Reschedule given a Delay counts it from the repeat.
+// ErrNotFound, a CancelMatching counts only what the repeat cancelled, a
+// Reschedule given a Delay counts it from the repeat, and a Nack reports
+// ErrLeaseEnded.
 //
 // Retries end with the context: a wait that would pass ctx's deadline is
 // not begun (the last error is returned at once), and a Retry-After longer

@@ -19,6 +19,7 @@ const (
 	CodeConflict         = "conflict"           // 409
 	CodeInFlight         = "in_flight"          // 409: an attempt is under way
 	CodeAlreadyFired     = "already_fired"      // 409: the job is done
+	CodeLeaseEnded       = "lease_ended"        // 409: the lease was acked, nacked or expired
 	CodeVersionMismatch  = "version_mismatch"   // 412: the job changed since it was read
 	CodeTooLarge         = "payload_too_large"  // 413
 	CodeUnavailable      = "unavailable"        // 503: nothing was written
@@ -48,6 +49,10 @@ var (
 	// ErrAlreadyFired: 409 already_fired, a cancel or reschedule of a job
 	// that is done. It is an ErrConflict too.
 	ErrAlreadyFired = errors.New("already fired")
+	// ErrLeaseEnded: 409 lease_ended, an Ack, Nack or Extend of a lease
+	// that was acked, nacked or has expired; nothing changed, and an
+	// expired lease's job is offered again. It is an ErrConflict too.
+	ErrLeaseEnded = errors.New("lease ended")
 	// ErrVersionMismatch: 412 version_mismatch, a Cancel or Reschedule
 	// with IfMatch of a job that changed since that version was read;
 	// nothing changed. Error.CurrentVersion is the job's version now.
@@ -76,6 +81,7 @@ var kinds = []struct {
 	{ErrConflict, CodeConflict, http.StatusConflict},
 	{ErrInFlight, CodeInFlight, 0},
 	{ErrAlreadyFired, CodeAlreadyFired, 0},
+	{ErrLeaseEnded, CodeLeaseEnded, 0},
 	{ErrVersionMismatch, CodeVersionMismatch, http.StatusPreconditionFailed},
 	{ErrTooLarge, CodeTooLarge, http.StatusRequestEntityTooLarge},
 	{ErrRateLimited, "", http.StatusTooManyRequests},

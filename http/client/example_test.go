@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/toc-project/toc/http/client"
@@ -144,3 +146,26 @@ func ExampleError() {
 	// 404 not_found
 	// GET /v1/jobs/7: 404 not_found: job 7: not found
 }
+
+// Work the jobs of a pull topic, four at a time, until SIGINT or SIGTERM;
+// a job whose order service is down is retried in a minute.
+func ExampleClient_Work() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	c, _ := client.New("http://127.0.0.1:8080", client.WithToken(os.Getenv("TOC_TOKEN")))
+	err := c.Work(ctx, "orders", func(ctx context.Context, l client.Lease) error {
+		var order struct{ Order int }
+		if err := json.Unmarshal(l.Job.Payload, &order); err != nil {
+			return err // nacked: retried by the topic's backoff
+		}
+		if err := closeOrder(ctx, order.Order); err != nil {
+			return client.RetryAfter(time.Minute, err)
+		}
+		return nil // acked: the job is done
+	}, client.WorkOptions{Concurrency: 4})
+	if err != nil {
+		log.Fatal(err) // a 4xx: not a pull topic, say
+	}
+}
+
+func closeOrder(ctx context.Context, order int) error { return nil }

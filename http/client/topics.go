@@ -53,11 +53,12 @@ type Topic struct {
 }
 
 // Delivery is how a topic's due jobs go out: Way "webhook" (the zero
-// Delivery's meaning) POSTs each to its job's callback URL; "amqp"
-// publishes it to RabbitMQ (Broker, Exchange, RoutingKey, persistent
-// unless Transient) and "nats" to NATS JetStream (Broker, Subject). A
-// broker is named, from the server's --amqp and --nats lists; a routing
-// key or subject may use {topic}, {job_id}, {key}, {biz_id}, {biz_type}.
+// Delivery's meaning) POSTs each to its job's callback URL; "pull" hands
+// each to a worker that leases it (Lease, Work); "amqp" publishes it to
+// RabbitMQ (Broker, Exchange, RoutingKey, persistent unless Transient)
+// and "nats" to NATS JetStream (Broker, Subject). A broker is named,
+// from the server's --amqp and --nats lists; a routing key or subject
+// may use {topic}, {job_id}, {key}, {biz_id}, {biz_type}.
 type Delivery struct {
 	Way                  string
 	Broker               string
