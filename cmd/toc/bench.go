@@ -94,8 +94,11 @@ it fires the first of --rates for --duration, then drains --drain-jobs
 due at once; a job counts when its consumer got it, signature verified.
 nats: a JetStream stream (file storage) on a nats-server the bench
 starts; amqp: a queue of the machine's RabbitMQ (127.0.0.1:5672, guest),
-persistent messages through a topic exchange:
-  toc bench --scenarios bus [--bus-ways webhook,nats,amqp] [--rates 1000] [--drain-jobs 50000]
+persistent messages through a topic exchange; pull: a worker of the Go
+client (Work, 100 jobs at once) long-polling toc, a job counted when
+leased. pull is the bus scenario over webhook and pull:
+  toc bench --scenarios bus [--bus-ways webhook,pull,nats,amqp] [--rates 1000] [--drain-jobs 50000]
+  toc bench --scenarios pull [--rates 1000] [--drain-jobs 50000]
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -213,7 +216,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	coalesceInFlight := fs.int("coalesce-in-flight", 0, fmt.Sprintf("coalesce: the client's requests under way at once (default %d)", client.DefaultCoalesceMaxInFlight))
 	inoutSearch := fs.bool("inout-search", false, "inout: also step the rate up by 1000/s from 1000/s and report the highest at which both p99s stay within 10 ms")
 	coalesceLinger := fs.duration("coalesce-linger", 0, "coalesce: how long a batch's first call waits for others")
-	busWaysFlag := fs.string("bus-ways", strings.Join(busWays, ","), "bus: the ways measured, in order, comma-separated: webhook, nats, amqp")
+	busWaysFlag := fs.string("bus-ways", strings.Join(busWays, ","), "bus: the ways measured, in order, comma-separated: webhook, pull, nats, amqp")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
@@ -263,7 +266,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout", "bus"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout", "bus", "pull"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -309,6 +312,10 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		case "inout":
 			res, err = b.inout(ctx)
 		case "bus":
+			res, err = b.bus(ctx)
+		case "pull":
+			// The bus scenario's pull way beside webhooks, as issue 36 asks.
+			cfg.busWays = []string{"webhook", "pull"}
 			res, err = b.bus(ctx)
 		}
 		if err != nil {

@@ -4,15 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	natsgo "github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
+	"github.com/toc-project/toc/http/client"
 	"github.com/toc-project/toc/internal/testenv"
 )
 
@@ -24,10 +27,15 @@ import (
 // time it got it: the bench's webhook receiver; a JetStream consumer of a
 // stream of the bench's own nats-server (file storage); a consumer of a
 // queue on the machine's RabbitMQ (127.0.0.1:5672, guest), bound to a
-// topic exchange, persistent messages.
+// topic exchange, persistent messages; a pull worker (client.Work, 100
+// jobs at a time) that long-polls toc, counting each job when leased.
 
 // busWays are the ways the bus scenario knows, in its default order.
-var busWays = []string{"webhook", "nats", "amqp"}
+var busWays = []string{"webhook", "pull", "nats", "amqp"}
+
+// pullBenchWorkers is how many jobs the pull way's worker runs at once:
+// one client.Work, each job acked as soon as it is recorded.
+const pullBenchWorkers = 100
 
 const (
 	// rabbitBenchURL is the machine's RabbitMQ, which the bench uses as
@@ -51,7 +59,7 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 	}()
 	for _, way := range ways {
 		switch way {
-		case "webhook":
+		case "webhook", "pull":
 		case "nats":
 			n, err := testenv.StartNATS()
 			if err != nil {
@@ -72,7 +80,7 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 			consumers[way], brokerPIDs[way] = stop, rabbitPID()
 			brokerArgs = append(brokerArgs, "--amqp", "bench="+rabbitBenchURL)
 		default:
-			return nil, fmt.Errorf("--bus-ways: %q, want some of webhook, nats, amqp", way)
+			return nil, fmt.Errorf("--bus-ways: %q, want some of webhook, pull, nats, amqp", way)
 		}
 	}
 	if err := b.restartToc(ctx, "toc-bus", brokerArgs...); err != nil {
@@ -86,6 +94,8 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 	for _, way := range ways {
 		settings := `{}`
 		switch way {
+		case "pull":
+			settings = `{"delivery": "pull"}`
 		case "nats":
 			settings = `{"delivery": "nats", "nats": {"broker": "bench", "subject": "bench.{topic}"}}`
 		case "amqp":
@@ -97,6 +107,13 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 				return res, err
 			}
 			b.busTopics[topic] = way != "webhook"
+		}
+		if way == "pull" {
+			stop, err := b.consumePull(ctx, fire, drain)
+			if err != nil {
+				return res, err
+			}
+			consumers[way] = stop
 		}
 
 		ids, errs := b.steadyOver(ctx, []string{fire}, rate, b.cfg.duration, 0, b.cfg.lead)
@@ -118,6 +135,30 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 		res = append(res, r)
 	}
 	return res, nil
+}
+
+// consumePull runs a worker (client.Work) on each of topics that records
+// each job as it is leased and acks it; stop ends them.
+func (b *bench) consumePull(ctx context.Context, topics ...string) (stop func() error, err error) {
+	transport := &http.Transport{MaxIdleConnsPerHost: 2 * pullBenchWorkers}
+	c, err := client.New(b.url, client.WithToken(b.token), client.WithHTTPClient(&http.Client{Transport: transport, Timeout: time.Minute}))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	for _, topic := range topics {
+		wg.Go(func() {
+			err := c.Work(ctx, topic, func(_ context.Context, l client.Lease) error {
+				b.recv.arrived(time.Now(), strconv.FormatUint(l.Job.ID, 10), l.Job.FireAt)
+				return nil
+			}, client.WorkOptions{Concurrency: pullBenchWorkers, Grace: time.Second})
+			if err != nil && ctx.Err() == nil {
+				fmt.Fprintf(b.log, "pull worker of %s: %v\n", topic, err)
+			}
+		})
+	}
+	return func() error { cancel(); wg.Wait(); transport.CloseIdleConnections(); return nil }, nil
 }
 
 // rabbitPID is the process of the machine's RabbitMQ, the Erlang VM

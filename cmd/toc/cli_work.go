@@ -29,7 +29,7 @@ import (
 // Bounds of toc work's flags, the API's.
 const (
 	maxWorkLease = time.Hour
-	maxWorkWait  = time.Minute
+	maxWorkWait  = 25 * time.Second
 	// workStderrTail is how much of the end of a failed command's stderr
 	// its nack carries: about what toc keeps of a nack's error.
 	workStderrTail = 1000
@@ -51,7 +51,7 @@ func runWork(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	token := fs.string("token", "", "bearer token")
 	concurrency := fs.int("concurrency", client.DefaultWorkConcurrency, "commands run at once, 1..1000")
 	lease := fs.duration("lease", client.DefaultLease, "how long each job is leased, and extended by while its command runs, 1s..1h")
-	wait := fs.duration("wait", client.DefaultLeaseWait, "how long each request waits for a job to fall due, up to 1m")
+	wait := fs.duration("wait", client.DefaultLeaseWait, "how long each request waits for a job to fall due, up to 25s")
 	grace := fs.duration("grace", client.DefaultWorkGrace, "how long running commands may finish once stopping; then they get SIGTERM, and their jobs come back when their leases expire")
 	maxJobs := fs.int("max-jobs", 0, "stop after running this many jobs (0: until SIGINT or SIGTERM)")
 

@@ -7,6 +7,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -245,5 +251,92 @@ func waitStatus(t *testing.T, p *proc, id, status string, within time.Duration) 
 			t.Fatalf("job %s: %d %v, want status %s within %v", id, code, job, status, within)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Workers as users run them, against toc serve: `toc work` (the Go
+// client's Work) SIGKILLed while it holds jobs loses none of them: their
+// leases expire, the jobs come back with their attempt counted, and a
+// second `toc work` runs every job to done. Then the TypeScript worker
+// works the same topic.
+func TestPullWorkers(t *testing.T) {
+	p := serveOn(t, "--redis-addr", testenv.Redis(t).Addr, "--redis-prefix", fmt.Sprintf("pullw%d:", time.Now().UnixNano()))
+	if status, body := p.call(t, "PUT", "/v1/topics/work", map[string]any{"delivery": "pull", "retry": map[string]int{"base_ms": 100, "max_ms": 200}, "callback_timeout_ms": 30000}); status != http.StatusCreated {
+		t.Fatalf("PUT topic: %d %v", status, body)
+	}
+	const n = 12
+	ids := busJobs(t, p, "work", n, time.Second)
+
+	// The first worker takes 4 jobs and hangs on them until killed.
+	dir := t.TempDir()
+	started := filepath.Join(dir, "started")
+	first := exec.CommandContext(t.Context(), tocBin, "work", "work", "--server", p.url, "--token", p.token, "--concurrency", "4", "--lease", "2s",
+		"--", "sh", "-c", "echo $TOC_JOB_ID >> "+started+"; sleep 5")
+	first.Env = append(os.Environ(), "GORACE=atexit_sleep_ms=0")
+	if err := first.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, _ := os.ReadFile(started)
+		if len(strings.Fields(string(b))) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the first worker started %q within 20 s, want 4 jobs", b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(2500 * time.Millisecond) // its leases were extended past their first 2 s
+	if err := first.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	_ = first.Wait()
+	b, _ := os.ReadFile(started)
+	killed := strings.Fields(string(b))
+
+	// The second runs every job, the 4 held by the dead one among them,
+	// then stops (--max-jobs).
+	ran := filepath.Join(dir, "ran")
+	r := cli(t, nil, "work", "work", "--server", p.url, "--token", p.token, "--concurrency", "4", "--max-jobs", strconv.Itoa(n),
+		"--", "sh", "-c", "echo $TOC_JOB_ID $TOC_ATTEMPT >> "+ran)
+	if r.code != 0 {
+		t.Fatalf("toc work: %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	b, _ = os.ReadFile(ran)
+	attempts := map[string]string{}
+	for line := range strings.Lines(string(b)) {
+		if id, attempt, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			attempts[id] = attempt
+		}
+	}
+	for _, id := range ids {
+		want := "1"
+		if slices.Contains(killed, id) {
+			want = "2" // the dead worker's attempt counted: its lease expired
+		}
+		if attempts[id] != want {
+			t.Errorf("job %s ran as attempt %q, want %s", id, attempts[id], want)
+		}
+		waitStatus(t, p, id, "done", 5*time.Second)
+	}
+
+	// The TypeScript worker.
+	contract := needContractTools(t)
+	more := busJobs(t, p, "work", 3, 100*time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "npx", "--no-install", "tsx", "worker.ts")
+	cmd.Dir = contract
+	cmd.Env = append(os.Environ(), "TOC_URL="+p.url, "TOC_TOKEN="+p.token, "TOC_TOPIC=work", "TOC_MAX_JOBS=3", "npm_config_update_notifier=false")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("npx tsx worker.ts: %v\n%s", err, out)
+	}
+	for _, id := range more {
+		if !strings.Contains(string(out), "job "+id+" attempt 1:") {
+			t.Errorf("worker.ts did not print job %s:\n%s", id, out)
+		}
+		waitStatus(t, p, id, "done", 5*time.Second)
 	}
 }

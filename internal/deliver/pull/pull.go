@@ -64,6 +64,11 @@ const (
 	// demandFor how long a member's word holds without being said again.
 	demandEvery = time.Second
 	demandFor   = 3 * demandEvery
+	// demandLinger is how long a topic's demand outlives the long-polls
+	// that made it: a worker polls again as soon as it has handed out
+	// what it got, and the jobs due meanwhile are claimed ahead as if it
+	// still waited. An offer it does not take goes back after OfferFor.
+	demandLinger = time.Second
 	// recheckEvery bounds a wait on a message: messages are hints, and
 	// Fire and Take read the state again at least this often.
 	recheckEvery = time.Second
@@ -106,7 +111,7 @@ type Broker struct {
 	// waits on, closed on an offer of its topic.
 	waiting map[string]*waiters
 	// firing: the Fires waiting on a lease, by its id.
-	firing map[string]chan struct{}
+	firing map[string]*firing
 	// offered: this member's offers not yet taken or withdrawn, by topic.
 	offered map[string]int
 	// heard: the other members' waiting workers, by topic and member.
@@ -118,9 +123,32 @@ type Broker struct {
 	stopOnce sync.Once
 }
 
+// waiters are a topic's long-polls on this member: how many jobs they
+// would take, the most they would take in the last demandLinger, and the
+// signal they wait on.
+// firing is a lease a Fire of this member waits on.
+type firing struct {
+	topic string
+	wake  chan struct{}
+	// offered: not yet taken (counted in Broker.offered); acked: a
+	// message said so, and the Fire need not read it.
+	offered, acked bool
+}
+
 type waiters struct {
-	n     int
-	offer chan struct{}
+	n      int
+	peak   int
+	peakAt time.Time
+	offer  chan struct{}
+}
+
+// demand is what w wants now: its long-polls', or its peak while it
+// lingers.
+func (w *waiters) demand(now time.Time) int {
+	if now.Sub(w.peakAt) <= demandLinger {
+		return max(w.n, w.peak)
+	}
+	return w.n
 }
 
 type heardDemand struct {
@@ -146,7 +174,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Broker, error) {
 	return &Broker{
 		rdb: rdb, cfg: cfg, channel: cfg.Prefix + "pull",
 		waiting:  map[string]*waiters{},
-		firing:   map[string]chan struct{}{},
+		firing:   map[string]*firing{},
 		offered:  map[string]int{},
 		heard:    map[string]map[string]heardDemand{},
 		changed:  make(chan struct{}, 1),
@@ -207,34 +235,38 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 	}
 	id := newID()
 	key := b.leasePrefix(topic) + id
-	wake := make(chan struct{}, 1)
+	f := &firing{topic: topic, wake: make(chan struct{}, 1), offered: true}
 	b.mu.Lock()
-	b.firing[id] = wake
+	b.firing[id] = f
 	b.offered[topic]++
 	b.mu.Unlock()
-	offered := true
 	defer func() {
 		b.mu.Lock()
 		delete(b.firing, id)
-		if offered {
-			b.offered[topic]--
-		}
+		b.taken(f)
 		b.mu.Unlock()
 	}()
 	if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
 		string(msg.Body), deadline.UnixMilli(), id, b.channel, "o "+topic).Err(); err != nil {
 		return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
 	}
+	b.heardMessage("o " + topic) // the long-polls here need not wait for Redis to say so
 	offerEnd := now.Add(b.cfg.OfferFor)
 	next := minTime(offerEnd, now.Add(recheckEvery))
 	for {
 		t := time.NewTimer(max(next.Sub(now), time.Millisecond))
 		select {
-		case <-wake:
+		case <-f.wake:
 		case <-t.C:
 		case <-ctx.Done():
 		}
 		t.Stop()
+		b.mu.Lock()
+		acked := f.acked
+		b.mu.Unlock()
+		if acked {
+			return nil
+		}
 		now = b.cfg.Now()
 		end := ctx.Err() != nil
 		st, err := b.settle(context.WithoutCancel(ctx), key, now, !now.Before(offerEnd), end)
@@ -245,10 +277,9 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 			b.cfg.Logger.Warn("pull: reading a lease failed; reading it again", "lease", Token(topic, id), "err", err)
 			st = settled{state: stateOffered}
 		}
-		if offered && st.state != stateOffered {
-			offered = false
+		if st.state != stateOffered {
 			b.mu.Lock()
-			b.offered[topic]--
+			b.taken(f)
 			b.mu.Unlock()
 		}
 		next = now.Add(recheckEvery)
@@ -271,6 +302,14 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 		default:
 			return fmt.Errorf("lease %s is gone from Redis", Token(topic, id))
 		}
+	}
+}
+
+// taken counts f's offer as no longer offered. b.mu is held.
+func (b *Broker) taken(f *firing) {
+	if f.offered {
+		f.offered = false
+		b.offered[f.topic]--
 	}
 }
 
@@ -379,6 +418,7 @@ func (b *Broker) take(ctx context.Context, topic string, maxJobs int, lease time
 	}
 	leases := make([]Lease, 0, len(v)/3)
 	for i := 0; i+2 < len(v); i += 3 {
+		b.heardMessage("t " + v[i]) // a Fire here need not wait for Redis to say so
 		ms, _ := strconv.ParseInt(v[i+2], 10, 64)
 		leases = append(leases, Lease{Token: Token(topic, v[i]), Job: json.RawMessage(v[i+1]), Expires: time.UnixMilli(ms)})
 	}
@@ -454,11 +494,12 @@ func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) 
 func (b *Broker) Waiting(topic string) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	now := b.cfg.Now()
 	n := -b.offered[topic]
 	if w := b.waiting[topic]; w != nil {
-		n += w.n
+		n += w.demand(now)
 	}
-	cutoff := b.cfg.Now().Add(-demandFor)
+	cutoff := now.Add(-demandFor)
 	for _, h := range b.heard[topic] {
 		if h.at.After(cutoff) {
 			n += h.n
@@ -480,23 +521,26 @@ func (b *Broker) rose() {
 // addWaiting adds n (negative: takes it away) to this member's waiting
 // workers of topic, and says so to the others.
 func (b *Broker) addWaiting(topic string, n int) {
+	now := b.cfg.Now()
 	b.mu.Lock()
 	w := b.waiting[topic]
 	if w == nil {
 		w = &waiters{offer: make(chan struct{})}
 		b.waiting[topic] = w
 	}
+	before := w.demand(now)
 	w.n += n
-	total := w.n
-	if total == 0 {
-		close(w.offer)
-		delete(b.waiting, topic)
+	if w.n >= w.peak || now.Sub(w.peakAt) > demandLinger {
+		w.peak, w.peakAt = w.n, now
 	}
+	after := w.demand(now)
 	b.mu.Unlock()
-	if n > 0 {
+	if after > before {
 		b.rose()
 	}
-	b.say(context.Background(), topic, total)
+	if after != before {
+		b.say(context.Background(), topic, after)
+	}
 }
 
 // offerSignal is closed when an offer of topic is heard.
@@ -534,10 +578,14 @@ func (b *Broker) Run(ctx context.Context) error {
 				return
 			case <-t.C:
 			}
+			now := b.cfg.Now()
 			b.mu.Lock()
 			counts := make(map[string]int, len(b.waiting))
 			for topic, w := range b.waiting {
-				counts[topic] = w.n
+				counts[topic] = w.demand(now)
+				if w.n == 0 && now.Sub(w.peakAt) > demandLinger {
+					delete(b.waiting, topic) // said once more, as 0
+				}
 			}
 			b.mu.Unlock()
 			for topic, n := range counts {
@@ -592,10 +640,16 @@ func (b *Broker) heardMessage(m string) {
 			close(w.offer)
 			w.offer = make(chan struct{})
 		}
+	case "t":
+		if f := b.firing[rest]; f != nil {
+			b.taken(f)
+		}
 	case "s":
-		if wake := b.firing[rest]; wake != nil {
+		id, state, _ := strings.Cut(rest, " ")
+		if f := b.firing[id]; f != nil {
+			f.acked = f.acked || state == stateAcked
 			select {
-			case wake <- struct{}{}:
+			case f.wake <- struct{}{}:
 			default:
 			}
 		}
@@ -614,7 +668,7 @@ func (b *Broker) heardMessage(m string) {
 			b.heard[f[0]] = byMember
 		}
 		if n <= 0 {
-			delete(byMember, f[1])
+			delete(byMember, f[1]) // the member lingered already
 			if len(byMember) == 0 {
 				delete(b.heard, f[0])
 			}
@@ -634,9 +688,9 @@ func (b *Broker) wakeAll() {
 		close(w.offer)
 		w.offer = make(chan struct{})
 	}
-	for _, wake := range b.firing {
+	for _, f := range b.firing {
 		select {
-		case wake <- struct{}{}:
+		case f.wake <- struct{}{}:
 		default:
 		}
 	}
@@ -678,7 +732,8 @@ return {s}
 `)
 
 // takeScript leases up to ARGV[2] offers of a topic's list. KEYS: list.
-// ARGV: lease key prefix, max, now ms, lease ms, channel. Returns {id,
+// ARGV: lease key prefix, max, now ms, lease ms, channel (told "t <id>"
+// of each). Returns {id,
 // job, expiry ms, ...}. The lease keys share the list's hash tag.
 var takeScript = redis.NewScript(`
 local out = {}
@@ -692,7 +747,7 @@ while #out < 3 * n do
   if v[1] == 'o' then
     local e = math.min(now + tonumber(ARGV[4]), tonumber(v[3]))
     redis.call('HSET', key, 's', 'l', 'e', e)
-    redis.call('PUBLISH', ARGV[5], 's ' .. id)
+    redis.call('PUBLISH', ARGV[5], 't ' .. id)
     table.insert(out, id)
     table.insert(out, v[2])
     table.insert(out, tostring(e))
@@ -703,7 +758,8 @@ return out
 
 // changeScript acks, nacks or extends a lease. KEYS: lease. ARGV: op,
 // now ms, argument (nack: delay ms; extend: lease ms), reason, channel,
-// message. Returns {state, ...} after the change, ” for no lease.
+// message ("s <id>", and " a" after it for an ack, final: the Fire takes
+// it at its word). Returns {state, ...} after the change, ” for no lease.
 var changeScript = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 'e', 'd')
 local s = v[1]
@@ -717,6 +773,8 @@ end
 if s ~= 'l' then return {s} end
 if ARGV[1] == 'ack' then
   redis.call('HSET', KEYS[1], 's', 'a')
+  redis.call('PUBLISH', ARGV[5], ARGV[6] .. ' a')
+  return {'a'}
 elseif ARGV[1] == 'nack' then
   redis.call('HSET', KEYS[1], 's', 'n', 'n', ARGV[3], 'r', ARGV[4])
 else

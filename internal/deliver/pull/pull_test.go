@@ -132,8 +132,8 @@ func TestLeaseWithinTheAttempt(t *testing.T) {
 	}
 }
 
-// Waiting counts the workers waiting here and heard from elsewhere, less
-// the offers not yet taken.
+// Waiting counts the workers waiting here (lingering a moment after they
+// leave) and heard from elsewhere, less the offers not yet taken.
 func TestWaiting(t *testing.T) {
 	b := newTestBroker(t, time.Second)
 	if n := b.Waiting("work"); n != 0 {
@@ -158,8 +158,12 @@ func TestWaiting(t *testing.T) {
 	cancel()
 	<-done
 	b.heardMessage("d work other 0")
+	if n := b.Waiting("work"); n != 7 {
+		t.Errorf("Waiting = %d just after the worker here left, want its 7 lingering", n)
+	}
+	time.Sleep(demandLinger + 50*time.Millisecond)
 	if n := b.Waiting("work"); n != 0 {
-		t.Errorf("Waiting = %d after every worker left, want 0", n)
+		t.Errorf("Waiting = %d a while after every worker left, want 0", n)
 	}
 }
 
