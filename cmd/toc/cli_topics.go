@@ -64,7 +64,7 @@ func topicSettings(fs *flagSet) prepareCall {
 		fs.Var(&setting{float: s.float, apply: s.apply, given: &given}, s.flag, s.usage+`; "default" for the default`)
 	}
 	var d client.Delivery
-	way := fs.string("delivery", "", "how the topic's due jobs go out: webhook, amqp or nats, with the way's settings below, given whole")
+	way := fs.string("delivery", "", "how the topic's due jobs go out: webhook, pull, amqp or nats, with the way's settings below, given whole")
 	fs.StringVar(&d.Broker, "broker", "", "amqp, nats: the broker, by its name in the server's --amqp or --nats")
 	fs.StringVar(&d.Exchange, "exchange", "", "amqp: the exchange (\"\": the default exchange)")
 	fs.StringVar(&d.RoutingKey, "routing-key", "", "amqp: the routing key; may use {topic}, {job_id}, {key}, {biz_id}, {biz_type}")

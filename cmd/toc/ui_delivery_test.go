@@ -21,6 +21,7 @@ func TestDashboardTopicDelivery(t *testing.T) {
 		"hooks":    {},
 		"events":   {"delivery": "nats", "nats": map[string]string{"broker": "events", "subject": "orders.due.{biz_id}"}},
 		"invoices": {"delivery": "amqp", "amqp": map[string]any{"broker": "main", "exchange": "toc", "routing_key": "{topic}", "persistent": false}},
+		"emails":   {"delivery": "pull"},
 	} {
 		if status, body := p.call(t, "PUT", "/v1/topics/"+topic, settings); status/100 != 2 {
 			t.Fatalf("PUT /v1/topics/%s: %d %v", topic, status, body)
@@ -34,6 +35,7 @@ func TestDashboardTopicDelivery(t *testing.T) {
 		"hooks":    "webhook to each job's callback URL",
 		"events":   `NATS JetStream events: subject "orders.due.{biz_id}"`,
 		"invoices": `RabbitMQ main: exchange "toc", routing key "{topic}", transient`,
+		"emails":   "pulled: workers lease its due jobs (POST /v1/topics/emails/leases)",
 	} {
 		d.do(chromedp.Navigate(p.url + "/ui#/topics/" + topic))
 		d.waitText("#topic-delivery", want)

@@ -306,10 +306,12 @@ async function listJobs(section, name, params, sel) {
 
 
 // delivery says how a topic's due jobs go out: by webhook to each job's
-// callback URL, or published to a message broker, named with the
-// address on it.
+// callback URL, leased by pull workers, or published to a message broker,
+// named with the address on it.
 function delivery(topic) {
   switch (topic.delivery) {
+    case 'pull':
+      return `pulled: workers lease its due jobs (POST /v1/topics/${topic.name}/leases)`;
     case 'amqp': {
       const a = topic.amqp;
       return `RabbitMQ ${a.broker}: exchange ${a.exchange ? `"${a.exchange}"` : '(default)'}, routing key "${a.routing_key}"${a.persistent ? '' : ', transient'}`;
