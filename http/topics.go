@@ -72,7 +72,7 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ 
 	if !oldest.IsZero() && oldest.Before(now) {
 		overdue = now.Sub(oldest).Milliseconds()
 	}
-	writeJSON(w, http.StatusOK, map[string]any{
+	view := map[string]any{
 		"topic":             shownTopic(st.Topic),
 		"slots":             st.Slots,
 		"pending":           st.Pending,
@@ -85,7 +85,14 @@ func (a *API) topicStats(w http.ResponseWriter, r *http.Request, in *topicAt, _ 
 		"breakers":          breakers,
 		"retention":         retentionViewOf(st.Retention.Over(a.cfg.Retention)),
 		"storage":           storageViewOf(st.Storage),
-	})
+	}
+	if d, err := a.jobs.DestinationOf(r.Context(), topic); err == nil {
+		view["delivery"] = d.Of()
+		if d.Of() == timer.WayPull && a.cfg.Pull != nil {
+			view["pull"] = map[string]int{"waiting": max(a.cfg.Pull.Waiting(topic), 0)}
+		}
+	}
+	writeJSON(w, http.StatusOK, view)
 }
 
 // retentionView is the retention in force as the API shows it, in ms;

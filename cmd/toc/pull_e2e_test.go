@@ -102,6 +102,10 @@ func TestDeliveryPull(t *testing.T) {
 		t.Errorf("max 1001: %d %v, want 400 naming max", status, body)
 	}
 
+	if status, stats := p.call(t, "GET", "/v1/topics/work/stats", nil); status != http.StatusOK || stats["delivery"] != "pull" || stats["pull"] == nil {
+		t.Errorf("stats of a pull topic: %d %v, want its way and its workers", status, stats)
+	}
+
 	const n = 60
 	ids := busJobs(t, p, "work", n, 2*time.Second)
 	const nacked, expired, cancelled = 7, 11, 13

@@ -1213,6 +1213,13 @@ export interface components {
                 dead: components["schemas"]["StatusStorage"];
                 purged: components["schemas"]["StatusStorage"];
             };
+            /** @description How the topic's due jobs go out (its settings' delivery). */
+            delivery?: components["schemas"]["Delivery"];
+            /** @description pull topics only: their workers, as this member sees them. */
+            pull?: {
+                /** @description How many more jobs the workers long-polling now (on any member, or within the last second) would take, less the jobs offered and not yet taken: 0 with no worker waiting. */
+                waiting: number;
+            };
         };
         /** @description One callback host's circuit breaker: after 5 consecutive failed calls (no answer, or a 5xx) it opens and the host's jobs are held back, not sent, with no attempt counted, until one call probes the host. */
         Breaker: {

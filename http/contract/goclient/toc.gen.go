@@ -1850,6 +1850,9 @@ type TopicStats struct {
 	// Dead Dead rows in the task store.
 	Dead int `json:"dead"`
 
+	// Delivery How the topic's due jobs go out (its settings' delivery).
+	Delivery *Delivery `json:"delivery,omitempty"`
+
 	// InFlight Leases the workers hold in Redis: attempts under way or about to start.
 	InFlight int `json:"in_flight"`
 
@@ -1861,6 +1864,12 @@ type TopicStats struct {
 
 	// Pending Rows pending or firing in the task store (the truth).
 	Pending int `json:"pending"`
+
+	// Pull pull topics only: their workers, as this member sees them.
+	Pull *struct {
+		// Waiting How many more jobs the workers long-polling now (on any member, or within the last second) would take, less the jobs offered and not yet taken: 0 with no worker waiting.
+		Waiting int `json:"waiting"`
+	} `json:"pull,omitempty"`
 
 	// Retention The retention in force for the topic (its own over the global one).
 	Retention Retention `json:"retention"`
