@@ -49,6 +49,10 @@ import (
 var docsRunPages = []string{
 	"README.md",
 	"docs/getting-started.md",
+	"docs/topics.md",
+	"docs/deadlines.md",
+	"docs/schedules.md",
+	"docs/groups.md",
 }
 
 // docsReceiver is the receiver address the docs show, replaced by the
