@@ -49,6 +49,7 @@ import (
 var docsRunPages = []string{
 	"README.md",
 	"docs/getting-started.md",
+	"docs/api.md",
 	"docs/topics.md",
 	"docs/deadlines.md",
 	"docs/schedules.md",
