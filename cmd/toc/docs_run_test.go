@@ -21,6 +21,14 @@ package main
 //     TOC_SERVER set to the address of a toc dev of the page's own: the
 //     pages write $TOC, which a reader sets once (their first runnable
 //     block says TOC=${TOC:-http://localhost:8080}).
+//   - A page one of whose blocks is "sh runnable serve" gets no toc dev:
+//     it starts toc serve itself, as its reader would, and the test gives
+//     that toc serve its flags in the environment (TOC_ADDR at $TOC,
+//     TOC_MYSQL_DSN and TOC_REDIS_ADDR of testenv's servers, a
+//     TOC_REDIS_PREFIX of its own, TOC_WEBHOOK_SECRET,
+//     TOC_ALLOW_PRIVATE_CALLBACKS), so the page names only the flags it
+//     is about. Such a page needs MariaDB and Redis, as the integration
+//     tests do.
 //   - 127.0.0.1:9001, the receiver the README's walk-through starts, is a
 //     receiver of the test's that answers 204 to everything (the address
 //     is replaced in the blocks before they run). Nothing listens on
@@ -42,6 +50,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
 )
 
 // docsRunPages are the pages that must have runnable blocks; any other
@@ -54,6 +64,7 @@ var docsRunPages = []string{
 	"docs/deadlines.md",
 	"docs/schedules.md",
 	"docs/groups.md",
+	"docs/tenants.md",
 }
 
 // docsReceiver is the receiver address the docs show, replaced by the
@@ -66,6 +77,8 @@ type docBlock struct {
 	code      string
 	want      string
 	hasOutput bool
+	// serve: the block is "sh runnable serve", its page starts toc serve.
+	serve bool
 }
 
 // runnableBlocks returns the runnable blocks of a Markdown text, in order,
@@ -97,8 +110,12 @@ func runnableBlocks(text string) ([]docBlock, error) {
 		}
 		content := strings.Join(body, "\n") + "\n"
 		switch {
-		case len(info) == 2 && info[0] == "sh" && info[1] == "runnable":
-			blocks = append(blocks, docBlock{line: start + 1, code: content})
+		case len(info) >= 2 && info[0] == "sh" && info[1] == "runnable":
+			serve := len(info) == 3 && info[2] == "serve"
+			if len(info) > 2 && !serve {
+				return nil, fmt.Errorf("line %d: %q: a runnable block is \"sh runnable\" or \"sh runnable serve\"", start+1, trimmed)
+			}
+			blocks = append(blocks, docBlock{line: start + 1, code: content, serve: serve})
 			last = len(blocks) - 1
 			continue
 		case len(info) == 2 && info[1] == "output":
@@ -151,6 +168,12 @@ func TestDocsRunParser(t *testing.T) {
 	}
 	if _, err := runnableBlocks("```sh runnable\necho\n```\ntext\n```text output\n\n```\n"); err == nil {
 		t.Error("an output block after text was taken")
+	}
+	if b, err := runnableBlocks("```sh runnable serve\necho\n```\n"); err != nil || len(b) != 1 || !b[0].serve {
+		t.Errorf("sh runnable serve: %+v, %v", b, err)
+	}
+	if _, err := runnableBlocks("```sh runnable please\necho\n```\n"); err == nil {
+		t.Error("sh runnable please was taken")
 	}
 	if _, err := runnableBlocks("```sh runnable\necho\n"); err == nil {
 		t.Error("an open fence was taken")
@@ -219,9 +242,19 @@ func must[T any](v T, err error) T {
 }
 
 // runPage runs the blocks of a page in one shell against a toc dev of its
-// own, and checks each block's output.
+// own, or the toc serve the page starts, and checks each block's output.
 func runPage(t *testing.T, name string, blocks []docBlock) {
-	p, _ := startDev(t)
+	var env []string
+	if slices.ContainsFunc(blocks, func(b docBlock) bool { return b.serve }) {
+		addr := freeAddr(t)
+		env = []string{"TOC=http://" + addr, "TOC_SERVER=http://" + addr, "TOC_ADDR=" + addr,
+			"TOC_MYSQL_DSN=" + testenv.MariaDB(t).NewDatabase(t), "TOC_REDIS_ADDR=" + testenv.Redis(t).Addr,
+			fmt.Sprintf("TOC_REDIS_PREFIX=docs%d:", time.Now().UnixNano()),
+			"TOC_WEBHOOK_SECRET=" + e2eSecret, "TOC_ALLOW_PRIVATE_CALLBACKS=true"}
+	} else {
+		p, _ := startDev(t)
+		env = []string{"TOC=" + p.url, "TOC_SERVER=" + p.url}
+	}
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -261,7 +294,7 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 	cmd := exec.Command("bash", "-e", "-o", "pipefail", scriptPath)
 	cmd.Dir = work
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.Env = append(withoutTocEnv(), "TOC="+p.url, "TOC_SERVER="+p.url,
+	cmd.Env = append(append(withoutTocEnv(), env...),
 		"PATH="+filepath.Dir(tocBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
 		"GORACE=atexit_sleep_ms=0")
 	// Its own process group, ended as a whole: what a block started in
