@@ -197,7 +197,8 @@ func TestDocsRunParser(t *testing.T) {
 }
 
 // Every runnable block of README.md and docs/*.md runs against a toc dev
-// of its page's own and prints what the page shows.
+// of its page's own (or the toc serve its page starts) and prints what
+// the page shows.
 func TestDocsRun(t *testing.T) {
 	for _, tool := range []string{"bash", "curl"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -263,11 +264,12 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 
 	// Each block is followed by a line that marks its end on stdout, so
 	// the output of one run is cut into the blocks' outputs.
+	// The marker starts with an ASCII record separator (octal 036).
 	const marker = "\x1edocs-run block done"
 	var script strings.Builder
 	for i, b := range blocks {
 		script.WriteString(strings.ReplaceAll(b.code, docsReceiver, recvAddr))
-		fmt.Fprintf(&script, "printf '\\n\\036docs-run block done %d\\n'\n", i)
+		fmt.Fprintf(&script, "printf '\\n\\036%s %d\\n'\n", marker[1:], i)
 	}
 	dir := t.TempDir()
 	scriptPath := filepath.Join(dir, "page.sh")
@@ -329,7 +331,7 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 			_, got, _ = strings.Cut(got, "\n")
 		}
 		if b.hasOutput && !outputMatches(strings.ReplaceAll(b.want, docsReceiver, recvAddr), got) {
-			t.Errorf("%s:%d: the block printed\n%s\nwhere the page shows\n%s\n(stderr so far:\n%s)", name, b.line, got, b.want, tail(string(errOut), 20))
+			t.Errorf("%s:%d: the block printed\n%s\nwhere the page shows\n%s\n(the page's stderr:\n%s)", name, b.line, got, b.want, tail(string(errOut), 20))
 		}
 	}
 	if runErr != nil {
