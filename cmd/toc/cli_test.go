@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
 	"os/exec"
 	"slices"
 	"strings"
@@ -26,8 +25,7 @@ type cliRun struct {
 func cli(t *testing.T, env []string, args ...string) cliRun {
 	t.Helper()
 	cmd := exec.CommandContext(t.Context(), tocBin, args...)
-	cmd.Env = slices.DeleteFunc(os.Environ(), func(e string) bool { return strings.HasPrefix(e, "TOC_") })
-	cmd.Env = append(cmd.Env, append(env, "GORACE=atexit_sleep_ms=0")...)
+	cmd.Env = append(withoutTocEnv(), append(env, "GORACE=atexit_sleep_ms=0")...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	r := cliRun{}
