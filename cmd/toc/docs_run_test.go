@@ -65,6 +65,7 @@ var docsRunPages = []string{
 	"docs/schedules.md",
 	"docs/groups.md",
 	"docs/tenants.md",
+	"docs/delivery.md",
 }
 
 // docsReceiver is the receiver address the docs show, replaced by the
