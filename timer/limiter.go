@@ -66,6 +66,9 @@ type topicState struct {
 	conf atomic.Pointer[topicConf]
 
 	held atomic.Int64 // leases in this worker, claimed and not yet released
+	// ahead is how many of held are loaded and wait for their due time
+	// (claimed ahead, see WorkerConfig.ClaimAhead).
+	ahead atomic.Int64
 	// inCapacity is how many of held count in the worker's capacity
 	// (limiter.held): a pull topic's do not.
 	inCapacity atomic.Int64
@@ -437,12 +440,18 @@ func (l *limiter) uncount(tp *topicState, n int64) {
 }
 
 // wanted is how many more jobs pull topic tp may claim: what workers wait
-// for, less what this worker claimed and has not yet handed over.
+// for, less what this worker claimed and has not yet handed over. Of
+// those, up to the demand again may be claimed ahead of their due time:
+// a worker that waits for n jobs gets the n due next at their due time,
+// while as many due after them are already on their way, rather than
+// claimed only once the first are handed over.
 func (l *limiter) wanted(tp *topicState) int64 {
 	if l.cfg.demand == nil {
 		return 0
 	}
-	return int64(l.cfg.demand.Waiting(tp.name)) - (tp.held.Load() - tp.inFlight.Load())
+	waiting := int64(l.cfg.demand.Waiting(tp.name))
+	pending := tp.held.Load() - tp.inFlight.Load()
+	return waiting - (pending - min(tp.ahead.Load(), max(waiting, 0)))
 }
 
 // refund gives a rate token back to topic for a job claimed but not sent.

@@ -284,6 +284,13 @@ func TestPullTopicFollowsDemand(t *testing.T) {
 	if n := l.allowance(tp, now, 100); n != 0 {
 		t.Errorf("allowance = %d with the 30 wanted claimed, want 0", n)
 	}
+	// Claimed ahead of their due time: up to the demand again may be.
+	tp.ahead.Add(30)
+	tp.place = serving
+	if n := l.allowance(tp, now, 100); n != 30 {
+		t.Errorf("allowance = %d with the 30 claimed ahead of their due time, want 30 more", n)
+	}
+	tp.ahead.Add(-30)
 	tp.inFlight.Add(30) // handed over: the demand falls as workers take them
 	demand.n["p"] = 5
 	tp.place = serving

@@ -283,8 +283,11 @@ func (w *Worker) hold(t task) {
 		return
 	}
 	w.holds.Add(1)
+	ahead := &w.lim.topic(t.lease.Slot.Topic).ahead
+	ahead.Add(1)
 	time.AfterFunc(wait, func() {
 		defer w.holds.Done()
+		ahead.Add(-1)
 		w.execCh <- t
 	})
 }

@@ -246,8 +246,17 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 		b.taken(f)
 		b.mu.Unlock()
 	}()
+	// The other members hear of the offer only when one of them has
+	// workers waiting: each says so (and again every second) before its
+	// long-polls wait, and they read the list again every second anyway.
+	tell := ""
+	b.mu.Lock()
+	if len(b.heard[topic]) > 0 {
+		tell = "o " + topic
+	}
+	b.mu.Unlock()
 	if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
-		string(msg.Body), deadline.UnixMilli(), id, b.channel, "o "+topic).Err(); err != nil {
+		string(msg.Body), deadline.UnixMilli(), id, b.channel, tell).Err(); err != nil {
 		return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
 	}
 	b.heardMessage("o " + topic) // the long-polls here need not wait for Redis to say so
@@ -462,10 +471,26 @@ func (b *Broker) Extend(ctx context.Context, topic, id string, lease time.Durati
 }
 
 func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) (State, error) {
+	// The Fire waiting on the lease hears of the change: from here when
+	// it is this member's, else through Redis.
+	b.mu.Lock()
+	_, here := b.firing[id]
+	b.mu.Unlock()
+	channel := b.channel
+	if here {
+		channel = ""
+	}
 	v, err := changeScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id},
-		op, b.cfg.Now().UnixMilli(), arg, reason, b.channel, "s "+id).StringSlice()
+		op, b.cfg.Now().UnixMilli(), arg, reason, channel, "s "+id).StringSlice()
 	if err != nil {
 		return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
+	}
+	if here {
+		msg := "s " + id
+		if v[0] == stateAcked {
+			msg += " " + stateAcked
+		}
+		b.heardMessage(msg)
 	}
 	switch v[0] {
 	case "":
@@ -697,12 +722,13 @@ func (b *Broker) wakeAll() {
 }
 
 // offerScript writes a lease, offered, and pushes it onto its topic's
-// list. KEYS: lease, list. ARGV: job, deadline ms, id, channel, message.
+// list. KEYS: lease, list. ARGV: job, deadline ms, id, channel, message
+// (” for none).
 var offerScript = redis.NewScript(`
 redis.call('HSET', KEYS[1], 's', 'o', 'j', ARGV[1], 'd', ARGV[2])
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + 60000)
 redis.call('RPUSH', KEYS[2], ARGV[3])
-redis.call('PUBLISH', ARGV[4], ARGV[5])
+if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
 return 1
 `)
 
@@ -759,7 +785,7 @@ return out
 // changeScript acks, nacks or extends a lease. KEYS: lease. ARGV: op,
 // now ms, argument (nack: delay ms; extend: lease ms), reason, channel,
 // message ("s <id>", and " a" after it for an ack, final: the Fire takes
-// it at its word). Returns {state, ...} after the change, ” for no lease.
+// it at its word; no channel: none). Returns {state, ...} after the change, ” for no lease.
 var changeScript = redis.NewScript(`
 local v = redis.call('HMGET', KEYS[1], 's', 'e', 'd')
 local s = v[1]
@@ -767,22 +793,22 @@ if not s then return {''} end
 local now = tonumber(ARGV[2])
 if s == 'l' and tonumber(v[2]) <= now then
   redis.call('HSET', KEYS[1], 's', 'x')
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
+  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
   return {'x'}
 end
 if s ~= 'l' then return {s} end
 if ARGV[1] == 'ack' then
   redis.call('HSET', KEYS[1], 's', 'a')
-  redis.call('PUBLISH', ARGV[5], ARGV[6] .. ' a')
+  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6] .. ' a') end
   return {'a'}
 elseif ARGV[1] == 'nack' then
   redis.call('HSET', KEYS[1], 's', 'n', 'n', ARGV[3], 'r', ARGV[4])
 else
   local e = math.min(now + tonumber(ARGV[3]), tonumber(v[3]))
   redis.call('HSET', KEYS[1], 'e', e)
-  redis.call('PUBLISH', ARGV[5], ARGV[6])
+  if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
   return {'l', tostring(e)}
 end
-redis.call('PUBLISH', ARGV[5], ARGV[6])
+if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[5], ARGV[6]) end
 return {redis.call('HGET', KEYS[1], 's')}
 `)

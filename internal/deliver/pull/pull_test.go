@@ -16,13 +16,18 @@ import (
 
 func newTestBroker(t *testing.T, offerFor time.Duration) *Broker {
 	t.Helper()
-	mr := miniredis.RunT(t)
+	return newMember(t, miniredis.RunT(t), "", offerFor)
+}
+
+// newMember is a Broker on mr, as member (random for "") calls itself.
+func newMember(t *testing.T, mr *miniredis.Miniredis, member string, offerFor time.Duration) *Broker {
+	t.Helper()
 	rdb := redis.NewClient(&redis.Options{Addr: mr.Addr()})
 	t.Cleanup(func() { rdb.Close() })
 	sign := func(d timer.Delivery, _ time.Time) (webhook.Message, error) {
 		return webhook.Message{Body: fmt.Appendf(nil, `{"id":"%s","attempt":%d}`, d.Job.ID, d.Attempt)}, nil
 	}
-	b, err := New(rdb, Config{Prefix: "t:", Sign: sign, OfferFor: offerFor})
+	b, err := New(rdb, Config{Prefix: "t:", Member: member, Sign: sign, OfferFor: offerFor})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,5 +183,46 @@ func TestParseToken(t *testing.T) {
 		if _, _, got := ParseToken(token); got != ok {
 			t.Errorf("ParseToken(%q) ok = %v, want %v", token, got, ok)
 		}
+	}
+}
+
+// A worker waiting on one member gets the job another member fires, and
+// its ack there ends the Fire here: what the members tell one another
+// through Redis.
+func TestTwoMembers(t *testing.T) {
+	mr := miniredis.RunT(t)
+	firing, serving := newMember(t, mr, "a", 5*time.Second), newMember(t, mr, "b", 5*time.Second)
+	taken := make(chan []Lease, 1)
+	go func() {
+		got, _ := serving.Take(t.Context(), "work", 3, 10*time.Second, 5*time.Second)
+		taken <- got
+	}()
+	deadline := time.Now().Add(5 * time.Second)
+	for firing.Waiting("work") != 3 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the firing member sees %d jobs wanted, want the other's 3", firing.Waiting("work"))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	errc := fire(firing, 9, 10*time.Second)
+	var got []Lease
+	select {
+	case got = <-taken:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the waiting worker got nothing within 5 s")
+	}
+	if len(got) != 1 {
+		t.Fatalf("leased %d jobs, want the 1 fired", len(got))
+	}
+	if _, err := serving.Ack(t.Context(), "work", idOf(t, got[0])); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-errc:
+		if err != nil {
+			t.Errorf("Fire after the ack on the other member: %v", err)
+		}
+	case <-time.After(500 * time.Millisecond):
+		t.Error("the Fire did not hear of the ack on the other member within 500 ms")
 	}
 }
