@@ -227,7 +227,9 @@ func (m *Materializer) materialize(ctx context.Context, s *Schedule, now time.Ti
 		}
 		return nil
 	}
-	ok, err := m.store.SkipOccurrences(ctx, s.ID, s.Next, next, skipped, reason, now)
+	// Not cut short by a shutdown: a statement cancelled after it
+	// committed would leave the skips in the row and out of the metric.
+	ok, err := m.store.SkipOccurrences(context.WithoutCancel(ctx), s.ID, s.Next, next, skipped, reason, now)
 	if err != nil {
 		return fmt.Errorf("schedule %s: advance past %d skipped: %w", s.ID, skipped, err)
 	}
