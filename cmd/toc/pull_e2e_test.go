@@ -224,7 +224,7 @@ func TestDeliveryPull(t *testing.T) {
 		t.Errorf("ack of an expired lease: %d %s, want 409 lease_ended", status, body)
 	}
 	for i, id := range ids {
-		job := waitStatus(t, p, id, "done", 5*time.Second)
+		job := waitJob(t, p, id, "done")
 		if want := map[int]float64{nacked: 2, expired: 2}[i]; want != 0 && job["attempts"] != want {
 			t.Errorf("job %d: %v attempts, want %v", i, job["attempts"], want)
 		}
@@ -240,22 +240,6 @@ func errField(body map[string]any) string {
 	e, _ := body["error"].(map[string]any)
 	f, _ := e["field"].(string)
 	return f
-}
-
-// waitStatus waits until job id has status, and returns it.
-func waitStatus(t *testing.T, p *proc, id, status string, within time.Duration) map[string]any {
-	t.Helper()
-	deadline := time.Now().Add(within)
-	for {
-		code, job := p.call(t, "GET", "/v1/jobs/"+id, nil)
-		if code == http.StatusOK && job["status"] == status {
-			return job
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("job %s: %d %v, want status %s within %v", id, code, job, status, within)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
 }
 
 // Workers as users run them, against toc serve: `toc work` (the Go
@@ -322,7 +306,7 @@ func TestPullWorkers(t *testing.T) {
 		if attempts[id] != want {
 			t.Errorf("job %s ran as attempt %q, want %s", id, attempts[id], want)
 		}
-		waitStatus(t, p, id, "done", 5*time.Second)
+		waitJob(t, p, id, "done")
 	}
 
 	// The TypeScript worker.
@@ -341,6 +325,6 @@ func TestPullWorkers(t *testing.T) {
 		if !strings.Contains(string(out), "job "+id+" attempt 1:") {
 			t.Errorf("worker.ts did not print job %s:\n%s", id, out)
 		}
-		waitStatus(t, p, id, "done", 5*time.Second)
+		waitJob(t, p, id, "done")
 	}
 }

@@ -397,13 +397,13 @@ func postJob(t *testing.T, p *proc, job map[string]any) string {
 	return body["id"].(string)
 }
 
-// waitJob waits up to 30 s for job id to reach status.
-func waitJob(t *testing.T, p *proc, id, status string) {
+// waitJob waits up to 30 s for job id to reach status, and returns it.
+func waitJob(t *testing.T, p *proc, id, status string) map[string]any {
 	t.Helper()
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		_, j := p.call(t, "GET", "/v1/jobs/"+id, nil)
 		if j["status"] == status {
-			return
+			return j
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("job %s not %s: %v", id, status, j)
