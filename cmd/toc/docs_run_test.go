@@ -29,6 +29,12 @@ package main
 //     TOC_ALLOW_PRIVATE_CALLBACKS), so the page names only the flags it
 //     is about. Such a page needs MariaDB and Redis, as the integration
 //     tests do.
+//   - A page that mentions AMQP_URL or NATS_URL gets a RabbitMQ vhost and
+//     a nats-server of its own: their URLs in AMQP_URL and NATS_URL, its
+//     toc dev (or toc serve) started with them as brokers "main" and
+//     "events" (TOC_AMQP, TOC_NATS), as the page tells its reader to
+//     start toc, and the webhook secret in TOC_WEBHOOK_SECRET. The
+//     shell has busreceiver (http/webhook/examples/busreceiver) on PATH.
 //   - 127.0.0.1:9001, the receiver the README's walk-through starts, is a
 //     receiver of the test's that answers 204 to everything (the address
 //     is replaced in the blocks before they run). Nothing listens on
@@ -246,7 +252,20 @@ func must[T any](v T, err error) T {
 // runPage runs the blocks of a page in one shell against a toc dev of its
 // own, or the toc serve the page starts, and checks each block's output.
 func runPage(t *testing.T, name string, blocks []docBlock) {
-	var env []string
+	var env, brokers []string
+	path := os.Getenv("PATH")
+	if slices.ContainsFunc(blocks, func(b docBlock) bool {
+		return strings.Contains(b.code, "AMQP_URL") || strings.Contains(b.code, "NATS_URL")
+	}) {
+		amqpURL, natsURL := testenv.RabbitMQ(t).URL, testenv.NewNATS(t).URL()
+		brokers = []string{"AMQP_URL=" + amqpURL, "NATS_URL=" + natsURL,
+			"TOC_AMQP=main=" + amqpURL, "TOC_NATS=events=" + natsURL, "TOC_WEBHOOK_SECRET=" + e2eSecret}
+		bin := filepath.Join(t.TempDir(), "busreceiver")
+		if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(examplesDir, "busreceiver")).CombinedOutput(); err != nil {
+			t.Fatalf("build busreceiver: %v\n%s", err, out)
+		}
+		path = filepath.Dir(bin) + string(os.PathListSeparator) + path
+	}
 	if slices.ContainsFunc(blocks, func(b docBlock) bool { return b.serve }) {
 		addr := freeAddr(t)
 		env = []string{"TOC=http://" + addr, "TOC_SERVER=http://" + addr, "TOC_ADDR=" + addr,
@@ -254,9 +273,10 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 			fmt.Sprintf("TOC_REDIS_PREFIX=docs%d:", time.Now().UnixNano()),
 			"TOC_WEBHOOK_SECRET=" + e2eSecret, "TOC_ALLOW_PRIVATE_CALLBACKS=true"}
 	} else {
-		p, _ := startDev(t)
+		p := startTocEnv(t, brokers, "dev", "--data", filepath.Join(t.TempDir(), "toc-dev.db"))
 		env = []string{"TOC=" + p.url, "TOC_SERVER=" + p.url}
 	}
+	env = append(env, brokers...)
 	recv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
@@ -298,7 +318,7 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 	cmd.Dir = work
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.Env = append(append(withoutTocEnv(), env...),
-		"PATH="+filepath.Dir(tocBin)+string(os.PathListSeparator)+os.Getenv("PATH"),
+		"PATH="+filepath.Dir(tocBin)+string(os.PathListSeparator)+path,
 		"GORACE=atexit_sleep_ms=0")
 	// Its own process group, ended as a whole: what a block started in
 	// the background ends with the page.

@@ -119,9 +119,23 @@ func startToc(t *testing.T, token string, args ...string) *proc {
 // startTocBin is startToc with the binary to run.
 func startTocBin(t *testing.T, bin, token string, args ...string) *proc {
 	t.Helper()
+	return startTocWith(t, bin, token, nil, args...)
+}
+
+// startTocEnv is startToc with variables added to toc's environment.
+func startTocEnv(t *testing.T, env []string, args ...string) *proc {
+	t.Helper()
+	return startTocWith(t, tocBin, "", env, args...)
+}
+
+func startTocWith(t *testing.T, bin, token string, env []string, args ...string) *proc {
+	t.Helper()
 	addr := freeAddr(t)
 	p := &proc{url: "http://" + addr, token: token, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, append(args, "--addr", addr)...)
+	if env != nil {
+		p.cmd.Env = append(os.Environ(), env...)
+	}
 	p.cmd.Stdout, p.cmd.Stderr = p.stdout, p.stderr
 	if err := p.cmd.Start(); err != nil {
 		t.Fatal(err)
