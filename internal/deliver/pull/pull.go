@@ -44,6 +44,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -140,6 +141,34 @@ type waiters struct {
 	peak   int
 	peakAt time.Time
 	offer  chan struct{}
+	// takes are the long-polls waiting, oldest first, that a Fire of
+	// this member may hand its job to directly.
+	takes []*take
+}
+
+// take is a long-poll of this member waiting for jobs: a Fire that finds
+// it leases its job to it in the script that writes the lease, so the
+// job need not wait for the long-poll to wake and take it off the list.
+// Its fields are guarded by Broker.mu.
+type take struct {
+	max   int
+	lease time.Duration
+	got   []Lease
+	// handing counts the Fires leasing a job to it now; gone is set when
+	// it stops waiting, and then it waits for handing to be 0.
+	handing int
+	gone    bool
+	ready   chan struct{} // 1: got grew, or handing fell
+}
+
+// room reports whether a Fire may hand t one more job. b.mu is held.
+func (t *take) room() bool { return !t.gone && len(t.got)+t.handing < t.max }
+
+func (t *take) signal() {
+	select {
+	case t.ready <- struct{}{}:
+	default:
+	}
 }
 
 // demand is what w wants now: its long-polls', or its peak while it
@@ -254,12 +283,24 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 	if len(b.heard[topic]) > 0 {
 		tell = "o " + topic
 	}
-	b.mu.Unlock()
-	if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
-		string(msg.Body), deadline.UnixMilli(), id, b.channel, tell).Err(); err != nil {
-		return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
+	to := b.waitingTake(topic)
+	if to != nil {
+		to.handing++
+		b.taken(f)
+		tell = ""
 	}
-	b.heardMessage("o " + topic) // the long-polls here need not wait for Redis to say so
+	b.mu.Unlock()
+	if to != nil {
+		if err := b.hand(ctx, to, topic, id, msg.Body, now, deadline); err != nil {
+			return &timer.NotSentError{Until: now, Err: fmt.Errorf("lease to a pull worker: %w", err)}
+		}
+	} else {
+		if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
+			string(msg.Body), deadline.UnixMilli(), id, b.channel, tell, "", b.cfg.Member).Err(); err != nil {
+			return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
+		}
+		b.heardMessage("o " + topic) // the long-polls here need not wait for Redis to say so
+	}
 	offerEnd := now.Add(b.cfg.OfferFor)
 	next := minTime(offerEnd, now.Add(recheckEvery))
 	for {
@@ -312,6 +353,35 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 			return fmt.Errorf("lease %s is gone from Redis", Token(topic, id))
 		}
 	}
+}
+
+// waitingTake is the oldest long-poll of topic on this member that has
+// room for one more job, or nil. b.mu is held.
+func (b *Broker) waitingTake(topic string) *take {
+	if w := b.waiting[topic]; w != nil {
+		for _, t := range w.takes {
+			if t.room() {
+				return t
+			}
+		}
+	}
+	return nil
+}
+
+// hand leases a job of topic, as lease id, to the long-poll to, whose
+// handing counts this call: the lease is written leased, never pushed
+// onto the list.
+func (b *Broker) hand(ctx context.Context, to *take, topic, id string, job []byte, now, deadline time.Time) error {
+	e, err := offerScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id, b.listKey(topic)},
+		string(job), deadline.UnixMilli(), id, b.channel, "", minTime(now.Add(to.lease), deadline).UnixMilli(), b.cfg.Member).Int64()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	to.handing--
+	if err == nil {
+		to.got = append(to.got, Lease{Token: Token(topic, id), Job: json.RawMessage(job), Expires: time.UnixMilli(e)})
+	}
+	to.signal()
+	return err
 }
 
 // taken counts f's offer as no longer offered. b.mu is held.
@@ -393,8 +463,15 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 	end := b.cfg.Now().Add(wait)
 	b.addWaiting(topic, maxJobs)
 	defer b.addWaiting(topic, -maxJobs)
+	tk := &take{max: maxJobs, lease: lease, ready: make(chan struct{}, 1)}
+	defer b.stopTaking(topic, tk)
 	for {
 		offer := b.offerSignal(topic)
+		// Not handed jobs while it reads the list: it could get more than
+		// maxJobs.
+		if got := b.stopTaking(topic, tk); len(got) > 0 {
+			return got, nil
+		}
 		leases, err := b.take(ctx, topic, maxJobs, lease)
 		if err != nil || len(leases) > 0 {
 			return leases, err
@@ -403,25 +480,59 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 		if left <= 0 {
 			return nil, nil
 		}
+		b.startTaking(topic, tk)
 		t := time.NewTimer(min(left, recheckEvery))
 		select {
 		case <-offer:
+		case <-tk.ready: // handed a job: the loop's stopTaking returns it
 		case <-t.C:
 		case <-b.stopping:
 			t.Stop()
-			return nil, nil
+			return b.stopTaking(topic, tk), nil
 		case <-ctx.Done():
 			t.Stop()
+			// What was handed to it expires, and is retried.
+			b.stopTaking(topic, tk)
 			return nil, ctx.Err()
 		}
 		t.Stop()
 	}
 }
 
+// startTaking lets this member's Fires hand jobs of topic to tk.
+func (b *Broker) startTaking(topic string, tk *take) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.waiting[topic]; w != nil && !slices.Contains(w.takes, tk) {
+		tk.gone = false
+		w.takes = append(w.takes, tk)
+	}
+}
+
+// stopTaking ends the Fires' handing jobs to tk: it waits for the
+// handing under way, and returns what tk was handed since it last
+// returned.
+func (b *Broker) stopTaking(topic string, tk *take) []Lease {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	tk.gone = true
+	if w := b.waiting[topic]; w != nil {
+		w.takes = slices.DeleteFunc(w.takes, func(t *take) bool { return t == tk })
+	}
+	for tk.handing > 0 {
+		b.mu.Unlock()
+		<-tk.ready
+		b.mu.Lock()
+	}
+	got := tk.got
+	tk.got = nil
+	return got
+}
+
 // take leases what topic's list offers now.
 func (b *Broker) take(ctx context.Context, topic string, maxJobs int, lease time.Duration) ([]Lease, error) {
 	v, err := takeScript.Run(ctx, b.rdb, []string{b.listKey(topic)},
-		b.leasePrefix(topic), maxJobs, b.cfg.Now().UnixMilli(), lease.Milliseconds(), b.channel).StringSlice()
+		b.leasePrefix(topic), maxJobs, b.cfg.Now().UnixMilli(), lease.Milliseconds(), b.channel, b.cfg.Member).StringSlice()
 	if err != nil {
 		return nil, fmt.Errorf("lease jobs of %s: %w", timer.TopicName(topic), err)
 	}
@@ -722,10 +833,17 @@ func (b *Broker) wakeAll() {
 }
 
 // offerScript writes a lease, offered, and pushes it onto its topic's
-// list. KEYS: lease, list. ARGV: job, deadline ms, id, channel, message
-// (” for none).
+// list; or, given an expiry, writes it leased until then to a long-poll
+// of this member, and returns the expiry. KEYS: lease, list. ARGV: job,
+// deadline ms, id, channel, message (” for none), expiry ms (” to offer),
+// the member firing it.
 var offerScript = redis.NewScript(`
-redis.call('HSET', KEYS[1], 's', 'o', 'j', ARGV[1], 'd', ARGV[2])
+if ARGV[6] ~= '' then
+  redis.call('HSET', KEYS[1], 's', 'l', 'j', ARGV[1], 'd', ARGV[2], 'e', ARGV[6], 'm', ARGV[7])
+  redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + 60000)
+  return tonumber(ARGV[6])
+end
+redis.call('HSET', KEYS[1], 's', 'o', 'j', ARGV[1], 'd', ARGV[2], 'm', ARGV[7])
 redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + 60000)
 redis.call('RPUSH', KEYS[2], ARGV[3])
 if ARGV[5] ~= '' then redis.call('PUBLISH', ARGV[4], ARGV[5]) end
@@ -759,9 +877,11 @@ return {s}
 
 // takeScript leases up to ARGV[2] offers of a topic's list. KEYS: list.
 // ARGV: lease key prefix, max, now ms, lease ms, channel (told "t <id>"
-// of each). Returns {id,
+// of each whose Fire is on another member), this member. Returns {id,
 // job, expiry ms, ...}. The lease keys share the list's hash tag.
-var takeScript = redis.NewScript(`
+var takeScript = redis.NewScript(takeSource)
+
+const takeSource = `
 local out = {}
 local now = tonumber(ARGV[3])
 local n = tonumber(ARGV[2])
@@ -769,18 +889,18 @@ while #out < 3 * n do
   local id = redis.call('LPOP', KEYS[1])
   if not id then break end
   local key = ARGV[1] .. id
-  local v = redis.call('HMGET', key, 's', 'j', 'd')
+  local v = redis.call('HMGET', key, 's', 'j', 'd', 'm')
   if v[1] == 'o' then
     local e = math.min(now + tonumber(ARGV[4]), tonumber(v[3]))
     redis.call('HSET', key, 's', 'l', 'e', e)
-    redis.call('PUBLISH', ARGV[5], 't ' .. id)
+    if v[4] ~= ARGV[6] then redis.call('PUBLISH', ARGV[5], 't ' .. id) end
     table.insert(out, id)
     table.insert(out, v[2])
     table.insert(out, tostring(e))
   end
 end
 return out
-`)
+`
 
 // changeScript acks, nacks or extends a lease. KEYS: lease. ARGV: op,
 // now ms, argument (nack: delay ms; extend: lease ms), reason, channel,

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -224,5 +225,106 @@ func TestTwoMembers(t *testing.T) {
 		}
 	case <-time.After(500 * time.Millisecond):
 		t.Error("the Fire did not hear of the ack on the other member within 500 ms")
+	}
+}
+
+// A job fired while a long-poll of this member waits is leased to it in
+// the script that writes the lease, never through the list, and a
+// long-poll is never handed more than it asked for.
+func TestHandedToAWaitingTake(t *testing.T) {
+	mr := miniredis.RunT(t)
+	b := newMember(t, mr, "", time.Second)
+	var takeScripts atomic.Int32 // the takes of offers off the list
+	b.rdb.(*redis.Client).AddHook(countScript{takeScript.Hash(), takeSource, &takeScripts})
+	// Subscribed: its first subscription wakes every long-poll to read
+	// the list again.
+	for mr.PubSubNumSub("t:pull")["t:pull"] == 0 {
+		time.Sleep(time.Millisecond)
+	}
+	time.Sleep(50 * time.Millisecond)
+	waitTaking := func(n int) {
+		t.Helper()
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			b.mu.Lock()
+			w := b.waiting["work"]
+			taking := w != nil && len(w.takes) == n
+			b.mu.Unlock()
+			if taking {
+				return
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatalf("no %d long-polls waiting", n)
+			}
+		}
+	}
+	takeAsync := func(maxJobs int) <-chan []Lease {
+		out := make(chan []Lease, 1)
+		go func() {
+			got, err := b.Take(t.Context(), "work", maxJobs, 5*time.Second, 5*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			out <- got
+		}()
+		return out
+	}
+
+	took := takeAsync(2)
+	waitTaking(1)
+	errc := fire(b, 1, 10*time.Second)
+	got := <-took
+	if len(got) != 1 || string(got[0].Job) != `{"id":"1","attempt":1}` || time.Until(got[0].Expires) < 4*time.Second {
+		t.Fatalf("the waiting long-poll got %+v, want job 1 leased for 5s", got)
+	}
+	if s := mr.HGet("t:pull:{work}:lease:"+idOf(t, got[0]), "s"); s != stateLeased {
+		t.Errorf("the handed lease is in state %q, want %q", s, stateLeased)
+	}
+	if n := takeScripts.Load(); n != 1 || mr.Exists("t:pull:{work}:offers") {
+		t.Errorf("a handed job went through the list of offers: %d takes off it, want the long-poll's first", n)
+	}
+	if _, err := b.Ack(t.Context(), "work", idOf(t, got[0])); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Fire of a handed lease, acked: %v", err)
+	}
+
+	took = takeAsync(1)
+	waitTaking(1)
+	errs := []<-chan error{fire(b, 2, 10*time.Second), fire(b, 3, 10*time.Second)}
+	first := <-took
+	second := takeOne(t, b, 5*time.Second)
+	if len(first) != 1 || idOf(t, first[0]) == idOf(t, second) {
+		t.Fatalf("a long-poll of one job got %d, then the next one the same lease", len(first))
+	}
+	for _, l := range []Lease{first[0], second} {
+		if _, err := b.Ack(t.Context(), "work", idOf(t, l)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, errc := range errs {
+		if err := <-errc; err != nil {
+			t.Errorf("Fire: %v", err)
+		}
+	}
+}
+
+// countScript counts the runs of a script, by its hash or its source.
+type countScript struct {
+	sha, src string
+	n        *atomic.Int32
+}
+
+func (c countScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c countScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c countScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		err := next(ctx, cmd)
+		if args := cmd.Args(); err == nil && len(args) > 1 && (args[1] == c.sha || args[0] == "eval" && args[1] == c.src) {
+			c.n.Add(1)
+		}
+		return err
 	}
 }
