@@ -29,6 +29,10 @@ const (
 	MaxLeaseJobs = 1000
 	// DefaultWorkConcurrency is how many handlers Work runs at once.
 	DefaultWorkConcurrency = 1
+	// DefaultWorkPollers is how many Lease calls Work keeps waiting at
+	// once (fewer when it runs fewer handlers): a job that falls due
+	// while one call's answer is on its way goes to another waiting.
+	DefaultWorkPollers = 2
 	// DefaultWorkGrace is how long Work lets running handlers finish once
 	// its context is done.
 	DefaultWorkGrace = 30 * time.Second
@@ -278,6 +282,10 @@ type WorkOptions struct {
 	// Wait is how long each Lease call waits for a job (default
 	// DefaultLeaseWait).
 	Wait time.Duration
+	// Pollers is how many Lease calls wait at once, each for its share
+	// of the idle handlers (default DefaultWorkPollers, at most
+	// Concurrency; 1 with MaxJobs).
+	Pollers int
 	// Grace is how long running handlers may finish once Work's context
 	// is done (default DefaultWorkGrace).
 	Grace time.Duration
@@ -293,7 +301,8 @@ type WorkOptions struct {
 // Work runs handler on the due jobs of the pull topic until ctx is done
 // (or opts.MaxJobs are handled), at most opts.Concurrency at once.
 //
-// It long-polls toc for as many jobs as it has idle handlers, never more.
+// It long-polls toc for as many jobs as it has idle handlers, never more,
+// in opts.Pollers calls waiting at once, each for its share.
 // While a handler runs, its lease is extended by opts.Lease at half of
 // the time it has left. A handler that returns nil acks its job; one
 // that returns an error, or panics, nacks it with the error (RetryAfter
@@ -346,6 +355,10 @@ func newWorker(ctx context.Context, c *Client, topic string, handler func(contex
 	o.Lease = cmp.Or(max(o.Lease, 0), DefaultLease)
 	o.Wait = cmp.Or(max(o.Wait, 0), DefaultLeaseWait)
 	o.Grace = cmp.Or(max(o.Grace, 0), DefaultWorkGrace)
+	o.Pollers = min(cmp.Or(max(o.Pollers, 0), DefaultWorkPollers), o.Concurrency)
+	if o.MaxJobs > 0 {
+		o.Pollers = 1 // so that the jobs left are counted by one
+	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	w := &worker{c: c, topic: topic, handler: handler, opts: o, log: o.Logger.With("topic", topic),
 		slots: make(chan struct{}, o.Concurrency), left: -1}
@@ -356,12 +369,39 @@ func newWorker(ctx context.Context, c *Client, topic string, handler func(contex
 	return w
 }
 
-// loop leases jobs and starts their handlers until ctx is done, a Lease
-// call is refused for good, or MaxJobs are leased.
+// loop runs the pollers until ctx is done, a Lease call is refused for
+// good, or MaxJobs are leased; it returns the first refusal.
 func (w *worker) loop(ctx context.Context) error {
+	if w.opts.Pollers == 1 {
+		return w.poll(ctx, w.opts.Concurrency)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	share := (w.opts.Concurrency + w.opts.Pollers - 1) / w.opts.Pollers
+	var (
+		wg    sync.WaitGroup
+		once  sync.Once
+		first error
+	)
+	for range w.opts.Pollers {
+		wg.Go(func() {
+			if err := w.poll(ctx, share); err != nil {
+				once.Do(func() { first = err })
+				cancel()
+			}
+		})
+	}
+	wg.Wait()
+	return first
+}
+
+// poll leases at most share jobs at a time and starts their handlers
+// until ctx is done, a Lease call is refused for good, or MaxJobs are
+// leased.
+func (w *worker) poll(ctx context.Context, share int) error {
 	failures := 0
 	for w.left != 0 {
-		_, err := w.leaseOnce(ctx)
+		_, err := w.leaseOnce(ctx, share)
 		switch {
 		case ctx.Err() != nil:
 			return nil
@@ -391,9 +431,9 @@ func transient(err error) bool {
 }
 
 // leaseOnce waits for an idle handler, leases as many jobs as there are
-// idle handlers (and jobs left to handle), and starts a handler on each;
-// it returns how many.
-func (w *worker) leaseOnce(ctx context.Context) (int, error) {
+// idle handlers (at most share, and the jobs left to handle), and starts
+// a handler on each; it returns how many.
+func (w *worker) leaseOnce(ctx context.Context, share int) (int, error) {
 	select {
 	case w.slots <- struct{}{}:
 	case <-ctx.Done():
@@ -401,7 +441,7 @@ func (w *worker) leaseOnce(ctx context.Context) (int, error) {
 	}
 	idle := 1
 more:
-	for idle < cap(w.slots) && idle != w.left {
+	for idle < share && idle != w.left {
 		select {
 		case w.slots <- struct{}{}:
 			idle++

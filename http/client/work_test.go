@@ -478,3 +478,30 @@ func TestLeasedJobJSON(t *testing.T) {
 		}
 	}
 }
+
+// Work keeps Pollers lease calls waiting at once, each for its share of
+// the idle handlers, so that a job due while one call's answer is on its
+// way finds another waiting.
+func TestWorkPollers(t *testing.T) {
+	f := newFakeLeases(t, 4, 0)
+	ctx, stop := context.WithCancel(t.Context())
+	done := f.work(t, ctx, func(context.Context, client.Lease) error { return nil },
+		client.WorkOptions{Concurrency: 4, Wait: time.Minute})
+	first, second := wait(t, f.polling, "a lease call waiting"), wait(t, f.polling, "a second lease call waiting")
+	f.mu.Lock()
+	asked := append([]int(nil), f.asked...)
+	f.mu.Unlock()
+	if first == second || len(asked) != 2 || asked[0] != 2 || asked[1] != 2 {
+		t.Errorf("lease calls waiting: %d and %d, asking %v; want two calls of 2 jobs each", first, second, asked)
+	}
+	for id := range uint64(3) {
+		f.add(id + 1)
+	}
+	for range 3 {
+		wait(t, f.settled, "a job settled")
+	}
+	stop()
+	if err := wait(t, done, "Work to return"); err != nil {
+		t.Errorf("Work stopped by its context: %v, want nil", err)
+	}
+}
