@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -201,6 +202,91 @@ func (a *API) changeLease(w http.ResponseWriter, r *http.Request, in *leaseChang
 	}{Token: pull.Token(in.topic, in.id), State: st.State}
 	if st.State == "leased" {
 		out.ExpiresAt = formatTime(st.Expires)
+	}
+	writeJSON(w, http.StatusOK, out)
+}
+
+// leaseAcks are the leases of POST /v1/leases/ack: each token's topic (as
+// the gate qualifies it) and id.
+type leaseAcks struct {
+	topics []string // distinct
+	refs   []leaseAckRef
+}
+
+type leaseAckRef struct {
+	topic int // in topics
+	id    string
+}
+
+func readLeaseAcks(r *http.Request, in *leaseAcks) (*claim, error) {
+	var req struct {
+		Tokens []string `json:"tokens"`
+	}
+	if err := decode(r.Body, &req); err != nil {
+		return nil, err
+	}
+	if len(req.Tokens) == 0 || len(req.Tokens) > pull.MaxJobs {
+		return nil, &timer.FieldError{Field: "tokens", Message: fmt.Sprintf("1 to %d lease tokens", pull.MaxJobs)}
+	}
+	seen := map[string]int{}
+	in.refs = make([]leaseAckRef, len(req.Tokens))
+	for i, token := range req.Tokens {
+		topic, id, ok := pull.ParseToken(token)
+		if !ok {
+			return nil, &timer.FieldError{Field: fmt.Sprintf("tokens[%d]", i), Message: "not a lease token: the topic, a dot and 32 hex digits"}
+		}
+		k, ok := seen[topic]
+		if !ok {
+			k = len(in.topics)
+			seen[topic] = k
+			in.topics = append(in.topics, topic)
+		}
+		in.refs[i] = leaseAckRef{topic: k, id: id}
+	}
+	// Every topic is checked by the gate, by the first token naming it.
+	c := &claim{topics: make([]topicRef, len(in.topics))}
+	for k := range in.topics {
+		first := slices.IndexFunc(in.refs, func(ref leaseAckRef) bool { return ref.topic == k })
+		c.topics[k] = topicRef{field: fmt.Sprintf("tokens[%d]", first), name: &in.topics[k]}
+	}
+	return c, nil
+}
+
+// leaseAck is one lease's outcome in the answer to POST /v1/leases/ack.
+type leaseAck struct {
+	Token string       `json:"token"`
+	State string       `json:"state,omitempty"`
+	Error *errorDetail `json:"error,omitempty"`
+}
+
+// ackLeases: POST /v1/leases/ack, many acks in one call, each answered
+// as its own POST /v1/leases/{token}/ack would be.
+func (a *API) ackLeases(w http.ResponseWriter, r *http.Request, in *leaseAcks, _ *admission) {
+	if a.cfg.Pull == nil {
+		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+		return
+	}
+	refs := make([]pull.LeaseRef, len(in.refs))
+	for i, ref := range in.refs {
+		refs[i] = pull.LeaseRef{Topic: in.topics[ref.topic], ID: ref.id}
+	}
+	errs, err := a.cfg.Pull.AckMany(r.Context(), refs)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	out := struct {
+		Leases []leaseAck `json:"leases"`
+	}{Leases: make([]leaseAck, len(refs))}
+	for i, ref := range refs {
+		out.Leases[i].Token = pull.Token(ref.Topic, ref.ID)
+		if errs[i] == nil {
+			out.Leases[i].State = "acked"
+			continue
+		}
+		_, d := toDetail(errs[i])
+		d.Message = shownMessage(r.Context(), d.Message)
+		out.Leases[i].Error = &d
 	}
 	writeJSON(w, http.StatusOK, out)
 }

@@ -55,8 +55,19 @@ func TestGateLeasesOfAnotherTenant(t *testing.T) {
 	token := got.Leases[0].Token
 	e.call(t, "POST", "/v1/leases/"+token+"/ack", "", sbOrders...).wantError(t, 404, tochttp.CodeNotFound, "")
 	e.call(t, "POST", "/v1/leases/work.00000000000000000000000000000000/ack", "", orders...).wantError(t, 403, tochttp.CodeForbidden, "")
-	if a := e.call(t, "POST", "/v1/leases/"+token+"/ack", "", orders...); a.status != 200 || a.body["state"] != "acked" {
+	// Many at once: every token's topic passes the gate, and a token of
+	// another namespace finds no lease by that name.
+	e.call(t, "POST", "/v1/leases/ack", `{"tokens": ["`+token+`", "work.00000000000000000000000000000000"]}`, orders...).wantError(t, 403, tochttp.CodeForbidden, "")
+	if a := e.call(t, "POST", "/v1/leases/ack", `{"tokens": ["`+token+`"]}`, sbOrders...); a.status != 200 ||
+		a.body["leases"].([]any)[0].(map[string]any)["error"].(map[string]any)["code"] != tochttp.CodeNotFound {
+		t.Errorf("sandbox acking the default namespace's lease: %d %s, want its not_found", a.status, a.raw)
+	}
+	if a := e.call(t, "POST", "/v1/leases/ack", `{"tokens": ["`+token+`"]}`, orders...); a.status != 200 ||
+		a.body["leases"].([]any)[0].(map[string]any)["state"] != "acked" {
 		t.Errorf("its own ack after the intrusions: %d %s", a.status, a.raw)
+	}
+	if a := e.call(t, "POST", "/v1/leases/"+token+"/ack", "", orders...); a.status != 200 || a.body["state"] != "acked" {
+		t.Errorf("its own ack again, alone: %d %s", a.status, a.raw)
 	}
 	if err := <-fired; err != nil {
 		t.Errorf("Fire: %v, want done", err)

@@ -61,6 +61,7 @@ func (a *API) ops() []op {
 		{"GET", "/v1/topics/{topic}/series", auth.Read, 0, gated(a, a.readSeries(true), a.series)},
 		{"GET", "/v1/series", auth.Read, 0, gated(a, a.readSeries(false), a.series)},
 		{"POST", "/v1/topics/{topic}/leases", auth.Write, small, gated(a, readLeaseRequest, a.lease)},
+		{"POST", "/v1/leases/ack", auth.Write, small, gated(a, readLeaseAcks, a.ackLeases)},
 		{"POST", "/v1/leases/{token}/ack", auth.Write, 0, gated(a, readLeaseChange("ack"), a.changeLease)},
 		{"POST", "/v1/leases/{token}/nack", auth.Write, small, gated(a, readLeaseChange("nack"), a.changeLease)},
 		{"POST", "/v1/leases/{token}/extend", auth.Write, small, gated(a, readLeaseChange("extend"), a.changeLease)},

@@ -206,6 +206,50 @@ func (c *Client) Ack(ctx context.Context, token string) error {
 	return err
 }
 
+// AckLeases acks many leases in one call (POST /v1/leases/ack), of one
+// topic or several: errs[i] is nil when tokens[i] is acked, else its
+// error as Ack would return it (ErrLeaseEnded, ErrNotFound). err is the
+// call's own error, and then errs is nil. At most MaxLeaseJobs tokens.
+func (c *Client) AckLeases(ctx context.Context, tokens []string) (errs []error, err error) {
+	var out struct {
+		Leases []struct {
+			Token string `json:"token"`
+			State string `json:"state"`
+			Error *struct {
+				Code    string `json:"code"`
+				Message string `json:"message"`
+			} `json:"error"`
+		} `json:"leases"`
+	}
+	r := request{method: http.MethodPost, path: "/v1/leases/ack", body: map[string][]string{"tokens": tokens}, safety: idempotent}
+	if _, err := c.call(ctx, r, &out); err != nil {
+		return nil, err
+	}
+	if len(out.Leases) != len(tokens) {
+		return nil, fmt.Errorf("POST /v1/leases/ack: %d answers to %d tokens", len(out.Leases), len(tokens))
+	}
+	errs = make([]error, len(tokens))
+	for i, l := range out.Leases {
+		if l.Error != nil {
+			errs[i] = &Error{Method: r.method, Path: leasePath(tokens[i], "ack"), Status: itemStatus(l.Error.Code), Code: l.Error.Code, Message: l.Error.Message}
+		}
+	}
+	return errs, nil
+}
+
+// itemStatus is the status a single call answers with code.
+func itemStatus(code string) int {
+	for _, k := range kinds {
+		if k.code == code && k.status != 0 {
+			return k.status
+		}
+	}
+	if code == CodeLeaseEnded {
+		return http.StatusConflict
+	}
+	return 0
+}
+
 // NackOptions say how a nacked job is retried.
 type NackOptions struct {
 	// Delay, when positive, retries the job after it (whole milliseconds,
@@ -326,8 +370,15 @@ type WorkOptions struct {
 // running handlers are done.
 func (c *Client) Work(ctx context.Context, topic string, handler func(context.Context, Lease) error, opts WorkOptions) error {
 	w := newWorker(ctx, c, topic, handler, opts)
+	acking := make(chan struct{})
+	go func() {
+		defer close(acking)
+		w.acker()
+	}()
 	err := w.loop(ctx)
 	w.stop(ctx)
+	close(w.acks) // every handler has returned
+	<-acking
 	return err
 }
 
@@ -348,6 +399,14 @@ type worker struct {
 	// outlives Work's by the grace period.
 	hard     context.Context
 	hardStop context.CancelFunc
+	// acks are the handlers' acks, sent together by acker.
+	acks chan ackRequest
+}
+
+// ackRequest is a handler's ack, answered on done.
+type ackRequest struct {
+	token string
+	done  chan error
 }
 
 func newWorker(ctx context.Context, c *Client, topic string, handler func(context.Context, Lease) error, o WorkOptions) *worker {
@@ -361,7 +420,7 @@ func newWorker(ctx context.Context, c *Client, topic string, handler func(contex
 	}
 	o.Logger = cmp.Or(o.Logger, slog.Default())
 	w := &worker{c: c, topic: topic, handler: handler, opts: o, log: o.Logger.With("topic", topic),
-		slots: make(chan struct{}, o.Concurrency), left: -1}
+		slots: make(chan struct{}, o.Concurrency), left: -1, acks: make(chan ackRequest)}
 	if o.MaxJobs > 0 {
 		w.left = o.MaxJobs
 	}
@@ -521,7 +580,9 @@ func (w *worker) run(l Lease, end time.Time) {
 		return // past the grace period: the lease expires
 	}
 	if err == nil {
-		w.settled(log, "ack", w.c.Ack(w.hard, l.Token), nil)
+		done := make(chan error, 1)
+		w.acks <- ackRequest{l.Token, done}
+		w.settled(log, "ack", <-done, nil)
 		return
 	}
 	nack := NackOptions{Error: err.Error()}
@@ -529,6 +590,51 @@ func (w *worker) run(l Lease, end time.Time) {
 		nack.Delay = min(re.after, maxNackDelay)
 	}
 	w.settled(log, "nack", w.c.Nack(w.hard, l.Token, nack), err)
+}
+
+// acker acks the leases of the handlers that are done, all those waiting
+// in one call (AckLeases), one call at a time, until acks is closed: a
+// lone ack goes at once, and the acks of handlers that end while a call
+// is under way go together in the next. Against a toc without that call
+// (404 or 405), it acks each on its own.
+func (w *worker) acker() {
+	single := false
+	for first := range w.acks {
+		batch := []ackRequest{first}
+	more:
+		for len(batch) < MaxLeaseJobs {
+			select {
+			case r, ok := <-w.acks:
+				if !ok {
+					break more
+				}
+				batch = append(batch, r)
+			default:
+				break more
+			}
+		}
+		if !single {
+			tokens := make([]string, len(batch))
+			for i, r := range batch {
+				tokens[i] = r.token
+			}
+			errs, err := w.c.AckLeases(w.hard, tokens)
+			single = errors.Is(err, ErrNotFound) || errors.Is(err, ErrMethodNotAllowed)
+			if !single {
+				for i, r := range batch {
+					if err != nil {
+						r.done <- err
+					} else {
+						r.done <- errs[i]
+					}
+				}
+				continue
+			}
+		}
+		for _, r := range batch {
+			go func() { r.done <- w.c.Ack(w.hard, r.token) }()
+		}
+	}
 }
 
 // settled logs how an ack or nack that failed with err failed.

@@ -36,6 +36,10 @@ type fakeLeases struct {
 	refuse func(n int) (int, string)
 	// extendAnswer, when set, answers an extend instead.
 	extendAnswer func() (int, string)
+	// batches are the sizes of the calls acking many; batchAcks turns
+	// that call on (else it is a 404, as from a toc without it).
+	batches   []int
+	batchAcks bool
 
 	// settled receives each job acked or nacked, polling each lease call
 	// that waits for a job, extended each token extended.
@@ -58,6 +62,7 @@ func newFakeLeases(t *testing.T, limit int, jobs int) *fakeLeases {
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/topics/orders/leases", f.lease)
+	mux.HandleFunc("POST /v1/leases/ack", f.ackMany)
 	mux.HandleFunc("POST /v1/leases/{token}/{action}", f.settle)
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
@@ -180,6 +185,43 @@ func (f *fakeLeases) settle(w http.ResponseWriter, r *http.Request) {
 	f.settled <- id
 }
 
+func (f *fakeLeases) ackMany(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Tokens []string `json:"tokens"`
+	}
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil || len(req.Tokens) == 0 {
+		f.t.Errorf("ack of many: %v %v", req, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !f.batchAcks {
+		apiError(w, http.StatusNotFound, client.CodeNotFound)
+		return
+	}
+	f.batches = append(f.batches, len(req.Tokens))
+	type answer struct {
+		Token string            `json:"token"`
+		State string            `json:"state,omitempty"`
+		Error map[string]string `json:"error,omitempty"`
+	}
+	var out struct {
+		Leases []answer `json:"leases"`
+	}
+	for _, token := range req.Tokens {
+		if !f.out[token] {
+			out.Leases = append(out.Leases, answer{Token: token, Error: map[string]string{"code": client.CodeLeaseEnded, "message": "fake"}})
+			continue
+		}
+		var id uint64
+		fmt.Sscanf(strings.TrimPrefix(token, "orders."), "%x", &id)
+		delete(f.out, token)
+		f.acked = append(f.acked, id)
+		f.settled <- id
+		out.Leases = append(out.Leases, answer{Token: token, State: "acked"})
+	}
+	json.NewEncoder(w).Encode(out)
+}
+
 // client is a client of the fake that sends each call once, so that the
 // retries seen are Work's own.
 func (f *fakeLeases) client(t *testing.T) *client.Client {
@@ -199,6 +241,19 @@ func (f *fakeLeases) work(t *testing.T, ctx context.Context, handler func(contex
 	done := make(chan error, 1)
 	go func() { done <- f.client(t).Work(ctx, "orders", handler, o) }()
 	return done
+}
+
+// settleAndStop waits for n jobs to be settled, then stops Work by its
+// context, which must make it return nil.
+func (f *fakeLeases) settleAndStop(t *testing.T, n int, stop context.CancelFunc, done <-chan error) {
+	t.Helper()
+	for range n {
+		wait(t, f.settled, "a job settled")
+	}
+	stop()
+	if err := wait(t, done, "Work to return"); err != nil {
+		t.Errorf("Work stopped by its context: %v, want nil", err)
+	}
 }
 
 // wait receives from ch, failing the test after a generous while.
@@ -228,13 +283,7 @@ func TestWorkAcksAndNacks(t *testing.T) {
 		}
 		return nil
 	}, client.WorkOptions{Concurrency: 2})
-	for range 3 {
-		wait(t, f.settled, "a job settled")
-	}
-	stop()
-	if err := wait(t, done, "Work to return"); err != nil {
-		t.Errorf("Work stopped by its context: %v, want nil", err)
-	}
+	f.settleAndStop(t, 3, stop, done)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if len(f.acked) != 1 || f.acked[0] != 1 {
@@ -497,11 +546,42 @@ func TestWorkPollers(t *testing.T) {
 	for id := range uint64(3) {
 		f.add(id + 1)
 	}
-	for range 3 {
-		wait(t, f.settled, "a job settled")
+	f.settleAndStop(t, 3, stop, done)
+}
+
+// Handlers that end while an ack is under way are acked together in the
+// next call; with a toc that has no such call, each is acked on its own
+// (the fakes of the tests above).
+func TestWorkAcksTogether(t *testing.T) {
+	const jobs = 20
+	f := newFakeLeases(t, jobs, jobs)
+	f.batchAcks = true
+	var started sync.WaitGroup
+	started.Add(jobs)
+	ctx, stop := context.WithCancel(t.Context())
+	done := f.work(t, ctx, func(context.Context, client.Lease) error {
+		started.Done()
+		started.Wait() // all end at once
+		return nil
+	}, client.WorkOptions{Concurrency: jobs})
+	f.settleAndStop(t, jobs, stop, done)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	total := 0
+	for _, n := range f.batches {
+		total += n
 	}
-	stop()
-	if err := wait(t, done, "Work to return"); err != nil {
-		t.Errorf("Work stopped by its context: %v, want nil", err)
+	if total != jobs || len(f.batches) >= jobs || len(f.acked) != jobs {
+		t.Errorf("acks of %d jobs ending together: calls of %v, %d acked; want fewer calls than jobs", jobs, f.batches, len(f.acked))
+	}
+}
+
+func TestAckLeases(t *testing.T) {
+	f := newFakeLeases(t, 2, 0)
+	f.batchAcks = true
+	f.out["orders.00000000000000000000000000000001"] = true
+	errs, err := f.client(t).AckLeases(t.Context(), []string{"orders.00000000000000000000000000000001", "orders.00000000000000000000000000000002"})
+	if err != nil || len(errs) != 2 || errs[0] != nil || !errors.Is(errs[1], client.ErrLeaseEnded) || !errors.Is(errs[1], client.ErrConflict) {
+		t.Errorf("AckLeases of a lease held and one ended: %v %v, want nil and ErrLeaseEnded", errs, err)
 	}
 }

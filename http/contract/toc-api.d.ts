@@ -792,6 +792,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/leases/ack": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Acknowledge many leased jobs in one call.
+         * @description Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+         */
+        post: operations["ackLeases"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/leases/{token}/ack": {
         parameters: {
             query?: never;
@@ -2029,6 +2049,25 @@ export interface components {
             state: "leased" | "acked" | "nacked";
             /** @description leased only: when the lease ends. */
             expires_at?: components["schemas"]["Time"];
+        };
+        LeaseAckRequest: {
+            /** @description The leases to ack, 1 to 1,000; a token given twice is acked once and answered twice. */
+            tokens: components["schemas"]["LeaseToken"][];
+        };
+        /** @description One lease's outcome: state or error. */
+        LeaseAck: {
+            token: components["schemas"]["LeaseToken"];
+            /**
+             * @description Set when the lease is acked: the job ends done.
+             * @enum {string}
+             */
+            state?: "acked";
+            /** @description Set when it is not: what POST /v1/leases/{token}/ack would have answered (lease_ended, not_found). */
+            error?: components["schemas"]["ErrorDetail"];
+        };
+        LeaseAcks: {
+            /** @description One per token, in their order. */
+            leases: components["schemas"]["LeaseAck"][];
         };
         /**
          * @example {
@@ -4856,6 +4895,60 @@ export interface operations {
             401: components["responses"]["Unauthenticated"];
             403: components["responses"]["Forbidden"];
             404: components["responses"]["NotFound"];
+            503: components["responses"]["Unavailable"];
+        };
+    };
+    ackLeases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                /**
+                 * @example {
+                 *       "tokens": [
+                 *         "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+                 *         "orders.0a1b2c3d4e5f60718293a4b5c6d7e8f9"
+                 *       ]
+                 *     }
+                 */
+                "application/json": components["schemas"]["LeaseAckRequest"];
+            };
+        };
+        responses: {
+            /** @description Each lease's outcome, in the order of tokens. */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    /**
+                     * @example {
+                     *       "leases": [
+                     *         {
+                     *           "token": "orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f",
+                     *           "state": "acked"
+                     *         },
+                     *         {
+                     *           "token": "orders.0a1b2c3d4e5f60718293a4b5c6d7e8f9",
+                     *           "error": {
+                     *             "code": "lease_ended",
+                     *             "message": "lease orders.0a1b2c3d4e5f60718293a4b5c6d7e8f9 has expired: the job will be offered again"
+                     *           }
+                     *         }
+                     *       ]
+                     *     }
+                     */
+                    "application/json": components["schemas"]["LeaseAcks"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthenticated"];
+            403: components["responses"]["Forbidden"];
+            413: components["responses"]["PayloadTooLarge"];
             503: components["responses"]["Unavailable"];
         };
     };

@@ -339,21 +339,36 @@ func (e JobSelectionAction) Valid() bool {
 	}
 }
 
+// Defines values for LeaseAckState.
+const (
+	LeaseAckStateAcked LeaseAckState = "acked"
+)
+
+// Valid indicates whether the value is a known member of the LeaseAckState enum.
+func (e LeaseAckState) Valid() bool {
+	switch e {
+	case LeaseAckStateAcked:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for LeaseStateState.
 const (
-	Acked  LeaseStateState = "acked"
-	Leased LeaseStateState = "leased"
-	Nacked LeaseStateState = "nacked"
+	LeaseStateStateAcked  LeaseStateState = "acked"
+	LeaseStateStateLeased LeaseStateState = "leased"
+	LeaseStateStateNacked LeaseStateState = "nacked"
 )
 
 // Valid indicates whether the value is a known member of the LeaseStateState enum.
 func (e LeaseStateState) Valid() bool {
 	switch e {
-	case Acked:
+	case LeaseStateStateAcked:
 		return true
-	case Leased:
+	case LeaseStateStateLeased:
 		return true
-	case Nacked:
+	case LeaseStateStateNacked:
 		return true
 	default:
 		return false
@@ -1227,6 +1242,35 @@ type Lease struct {
 	//
 	// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
 	Token LeaseToken `json:"token"`
+}
+
+// LeaseAck One lease's outcome: state or error.
+type LeaseAck struct {
+	// Error Set when it is not: what POST /v1/leases/{token}/ack would have answered (lease_ended, not_found).
+	Error *ErrorDetail `json:"error,omitempty"`
+
+	// State Set when the lease is acked: the job ends done.
+	State *LeaseAckState `json:"state,omitempty"`
+
+	// Token A lease: the topic's name, a dot and 32 hex digits. Only the token that leased the job's topic may use it.
+	//
+	// Examples: orders.6f1c0d4e9b2a4c7d8e0f1a2b3c4d5e6f
+	Token LeaseToken `json:"token"`
+}
+
+// LeaseAckState Set when the lease is acked: the job ends done.
+type LeaseAckState string
+
+// LeaseAckRequest defines model for LeaseAckRequest.
+type LeaseAckRequest struct {
+	// Tokens The leases to ack, 1 to 1,000; a token given twice is acked once and answered twice.
+	Tokens []LeaseToken `json:"tokens"`
+}
+
+// LeaseAcks defines model for LeaseAcks.
+type LeaseAcks struct {
+	// Leases One per token, in their order.
+	Leases []LeaseAck `json:"leases"`
 }
 
 // LeaseRequest What a worker asks for. The call answers as soon as it holds at least one job, or after wait_ms with none.
@@ -2328,6 +2372,9 @@ type ActOnJobsJSONRequestBody = JobSelection
 // RescheduleJobJSONRequestBody defines body for RescheduleJob for application/json ContentType.
 type RescheduleJobJSONRequestBody = When
 
+// AckLeasesJSONRequestBody defines body for AckLeases for application/json ContentType.
+type AckLeasesJSONRequestBody = LeaseAckRequest
+
 // ExtendLeaseJSONRequestBody defines body for ExtendLease for application/json ContentType.
 type ExtendLeaseJSONRequestBody = ExtendRequest
 
@@ -3066,6 +3113,24 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id}/attempts (the `ListJobAttempts` operationId).
 	ListJobAttempts(ctx context.Context, id JobIDPath, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AckLeasesWithBody Acknowledge many leased jobs in one call.
+	//
+	// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+	AckLeasesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// AckLeases Acknowledge many leased jobs in one call.
+	//
+	// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+	AckLeases(ctx context.Context, body AckLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// AckLease Acknowledge a leased job.
 	//
@@ -3939,6 +4004,44 @@ func (c *Client) RescheduleJob(ctx context.Context, id JobIDPath, params *Resche
 // Corresponds with GET /v1/jobs/{id}/attempts (the `ListJobAttempts` operationId).
 func (c *Client) ListJobAttempts(ctx context.Context, id JobIDPath, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListJobAttemptsRequest(c.Server, id)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AckLeasesWithBody Acknowledge many leased jobs in one call.
+//
+// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+func (c *Client) AckLeasesWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAckLeasesRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// AckLeases Acknowledge many leased jobs in one call.
+//
+// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+func (c *Client) AckLeases(ctx context.Context, body AckLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewAckLeasesRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5885,6 +5988,46 @@ func NewListJobAttemptsRequest(server string, id JobIDPath) (*http.Request, erro
 	return req, nil
 }
 
+// NewAckLeasesRequest calls the generic AckLeases builder with application/json body
+func NewAckLeasesRequest(server string, body AckLeasesJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewAckLeasesRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewAckLeasesRequestWithBody constructs an http.Request for the AckLeases method, with any body, and a specified content type
+func NewAckLeasesRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/leases/ack")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewAckLeaseRequest constructs an http.Request for the AckLease method
 func NewAckLeaseRequest(server string, token LeaseTokenPath) (*http.Request, error) {
 	var err error
@@ -7246,6 +7389,24 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/jobs/{id}/attempts (the `ListJobAttempts` operationId).
 	ListJobAttemptsWithResponse(ctx context.Context, id JobIDPath, reqEditors ...RequestEditorFn) (*ListJobAttemptsResponse, error)
+
+	// AckLeasesWithBodyWithResponse Acknowledge many leased jobs in one call.
+	//
+	// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+	AckLeasesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AckLeasesResponse, error)
+
+	// AckLeasesWithResponse Acknowledge many leased jobs in one call.
+	//
+	// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+	AckLeasesWithResponse(ctx context.Context, body AckLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*AckLeasesResponse, error)
 
 	// AckLeaseWithResponse Acknowledge a leased job.
 	//
@@ -10015,6 +10176,96 @@ func (r ListJobAttemptsResponse) ContentType() string {
 	return ""
 }
 
+// AckLeasesResponse401Headers the declared response headers of an HTTP 401 response for AckLeases
+type AckLeasesResponse401Headers struct {
+	WWWAuthenticate *string
+}
+
+// AckLeasesResponse503Headers the declared response headers of an HTTP 503 response for AckLeases
+type AckLeasesResponse503Headers struct {
+	RetryAfter *int
+}
+
+type AckLeasesResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *LeaseAcks
+	// JSON400 the response for an HTTP 400 `application/json` response
+	JSON400 *BadRequest
+	// JSON401 the response for an HTTP 401 `application/json` response
+	JSON401 *Unauthenticated
+	// JSON403 the response for an HTTP 403 `application/json` response
+	JSON403 *Forbidden
+	// JSON413 the response for an HTTP 413 `application/json` response
+	JSON413 *PayloadTooLarge
+	// JSON503 the response for an HTTP 503 `application/json` response
+	JSON503 *Unavailable
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *AckLeasesResponse401Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *AckLeasesResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r AckLeasesResponse) GetJSON200() *LeaseAcks {
+	return r.JSON200
+}
+
+// GetJSON400 returns the response for an HTTP 400 `application/json` response
+func (r AckLeasesResponse) GetJSON400() *BadRequest {
+	return r.JSON400
+}
+
+// GetJSON401 returns the response for an HTTP 401 `application/json` response
+func (r AckLeasesResponse) GetJSON401() *Unauthenticated {
+	return r.JSON401
+}
+
+// GetJSON403 returns the response for an HTTP 403 `application/json` response
+func (r AckLeasesResponse) GetJSON403() *Forbidden {
+	return r.JSON403
+}
+
+// GetJSON413 returns the response for an HTTP 413 `application/json` response
+func (r AckLeasesResponse) GetJSON413() *PayloadTooLarge {
+	return r.JSON413
+}
+
+// GetJSON503 returns the response for an HTTP 503 `application/json` response
+func (r AckLeasesResponse) GetJSON503() *Unavailable {
+	return r.JSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r AckLeasesResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r AckLeasesResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r AckLeasesResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r AckLeasesResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // AckLeaseResponse401Headers the declared response headers of an HTTP 401 response for AckLease
 type AckLeaseResponse401Headers struct {
 	WWWAuthenticate *string
@@ -12539,6 +12790,36 @@ func (c *ClientWithResponses) ListJobAttemptsWithResponse(ctx context.Context, i
 		return nil, err
 	}
 	return ParseListJobAttemptsResponse(rsp)
+}
+
+// AckLeasesWithBodyWithResponse Acknowledge many leased jobs in one call.
+//
+// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+func (c *ClientWithResponses) AckLeasesWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*AckLeasesResponse, error) {
+	rsp, err := c.AckLeasesWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAckLeasesResponse(rsp)
+}
+
+// AckLeasesWithResponse Acknowledge many leased jobs in one call.
+//
+// Each lease is acked as its own POST /v1/leases/{token}/ack would be, and answered in the order given: `state` acked, or the `error` that call would have answered (lease_ended, not_found). The tokens may be of several topics; the token making the call must be allowed to write in each (else 403 naming the topic). A worker running many jobs at once acks them together this way: one call and one round trip to Redis for all of them.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/leases/ack (the `AckLeases` operationId).
+func (c *ClientWithResponses) AckLeasesWithResponse(ctx context.Context, body AckLeasesJSONRequestBody, reqEditors ...RequestEditorFn) (*AckLeasesResponse, error) {
+	rsp, err := c.AckLeases(ctx, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseAckLeasesResponse(rsp)
 }
 
 // AckLeaseWithResponse Acknowledge a leased job.
@@ -15240,6 +15521,90 @@ func ParseListJobAttemptsResponse(rsp *http.Response) (*ListJobAttemptsResponse,
 		response.Headers401 = &headers
 	case rsp.StatusCode == 503:
 		var headers ListJobAttemptsResponse503Headers
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseAckLeasesResponse parses an HTTP response from a AckLeasesWithResponse call
+func ParseAckLeasesResponse(rsp *http.Response) (*AckLeasesResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &AckLeasesResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest LeaseAcks
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthenticated
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 401:
+		var headers AckLeasesResponse401Headers
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = &value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 503:
+		var headers AckLeasesResponse503Headers
 		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
 			var value int
 			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {

@@ -581,6 +581,63 @@ func (b *Broker) Extend(ctx context.Context, topic, id string, lease time.Durati
 	return b.change(ctx, topic, id, "extend", strconv.FormatInt(lease.Milliseconds(), 10), "")
 }
 
+// LeaseRef names a lease: its topic as toc holds it, and its id.
+type LeaseRef struct{ Topic, ID string }
+
+// AckMany acks the leases of refs in one round trip to Redis (a pipeline;
+// on a Redis Cluster, one a node), each as Ack would: errs[i] is nil when
+// refs[i] is acked, else what Ack would answer. err is set, and errs nil,
+// when Redis did not answer.
+func (b *Broker) AckMany(ctx context.Context, refs []LeaseRef) (errs []error, err error) {
+	cmds := make([]*redis.Cmd, len(refs))
+	here := make([]bool, len(refs))
+	run := func(load bool) error {
+		if load {
+			if err := changeScript.Load(ctx, b.rdb).Err(); err != nil {
+				return err
+			}
+		}
+		_, err := b.rdb.Pipelined(ctx, func(p redis.Pipeliner) error {
+			now := b.cfg.Now().UnixMilli()
+			for i, r := range refs {
+				channel := b.channel
+				if here[i] {
+					channel = ""
+				}
+				cmds[i] = changeScript.EvalSha(ctx, p, []string{b.leasePrefix(r.Topic) + r.ID},
+					"ack", now, "", "", channel, "s "+r.ID)
+			}
+			return nil
+		})
+		return err
+	}
+	b.mu.Lock()
+	for i, r := range refs {
+		_, here[i] = b.firing[r.ID]
+	}
+	b.mu.Unlock()
+	if err := run(false); err != nil {
+		// The script is not loaded on some node yet (NOSCRIPT): load it
+		// and run them all again; an ack repeated answers the same.
+		if !redis.HasErrorPrefix(err, "NOSCRIPT") {
+			return nil, fmt.Errorf("ack leases: %w", err)
+		}
+		if err := run(true); err != nil {
+			return nil, fmt.Errorf("ack leases: %w", err)
+		}
+	}
+	errs = make([]error, len(refs))
+	for i, r := range refs {
+		v, err := cmds[i].StringSlice()
+		if err != nil {
+			errs[i] = fmt.Errorf("ack lease %s: %w", Token(r.Topic, r.ID), err)
+			continue
+		}
+		_, errs[i] = b.afterChange("ack", r.Topic, r.ID, here[i], v)
+	}
+	return errs, nil
+}
+
 func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) (State, error) {
 	// The Fire waiting on the lease hears of the change: from here when
 	// it is this member's, else through Redis.
@@ -596,6 +653,12 @@ func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) 
 	if err != nil {
 		return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
 	}
+	return b.afterChange(op, topic, id, here, v)
+}
+
+// afterChange tells a Fire of this member (here) of a change op made, and
+// reads the state changeScript answered, v.
+func (b *Broker) afterChange(op, topic, id string, here bool, v []string) (State, error) {
 	if here {
 		msg := "s " + id
 		if v[0] == stateAcked {

@@ -328,3 +328,34 @@ func (c countScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
 		return err
 	}
 }
+
+// AckMany acks each lease as Ack would, in one round trip, on a Redis
+// that has not loaded its script yet.
+func TestAckMany(t *testing.T) {
+	b := newTestBroker(t, 2*time.Second)
+	var errs []<-chan error
+	var refs []LeaseRef
+	for id := range timer.JobID(3) {
+		errs = append(errs, fire(b, id+1, 10*time.Second))
+		refs = append(refs, LeaseRef{"work", idOf(t, takeOne(t, b, 5*time.Second))})
+	}
+	if _, err := b.Nack(t.Context(), "work", refs[2].ID, 0, "no"); err != nil {
+		t.Fatal(err)
+	}
+	refs = append(refs, refs[0], LeaseRef{"work", newID()})
+	got, err := b.AckMany(t.Context(), refs)
+	if err != nil || len(got) != 5 {
+		t.Fatalf("AckMany: %v, %v", got, err)
+	}
+	if got[0] != nil || got[1] != nil || got[3] != nil {
+		t.Errorf("AckMany of two leases, the first twice: %v, want nil each", got)
+	}
+	if !errors.Is(got[2], ErrEnded) || !errors.Is(got[4], ErrNotFound) {
+		t.Errorf("AckMany of a nacked lease and an unknown one: %v, %v, want ErrEnded and ErrNotFound", got[2], got[4])
+	}
+	for i, errc := range errs {
+		if err := <-errc; (err == nil) != (i < 2) {
+			t.Errorf("Fire of job %d: %v", i+1, err)
+		}
+	}
+}
