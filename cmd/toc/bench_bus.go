@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"os/exec"
 	"strconv"
@@ -116,9 +117,15 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 			consumers[way] = stop
 		}
 
+		// Each way's fire starts on a machine as quiet as the first
+		// way's did, not in the wake of the previous way's drain.
+		quietAfter, err := waitQuiet(ctx, busQuietPct, busQuietMax)
+		if err != nil {
+			return res, err
+		}
 		ids, errs := b.steadyOver(ctx, []string{fire}, rate, b.cfg.duration, 0, b.cfg.lead)
 		b.recv.waitArrived(ctx, ids, time.Now().Add(b.cfg.lead+30*time.Second))
-		extra := map[string]any{"way": way}
+		extra := map[string]any{"way": way, "quiet_after_s": math.Round(quietAfter.Seconds()*10) / 10}
 		if p99, at, ok := b.recv.worstSecond(ids); ok {
 			extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
 		}
@@ -135,6 +142,31 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 		res = append(res, r)
 	}
 	return res, nil
+}
+
+// The machine is quiet for the bus scenario's fire phases when at most
+// busQuietPct of its cores were busy over the last busQuietWindow; a
+// phase waits at most busQuietMax for that.
+const (
+	busQuietPct    = 20
+	busQuietWindow = 500 * time.Millisecond
+	busQuietMax    = 30 * time.Second
+)
+
+// waitQuiet waits until at most pct of the machine's cores were busy over
+// a busQuietWindow, or for limit at most, and says how long it waited.
+func waitQuiet(ctx context.Context, pct float64, limit time.Duration) (time.Duration, error) {
+	start := time.Now()
+	for time.Since(start) < limit {
+		m0 := readMachineCPU()
+		if err := sleepCtx(ctx, busQuietWindow); err != nil {
+			return 0, err
+		}
+		if busy, _, ok := readMachineCPU().since(m0); !ok || busy <= pct {
+			break
+		}
+	}
+	return time.Since(start), nil
 }
 
 // consumePull runs a worker (client.Work) on each of topics that records
