@@ -151,9 +151,10 @@ func TestWaiting(t *testing.T) {
 	for b.Waiting("work") != 7 {
 		time.Sleep(time.Millisecond)
 	}
+	// Changed says so just after the count rises.
 	select {
 	case <-b.Changed():
-	default:
+	case <-time.After(5 * time.Second):
 		t.Error("a worker came to wait and Changed said nothing")
 	}
 	b.heardMessage("d work other 5")
