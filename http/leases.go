@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -90,10 +89,18 @@ type leaseView struct {
 	Job       json.RawMessage `json:"job"`
 }
 
-// lease: POST /v1/topics/{topic}/leases.
-func (a *API) lease(w http.ResponseWriter, r *http.Request, in *leaseIn, _ *admission) {
+// pulls reports whether this process delivers by pull, and answers 404
+// when it does not.
+func (a *API) pulls(w http.ResponseWriter, r *http.Request) bool {
 	if a.cfg.Pull == nil {
 		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+	}
+	return a.cfg.Pull != nil
+}
+
+// lease: POST /v1/topics/{topic}/leases.
+func (a *API) lease(w http.ResponseWriter, r *http.Request, in *leaseIn, _ *admission) {
+	if !a.pulls(w, r) {
 		return
 	}
 	d, err := a.jobs.DestinationOf(r.Context(), in.topic)
@@ -175,8 +182,7 @@ func readLeaseChange(op string) func(*http.Request, *leaseChange) (*claim, error
 
 // changeLease: POST /v1/leases/{token}/ack, /nack and /extend.
 func (a *API) changeLease(w http.ResponseWriter, r *http.Request, in *leaseChange, _ *admission) {
-	if a.cfg.Pull == nil {
-		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+	if !a.pulls(w, r) {
 		return
 	}
 	var (
@@ -229,6 +235,7 @@ func readLeaseAcks(r *http.Request, in *leaseAcks) (*claim, error) {
 		return nil, &timer.FieldError{Field: "tokens", Message: fmt.Sprintf("1 to %d lease tokens", pull.MaxJobs)}
 	}
 	seen := map[string]int{}
+	var fields []string // of each topic, its first token's
 	in.refs = make([]leaseAckRef, len(req.Tokens))
 	for i, token := range req.Tokens {
 		topic, id, ok := pull.ParseToken(token)
@@ -240,14 +247,14 @@ func readLeaseAcks(r *http.Request, in *leaseAcks) (*claim, error) {
 			k = len(in.topics)
 			seen[topic] = k
 			in.topics = append(in.topics, topic)
+			fields = append(fields, fmt.Sprintf("tokens[%d]", i))
 		}
 		in.refs[i] = leaseAckRef{topic: k, id: id}
 	}
 	// Every topic is checked by the gate, by the first token naming it.
 	c := &claim{topics: make([]topicRef, len(in.topics))}
 	for k := range in.topics {
-		first := slices.IndexFunc(in.refs, func(ref leaseAckRef) bool { return ref.topic == k })
-		c.topics[k] = topicRef{field: fmt.Sprintf("tokens[%d]", first), name: &in.topics[k]}
+		c.topics[k] = topicRef{field: fields[k], name: &in.topics[k]}
 	}
 	return c, nil
 }
@@ -262,8 +269,7 @@ type leaseAck struct {
 // ackLeases: POST /v1/leases/ack, many acks in one call, each answered
 // as its own POST /v1/leases/{token}/ack would be.
 func (a *API) ackLeases(w http.ResponseWriter, r *http.Request, in *leaseAcks, _ *admission) {
-	if a.cfg.Pull == nil {
-		a.writeError(w, r, fmt.Errorf("no pull delivery in this process: %w", timer.ErrNotFound))
+	if !a.pulls(w, r) {
 		return
 	}
 	refs := make([]pull.LeaseRef, len(in.refs))

@@ -287,7 +287,6 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 	if to != nil {
 		to.handing++
 		b.taken(f)
-		tell = ""
 	}
 	b.mu.Unlock()
 	if to != nil {
