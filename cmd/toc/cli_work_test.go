@@ -23,6 +23,11 @@ type pullTopic struct {
 	jobs  int
 	acked []string
 	nacks map[string]string // token: the nack's body
+	// hold, when set, is how long the first lease call waits before it
+	// answers, and short what a lease lasts at most, as a topic's
+	// callback timeout bounds it.
+	hold, short time.Duration
+	calls       int
 }
 
 func newPullTopic(t *testing.T, jobs int) (*pullTopic, string) {
@@ -36,11 +41,21 @@ func newPullTopic(t *testing.T, jobs int) (*pullTopic, string) {
 		}
 		json.NewDecoder(r.Body).Decode(&req)
 		p.mu.Lock()
+		p.calls++
+		if p.calls == 1 && p.hold > 0 {
+			p.mu.Unlock()
+			time.Sleep(p.hold)
+			p.mu.Lock()
+		}
 		defer p.mu.Unlock()
+		lease := time.Duration(req.LeaseMS) * time.Millisecond
+		if p.short > 0 {
+			lease = min(lease, p.short)
+		}
 		var leases []string
 		for ; len(leases) < req.Max && p.next <= p.jobs; p.next++ {
 			leases = append(leases, fmt.Sprintf(`{"token":"orders.%032x","expires_at":%q,"job":{"id":"%d","topic":"orders","key":"order-%d","fire_at":"2026-11-25T03:35:21.359Z","attempt":2,"payload":{"order":%d,"note":"<&>"}}}`,
-				p.next, time.Now().Add(time.Duration(req.LeaseMS)*time.Millisecond).UTC().Format(time.RFC3339Nano), p.next, p.next, p.next))
+				p.next, time.Now().Add(lease).UTC().Format(time.RFC3339Nano), p.next, p.next, p.next))
 		}
 		fmt.Fprintf(w, `{"leases":[%s]}`, strings.Join(leases, ","))
 	})

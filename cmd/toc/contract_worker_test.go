@@ -15,10 +15,13 @@ import (
 
 // TestWorkTypeScript runs worker.ts as its users would, with TOC_MAX_JOBS
 // so that it ends: it leases the fake's jobs two at a time, prints each
-// and acks it, and leases no more than asked.
+// and acks it, and leases no more than asked. Its first lease call waits
+// longer than a lease lasts, and the lease still holds: it starts when
+// the job is handed, not when the call was sent.
 func TestWorkTypeScript(t *testing.T) {
 	dir := needContractTools(t)
 	p, url := newPullTopic(t, 4)
+	p.hold, p.short = 1200*time.Millisecond, time.Second
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npx", "--no-install", "tsx", "worker.ts")
@@ -32,6 +35,12 @@ func TestWorkTypeScript(t *testing.T) {
 		if want := fmt.Sprintf(`job %d attempt 2: {"id":"%d","topic":"orders"`, id, id); !strings.Contains(string(out), want) {
 			t.Errorf("worker.ts did not print %q:\n%s", want, out)
 		}
+	}
+	if strings.Contains(string(out), "lease expired") {
+		t.Errorf("worker.ts lost a lease it held:\n%s", out)
+	}
+	if strings.Contains(string(out), "Warning") { // a setTimeout of Infinity was one
+		t.Errorf("node warned:\n%s", out)
 	}
 	if !strings.HasSuffix(string(out), "worked 3 job(s)\n") {
 		t.Errorf("worker.ts did not end with its count:\n%s", out)

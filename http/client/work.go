@@ -508,8 +508,10 @@ more:
 			break more
 		}
 	}
-	sent := time.Now()
 	leases, err := w.c.Lease(ctx, w.topic, LeaseOptions{Max: idle, Wait: w.opts.Wait, Lease: w.opts.Lease})
+	// toc leased the jobs as it answered, not when the call was sent: a
+	// long-poll may have waited longer than a lease lasts.
+	got := time.Now()
 	if len(leases) > idle { // more than asked: the extra ones expire
 		w.log.Warn("toc handed over more jobs than asked for; leaving the extra ones to expire", "asked", idle, "got", len(leases))
 		leases = leases[:idle]
@@ -523,17 +525,18 @@ more:
 	for _, l := range leases {
 		w.wg.Go(func() {
 			defer func() { <-w.slots }()
-			w.run(l, w.localEnd(sent, w.opts.Lease, l.ExpiresAt))
+			w.run(l, w.localEnd(got, w.opts.Lease, l.ExpiresAt))
 		})
 	}
 	return len(leases), err
 }
 
-// localEnd is when a lease asked for d at sent and ending at end by toc's
-// clock ends by ours, erring early: toc started it after sent, and the
-// clocks may differ.
-func (w *worker) localEnd(sent time.Time, d time.Duration, end time.Time) time.Time {
-	return sent.Add(min(d, end.Sub(w.c.now())))
+// localEnd is when a lease of at most d, started by toc no later than
+// at, and ending at end by toc's clock ends by ours: end, read on our
+// clock, but never after at plus d, in case the clocks differ. For an
+// extension at is when it was sent, which errs early by its round trip.
+func (w *worker) localEnd(at time.Time, d time.Duration, end time.Time) time.Time {
+	return at.Add(min(d, end.Sub(w.c.now())))
 }
 
 // stop waits for the running handlers, cancelling them once the grace

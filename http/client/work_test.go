@@ -388,6 +388,33 @@ func TestWorkExtendsSlowHandler(t *testing.T) {
 	}
 }
 
+// A job handed to a long-poll that waited longer than the lease keeps
+// its whole lease: the lease starts when toc hands the job, not when the
+// call was sent. (It was counted from the call: the handler's context of
+// the first job after a quiet spell ended at once.)
+func TestWorkLeaseAfterALongWait(t *testing.T) {
+	f := newFakeLeases(t, 1, 0)
+	ctx, stop := context.WithCancel(t.Context())
+	cause := make(chan error, 1)
+	done := f.work(t, ctx, func(ctx context.Context, l client.Lease) error {
+		select {
+		case <-ctx.Done():
+			cause <- context.Cause(ctx)
+			return ctx.Err()
+		case <-time.After(300 * time.Millisecond):
+			cause <- nil
+			return nil
+		}
+	}, client.WorkOptions{Lease: time.Second, Wait: time.Minute})
+	wait(t, f.polling, "a lease call waiting")
+	time.Sleep(1200 * time.Millisecond) // longer than the lease
+	f.add(1)
+	if err := wait(t, cause, "the handler to end"); err != nil {
+		t.Errorf("the handler's context ended with %v though its lease had a second left", err)
+	}
+	f.settleAndStop(t, 1, stop, done)
+}
+
 // A lease that ends while its handler runs cancels the handler's context
 // with the cause ErrLeaseLost.
 func TestWorkLeaseLost(t *testing.T) {

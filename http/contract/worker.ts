@@ -67,9 +67,11 @@ export class RetryAfter extends Error {
 export class Refused extends Error {}
 
 // sleep waits ms, or until signal is aborted.
+// sleep waits ms, or until signal is aborted; with ms Infinity only the
+// latter (setTimeout would take it for 1 ms).
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve) => {
-    const t = setTimeout(done, ms);
+    const t = Number.isFinite(ms) ? setTimeout(done, ms) : undefined;
     function done(): void {
       clearTimeout(t);
       signal.removeEventListener("abort", done);
@@ -103,10 +105,13 @@ export async function work(baseUrl: string, token: string, topic: string, handle
     return { status: resp.status, body: text === "" ? undefined : JSON.parse(text) } as Answer<O>;
   }
 
-  // localEnd is when a lease asked for at sent, ending at expiresAt by
-  // toc's clock, ends by ours (performance.now()), erring early.
-  function localEnd(sent: number, expiresAt: string): number {
-    return sent + Math.min(leaseMs, Date.parse(expiresAt) - Date.now());
+  // localEnd is when a lease of at most leaseMs, started by toc no later
+  // than at and ending at expiresAt by toc's clock, ends by ours
+  // (performance.now()): expiresAt read on our clock, but never after at
+  // plus leaseMs, in case the clocks differ. For an extension at is when
+  // it was sent, which errs early by its round trip.
+  function localEnd(at: number, expiresAt: string): number {
+    return at + Math.min(leaseMs, Date.parse(expiresAt) - Date.now());
   }
 
   // keep extends a lease at half of the time it has left until it is
@@ -215,7 +220,6 @@ export async function work(baseUrl: string, token: string, topic: string, handle
       continue;
     }
     const req: LeaseRequest = { max: Math.min(concurrency - running.size, left, 1000), wait_ms: opts.waitMs ?? 20_000, lease_ms: leaseMs };
-    const sent = performance.now();
     let a: Answer<operations["leaseJobs"]>;
     try {
       a = await call<operations["leaseJobs"]>(`/v1/topics/${encodeURIComponent(topic)}/leases`, req, stop);
@@ -238,9 +242,12 @@ export async function work(baseUrl: string, token: string, topic: string, handle
       continue;
     }
     failures = 0;
+    // toc leased the jobs as it answered, not when the call was sent: a
+    // long-poll may have waited longer than a lease lasts.
+    const got = performance.now();
     for (const lease of a.body.leases.slice(0, req.max)) {
       left--;
-      const p = handle(lease, localEnd(sent, lease.expires_at)).finally(() => {
+      const p = handle(lease, localEnd(got, lease.expires_at)).finally(() => {
         running.delete(p);
         wake();
       });
