@@ -21,7 +21,9 @@ import (
 func TestWorkTypeScript(t *testing.T) {
 	dir := needContractTools(t)
 	p, url := newPullTopic(t, 4)
+	p.mu.Lock()
 	p.hold, p.short = 1200*time.Millisecond, time.Second
+	p.mu.Unlock()
 	ctx, cancel := context.WithTimeout(t.Context(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "npx", "--no-install", "tsx", "worker.ts")
