@@ -22,6 +22,14 @@
 //   - not taken within the offer window (OfferFor): not sent, back to the
 //     index at once, no attempt counted.
 //
+// A job fired while a long-poll of the same member waits is handed to it
+// at once, as its lease is written: the long-poll answers without waiting
+// for Redis. An ack, nack or extend of that lease on the same member waits
+// for the write; one on another member that finds no lease reads it again
+// for up to 75 ms (readAgain) before answering not_found. A long-poll
+// reads the list only when an offer may have been pushed onto it since a
+// read found it empty (waiters.offers), and at least every second.
+//
 // A member that dies while its jobs are leased loses nothing: the worker's
 // own lease on them in Redis ends and they are fired again, as any job of
 // a dead member; an ack that comes after is refused (lease_ended).
@@ -134,6 +142,9 @@ type firing struct {
 	// offered: not yet taken (counted in Broker.offered); acked: a
 	// message said so, and the Fire need not read it.
 	offered, acked bool
+	// written, for a job handed to a long-poll of this member, is
+	// closed once its lease is written.
+	written chan struct{}
 }
 
 type waiters struct {
@@ -141,28 +152,31 @@ type waiters struct {
 	peak   int
 	peakAt time.Time
 	offer  chan struct{}
+	// offers counts what may have pushed an offer onto the topic's list:
+	// an offer of this member, as it is pushed and once it is, and one
+	// of another heard of. drained is what offers was when a long-poll
+	// began a read that found the list empty. A long-poll that begins
+	// while they are equal need not read it.
+	offers, drained uint64
 	// takes are the long-polls waiting, oldest first, that a Fire of
 	// this member may hand its job to directly.
 	takes []*take
 }
 
 // take is a long-poll of this member waiting for jobs: a Fire that finds
-// it leases its job to it in the script that writes the lease, so the
-// job need not wait for the long-poll to wake and take it off the list.
-// Its fields are guarded by Broker.mu.
+// it hands its job to it as it writes the lease, so the job need not
+// wait for the long-poll to wake and take it off the list. Its fields are
+// guarded by Broker.mu.
 type take struct {
 	max   int
 	lease time.Duration
 	got   []Lease
-	// handing counts the Fires leasing a job to it now; gone is set when
-	// it stops waiting, and then it waits for handing to be 0.
-	handing int
-	gone    bool
-	ready   chan struct{} // 1: got grew, or handing fell
+	gone  bool          // it stopped waiting
+	ready chan struct{} // 1: got grew
 }
 
 // room reports whether a Fire may hand t one more job. b.mu is held.
-func (t *take) room() bool { return !t.gone && len(t.got)+t.handing < t.max }
+func (t *take) room() bool { return !t.gone && len(t.got) < t.max }
 
 func (t *take) signal() {
 	select {
@@ -283,14 +297,29 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 	if len(b.heard[topic]) > 0 {
 		tell = "o " + topic
 	}
+	expires := int64(0)
 	to := b.waitingTake(topic)
+	if w := b.waiting[topic]; to == nil && w != nil {
+		w.offers++
+	}
 	if to != nil {
-		to.handing++
+		// Handed before its lease is written, so that the worker need
+		// not wait for Redis: an ack here waits for the write (written),
+		// one on another member reads a missing lease again (change).
 		b.taken(f)
+		expires = minTime(now.Add(to.lease), deadline).UnixMilli()
+		f.written = make(chan struct{})
+		to.got = append(to.got, Lease{Token: Token(topic, id), Job: json.RawMessage(msg.Body), Expires: time.UnixMilli(expires)})
+		to.signal()
 	}
 	b.mu.Unlock()
-	if to != nil {
-		if err := b.hand(ctx, to, topic, id, msg.Body, now, deadline); err != nil {
+	if expires != 0 {
+		err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
+			string(msg.Body), deadline.UnixMilli(), id, b.channel, "", expires, b.cfg.Member).Err()
+		close(f.written)
+		if err != nil {
+			// The worker holds a lease that is not there: its ack is
+			// refused, and the job is fired again.
 			return &timer.NotSentError{Until: now, Err: fmt.Errorf("lease to a pull worker: %w", err)}
 		}
 	} else {
@@ -365,22 +394,6 @@ func (b *Broker) waitingTake(topic string) *take {
 		}
 	}
 	return nil
-}
-
-// hand leases a job of topic, as lease id, to the long-poll to, whose
-// handing counts this call: the lease is written leased, never pushed
-// onto the list.
-func (b *Broker) hand(ctx context.Context, to *take, topic, id string, job []byte, now, deadline time.Time) error {
-	e, err := offerScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id, b.listKey(topic)},
-		string(job), deadline.UnixMilli(), id, b.channel, "", minTime(now.Add(to.lease), deadline).UnixMilli(), b.cfg.Member).Int64()
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	to.handing--
-	if err == nil {
-		to.got = append(to.got, Lease{Token: Token(topic, id), Job: json.RawMessage(job), Expires: time.UnixMilli(e)})
-	}
-	to.signal()
-	return err
 }
 
 // taken counts f's offer as no longer offered. b.mu is held.
@@ -464,6 +477,7 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 	defer b.addWaiting(topic, -maxJobs)
 	tk := &take{max: maxJobs, lease: lease, ready: make(chan struct{}, 1)}
 	defer b.stopTaking(topic, tk)
+	recheck := false
 	for {
 		offer := b.offerSignal(topic)
 		// Not handed jobs while it reads the list: it could get more than
@@ -471,10 +485,16 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 		if got := b.stopTaking(topic, tk); len(got) > 0 {
 			return got, nil
 		}
-		leases, err := b.take(ctx, topic, maxJobs, lease)
-		if err != nil || len(leases) > 0 {
-			return leases, err
+		// The list is read unless no offer was pushed since a read found
+		// it empty, and at least every recheckEvery.
+		if gen, unread := b.unread(topic); unread || recheck {
+			leases, err := b.take(ctx, topic, maxJobs, lease)
+			if err != nil || len(leases) > 0 {
+				return leases, err
+			}
+			b.drained(topic, gen)
 		}
+		recheck = false
 		left := end.Sub(b.cfg.Now())
 		if left <= 0 {
 			return nil, nil
@@ -485,6 +505,7 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 		case <-offer:
 		case <-tk.ready: // handed a job: the loop's stopTaking returns it
 		case <-t.C:
+			recheck = true
 		case <-b.stopping:
 			t.Stop()
 			return b.stopTaking(topic, tk), nil
@@ -498,6 +519,27 @@ func (b *Broker) Take(ctx context.Context, topic string, maxJobs int, wait, leas
 	}
 }
 
+// unread reports whether topic's list may hold offers that no read has
+// found, and what waiters.offers is now.
+func (b *Broker) unread(topic string) (uint64, bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.waiting[topic]; w != nil {
+		return w.offers, w.offers != w.drained
+	}
+	return 0, true
+}
+
+// drained notes that a read of topic's list begun when waiters.offers
+// was gen found it empty.
+func (b *Broker) drained(topic string, gen uint64) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.waiting[topic]; w != nil && gen != 0 {
+		w.drained = gen
+	}
+}
+
 // startTaking lets this member's Fires hand jobs of topic to tk.
 func (b *Broker) startTaking(topic string, tk *take) {
 	b.mu.Lock()
@@ -508,20 +550,14 @@ func (b *Broker) startTaking(topic string, tk *take) {
 	}
 }
 
-// stopTaking ends the Fires' handing jobs to tk: it waits for the
-// handing under way, and returns what tk was handed since it last
-// returned.
+// stopTaking ends the Fires' handing jobs to tk, and returns what tk was
+// handed since it last returned.
 func (b *Broker) stopTaking(topic string, tk *take) []Lease {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	tk.gone = true
 	if w := b.waiting[topic]; w != nil {
 		w.takes = slices.DeleteFunc(w.takes, func(t *take) bool { return t == tk })
-	}
-	for tk.handing > 0 {
-		b.mu.Unlock()
-		<-tk.ready
-		b.mu.Lock()
 	}
 	got := tk.got
 	tk.got = nil
@@ -610,11 +646,11 @@ func (b *Broker) AckMany(ctx context.Context, refs []LeaseRef) (errs []error, er
 		})
 		return err
 	}
-	b.mu.Lock()
 	for i, r := range refs {
-		_, here[i] = b.firing[r.ID]
+		if here[i], err = b.isHere(ctx, r.ID); err != nil {
+			return nil, fmt.Errorf("ack leases: %w", err)
+		}
 	}
-	b.mu.Unlock()
 	if err := run(false); err != nil {
 		// The script is not loaded on some node yet (NOSCRIPT): load it
 		// and run them all again; an ack repeated answers the same.
@@ -632,6 +668,10 @@ func (b *Broker) AckMany(ctx context.Context, refs []LeaseRef) (errs []error, er
 			errs[i] = fmt.Errorf("ack lease %s: %w", Token(r.Topic, r.ID), err)
 			continue
 		}
+		if v[0] == "" && !here[i] {
+			_, errs[i] = b.change(ctx, r.Topic, r.ID, "ack", "", "") // read again, as Ack would
+			continue
+		}
 		_, errs[i] = b.afterChange("ack", r.Topic, r.ID, here[i], v)
 	}
 	return errs, nil
@@ -640,19 +680,64 @@ func (b *Broker) AckMany(ctx context.Context, refs []LeaseRef) (errs []error, er
 func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) (State, error) {
 	// The Fire waiting on the lease hears of the change: from here when
 	// it is this member's, else through Redis.
-	b.mu.Lock()
-	_, here := b.firing[id]
-	b.mu.Unlock()
+	here, err := b.isHere(ctx, id)
+	if err != nil {
+		return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
+	}
 	channel := b.channel
 	if here {
 		channel = ""
 	}
-	v, err := changeScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id},
-		op, b.cfg.Now().UnixMilli(), arg, reason, channel, "s "+id).StringSlice()
-	if err != nil {
-		return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
+	var v []string
+	for try := 0; ; try++ {
+		v, err = changeScript.Run(ctx, b.rdb, []string{b.leasePrefix(topic) + id},
+			op, b.cfg.Now().UnixMilli(), arg, reason, channel, "s "+id).StringSlice()
+		if err != nil {
+			return State{}, fmt.Errorf("%s lease %s: %w", op, Token(topic, id), err)
+		}
+		// A lease handed by another member may be read before it is
+		// written there (Fire).
+		if v[0] != "" || here || try == len(readAgain) || sleep(ctx, readAgain[try]) != nil {
+			break
+		}
 	}
 	return b.afterChange(op, topic, id, here, v)
+}
+
+// readAgain are the waits before a lease found missing is read again: a
+// member hands a job to its long-poll as it writes the lease, and the
+// worker's ack may reach Redis through another member first.
+var readAgain = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// isHere reports whether a Fire of this member waits on lease id, once its
+// lease is written if the Fire handed it to a long-poll before.
+func (b *Broker) isHere(ctx context.Context, id string) (bool, error) {
+	b.mu.Lock()
+	f, here := b.firing[id]
+	var written chan struct{}
+	if here {
+		written = f.written
+	}
+	b.mu.Unlock()
+	if written != nil {
+		select {
+		case <-written:
+		case <-ctx.Done():
+			return true, ctx.Err()
+		}
+	}
+	return here, nil
 }
 
 // afterChange tells a Fire of this member (here) of a change op made, and
@@ -723,7 +808,7 @@ func (b *Broker) addWaiting(topic string, n int) {
 	b.mu.Lock()
 	w := b.waiting[topic]
 	if w == nil {
-		w = &waiters{offer: make(chan struct{})}
+		w = &waiters{offer: make(chan struct{}), offers: 1} // the list unread
 		b.waiting[topic] = w
 	}
 	before := w.demand(now)
@@ -835,6 +920,7 @@ func (b *Broker) heardMessage(m string) {
 	switch kind {
 	case "o":
 		if w := b.waiting[rest]; w != nil {
+			w.offers++
 			close(w.offer)
 			w.offer = make(chan struct{})
 		}

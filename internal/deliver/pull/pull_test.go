@@ -277,8 +277,10 @@ func TestHandedToAWaitingTake(t *testing.T) {
 	if len(got) != 1 || string(got[0].Job) != `{"id":"1","attempt":1}` || time.Until(got[0].Expires) < 4*time.Second {
 		t.Fatalf("the waiting long-poll got %+v, want job 1 leased for 5s", got)
 	}
-	if s := mr.HGet("t:pull:{work}:lease:"+idOf(t, got[0]), "s"); s != stateLeased {
-		t.Errorf("the handed lease is in state %q, want %q", s, stateLeased)
+	for start := time.Now(); mr.HGet("t:pull:{work}:lease:"+idOf(t, got[0]), "s") != stateLeased; time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatalf("the handed lease is in state %q, want %q", mr.HGet("t:pull:{work}:lease:"+idOf(t, got[0]), "s"), stateLeased)
+		}
 	}
 	if n := takeScripts.Load(); n != 1 || mr.Exists("t:pull:{work}:offers") {
 		t.Errorf("a handed job went through the list of offers: %d takes off it, want the long-poll's first", n)
@@ -307,6 +309,93 @@ func TestHandedToAWaitingTake(t *testing.T) {
 		if err := <-errc; err != nil {
 			t.Errorf("Fire: %v", err)
 		}
+	}
+}
+
+// A job is handed to a waiting long-poll before its lease is written: an
+// ack on this member waits for the write, and one on another member that
+// finds no lease reads it again.
+func TestAckBeforeTheLeaseIsWritten(t *testing.T) {
+	mr := miniredis.RunT(t)
+	a, b := newMember(t, mr, "a", 5*time.Second), newMember(t, mr, "b", 5*time.Second)
+	a.rdb.(*redis.Client).AddHook(delayScript{offerScript.Hash(), 30 * time.Millisecond})
+	for _, acker := range []*Broker{a, b} {
+		took := make(chan []Lease, 1)
+		go func() {
+			got, err := a.Take(t.Context(), "work", 1, 5*time.Second, 5*time.Second)
+			if err != nil {
+				t.Error(err)
+			}
+			took <- got
+		}()
+		for start := time.Now(); ; time.Sleep(time.Millisecond) {
+			a.mu.Lock()
+			w := a.waiting["work"]
+			taking := w != nil && len(w.takes) == 1
+			a.mu.Unlock()
+			if taking {
+				break
+			}
+			if time.Since(start) > 5*time.Second {
+				t.Fatal("the long-poll is not waiting")
+			}
+		}
+		errc := fire(a, 1, 10*time.Second)
+		got := <-took
+		if len(got) != 1 {
+			t.Fatalf("the long-poll got %d jobs, want 1", len(got))
+		}
+		key := "t:pull:{work}:lease:" + idOf(t, got[0])
+		if mr.Exists(key) {
+			t.Errorf("the lease was written before the long-poll answered: the test's delay did not hold it")
+		}
+		if _, err := acker.Ack(t.Context(), "work", idOf(t, got[0])); err != nil {
+			t.Errorf("an ack on member %s as the lease is written: %v", acker.cfg.Member, err)
+		}
+		if err := <-errc; err != nil {
+			t.Errorf("Fire, its lease acked on member %s: %v", acker.cfg.Member, err)
+		}
+	}
+}
+
+// A long-poll reads the topic's list of offers only when an offer may
+// have been pushed since a read found it empty.
+func TestListReadWhenOffered(t *testing.T) {
+	b := newTestBroker(t, time.Second)
+	var reads atomic.Int32
+	b.rdb.(*redis.Client).AddHook(countScript{takeScript.Hash(), takeSource, &reads})
+	poll := func(want int32, after string) {
+		t.Helper()
+		if got, err := b.Take(t.Context(), "work", 1, 0, time.Second); err != nil || len(got) != 0 {
+			t.Fatalf("Take: %v, %v; want nothing", got, err)
+		}
+		if n := reads.Load(); n != want {
+			t.Errorf("%s: %d reads of the list, want %d", after, n, want)
+		}
+	}
+	poll(1, "a first long-poll")
+	poll(1, "a second, nothing offered since")
+	b.heardMessage("o work") // another member's offer
+	poll(2, "one after an offer was heard of")
+	poll(2, "one after that")
+}
+
+// delayScript holds each run of a script, by its hash, for d.
+type delayScript struct {
+	sha string
+	d   time.Duration
+}
+
+func (c delayScript) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (c delayScript) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return next
+}
+func (c delayScript) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		if args := cmd.Args(); len(args) > 1 && args[1] == c.sha {
+			time.Sleep(c.d)
+		}
+		return next(ctx, cmd)
 	}
 }
 
