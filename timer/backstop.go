@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 // Defaults of the backstop.
@@ -207,7 +209,7 @@ func (b *Backstop) Run(ctx context.Context) error {
 			}
 		}
 		wait := min(b.cfg.Interval, b.cfg.LossCheck)
-		if sleep(ctx, wait) != nil {
+		if pause.For(ctx, wait) != nil {
 			return nil
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 // Defaults of ClockConfig.
@@ -221,7 +223,7 @@ func (c *Clock) Run(ctx context.Context) error {
 		if _, _, ok := c.Offset(); !ok {
 			wait = min(wait, time.Second)
 		}
-		if err := sleep(ctx, wait); err != nil {
+		if err := pause.For(ctx, wait); err != nil {
 			return nil
 		}
 		if err := c.Measure(ctx); err != nil && ctx.Err() == nil {

@@ -5,6 +5,8 @@ import (
 	"math/rand/v2"
 	"sync"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 // The loader reads the rows of the leases a claim pass took, in one query
@@ -143,7 +145,7 @@ func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) 
 	for try := range max(1, l.cfg.retries) {
 		var jobs []*Job
 		if _, err = l.store.Fire(ctx, ids, l.until(now), now); err != nil {
-			if sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+			if pause.For(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
 				break
 			}
 			continue
@@ -155,7 +157,7 @@ func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) 
 			}
 			return byID, nil
 		}
-		if sleep(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
+		if pause.For(ctx, time.Duration(try+1)*50*time.Millisecond) != nil {
 			break
 		}
 	}
@@ -300,16 +302,4 @@ func coalesce(first claimed, ch <-chan claimed, limit int) claimed {
 		}
 	}
 	return out
-}
-
-// sleep waits d or until ctx is done.
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 // Defaults of the retirer.
@@ -278,7 +280,7 @@ func (r *Retirer) Run(ctx context.Context) error {
 		if _, err := r.runOnce(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("retention: pass failed; the next pass tries again", "dep", "task_store", "err", err)
 		}
-		if sleep(ctx, r.cfg.Interval) != nil {
+		if pause.For(ctx, r.cfg.Interval) != nil {
 			return nil
 		}
 	}
@@ -624,7 +626,7 @@ func (r *Retirer) pace(ctx context.Context, took time.Duration) error {
 	if r.cfg.Duty >= 1 {
 		return ctx.Err()
 	}
-	return sleep(ctx, time.Duration(float64(took)*(1-r.cfg.Duty)/r.cfg.Duty))
+	return pause.For(ctx, time.Duration(float64(took)*(1-r.cfg.Duty)/r.cfg.Duty))
 }
 
 // yield waits while the fire path is late (RetirerConfig.Lateness), up
@@ -634,7 +636,7 @@ func (r *Retirer) yield(ctx context.Context) error {
 		return ctx.Err()
 	}
 	for waited := time.Duration(0); waited < retireMaxYield && r.cfg.Lateness() > r.cfg.YieldAbove; waited += retireYieldStep {
-		if err := sleep(ctx, retireYieldStep); err != nil {
+		if err := pause.For(ctx, retireYieldStep); err != nil {
 			return err
 		}
 	}

@@ -21,6 +21,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/toc-project/toc/internal/pause"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -618,7 +619,7 @@ func (b *bench) restartedRun(ctx context.Context, dbs []*sql.DB, phase, retentio
 	if retention != "0" && !started {
 		fmt.Fprintln(b.log, "aged: toc deleted nothing within 2 minutes of its start; fire runs anyway")
 	}
-	if err := sleepCtx(ctx, time.Until(restarted.Add(agedWarm))); err != nil {
+	if err := pause.For(ctx, time.Until(restarted.Add(agedWarm))); err != nil {
 		return result{}, err
 	}
 	backlog, _ := b.metricSum(ctx, "toc_retention_backlog")

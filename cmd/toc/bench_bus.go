@@ -17,6 +17,7 @@ import (
 	amqp091 "github.com/rabbitmq/amqp091-go"
 
 	"github.com/toc-project/toc/http/client"
+	"github.com/toc-project/toc/internal/pause"
 	"github.com/toc-project/toc/internal/testenv"
 )
 
@@ -159,7 +160,7 @@ func waitQuiet(ctx context.Context, pct float64, limit time.Duration) (time.Dura
 	start := time.Now()
 	for time.Since(start) < limit {
 		m0 := readMachineCPU()
-		if err := sleepCtx(ctx, busQuietWindow); err != nil {
+		if err := pause.For(ctx, busQuietWindow); err != nil {
 			return 0, err
 		}
 		if busy, _, ok := readMachineCPU().since(m0); !ok || busy <= pct {

@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 // agedUnmigrate takes migration 0025's toc_jobs part back out of a
@@ -63,7 +65,7 @@ func (b *bench) migrateUnderFire(ctx context.Context, dbs []*sql.DB, dsns []stri
 	}
 	migrated := make(chan migrateRun, 1)
 	go func() {
-		if sleepCtx(ctx, 2*time.Second) != nil {
+		if pause.For(ctx, 2*time.Second) != nil {
 			migrated <- migrateRun{err: ctx.Err()}
 			return
 		}

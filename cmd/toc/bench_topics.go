@@ -7,6 +7,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/toc-project/toc/internal/pause"
 )
 
 const (
@@ -38,11 +40,11 @@ func (b *bench) topics(ctx context.Context) ([]result, error) {
 	created := time.Since(t0)
 	fmt.Fprintf(b.log, "topics: %d topics of %d slots created in %.1f s; idle for %v\n",
 		n, slots, created.Seconds(), topicsSettle+b.cfg.idleWindow)
-	if err := sleepCtx(ctx, topicsSettle); err != nil {
+	if err := pause.For(ctx, topicsSettle); err != nil {
 		return nil, err
 	}
 	m := b.mark(ctx)
-	if err := sleepCtx(ctx, b.cfg.idleWindow); err != nil {
+	if err := pause.For(ctx, b.cfg.idleWindow); err != nil {
 		return nil, err
 	}
 	idle := b.useSince(ctx, m)
@@ -87,16 +89,4 @@ func (b *bench) createTopics(ctx context.Context, names []string, slots int) err
 	}
 	wg.Wait()
 	return context.Cause(ctx)
-}
-
-// sleepCtx waits for d or until ctx is done.
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -84,6 +84,8 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
+// sleep is internal/pause.For, written again: the client imports the
+// standard library only.
 func sleep(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()

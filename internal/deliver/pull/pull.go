@@ -61,6 +61,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/toc-project/toc/http/webhook"
+	"github.com/toc-project/toc/internal/pause"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -697,7 +698,7 @@ func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) 
 		}
 		// A lease handed by another member may be read before it is
 		// written there (Fire).
-		if v[0] != "" || here || try == len(readAgain) || sleep(ctx, readAgain[try]) != nil {
+		if v[0] != "" || here || try == len(readAgain) || pause.For(ctx, readAgain[try]) != nil {
 			break
 		}
 	}
@@ -708,17 +709,6 @@ func (b *Broker) change(ctx context.Context, topic, id, op, arg, reason string) 
 // member hands a job to its long-poll as it writes the lease, and the
 // worker's ack may reach Redis through another member first.
 var readAgain = []time.Duration{5 * time.Millisecond, 20 * time.Millisecond, 50 * time.Millisecond}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
 
 // isHere reports whether a Fire of this member waits on lease id, once its
 // lease is written if the Fire handed it to a long-poll before.
