@@ -24,7 +24,9 @@
 //
 // A job fired while a long-poll of the same member waits is handed to it
 // at once, as its lease is written: the long-poll answers without waiting
-// for Redis. An ack, nack or extend of that lease on the same member waits
+// for Redis. When none waits but one did within demandLinger, the job is
+// held for the next for up to HoldFor (3 ms) before it is offered to
+// every member: a worker's long-poll just answered is on its way back. An ack, nack or extend of that lease on the same member waits
 // for the write; one on another member that finds no lease reads it again
 // for up to 75 ms (readAgain) before answering not_found. A long-poll
 // reads the list only when an offer may have been pushed onto it since a
@@ -70,6 +72,13 @@ const (
 	// DefaultOfferFor is how long an offered job waits to be taken before
 	// it goes back to the index.
 	DefaultOfferFor = 2 * time.Second
+	// DefaultHoldFor is how long a Fire that finds no long-poll of its
+	// topic waiting on this member, while some waited there within
+	// demandLinger, holds its job for the next one before offering it to
+	// every member: a worker's long-poll that has just been answered is
+	// on its way back, and one handed the job needs no list of offers and
+	// no reading of it.
+	DefaultHoldFor = 3 * time.Millisecond
 	// demandEvery is how often a member publishes its waiting workers;
 	// demandFor how long a member's word holds without being said again.
 	demandEvery = time.Second
@@ -105,8 +114,12 @@ type Config struct {
 	// OfferFor is how long an offered job waits to be taken (default
 	// DefaultOfferFor).
 	OfferFor time.Duration
-	Now      func() time.Time
-	Logger   *slog.Logger
+	// HoldFor is how long a job waits for a long-poll of this member
+	// before it is offered to every member (default DefaultHoldFor;
+	// negative: not at all).
+	HoldFor time.Duration
+	Now     func() time.Time
+	Logger  *slog.Logger
 }
 
 // Broker hands pull topics' jobs to workers. Run must run for Fire and
@@ -160,8 +173,10 @@ type waiters struct {
 	// while they are equal need not read it.
 	offers, drained uint64
 	// takes are the long-polls waiting, oldest first, that a Fire of
-	// this member may hand its job to directly.
+	// this member may hand its job to directly; held the Fires holding
+	// their jobs for the next, oldest first.
 	takes []*take
+	held  []*held
 }
 
 // take is a long-poll of this member waiting for jobs: a Fire that finds
@@ -206,6 +221,7 @@ func New(rdb redis.UniversalClient, cfg Config) (*Broker, error) {
 		return nil, errors.New("pull: Config.Sign is required")
 	}
 	cfg.OfferFor = cmp.Or(cfg.OfferFor, DefaultOfferFor)
+	cfg.HoldFor = cmp.Or(cfg.HoldFor, DefaultHoldFor)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -299,21 +315,27 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 		tell = "o " + topic
 	}
 	expires := int64(0)
-	to := b.waitingTake(topic)
-	if w := b.waiting[topic]; to == nil && w != nil {
-		w.offers++
-	}
-	if to != nil {
-		// Handed before its lease is written, so that the worker need
-		// not wait for Redis: an ack here waits for the write (written),
-		// one on another member reads a missing lease again (change).
-		b.taken(f)
-		expires = minTime(now.Add(to.lease), deadline).UnixMilli()
-		f.written = make(chan struct{})
-		to.got = append(to.got, Lease{Token: Token(topic, id), Job: json.RawMessage(msg.Body), Expires: time.UnixMilli(expires)})
-		to.signal()
+	var h *held
+	if to := b.waitingTake(topic); to != nil {
+		expires = b.handTo(to, f, id, msg.Body, now, deadline)
+	} else if w := b.waiting[topic]; w != nil && w.demand(now) > 0 && b.cfg.HoldFor > 0 {
+		// A long-poll here is about to wait again: hold the job for it.
+		h = &held{f: f, id: id, body: msg.Body, deadline: deadline, expires: make(chan int64, 1)}
+		w.held = append(w.held, h)
 	}
 	b.mu.Unlock()
+	if h != nil {
+		if expires = b.hold(ctx, topic, h); ctx.Err() != nil && expires == 0 {
+			return &timer.NotSentError{Until: now, Err: ctx.Err()}
+		}
+	}
+	if expires == 0 {
+		b.mu.Lock()
+		if w := b.waiting[topic]; w != nil {
+			w.offers++
+		}
+		b.mu.Unlock()
+	}
 	if expires != 0 {
 		err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
 			string(msg.Body), deadline.UnixMilli(), id, b.channel, "", expires, b.cfg.Member).Err()
@@ -382,6 +404,57 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 			return fmt.Errorf("lease %s is gone from Redis", Token(topic, id))
 		}
 	}
+}
+
+// held is a Fire of this member holding its job for the next long-poll of
+// its topic here (Config.HoldFor).
+type held struct {
+	f        *firing
+	id       string
+	body     []byte
+	deadline time.Time
+	// expires receives the expiry of the lease, in ms, when the job is
+	// handed.
+	expires chan int64
+}
+
+// hold waits up to HoldFor, or until ctx is done, for h's job to be
+// handed to a long-poll of topic, and returns its lease's expiry, or 0
+// when none took it.
+func (b *Broker) hold(ctx context.Context, topic string, h *held) int64 {
+	t := time.NewTimer(b.cfg.HoldFor)
+	defer t.Stop()
+	select {
+	case e := <-h.expires:
+		return e
+	case <-t.C:
+	case <-ctx.Done():
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if w := b.waiting[topic]; w != nil {
+		w.held = slices.DeleteFunc(w.held, func(x *held) bool { return x == h })
+	}
+	select {
+	case e := <-h.expires: // handed as the wait ended
+		return e
+	default:
+		return 0
+	}
+}
+
+// handTo hands the job of f, as lease id, to the long-poll to, and
+// returns the lease's expiry in ms. It is handed before its lease is
+// written, so that the worker need not wait for Redis: an ack here waits
+// for the write (firing.written), one on another member reads a missing
+// lease again (change). b.mu is held.
+func (b *Broker) handTo(to *take, f *firing, id string, job []byte, now, deadline time.Time) int64 {
+	b.taken(f)
+	expires := minTime(now.Add(to.lease), deadline).UnixMilli()
+	f.written = make(chan struct{})
+	to.got = append(to.got, Lease{Token: Token(f.topic, id), Job: json.RawMessage(job), Expires: time.UnixMilli(expires)})
+	to.signal()
+	return expires
 }
 
 // waitingTake is the oldest long-poll of topic on this member that has
@@ -548,6 +621,12 @@ func (b *Broker) startTaking(topic string, tk *take) {
 	if w := b.waiting[topic]; w != nil && !slices.Contains(w.takes, tk) {
 		tk.gone = false
 		w.takes = append(w.takes, tk)
+		now := b.cfg.Now()
+		for len(w.held) > 0 && tk.room() {
+			h := w.held[0]
+			w.held = w.held[1:]
+			h.expires <- b.handTo(tk, h.f, h.id, h.body, now, h.deadline)
+		}
 	}
 }
 

@@ -380,6 +380,59 @@ func TestListReadWhenOffered(t *testing.T) {
 	poll(2, "one after that")
 }
 
+// A job fired while no long-poll waits here, but one did within
+// demandLinger, is held for the next long-poll here, and offered to every
+// member only when none came within HoldFor.
+func TestHeldForTheNextLongPoll(t *testing.T) {
+	mr := miniredis.RunT(t)
+	b := newMember(t, mr, "", time.Second)
+	b.cfg.HoldFor = 10 * time.Second
+	var reads atomic.Int32
+	b.rdb.(*redis.Client).AddHook(countScript{takeScript.Hash(), takeSource, &reads})
+	if got, err := b.Take(t.Context(), "work", 1, 0, time.Second); err != nil || len(got) != 0 {
+		t.Fatalf("Take: %v, %v; want nothing", got, err) // a long-poll came, and went
+	}
+	errc := fire(b, 1, 10*time.Second)
+	for start := time.Now(); ; time.Sleep(time.Millisecond) {
+		b.mu.Lock()
+		held := len(b.waiting["work"].held)
+		b.mu.Unlock()
+		if held == 1 {
+			break
+		}
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("the job is not held")
+		}
+	}
+	l := takeOne(t, b, 5*time.Second)
+	if string(l.Job) != `{"id":"1","attempt":1}` || reads.Load() != 1 || mr.Exists("t:pull:{work}:offers") {
+		t.Errorf("the next long-poll got %s after %d reads of the list (want the first long-poll's only), the list there: %v",
+			l.Job, reads.Load(), mr.Exists("t:pull:{work}:offers"))
+	}
+	if _, err := b.Ack(t.Context(), "work", idOf(t, l)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Fire of a held job, acked: %v", err)
+	}
+
+	b.cfg.HoldFor = 20 * time.Millisecond
+	errc = fire(b, 2, 10*time.Second)
+	for start := time.Now(); !mr.Exists("t:pull:{work}:offers"); time.Sleep(time.Millisecond) {
+		if time.Since(start) > 5*time.Second {
+			t.Fatal("a job held with no long-poll coming was not offered to every member")
+		}
+	}
+	if l := takeOne(t, b, 5*time.Second); string(l.Job) != `{"id":"2","attempt":1}` {
+		t.Errorf("took %s off the list, want job 2", l.Job)
+	} else if _, err := b.Ack(t.Context(), "work", idOf(t, l)); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-errc; err != nil {
+		t.Errorf("Fire of a job offered after its hold: %v", err)
+	}
+}
+
 // delayScript holds each run of a script, by its hash, for d.
 type delayScript struct {
 	sha string
