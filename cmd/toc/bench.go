@@ -90,8 +90,9 @@ reports the highest at which both p99s stay within 10 ms:
 
 bus, run only when named (--stack real), measures each way a topic may
 deliver by as webhooks are: for each of --bus-ways, a topic delivered by
-it fires the first of --rates for --duration, then drains --drain-jobs
-due at once; a job counts when its consumer got it, signature verified.
+it fires the first of --rates for --duration; then, every way's fire
+done, each way drains --drain-jobs due at once; a job counts when its
+consumer got it, signature verified.
 nats: a JetStream stream (file storage) on a nats-server the bench
 starts; amqp: a queue of the machine's RabbitMQ (127.0.0.1:5672, guest),
 persistent messages through a topic exchange; pull: a worker of the Go

@@ -93,6 +93,10 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 	}
 	rate := b.cfg.rates[0]
 	var res []result
+	// Every way's fire phase runs before any drain, so that none follows
+	// a drain of 100,000 jobs (measured: a webhook fire after the pull
+	// drain had a p99 1.5 times the one before it).
+	drains := map[string]string{}
 	for _, way := range ways {
 		settings := `{}`
 		switch way {
@@ -131,9 +135,11 @@ func (b *bench) bus(ctx context.Context) ([]result, error) {
 			extra["max_1s_p99_ms"], extra["max_1s_p99_at_s"] = p99, at
 		}
 		res = append(res, b.steadyResult("bus", fmt.Sprintf("%s: fire %d/s", way, rate), ids, errs, b.cfg.duration, extra))
-
+		drains[way] = drain
+	}
+	for _, way := range ways {
 		b.brokerPID = brokerPIDs[way] // its CPU a job, in the drain's
-		r, err := b.drainTopic(ctx, drain, b.cfg.drainJobs)
+		r, err := b.drainTopic(ctx, drains[way], b.cfg.drainJobs)
 		b.brokerPID = 0
 		if err != nil {
 			return res, err
