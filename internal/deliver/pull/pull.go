@@ -26,8 +26,9 @@
 // at once, as its lease is written: the long-poll answers without waiting
 // for Redis. When none waits but one did within demandLinger, the job is
 // held for the next for up to HoldFor (3 ms) before it is offered to
-// every member: a worker's long-poll just answered is on its way back. An ack, nack or extend of that lease on the same member waits
-// for the write; one on another member that finds no lease reads it again
+// every member: a worker's long-poll just answered is on its way back.
+// An ack, nack or extend of a handed lease on the same member waits for
+// the write; one on another member that finds no lease reads it again
 // for up to 75 ms (readAgain) before answering not_found. A long-poll
 // reads the list only when an offer may have been pushed onto it since a
 // read found it empty (waiters.offers), and at least every second.
@@ -329,13 +330,6 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 			return &timer.NotSentError{Until: now, Err: ctx.Err()}
 		}
 	}
-	if expires == 0 {
-		b.mu.Lock()
-		if w := b.waiting[topic]; w != nil {
-			w.offers++
-		}
-		b.mu.Unlock()
-	}
 	if expires != 0 {
 		err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
 			string(msg.Body), deadline.UnixMilli(), id, b.channel, "", expires, b.cfg.Member).Err()
@@ -346,6 +340,11 @@ func (b *Broker) Fire(ctx context.Context, d timer.Delivery) error {
 			return &timer.NotSentError{Until: now, Err: fmt.Errorf("lease to a pull worker: %w", err)}
 		}
 	} else {
+		b.mu.Lock()
+		if w := b.waiting[topic]; w != nil {
+			w.offers++ // before the push: a read begun now may miss it
+		}
+		b.mu.Unlock()
 		if err := offerScript.Run(ctx, b.rdb, []string{key, b.listKey(topic)},
 			string(msg.Body), deadline.UnixMilli(), id, b.channel, tell, "", b.cfg.Member).Err(); err != nil {
 			return &timer.NotSentError{Until: now, Err: fmt.Errorf("offer to the pull workers: %w", err)}
