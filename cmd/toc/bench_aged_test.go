@@ -111,6 +111,7 @@ func TestBenchAgedMigrating(t *testing.T) {
 	if _, err := exec.LookPath("redis-server"); err != nil && !testenv.Required() {
 		t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
 	}
+	t.Parallel() // beside TestBenchSoakShort, which leaves half the machine idle
 	out := filepath.Join(t.TempDir(), "aged.json")
 	cmd := exec.Command(tocFastBin(t), "bench", "--scenarios", "aged", "--aged-rows", "1000000", "--aged-phase", "migrating", "--json", out)
 	for _, r := range migrationRuns(t, cmd, out) {

@@ -6,13 +6,15 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
 
-// staticBuildFlags are the go build flags of deploy/Dockerfile, which
-// TestStaticBuild checks it still uses.
-var staticBuildFlags = []string{"-trimpath", "-ldflags", "-s -w -X main.version=static-test"}
+// staticBuildFlags are deploy/Dockerfile's go build flags beside
+// -trimpath and CGO_ENABLED=0, which plainBuild sets; TestStaticBuild
+// checks the Dockerfile still uses them all.
+var staticBuildFlags = []string{"-ldflags", "-s -w -X main.version=static-test"}
 
 // TestStaticBuild builds toc as deploy/Dockerfile does (CGO_ENABLED=0,
 // -trimpath), since no container engine runs the Dockerfile here, checks
@@ -37,8 +39,7 @@ func TestStaticBuild(t *testing.T) {
 	}
 
 	bin := filepath.Join(t.TempDir(), "toc")
-	build := exec.Command("go", append(append([]string{"build"}, staticBuildFlags...), "-o", bin, ".")...)
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build := plainBuild(slices.Concat(staticBuildFlags, []string{"-o", bin, "."})...)
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("CGO_ENABLED=0 go build: %v\n%s", err, out)
 	}

@@ -51,7 +51,7 @@ func buildRelease(t *testing.T, commit, version string) string {
 		t.Skip(err)
 	}
 	bin := filepath.Join(filepath.Dir(tocBin), "toc-"+version)
-	build := exec.Command("go", "build", "-ldflags", "-X main.version="+version, "-o", bin, "./cmd/toc")
+	build := plainBuild("-ldflags", "-X main.version="+version, "-o", bin, "./cmd/toc")
 	build.Dir = dir
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build toc %s at %s: %v\n%s", version, commit, err, out)
