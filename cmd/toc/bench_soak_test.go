@@ -17,7 +17,8 @@ func TestBenchSoakShort(t *testing.T) {
 		t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
 	}
 	// Parallel: two minutes of a steady 1,000 jobs/s leave the machine
-	// half idle, and TestBenchAgedMigrating's fill takes the rest.
+	// half idle, and the other bench runs that check no figure (aged
+	// migrating and upgrading, TestBenchRuns) take the rest.
 	t.Parallel()
 	// Built without -race: the soak measures toc at a steady rate, beside
 	// the other packages' tests, on two cores.

@@ -561,6 +561,7 @@ func TestBenchRuns(t *testing.T) {
 			t.Skip("toc bench needs redis-server and mariadbd (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
 		}
 	}
+	t.Parallel() // beside TestBenchSoakShort: no figure is checked
 	out := filepath.Join(t.TempDir(), "bench.json")
 	cmd := exec.Command(tocBin, "bench", "--short", "--duration", "1s", "--rates", "200", "--concurrency", "4",
 		"--drain-jobs", "500", "--memory-jobs", "2000", "--recover-jobs", "2000", "--flood-jobs", "1000", "--flood-rate", "1000", "--json", out)
