@@ -33,16 +33,20 @@
 //	  dead_topic   VARCHAR(64)        VIRTUAL: topic of a dead row, else NULL
 //	  dead_at      BIGINT             VIRTUAL: gmt_modified of a dead row, else NULL
 //	  group_status TINYINT UNSIGNED   VIRTUAL: status of a row in a group, else NULL
+//	  ended_topic, ended_status, ended_at  VIRTUAL: topic, status and gmt_modified of a row that ended
+//	                                   cancelled, dead, purged or expired, else NULL (a done row too: 0027)
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_status_due   (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms): covers the scan
-//	  INDEX  toc_jobs_topic_due    (topic, status, action_time, job_id): a topic's jobs by status, and counts
+//	  INDEX  toc_jobs_topic_due    (topic, status, action_time, job_id): a topic's jobs by status, counts, and
+//	                               the done jobs past retention (a done job ends at or after its due time)
 //	  INDEX  toc_jobs_topic_biz    (topic, biz_id, action_time, job_id): a business id's jobs
 //	  INDEX  toc_jobs_dead         (dead_topic, dead_at, job_id): dead letters by time of death (SQLite: partial)
 //	  INDEX  toc_jobs_group        (group_id, group_status): a group's counts, and whether it has a live member (SQLite: partial)
+//	  INDEX  toc_jobs_ended        (ended_topic, ended_status, ended_at, job_id): the other ended jobs past retention (SQLite: partial)
 //
 // The virtual columns keep completion cheap: a job that ends moves in the
-// indexes that hold status, and they stay NULL for a row that is not dead
-// and in no group, so its entries in the last two never move.
+// indexes that hold status, and they stay NULL for a row that is done, in
+// no group, so its entries in the last three never move.
 //
 //	toc_groups                        one row per group (shard 0 when sharded)
 //	  group_id   VARBINARY(120)       primary key; qualified by namespace (timer.QualifiedGroupID)

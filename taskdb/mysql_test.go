@@ -153,6 +153,15 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
 		{"EndedJobs", endedJobs, []any{"t", 2, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
+		// Done jobs: the next topic is one dive into an index that leads
+		// with the topic; its done jobs a range of toc_jobs_topic_due by
+		// due time, which its completion moved them into.
+		{"NextTopic", nextTopic, []any{"t"},
+			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_topic_due|toc_jobs_topic_key|toc_jobs_topic_biz", extra: "Using index"}}},
+		{"DoneByDue", doneByDue, []any{"t", 0, 0, 0, 64},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_topic_due"}}},
+		{"DoneJobs", doneJobs, []any{"t", base.Add(time.Hour).UnixMilli(), base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_topic_due"}}},
 		{"LockEnded", lockEnded + "?, ?, ?)", []any{base.Add(time.Hour).UnixMilli(), 1, 2, 3},
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},
 		{"DeleteEndedAttempts", deleteEndedAttempts + "?, ?, ?)", []any{1, 2, 3},

@@ -57,7 +57,12 @@ type RetireStore interface {
 	// EndedJobs returns up to limit jobs of topic that ended in status st
 	// before before, after the cursor (zero: from the oldest), in the
 	// order they ended. It reads an index of end times, not the rows of
-	// live jobs.
+	// live jobs; for done jobs it may read by due time instead, and then
+	// goes in that order: a done job ends at or after its due time, when
+	// its last attempt started, so the orders differ by an attempt's
+	// length. A job that ends after the cursor has passed it (one read
+	// within an attempt's length of the window's end) is found by the
+	// next pass.
 	EndedJobs(ctx context.Context, topic string, st Status, before time.Time, after EndedJob, limit int) ([]EndedJob, error)
 	// DeleteEnded deletes the jobs of ids that are still ended, at or
 	// before until, with their attempts (AttemptLog), and returns how
@@ -83,7 +88,10 @@ type EndedClass struct {
 type EndedJob struct {
 	ID      JobID
 	EndedAt time.Time
-	Group   string
+	// DueAt is the job's due time: the cursor of a store that reads done
+	// jobs by due time.
+	DueAt time.Time
+	Group string
 }
 
 // RetireSharded is implemented by a sharded store: the RetireStore of
@@ -472,8 +480,10 @@ func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []
 				continue
 			}
 			c.after = page[len(page)-1]
-			if c.after.EndedAt.After(last) {
-				last = c.after.EndedAt
+			for _, j := range page { // the last is the latest only in order of end
+				if j.EndedAt.After(last) {
+					last = j.EndedAt
+				}
 			}
 			kept, err := r.retirable(ctx, page)
 			if err != nil {

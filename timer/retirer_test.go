@@ -595,3 +595,73 @@ func TestDeleteEndedRechecks(t *testing.T) {
 		})
 	}
 }
+
+// A store reads done jobs by due time (a done job ends at or after its
+// due time) and the other ends by end time. Neither may retire a job
+// whose end is within its retention: a done job due long ago that ended
+// late (its last retry) stays until its end is past, and a job cancelled
+// long before its due time goes by its end. The survey's oldest done end
+// is the earliest end, not the end of the earliest due job.
+func TestRetirerDoneByDueTime(t *testing.T) {
+	for _, kind := range []string{"SQLite", "MariaDB"} {
+		t.Run(kind, func(t *testing.T) {
+			t.Parallel()
+			s := twoStores(t, kind)
+			ctx := t.Context()
+			if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "t", Slots: 8, Retention: timer.Retention{Done: time.Hour, Cancelled: time.Hour}}); err != nil {
+				t.Fatal(err)
+			}
+			c := newRetireClock(retireBase)
+			g := timer.NewIDGen(1, c.now)
+			endedAt := func(st timer.Status, due, end time.Duration) timer.JobID {
+				t.Helper()
+				j := &timer.Job{ID: g.NextIn(0), Topic: "t", Status: st, DueAt: retireBase.Add(due), MaxAttempts: 3,
+					CallbackURL: "http://127.0.0.1:1/hook", CreatedAt: retireBase.Add(-4 * time.Hour), UpdatedAt: retireBase.Add(end)}
+				if err := s.Insert(ctx, []*timer.Job{j}); err != nil {
+					t.Fatal(err)
+				}
+				return j.ID
+			}
+			lateRetry := endedAt(timer.StatusDone, -3*time.Hour, 0)                // due 3 h before, ended at the base
+			onTime := endedAt(timer.StatusDone, -2*time.Hour, -2*time.Hour)        // due and ended 2 h before
+			early := endedAt(timer.StatusCancelled, 30*24*time.Hour, -2*time.Hour) // cancelled 2 h before, due in 30 days
+			recent := endedAt(timer.StatusCancelled, 30*24*time.Hour, 0)
+
+			classes, err := s.RetireShard(0).EndedClasses(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []timer.EndedClass{
+				{Topic: "t", Status: timer.StatusDone, Oldest: retireBase.Add(-2 * time.Hour)},
+				{Topic: "t", Status: timer.StatusCancelled, Oldest: retireBase.Add(-2 * time.Hour)},
+			}
+			if !slices.EqualFunc(classes, want, func(a, b timer.EndedClass) bool {
+				return a.Topic == b.Topic && a.Status == b.Status && a.Oldest.Equal(b.Oldest)
+			}) {
+				t.Errorf("EndedClasses = %+v, want %+v", classes, want)
+			}
+			n, exact, err := s.RetireShard(0).CountEnded(ctx, "t", timer.StatusDone, retireBase.Add(-time.Hour), 10)
+			if n != 1 || !exact || err != nil {
+				t.Errorf("CountEnded(done, an hour before the base) = %d, %v, %v; want 1, exact", n, exact, err)
+			}
+
+			r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 2, Duty: 1, Now: c.now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := alive(t, s, lateRetry, onTime, early, recent); !slices.Equal(got, []timer.JobID{lateRetry, recent}) {
+				t.Errorf("at the base: held %v, want the late retry %d and the recent cancel %d", got, lateRetry, recent)
+			}
+			c.after(61 * time.Minute)
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := alive(t, s, lateRetry, recent); len(got) != 0 {
+				t.Errorf("61 min on: held %v, want none", got)
+			}
+		})
+	}
+}

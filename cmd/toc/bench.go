@@ -53,8 +53,8 @@ jobs/s, single schedules (64 clients), batches of 1,000 (4 clients) and
 the drain on an empty store, then fills the task store by SQL with
 --aged-rows finished jobs (ended over the past 48 h, over 50 topics;
 spread over the shards) and runs them again with toc keeping every row,
-then fire at 1,000/s while toc migrate applies migration 0025 again (its
-index of toc_jobs, taken back out first), then fire at 1,000/s only,
+then fire at 1,000/s while toc migrate applies migrations 0025 and 0027
+again (their index of toc_jobs, taken back out first), then fire at 1,000/s only,
 twice, each time on a toc restarted for it: keeping every row (the
 control), then with a 24 h retention, so that it deletes half of them
 meanwhile:

@@ -19,12 +19,12 @@ import (
 // agedUnmigrate takes migration 0025's toc_jobs part back out of a
 // store: its index of end times and the virtual columns under it (the
 // rest of 0025 is IF NOT EXISTS, so applying it again only rebuilds
-// these). Both are online: dropping an index and virtual columns copies
-// nothing.
+// these), and 0027, which redefines them, with it. Both are online:
+// dropping an index and virtual columns copies nothing.
 var agedUnmigrate = []string{
 	"ALTER TABLE toc_jobs DROP INDEX IF EXISTS toc_jobs_ended, ALGORITHM = NOCOPY, LOCK = NONE",
 	"ALTER TABLE toc_jobs DROP COLUMN IF EXISTS ended_topic, DROP COLUMN IF EXISTS ended_status, DROP COLUMN IF EXISTS ended_at, ALGORITHM = INPLACE, LOCK = NONE",
-	"DELETE FROM toc_schema_migrations WHERE version = 25",
+	"DELETE FROM toc_schema_migrations WHERE version IN (25, 27)",
 }
 
 // migrateRun is what one toc migrate did.
@@ -34,18 +34,18 @@ type migrateRun struct {
 	err  error
 }
 
-// agedMigrating takes migration 0025 back out of the aged store, then
-// fires 1,000 jobs a second while toc migrate applies it again (see
-// migrateUnderFire).
+// agedMigrating takes migrations 0025 and 0027 back out of the aged
+// store, then fires 1,000 jobs a second while toc migrate applies them
+// again (see migrateUnderFire).
 func (b *bench) agedMigrating(ctx context.Context, dbs []*sql.DB, phase string) (result, error) {
 	for i, db := range dbs {
 		for _, stmt := range agedUnmigrate {
 			if _, err := db.ExecContext(ctx, stmt); err != nil {
-				return result{}, fmt.Errorf("take migration 0025 back out of shard %d: %w", i, err)
+				return result{}, fmt.Errorf("take migrations 0025 and 0027 back out of shard %d: %w", i, err)
 			}
 		}
 	}
-	return b.migrateUnderFire(ctx, dbs, b.dsns, phase, "0025 (toc_jobs_ended and its virtual columns)")
+	return b.migrateUnderFire(ctx, dbs, b.dsns, phase, "0025 and 0027 (toc_jobs_ended and its virtual columns)")
 }
 
 // migrateUnderFire fires 1,000 jobs a second through the toc the bench

@@ -32,7 +32,7 @@ func TestTopicStorage(t *testing.T) {
 		t.Helper()
 		js := make([]*timer.Job, n)
 		for i := range js {
-			js[i] = &timer.Job{ID: ids.NextIn(i % 2), Topic: topic, Status: status, DueAt: now,
+			js[i] = &timer.Job{ID: ids.NextIn(i % 2), Topic: topic, Status: status, DueAt: at,
 				CallbackURL: "http://localhost:1/", CreatedAt: ended, UpdatedAt: at}
 		}
 		if err := st.Insert(t.Context(), js); err != nil {
