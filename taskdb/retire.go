@@ -116,19 +116,23 @@ func (s *Store) nextEnded(ctx context.Context, query string, args ...any) (c tim
 const doneByDue = `SELECT job_id, action_time, gmt_modified FROM toc_jobs WHERE topic = ? AND status = 2
 	AND action_time >= ? AND (action_time > ? OR job_id > ?) ORDER BY action_time, job_id LIMIT ?`
 
-// donePage is how many done jobs oldestDone reads at once.
-const donePage = 64
+// donePages are the pages oldestDone reads, at most, one after the
+// other: nearly always the first is enough.
+var donePages = []int{16, 240, 768}
 
 // oldestDone returns when the done job of topic that ended first ended;
 // the zero time when it holds none. It reads the topic's done jobs by due
-// time until one is due after the earliest end read: a job ends at or
-// after its due time, so none later ends before it. That is nearly always
-// the first page, and the first few rows of it.
+// time until one is due at or after the earliest end read: a job ends at
+// or after its due time, so none from there on ended before it. That is
+// nearly always within the first few rows. It reads 1,024 rows at most:
+// past them (a burst of jobs due at once that took longer than that to
+// fire) it returns the earliest end among them, which the true one
+// precedes by less than the burst took.
 func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error) {
 	best := int64(math.MaxInt64)
 	afterDue, afterID := int64(math.MinInt64), int64(0)
-	for {
-		rows, err := s.rdb.QueryContext(ctx, s.d.bounded+doneByDue, topic, afterDue, afterDue, afterID, donePage)
+	for _, page := range donePages {
+		rows, err := s.rdb.QueryContext(ctx, s.d.bounded+doneByDue, topic, afterDue, afterDue, afterID, page)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -140,7 +144,7 @@ func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error)
 				return time.Time{}, err
 			}
 			n++
-			if due > best {
+			if due >= best {
 				past = true
 				break
 			}
@@ -149,7 +153,7 @@ func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error)
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return time.Time{}, err
 		}
-		if past || n < donePage {
+		if past || n < page {
 			break
 		}
 	}
