@@ -22,11 +22,11 @@ import (
 // 19 (BENCHMARKS.md, "What net/http costs a webhook"): on a machine that
 // toc shares with its receiver, the receiver's CPU is taken from toc's.
 type benchReceiver struct {
-	srv    *fasthttp.Server
-	ln     net.Listener
-	url    string
-	keys   [][]byte
-	closed chan struct{}
+	srv     *fasthttp.Server
+	ln      net.Listener
+	url     string
+	signers []*webhook.Signer
+	closed  chan struct{}
 
 	mu       sync.Mutex
 	arrivals map[string]arrival
@@ -51,7 +51,7 @@ func newBenchReceiver(addr, secret string) (*benchReceiver, error) {
 	if err != nil {
 		return nil, fmt.Errorf("benchReceiver: %w", err)
 	}
-	r := &benchReceiver{ln: ln, url: "http://" + ln.Addr().String() + "/hook", keys: [][]byte{key},
+	r := &benchReceiver{ln: ln, url: "http://" + ln.Addr().String() + "/hook", signers: []*webhook.Signer{webhook.NewSigner(key)},
 		arrivals: map[string]arrival{}, closed: make(chan struct{})}
 	// Kept-alive connections stay open while idle, as net/http's do.
 	r.srv = &fasthttp.Server{Handler: r.serve, ReadTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxRequestBodySize: 1 << 20,
@@ -142,8 +142,8 @@ func (r *benchReceiver) span(ids []string) (first, last time.Time) {
 }
 
 func (r *benchReceiver) verify(id string, ts int64, body []byte, header string) bool {
-	for _, key := range r.keys {
-		want := webhook.Sign(key, id, ts, body)
+	for _, signer := range r.signers {
+		want := signer.Sign(id, ts, body)
 		for sig := range strings.FieldsSeq(header) {
 			if sig == want {
 				return true

@@ -149,13 +149,14 @@ func (c Config) Validate() error {
 	return nil
 }
 
-// parseSecrets returns the keys of secrets, which Validate checked.
-func parseSecrets(secrets []string) [][]byte {
-	keys := make([][]byte, len(secrets))
+// newSigners returns the signers of secrets, which Validate checked.
+func newSigners(secrets []string) []*Signer {
+	signers := make([]*Signer, len(secrets))
 	for i, s := range secrets {
-		keys[i], _ = parseSecret(s)
+		key, _ := parseSecret(s)
+		signers[i] = NewSigner(key)
 	}
-	return keys
+	return signers
 }
 
 // Client is the timer.Handler that POSTs each job to its callback URL,
@@ -193,12 +194,12 @@ func parseSecrets(secrets []string) [][]byte {
 // included, shows the host is up. The breaker's doc comment has the
 // details.
 type Client struct {
-	cfg     Config
-	keys    [][]byte
-	nsKeys  map[string][][]byte // by namespace (Config.NamespaceSecrets)
-	client  *http.Client        // https:// callbacks
-	plain   *plainTransport     // http:// callbacks
-	breaker *breaker            // nil when disabled
+	cfg       Config
+	signers   []*Signer
+	nsSigners map[string][]*Signer // by namespace (Config.NamespaceSecrets)
+	client    *http.Client         // https:// callbacks
+	plain     *plainTransport      // http:// callbacks
+	breaker   *breaker             // nil when disabled
 }
 
 var _ timer.Handler = (*Client)(nil)
@@ -209,10 +210,10 @@ func NewClient(cfg Config) (*Client, error) {
 		return nil, fmt.Errorf("webhook config: %w", err)
 	}
 	cfg = cfg.withDefaults()
-	keys := parseSecrets(cfg.Secrets)
-	nsKeys := make(map[string][][]byte, len(cfg.NamespaceSecrets))
+	signers := newSigners(cfg.Secrets)
+	nsSigners := make(map[string][]*Signer, len(cfg.NamespaceSecrets))
 	for ns, secrets := range cfg.NamespaceSecrets {
-		nsKeys[ns] = parseSecrets(secrets)
+		nsSigners[ns] = newSigners(secrets)
 	}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second}
 	if !cfg.AllowPrivate {
@@ -234,7 +235,7 @@ func NewClient(cfg Config) (*Client, error) {
 			return http.ErrUseLastResponse
 		},
 	}
-	return &Client{cfg: cfg, keys: keys, nsKeys: nsKeys, client: client,
+	return &Client{cfg: cfg, signers: signers, nsSigners: nsSigners, client: client,
 		plain: newPlainTransport(dialer.DialContext, cfg.MaxIdleConnsPerHost), breaker: newBreaker(cfg)}, nil
 }
 
@@ -334,7 +335,7 @@ func (c *Client) message(d timer.Delivery, now time.Time, id string, first []Hea
 	headers := append(first,
 		Header{"webhook-id", id},
 		Header{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
-		Header{"webhook-signature", c.signatures(c.keysOf(j.Topic), id, now.Unix(), body)},
+		Header{"webhook-signature", signatures(c.signersOf(j.Topic), id, now.Unix(), body)},
 		Header{"toc-attempt", strconv.Itoa(d.Attempt)},
 		Header{"toc-due-at", j.DueAt.UTC().Format(timeLayout)},
 		Header{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
@@ -472,21 +473,24 @@ func drainClose(body io.ReadCloser, limit int64) {
 	_ = body.Close()
 }
 
-// keysOf returns the keys that sign the calls of topic: its namespace's.
-func (c *Client) keysOf(topic string) [][]byte {
+// signersOf returns the signers of the calls of topic: its namespace's.
+func (c *Client) signersOf(topic string) []*Signer {
 	if ns, _ := timer.SplitTopic(topic); ns != "" {
-		if keys, ok := c.nsKeys[ns]; ok {
-			return keys
+		if signers, ok := c.nsSigners[ns]; ok {
+			return signers
 		}
 	}
-	return c.keys
+	return c.signers
 }
 
-// signatures is the webhook-signature header: one entry per key.
-func (c *Client) signatures(keys [][]byte, msgID string, ts int64, body []byte) string {
-	sigs := make([]string, len(keys))
-	for i, key := range keys {
-		sigs[i] = Sign(key, msgID, ts, body)
+// signatures is the webhook-signature header: one entry per signer.
+func signatures(signers []*Signer, msgID string, ts int64, body []byte) string {
+	if len(signers) == 1 {
+		return signers[0].Sign(msgID, ts, body)
+	}
+	sigs := make([]string, len(signers))
+	for i, s := range signers {
+		sigs[i] = s.Sign(msgID, ts, body)
 	}
 	return strings.Join(sigs, " ")
 }

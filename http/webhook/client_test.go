@@ -312,6 +312,34 @@ func TestSignMatchesLibrary(t *testing.T) {
 	}
 }
 
+// A Signer signs as Sign does, call after call and from many goroutines
+// at once, with ids and bodies of every length: it reuses its HMAC
+// states and their buffers.
+func TestSignerMatchesSign(t *testing.T) {
+	key, err := webhook.ParseSecret(testSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := webhook.NewSigner(key)
+	if want := "v1,g0hM9SsE+OTPJTGt/tmIKtSyZlE3uFJELVlNIOLJ1OE="; want != s.Sign("msg_p5jXN8AQM9LWM0D4loKWxJek", 1614265330, []byte(`{"test": 2432232314}`)) {
+		t.Errorf("Signer.Sign differs from the specification's example %s", want)
+	}
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Go(func() {
+			for i := range 300 {
+				id := strings.Repeat("m", (g*300+i)%150)
+				body := []byte(strings.Repeat("b", i*7))
+				if got, want := s.Sign(id, int64(i), body), webhook.Sign(key, id, int64(i), body); got != want {
+					t.Errorf("Signer.Sign(%d-byte id, %d, %d-byte body) = %s, want %s", len(id), i, len(body), got, want)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+}
+
 func TestParseSecret(t *testing.T) {
 	key, err := webhook.ParseSecret(webhook.NewSecret())
 	if err != nil || len(key) != 24 {
@@ -890,6 +918,20 @@ func BenchmarkSign(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		webhook.Sign(key, "1234567890123", 1767366245, body)
+	}
+}
+
+func BenchmarkSigner(b *testing.B) {
+	key, err := webhook.ParseSecret(testSecret)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := webhook.NewSigner(key)
+	body := []byte(strings.Repeat("x", 1<<10))
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Sign("1234567890123", 1767366245, body)
 	}
 }
 

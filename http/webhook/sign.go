@@ -7,8 +7,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"hash"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // Secrets in the Standard Webhooks form: whsec_ and the base64 of a key
@@ -31,6 +33,48 @@ func Sign(secret []byte, msgID string, ts int64, body []byte) string {
 	mac.Write([]byte{'.'})
 	mac.Write(body)
 	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+}
+
+// A Signer makes Sign's signatures with one key, keeping HMAC states
+// keyed with it from call to call: Sign keys a new one each time, which
+// was most of its allocations and a tenth of its time (BenchmarkSign).
+// It is safe for concurrent use.
+type Signer struct {
+	states sync.Pool // of *signState
+}
+
+// signState is an HMAC keyed with a Signer's key, and the buffer its
+// input and output go through.
+type signState struct {
+	mac hash.Hash
+	buf []byte
+}
+
+// NewSigner returns a Signer of secret.
+func NewSigner(secret []byte) *Signer {
+	key := append([]byte(nil), secret...)
+	s := &Signer{}
+	s.states.New = func() any { return &signState{mac: hmac.New(sha256.New, key), buf: make([]byte, 0, 64)} }
+	return s
+}
+
+// Sign is Sign(secret, msgID, ts, body) with the Signer's secret.
+func (s *Signer) Sign(msgID string, ts int64, body []byte) string {
+	st := s.states.Get().(*signState)
+	st.mac.Reset()
+	b := append(st.buf[:0], msgID...)
+	b = append(b, '.')
+	b = strconv.AppendInt(b, ts, 10)
+	b = append(b, '.')
+	st.mac.Write(b)
+	st.mac.Write(body)
+	sum := st.mac.Sum(b[:0])
+	var out [len("v1,") + 44]byte // 44: the base64 of SHA-256's 32 bytes
+	copy(out[:], "v1,")
+	base64.StdEncoding.Encode(out[len("v1,"):], sum)
+	st.buf = sum[:0]
+	s.states.Put(st)
+	return string(out[:])
 }
 
 // ParseSecret decodes a secret in the Standard Webhooks form, whsec_ and
