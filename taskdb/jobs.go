@@ -519,7 +519,9 @@ const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, act
 	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key, group_id FROM toc_jobs `
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
-	var (
+	// One value for every column, of which Scan takes the addresses: they
+	// move to the heap together, one allocation a row, not one each.
+	var r struct {
 		j                     timer.Job
 		id, bizID, bizType    unsigned
 		key, payload, ckey    []byte
@@ -532,28 +534,30 @@ func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 		expireAfter, expireAt sql.NullInt64
 		window                int64
 		group                 []byte
-	)
-	err := row.Scan(&id, &j.Topic, &key, &bizID, &bizType, &status, &due, &attempts,
-		&maxAttempts, &j.LastError, &j.CallbackURL, &payload, &noPayload, &created, &modified, &priority, &lastStatus, &fired, &j.TraceParent, &j.Version, &expireAfter, &expireAt, &window, &ckey, &group)
+	}
+	j := &r.j
+	err := row.Scan(&r.id, &j.Topic, &r.key, &r.bizID, &r.bizType, &r.status, &r.due, &r.attempts,
+		&r.maxAttempts, &j.LastError, &j.CallbackURL, &r.payload, &r.noPayload, &r.created, &r.modified, &r.priority, &r.lastStatus, &r.fired,
+		&j.TraceParent, &j.Version, &r.expireAfter, &r.expireAt, &r.window, &r.ckey, &r.group)
 	if err != nil {
 		return nil, err
 	}
-	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(id), string(key), uint64(bizID), uint64(bizType)
-	j.ConcurrencyKey = string(ckey)
-	j.Status, j.DueAt = statusOf(status, fired), timer.TimeOf(due)
-	j.Attempts, j.MaxAttempts = int(attempts), int(maxAttempts)
-	j.Priority, j.LastStatus = timer.Priority(priority), int(lastStatus)
-	j.Payload, j.GroupID = payload, string(group)
-	if j.Payload == nil && !noPayload {
+	j.ID, j.Key, j.BizID, j.BizType = timer.JobID(r.id), string(r.key), uint64(r.bizID), uint64(r.bizType)
+	j.ConcurrencyKey = string(r.ckey)
+	j.Status, j.DueAt = statusOf(r.status, r.fired), timer.TimeOf(r.due)
+	j.Attempts, j.MaxAttempts = int(r.attempts), int(r.maxAttempts)
+	j.Priority, j.LastStatus = timer.Priority(r.priority), int(r.lastStatus)
+	j.Payload, j.GroupID = r.payload, string(r.group)
+	if j.Payload == nil && !r.noPayload {
 		j.Payload = []byte{}
 	}
-	j.CreatedAt, j.UpdatedAt = timer.TimeOf(created), timer.TimeOf(modified)
-	if expireAfter.Valid && expireAt.Valid {
-		j.Expiry = timer.ExpireAfter(time.Duration(expireAfter.Int64) * time.Millisecond)
-		j.ExpireAt = timer.TimeOf(expireAt.Int64)
+	j.CreatedAt, j.UpdatedAt = timer.TimeOf(r.created), timer.TimeOf(r.modified)
+	if r.expireAfter.Valid && r.expireAt.Valid {
+		j.Expiry = timer.ExpireAfter(time.Duration(r.expireAfter.Int64) * time.Millisecond)
+		j.ExpireAt = timer.TimeOf(r.expireAt.Int64)
 	}
-	j.Window = time.Duration(window) * time.Millisecond
-	return &j, nil
+	j.Window = time.Duration(r.window) * time.Millisecond
+	return j, nil
 }
 
 // Get returns one job, or an error wrapping timer.ErrNotFound. A primary
