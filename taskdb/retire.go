@@ -168,11 +168,13 @@ func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error)
 // jobs of a topic that ended before a time, after a cursor (due time,
 // id), by due time in toc_jobs_topic_due (a done job due after the time
 // did not end before it).
+// endedBefore and doneBefore are the same without the cursor, which
+// CountEnded counts.
 const (
-	endedRange = ` FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?
-	AND ended_at >= ? AND (ended_at > ? OR job_id > ?)`
-	doneRange = ` FROM toc_jobs WHERE topic = ? AND status = 2 AND action_time < ? AND gmt_modified < ?
-	AND action_time >= ? AND (action_time > ? OR job_id > ?)`
+	endedBefore = ` FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?`
+	doneBefore  = ` FROM toc_jobs WHERE topic = ? AND status = 2 AND action_time < ? AND gmt_modified < ?`
+	endedRange  = endedBefore + ` AND ended_at >= ? AND (ended_at > ? OR job_id > ?)`
+	doneRange   = doneBefore + ` AND action_time >= ? AND (action_time > ? OR job_id > ?)`
 )
 
 // endedJobs and doneJobs are a page of endedRange and of doneRange in
@@ -292,9 +294,9 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 // toc_jobs_ended, or of toc_jobs_topic_due for done jobs, up to limit, the
 // database's estimate beyond.
 func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, before time.Time, limit int64) (n int64, exact bool, err error) {
-	from, args := " FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?", []any{topic, int64(st), before.UnixMilli()}
+	from, args := endedBefore, []any{topic, int64(st), before.UnixMilli()}
 	if st == timer.StatusDone {
-		from, args = " FROM toc_jobs WHERE topic = ? AND status = 2 AND action_time < ? AND gmt_modified < ?", []any{topic, before.UnixMilli(), before.UnixMilli()}
+		from, args = doneBefore, []any{topic, before.UnixMilli(), before.UnixMilli()}
 	}
 	n, exact, err = s.countUpTo(ctx, from, args, limit)
 	if err != nil {

@@ -25,14 +25,8 @@ const (
 // base64 of HMAC-SHA256(secret, msgID + "." + ts + "." + body), where ts
 // is the webhook-timestamp in Unix seconds.
 func Sign(secret []byte, msgID string, ts int64, body []byte) string {
-	mac := hmac.New(sha256.New, secret)
-	var num [20]byte
-	mac.Write([]byte(msgID))
-	mac.Write([]byte{'.'})
-	mac.Write(strconv.AppendInt(num[:0], ts, 10))
-	mac.Write([]byte{'.'})
-	mac.Write(body)
-	return "v1," + base64.StdEncoding.EncodeToString(mac.Sum(nil))
+	sig, _ := sign(hmac.New(sha256.New, secret), nil, msgID, ts, body)
+	return sig
 }
 
 // A Signer makes Sign's signatures with one key, keeping HMAC states
@@ -62,19 +56,27 @@ func NewSigner(secret []byte) *Signer {
 func (s *Signer) Sign(msgID string, ts int64, body []byte) string {
 	st := s.states.Get().(*signState)
 	st.mac.Reset()
-	b := append(st.buf[:0], msgID...)
+	sig, buf := sign(st.mac, st.buf, msgID, ts, body)
+	st.buf = buf
+	s.states.Put(st)
+	return sig
+}
+
+// sign is the signature entry of msgID, ts and body by mac, a keyed
+// HMAC-SHA256 in its initial state; the input and the sum go through buf,
+// returned for the next call.
+func sign(mac hash.Hash, buf []byte, msgID string, ts int64, body []byte) (string, []byte) {
+	b := append(buf[:0], msgID...)
 	b = append(b, '.')
 	b = strconv.AppendInt(b, ts, 10)
 	b = append(b, '.')
-	st.mac.Write(b)
-	st.mac.Write(body)
-	sum := st.mac.Sum(b[:0])
+	mac.Write(b)
+	mac.Write(body)
+	sum := mac.Sum(b[:0])
 	var out [len("v1,") + 44]byte // 44: the base64 of SHA-256's 32 bytes
 	copy(out[:], "v1,")
 	base64.StdEncoding.Encode(out[len("v1,"):], sum)
-	st.buf = sum[:0]
-	s.states.Put(st)
-	return string(out[:])
+	return string(out[:]), sum[:0]
 }
 
 // ParseSecret decodes a secret in the Standard Webhooks form, whsec_ and
