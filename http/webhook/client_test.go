@@ -980,6 +980,8 @@ func TestWebhookResponseExcerpt(t *testing.T) {
 		{"success", http.StatusOK, `{"ok":true}`, `{"ok":true}`, ""},
 		{"failure", http.StatusInternalServerError, "database down", "database down", `"database down"`},
 		{"long body", http.StatusOK, long, long[:timer.MaxExcerptBytes], ""},
+		{"no body", http.StatusNoContent, "", "", ""},
+		{"failure without a body", http.StatusServiceUnavailable, "", "", "503 Service Unavailable"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
