@@ -96,7 +96,10 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("add %s: %w", e.Member, err)
 			}
-			end, w := "0", int64(0)
+			// Scores go as int64s, which go-redis writes in decimal as
+			// formatScore would, without a string a score to allocate.
+			var end any = "0"
+			w := int64(0)
 			if ac.WindowMs != nil {
 				w = ac.WindowMs[j]
 			}
@@ -108,9 +111,9 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 				if err != nil {
 					return nil, fmt.Errorf("add %s: %w", e.Member, err)
 				}
-				end = formatScore(m)
+				end = m
 			}
-			args = append(args, e.Member, formatScore(n), end)
+			args = append(args, e.Member, n, end)
 		}
 		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
 			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}, args}
