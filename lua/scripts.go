@@ -96,8 +96,8 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 			if err != nil {
 				return nil, fmt.Errorf("add %s: %w", e.Member, err)
 			}
-			// Scores go as int64s, which go-redis writes in decimal as
-			// formatScore would, without a string a score to allocate.
+			// Scores go as int64s: go-redis writes them in decimal, the
+			// bytes formatScore made, and no score needs a string of its own.
 			var end any = "0"
 			w := int64(0)
 			if ac.WindowMs != nil {
