@@ -86,7 +86,7 @@ func (a *API) createJob(w http.ResponseWriter, r *http.Request, in *newJob, _ *a
 	if !res.Created {
 		status = http.StatusOK
 	}
-	writeJSON(w, status, viewOf(res.Job))
+	writeJobJSON(w, status, res.Job)
 }
 
 type batchItem struct {
@@ -383,5 +383,5 @@ func (a *API) writeJob(w http.ResponseWriter, r *http.Request, j *timer.Job, err
 		return
 	}
 	w.Header().Set("ETag", etag(j.Version))
-	writeJSON(w, http.StatusOK, viewOf(j))
+	writeJobJSON(w, http.StatusOK, j)
 }
