@@ -28,6 +28,37 @@ func writeJobJSON(w http.ResponseWriter, status int, j *timer.Job) {
 	_, _ = w.Write(append(b, '\n')) // the client went away; nothing to do
 }
 
+// writeBatchJSON answers a batch without a group, the bytes of writeJSON
+// of {"results": batchItems(res, withJobs)}, built as writeJobJSON
+// builds a job: the coalescing client asks every batch for its jobs in
+// full.
+func writeBatchJSON(w http.ResponseWriter, res []timer.Result, withJobs bool) {
+	size := 64 * len(res)
+	if withJobs {
+		size = 512 * len(res)
+	}
+	b := append(make([]byte, 0, 16+size), `{"results":[`...)
+	for i, r := range res {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendUint(append(b, `{"id":"`...), uint64(r.Job.ID), 10)
+		b = appendString(append(b, `","status":`...), r.Job.Status.String())
+		b = strconv.AppendBool(append(b, `,"created":`...), r.Created)
+		if withJobs {
+			var ok bool
+			if b, ok = appendJob(append(b, `,"job":`...), r.Job); !ok {
+				writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res, withJobs)})
+				return
+			}
+		}
+		b = append(b, '}')
+	}
+	w.Header()["Content-Type"] = jsonType
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(append(b, "]}\n"...)) // the client went away; nothing to do
+}
+
 // jsonType is writeJobJSON's Content-Type, one slice for every answer (a
 // Header.Add that follows copies it: its capacity is its length).
 var jsonType = []string{"application/json"}

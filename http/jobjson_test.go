@@ -70,6 +70,38 @@ func TestAppendJobBadPayload(t *testing.T) {
 	sameAsWriteJSON(t, j)
 }
 
+// TestWriteBatchJSON holds writeBatchJSON to writeJSON's bytes for a
+// batch's answer, with and without its jobs in full, and falls back to
+// it for a payload that is not JSON.
+func TestWriteBatchJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	base := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	for _, n := range []int{0, 1, 2, 50} {
+		res := make([]timer.Result, n)
+		for i := range res {
+			res[i] = timer.Result{Job: &timer.Job{ID: timer.JobID(1000 + i), Topic: "orders", Key: randomString(rng),
+				Status: timer.Status(rng.IntN(7)), DueAt: base, CreatedAt: base, UpdatedAt: base, Payload: []byte(`{"n": 1}`)}, Created: rng.IntN(2) == 0}
+		}
+		for _, withJobs := range []bool{false, true} {
+			sameBatch(t, res, withJobs)
+		}
+		if n > 0 {
+			res[n-1].Job.Payload = []byte("{")
+			sameBatch(t, res, true)
+		}
+	}
+}
+
+func sameBatch(t *testing.T, res []timer.Result, withJobs bool) {
+	t.Helper()
+	want, got := httptest.NewRecorder(), httptest.NewRecorder()
+	writeJSON(want, 200, map[string]any{"results": batchItems(res, withJobs)})
+	writeBatchJSON(got, res, withJobs)
+	if got.Code != want.Code || got.Header().Get("Content-Type") != want.Header().Get("Content-Type") || !bytes.Equal(got.Body.Bytes(), want.Body.Bytes()) {
+		t.Fatalf("%d jobs, with jobs %v:\n got %d %s\nwant %d %s", len(res), withJobs, got.Code, got.Body.Bytes(), want.Code, want.Body.Bytes())
+	}
+}
+
 func sameAsWriteJSON(t *testing.T, j *timer.Job) {
 	t.Helper()
 	want, got := httptest.NewRecorder(), httptest.NewRecorder()
@@ -127,8 +159,8 @@ func FuzzAppendString(f *testing.F) {
 	})
 }
 
-// BenchmarkWriteJob is the answer of a single schedule, by hand and by
-// encoding/json.
+// BenchmarkWriteJob is the answer of a single schedule, and of a batch
+// of 64, by hand and by encoding/json.
 func BenchmarkWriteJob(b *testing.B) {
 	base := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 	j := &timer.Job{ID: 7_000_000_000_123, Topic: "orders", Key: "order-12345", Status: timer.StatusPending,
@@ -144,6 +176,23 @@ func BenchmarkWriteJob(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			writeJSON(httptest.NewRecorder(), 201, viewOf(j))
+		}
+	})
+	// A batch of 64 with its jobs in full, as the coalescing client asks.
+	res := make([]timer.Result, 64)
+	for i := range res {
+		res[i] = timer.Result{Job: j, Created: true}
+	}
+	b.Run("batch_64_by_hand", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			writeBatchJSON(httptest.NewRecorder(), res, true)
+		}
+	})
+	b.Run("batch_64_encoding_json", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			writeJSON(httptest.NewRecorder(), 200, map[string]any{"results": batchItems(res, true)})
 		}
 	})
 }

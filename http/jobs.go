@@ -170,7 +170,7 @@ func (a *API) createBatch(w http.ResponseWriter, r *http.Request, in *newBatch, 
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"results": batchItems(res, in.withJobs)})
+	writeBatchJSON(w, res, in.withJobs)
 }
 
 // batchItems is a batch's answer of each job, in full when withJobs.
