@@ -228,15 +228,14 @@ func decode(body io.Reader, v any) error {
 	return decodeBytes(raw, v)
 }
 
-// decodeBytes is decode over a body already read.
+// decodeBytes is decode over a body already read. It unmarshals rather
+// than decoding from a stream: json.Unmarshal checks the whole body with
+// a pooled scanner where a Decoder allocates its own, its buffer and a
+// copy of the body (BenchmarkDecodeJob). The fields v does not have are
+// refused by checkKeys, by their path, not by the decoder.
 func decodeBytes(raw []byte, v any) error {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		return decodeError(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return &timer.FieldError{Field: "", Message: "trailing data after the JSON value"}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return decodeError(syntaxError(raw, err))
 	}
 	if !utf8.Valid(raw) {
 		// encoding/json would have replaced the bad bytes with U+FFFD: a
@@ -388,7 +387,7 @@ func (c *keyChecker) object(t reflect.Type) error {
 		if fields != nil {
 			ft, ok := fields[string(key)]
 			if !ok {
-				return &timer.FieldError{Field: string(key), Message: "unknown field (field names are case-sensitive)"}
+				return unknownField(string(key), fields)
 			}
 			vt = ft
 		}
@@ -402,6 +401,17 @@ func (c *keyChecker) object(t reflect.Type) error {
 			c.i++
 		}
 	}
+}
+
+// unknownField is the error of a key that names none of fields, saying
+// so when it names one in another case.
+func unknownField(key string, fields map[string]reflect.Type) error {
+	for name := range fields {
+		if strings.EqualFold(name, key) {
+			return &timer.FieldError{Field: key, Message: "unknown field (field names are case-sensitive: " + strconv.Quote(name) + ")"}
+		}
+	}
+	return &timer.FieldError{Field: key, Message: "unknown field"}
 }
 
 // skip passes over the value at c.i without checking it.
@@ -495,6 +505,25 @@ func fieldsOf(t reflect.Type) map[string]reflect.Type {
 	return fields
 }
 
+// syntaxError tells apart what json.Unmarshal reports alike as a
+// syntax error: a body of only white space (io.EOF), one that ends inside
+// its value (io.ErrUnexpectedEOF), and data after the value; any other
+// error is err.
+func syntaxError(raw []byte, err error) error {
+	se, ok := errors.AsType[*json.SyntaxError](err)
+	switch {
+	case !ok:
+		return err
+	case len(bytes.Trim(raw, " \t\r\n")) == 0:
+		return io.EOF
+	case se.Offset == int64(len(raw)) && se.Error() == "unexpected end of JSON input":
+		return io.ErrUnexpectedEOF
+	case strings.HasSuffix(se.Error(), " after top-level value"):
+		return &timer.FieldError{Message: "trailing data after the JSON value"}
+	}
+	return err
+}
+
 func decodeError(err error) error {
 	var (
 		syntax *json.SyntaxError
@@ -515,6 +544,8 @@ func decodeError(err error) error {
 			return &timer.FieldError{Message: "the body must be a JSON object"}
 		}
 		return &timer.FieldError{Field: typ.Field, Message: "must be " + typeName(typ.Type.String())}
+	case errors.As(err, new(*timer.FieldError)):
+		return err
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name, _ := strconv.Unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
 		return &timer.FieldError{Field: name, Message: "unknown field"}
