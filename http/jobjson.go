@@ -4,13 +4,11 @@
 package http
 
 import (
-	"bytes"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/toc-project/toc/internal/jsonw"
 	"github.com/toc-project/toc/timer"
 )
 
@@ -45,7 +43,7 @@ func writeBatchJSON(w http.ResponseWriter, res []timer.Result, withJobs bool) {
 			b = append(b, ',')
 		}
 		b = strconv.AppendUint(append(b, `{"id":"`...), uint64(r.Job.ID), 10)
-		b = appendString(append(b, `","status":`...), r.Job.Status.String())
+		b = jsonw.AppendString(append(b, `","status":`...), r.Job.Status.String())
 		b = strconv.AppendBool(append(b, `,"created":`...), r.Created)
 		if withJobs {
 			var ok bool
@@ -71,27 +69,21 @@ var jsonType = []string{"application/json"}
 // which encoding/json refuses in its own words.
 func appendJob(b []byte, j *timer.Job) ([]byte, bool) {
 	b = strconv.AppendUint(append(b, `{"id":"`...), uint64(j.ID), 10)
-	b = appendString(append(b, `","topic":`...), shownTopic(j.Topic))
-	b = appendString(append(b, `,"key":`...), j.Key)
+	b = jsonw.AppendString(append(b, `","topic":`...), shownTopic(j.Topic))
+	b = jsonw.AppendString(append(b, `,"key":`...), j.Key)
 	b = append(strconv.AppendUint(append(b, `,"biz_id":"`...), j.BizID, 10), '"')
 	b = append(strconv.AppendUint(append(b, `,"biz_type":"`...), j.BizType, 10), '"')
-	b = appendString(append(b, `,"status":`...), j.Status.String())
+	b = jsonw.AppendString(append(b, `,"status":`...), j.Status.String())
 	b = appendTime(append(b, `,"fire_at":`...), j.DueAt)
 	b = strconv.AppendInt(append(b, `,"attempts":`...), int64(j.Attempts), 10)
 	b = strconv.AppendInt(append(b, `,"max_attempts":`...), int64(j.MaxAttempts), 10)
-	b = appendString(append(b, `,"priority":`...), j.Priority.String())
-	b = appendString(append(b, `,"last_error":`...), j.LastError)
+	b = jsonw.AppendString(append(b, `,"priority":`...), j.Priority.String())
+	b = jsonw.AppendString(append(b, `,"last_error":`...), j.LastError)
 	b = strconv.AppendInt(append(b, `,"last_status":`...), int64(j.LastStatus), 10)
-	b = appendString(append(b, `,"callback_url":`...), j.CallbackURL)
-	b = append(b, `,"payload":`...)
-	if len(j.Payload) == 0 {
-		b = append(b, "null"...)
-	} else {
-		buf := bytes.NewBuffer(b)
-		if json.Compact(buf, j.Payload) != nil { // as a json.RawMessage is written
-			return b, false
-		}
-		b = buf.Bytes()
+	b = jsonw.AppendString(append(b, `,"callback_url":`...), j.CallbackURL)
+	b, ok := jsonw.AppendRaw(append(b, `,"payload":`...), j.Payload)
+	if !ok {
+		return b, false
 	}
 	b = appendTime(append(b, `,"created_at":`...), j.CreatedAt)
 	b = appendTime(append(b, `,"updated_at":`...), j.UpdatedAt)
@@ -106,9 +98,9 @@ func appendJob(b []byte, j *timer.Job) ([]byte, bool) {
 			b = appendTime(append(b, `,"expire_at":`...), j.ExpireAt)
 		}
 	}
-	b = appendString(append(b, `,"concurrency_key":`...), j.ConcurrencyKey)
+	b = jsonw.AppendString(append(b, `,"concurrency_key":`...), j.ConcurrencyKey)
 	if j.GroupID != "" {
-		b = appendString(append(b, `,"group_id":`...), j.GroupID)
+		b = jsonw.AppendString(append(b, `,"group_id":`...), j.GroupID)
 	}
 	if j.Status == timer.StatusDead && !j.UpdatedAt.IsZero() {
 		b = appendTime(append(b, `,"died_at":`...), j.UpdatedAt)
@@ -124,56 +116,4 @@ func appendTime(b []byte, t time.Time) []byte {
 		b = t.UTC().AppendFormat(b, timeLayout)
 	}
 	return append(b, '"')
-}
-
-// appendString appends s as a JSON string, escaped as encoding/json
-// escapes it with HTML escaping off: a quote, a backslash and control
-// characters escaped, each invalid UTF-8 byte as U+FFFD, and U+2028 and
-// U+2029, which JavaScript takes as line ends, as \u escapes.
-func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c >= 0x20 && c < utf8.RuneSelf && c != '"' && c != '\\' {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, `\b`...)
-			case '\f':
-				b = append(b, `\f`...)
-			case '\n':
-				b = append(b, `\n`...)
-			case '\r':
-				b = append(b, `\r`...)
-			case '\t':
-				b = append(b, `\t`...)
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(append(b, s[start:i]...), `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(append(b, s[start:i]...), '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	return append(append(b, s[start:]...), '"')
 }

@@ -2,13 +2,11 @@ package http
 
 import (
 	"bytes"
-	"encoding/json"
 	"math/rand/v2"
 	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
-	"unicode/utf8"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -136,27 +134,6 @@ func randomString(rng *rand.Rand) string {
 		b.WriteString(pieces[rng.IntN(len(pieces))])
 	}
 	return b.String()
-}
-
-// FuzzAppendString holds appendString to encoding/json's escaping.
-func FuzzAppendString(f *testing.F) {
-	f.Add("plain")
-	f.Add(everyByte())
-	f.Fuzz(func(t *testing.T, s string) {
-		var want bytes.Buffer
-		enc := json.NewEncoder(&want)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(s); err != nil {
-			t.Fatal(err)
-		}
-		got := appendString(nil, s)
-		if !bytes.Equal(append(got, '\n'), want.Bytes()) {
-			t.Fatalf("%q: got %s want %s", s, got, want.Bytes())
-		}
-		if !utf8.Valid(got) {
-			t.Fatalf("%q: not UTF-8: %q", s, got)
-		}
-	})
 }
 
 // BenchmarkWriteJob is the answer of a single schedule, and of a batch
