@@ -81,8 +81,9 @@ for _, w in ipairs(widths) do
 end
 local dues = {dueHigh, due, dueLow}
 local waiting = {dueHigh, due, dueLow, window, later}
+-- The same, the sets most often holding a slot's earliest first.
+local busiest = {due, later, dueHigh, dueLow, window}
 
-local before = earliest(waiting)
 local hasWindow = redis.call('EXISTS', window) == 1
 local batches = {{}, {}, {}, {}}
 local ends, gone, windowed = {}, {{}, {}, {}}, {}
@@ -202,6 +203,41 @@ for i = 6, #ARGV - 2, 3 do
     end
   end
 end
+-- Whether the earliest due ms moves: the lowest score given against the
+-- lowest of each set, read before anything is added and only until one
+-- set holds a timer due no later (in a busy slot, the first set read).
+-- Nothing was added below the lowest score given, and nothing else below
+-- the sets' lowest before: if it is due earlier than all of them, it is
+-- the new earliest. (Set mode may move the member holding the earliest to
+-- a later bucket; then, given nothing lower, no wake is due and none is
+-- sent.)
+local low = nil
+for _, batch in ipairs(batches) do
+  for i = 1, #batch, 2 do
+    if low == nil or tonumber(batch[i]) < low then
+      low = tonumber(batch[i])
+    end
+  end
+end
+for _, l in pairs(lows) do
+  if low == nil or tonumber(l) < low then
+    low = tonumber(l)
+  end
+end
+local moved = false
+local lowMs = nil
+if low ~= nil then
+  lowMs = math.floor(low / 128)
+  moved = true
+  for i = 1, #busiest do
+    local r = redis.call('ZRANGE', busiest[i], 0, 0, 'WITHSCORES')
+    if r[2] and math.floor(tonumber(r[2]) / 128) <= lowMs then
+      moved = false
+      break
+    end
+  end
+end
+
 local added = 0
 for s = 1, 4 do
   if #batches[s] > 0 then
@@ -231,31 +267,10 @@ if mode == 'set' then
   end
 end
 
--- Nothing was added below the lowest score given, and nothing else
--- below before: the lowest score now is the lower of the two, unless
--- set mode moved the member holding before later and gave nothing lower
--- (then no wake is due, and none is sent).
-local after = before
-for _, batch in ipairs(batches) do
-  for i = 1, #batch, 2 do
-    if after == nil or tonumber(batch[i]) < after then
-      after = tonumber(batch[i])
-    end
-  end
-end
-for _, low in pairs(lows) do
-  if after == nil or tonumber(low) < after then
-    after = tonumber(low)
-  end
-end
-if after == nil then
-  return {added, false}
-end
-local dueMs = math.floor(after / 128)
-if before ~= nil and dueMs >= math.floor(before / 128) then
+if not moved then
   return {added, false}
 end
 if channel ~= '' then
-  redis.call('PUBLISH', channel, prefix .. ' ' .. string.format('%d', dueMs))
+  redis.call('PUBLISH', channel, prefix .. ' ' .. string.format('%d', lowMs))
 end
-return {added, after}
+return {added, low}

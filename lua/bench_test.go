@@ -3,6 +3,7 @@ package lua
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -249,4 +250,74 @@ func BenchmarkRevive(b *testing.B) {
 		}
 		next++
 	}
+}
+
+// BenchmarkAddNew is a schedule's add: mode new, as IndexNew sends for
+// jobs just committed, of n timers into a slot that already holds 10,000
+// due ones earlier and later buckets (the service's default widths), with
+// a wake channel. A single schedule sends one timer a call; a coalesced
+// batch of 32 over 16 slots, two. It reports redis-server's own time a
+// call (INFO commandstats), the figure that matters on a shared machine.
+func BenchmarkAddNew(b *testing.B) {
+	for _, n := range []int{1, 2, 8} {
+		b.Run(fmt.Sprintf("%d_per_call", n), func(b *testing.B) {
+			be := luatest.Redis(b)
+			k := keysOf(be, 0)
+			fill(b, be, k.Due, "", 10_000, float64(t0*128))
+			ctx := b.Context()
+			if err := be.Client.ConfigResetStat(ctx).Err(); err != nil {
+				b.Fatal(err)
+			}
+			entries := make([]Entry, n)
+			i := 0
+			for b.Loop() {
+				for j := range entries {
+					i++
+					// Due after the filled ones, some within the finest later
+					// bucket's reach and some beyond, as new jobs are.
+					entries[j] = Entry{Member: Member(uint64(1_000_000+i), PriorityNormal), Ms: t0 + 1000 + int64(i%10_000)}
+				}
+				ac := AddCall{Keys: k, Mode: ModeNew, WakeChannel: "wake", WakeMessage: "t 0", Entries: entries,
+					LaterFromMs: t0 + 5000, BucketWidthsMs: []int64{1000, 32000, 1024000}}
+				if _, err := Add(ctx, be.Client, ac); err != nil {
+					b.Fatal(err)
+				}
+			}
+			stats, err := be.Client.Info(ctx, "commandstats").Result()
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportMetric(evalUsecPerCall(b, stats), "redis-µs/call")
+		})
+	}
+}
+
+// evalUsecPerCall reads the time a script call took redis-server, on
+// average, from INFO commandstats (EVALSHA's line, or EVAL's when the
+// script had to be loaded first: both are counted).
+func evalUsecPerCall(b *testing.B, stats string) float64 {
+	var calls, usec float64
+	for line := range strings.Lines(stats) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "calls":
+				calls += f
+			case "usec":
+				usec += f
+			}
+		}
+	}
+	if calls == 0 {
+		b.Fatalf("no script calls in INFO commandstats:\n%s", stats)
+	}
+	return usec / calls
 }
