@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -219,7 +220,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	coalesceLinger := fs.duration("coalesce-linger", 0, "coalesce: how long a batch's first call waits for others")
 	busWaysFlag := fs.string("bus-ways", strings.Join(busWays, ","), "bus: the ways measured, in order, comma-separated: webhook, pull, nats, amqp")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
-	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof) and a heap profile at its end (heap.pprof) to this directory")
+	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof), one of the bench itself, its load and its receivers (bench.cpu.pprof), and a heap profile of toc at its end (heap.pprof) to this directory")
 	tocArgs := fs.string("toc-args", "", "extra flags for the toc child process, space-separated")
 	if err := fs.parse(args); err != nil {
 		return err
@@ -278,6 +279,14 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	}
 	defer b.close()
 	fmt.Fprintf(stdout, "toc bench: stack %s, toc at %s, %d cores\n", cfg.stack, b.url, numCPU())
+	if cfg.profileDir != "" {
+		// The bench's own CPU is a part of every figure's machine CPU.
+		stop, err := profileSelf(filepath.Join(cfg.profileDir, "bench.cpu.pprof"))
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 	for _, s := range cfg.scenarios {
 		if ctx.Err() != nil {
 			break
@@ -485,4 +494,24 @@ func (b *bench) send(ctx context.Context, method, path string, body []byte, out 
 		return code, fmt.Errorf("%s: %d %s", path, code, bytes.TrimSpace(data))
 	}
 	return code, nil
+}
+
+// profileSelf starts a CPU profile of the bench process into file and
+// returns what stops it.
+func profileSelf(file string) (stop func(), err error) {
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return nil, fmt.Errorf("--profile: %w", err)
+	}
+	f, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("--profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("--profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
 }

@@ -188,7 +188,7 @@ func (c *Client) call(ctx context.Context, r request, out any) (int, error) {
 	body := r.raw
 	if r.body != nil {
 		var err error
-		if body, err = json.Marshal(r.body); err != nil {
+		if body, err = encodeBody(r.body); err != nil {
 			return 0, fmt.Errorf("%s %s: encode the body: %w", r.method, r.path, err)
 		}
 	}
@@ -289,8 +289,20 @@ func (c *Client) send(ctx context.Context, r request, body []byte, out any) (int
 		}
 		*out = b
 	default:
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
-			if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+		// Read whole, then decoded by json.Unmarshal, whose scanner is
+		// pooled: a json.Decoder allocates its own, and scans the bytes
+		// once more before decoding them.
+		b, err := io.ReadAll(resp.Body)
+		if err == nil && len(bytes.TrimSpace(b)) == 0 {
+			err = io.EOF
+		}
+		if err != nil {
+			return resp.StatusCode, &transportError{fmt.Errorf("%s %s: read the answer: %w", r.method, r.path, err)}
+		}
+		if err := json.Unmarshal(b, out); err != nil {
+			if se, ok := errors.AsType[*json.SyntaxError](err); ok && se.Offset == int64(len(b)) && se.Error() == "unexpected end of JSON input" {
+				// Cut short: as a connection that closed before the end.
+				err = fmt.Errorf("%w: %w", io.ErrUnexpectedEOF, err)
 				return resp.StatusCode, &transportError{fmt.Errorf("%s %s: read the answer: %w", r.method, r.path, err)}
 			}
 			return resp.StatusCode, fmt.Errorf("%s %s: decode the answer: %w", r.method, r.path, err)
@@ -322,4 +334,13 @@ func (c *Client) answerError(r request, resp *http.Response) error {
 	}
 	e.Message = msg
 	return e
+}
+
+// encodeBody is json.Marshal of v, or v's own appendJSON where it has
+// one: json.Marshal checks and compacts again what a MarshalJSON wrote.
+func encodeBody(v any) ([]byte, error) {
+	if a, ok := v.(interface{ appendJSON([]byte) ([]byte, error) }); ok {
+		return a.appendJSON(nil)
+	}
+	return json.Marshal(v)
 }

@@ -7,6 +7,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -683,26 +684,30 @@ func TestWritesNoHTMLEscapes(t *testing.T) {
 	}
 }
 
-// The client imports the standard library only: a program that calls toc
-// does not pull in its server.
+// The client imports the standard library only, and internal/jsonw,
+// which imports nothing else: a program that calls toc does not pull in
+// its server.
 func TestImportsTheStandardLibraryOnly(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+	const jsonw = "github.com/toc-project/toc/internal/jsonw"
+	for dir, allowed := range map[string]bool{".": true, "../../internal/jsonw": false} {
+		files, err := filepath.Glob(filepath.Join(dir, "*.go"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, imp := range f.Imports {
-			path := strings.Trim(imp.Path.Value, `"`)
-			if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") {
-				t.Errorf("%s imports %s", name, path)
+		fset := token.NewFileSet()
+		for _, name := range files {
+			if strings.HasSuffix(name, "_test.go") {
+				continue
+			}
+			f, err := parser.ParseFile(fset, name, nil, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, imp := range f.Imports {
+				path := strings.Trim(imp.Path.Value, `"`)
+				if first, _, _ := strings.Cut(path, "/"); strings.Contains(first, ".") && !(allowed && path == jsonw) {
+					t.Errorf("%s imports %s", name, path)
+				}
 			}
 		}
 	}
@@ -752,5 +757,110 @@ func TestSelectionResult(t *testing.T) {
 	}
 	if b, err := json.Marshal(res); err != nil || string(b) != raw {
 		t.Errorf("wrote %s (%v), want %s", b, err, raw)
+	}
+}
+
+// TestAnswerCutShort: an answer that ends inside its value, or is empty,
+// is a transport failure, which a safe request retries; one with
+// something after its value cannot be decoded, and is not retried.
+func TestAnswerCutShort(t *testing.T) {
+	for _, tc := range []struct {
+		name, first string
+		retried     bool
+	}{
+		{"cut short", jobAnswer[:40], true},
+		{"empty", "", true},
+		{"blank", " \n", true},
+		{"data after it", jobAnswer + "}", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var calls atomic.Int32
+			f := newFake(t, func(w http.ResponseWriter, r *http.Request) {
+				if calls.Add(1) == 1 {
+					answer(w, http.StatusOK, tc.first)
+					return
+				}
+				answer(w, http.StatusOK, jobAnswer)
+			})
+			j, err := f.Get(t.Context(), 4737258989562101760)
+			if !tc.retried {
+				if err == nil || !strings.Contains(err.Error(), "decode the answer") || calls.Load() != 1 {
+					t.Fatalf("%v after %d calls, want a decode error after one", err, calls.Load())
+				}
+				return
+			}
+			if err != nil || calls.Load() != 2 {
+				t.Fatalf("%v after %d calls, want the job after two", err, calls.Load())
+			}
+			if j.Topic != "orders" || j.BizID != 18446744073709551615 || !j.NextAttemptAt.Equal(time.Date(2026, 11, 21, 20, 0, 2, 0, time.UTC)) {
+				t.Errorf("decoded %+v", j)
+			}
+		})
+	}
+}
+
+// jobRequestJSON is how encoding/json wrote a JobRequest before it was
+// written by hand: the reference TestJobRequestJSON holds appendJSON to.
+type jobRequestJSON struct {
+	Topic          string          `json:"topic"`
+	Key            string          `json:"key,omitempty"`
+	BizID          decimal         `json:"biz_id,omitzero"`
+	BizType        decimal         `json:"biz_type,omitzero"`
+	FireAt         string          `json:"fire_at,omitempty"`
+	DelayMS        *int64          `json:"delay_ms,omitempty"`
+	CallbackURL    string          `json:"callback_url"`
+	Payload        json.RawMessage `json:"payload,omitempty"`
+	MaxAttempts    int             `json:"max_attempts,omitempty"`
+	Priority       Priority        `json:"priority,omitempty"`
+	ExpireAfter    *int64          `json:"expire_after_ms,omitempty"`
+	WindowMS       int64           `json:"window_ms,omitempty"`
+	ConcurrencyKey string          `json:"concurrency_key,omitempty"`
+	GroupID        string          `json:"group_id,omitempty"`
+}
+
+// TestJobRequestJSON: a request written by hand is the bytes
+// encoding/json wrote of it, field for field, set and unset, and with
+// strings that need escapes; a payload that is not JSON is refused.
+func TestJobRequestJSON(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 35))
+	strs := []string{"", "orders", "a\"b\\c", "<&>", "\u2028é\x01", "\xff"}
+	pick := func() string { return strs[rng.IntN(len(strs))] }
+	payloads := []json.RawMessage{nil, json.RawMessage(`{"n":1}`), json.RawMessage(` [1, "<&>" , {}] `), json.RawMessage(`"x"`)}
+	for i := range 2000 {
+		r := JobRequest{Topic: pick(), CallbackURL: pick(), Key: pick(), ConcurrencyKey: pick(), GroupID: pick(),
+			Priority: Priority(pick()), Payload: payloads[rng.IntN(len(payloads))]}
+		if rng.IntN(2) == 0 {
+			r.BizID, r.BizType = rng.Uint64(), uint64(rng.IntN(3))
+		}
+		switch rng.IntN(3) {
+		case 0:
+			r.FireAt = time.UnixMilli(rng.Int64N(4e12)).Add(time.Duration(rng.IntN(1e6)))
+		case 1:
+			r.Delay = time.Duration(rng.Int64N(int64(48 * time.Hour)))
+		}
+		if rng.IntN(2) == 0 {
+			r.MaxAttempts = rng.IntN(3)
+			r.Window = time.Duration(rng.IntN(3)) * time.Second / 3
+			e := rng.Int64N(3) - 1
+			r.ExpireAfterMS = &e
+		}
+		w := jobRequestJSON{
+			Topic: r.Topic, Key: r.Key, BizID: decimal(r.BizID), BizType: decimal(r.BizType), CallbackURL: r.CallbackURL,
+			Payload: r.Payload, MaxAttempts: r.MaxAttempts, Priority: r.Priority, ExpireAfter: r.ExpireAfterMS, WindowMS: ms(r.Window),
+			ConcurrencyKey: r.ConcurrencyKey, GroupID: r.GroupID,
+		}
+		w.FireAt, w.DelayMS = When{FireAt: r.FireAt, Delay: r.Delay}.wire()
+		want, err := marshal(w)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := r.appendJSON(nil)
+		if err != nil || string(got) != string(want) {
+			t.Fatalf("request %d: %s, %v\nwant %s", i, got, err, want)
+		}
+	}
+	_, err := JobRequest{Topic: "t", Payload: json.RawMessage(`{"n":`)}.appendJSON(nil)
+	if err == nil || !strings.Contains(err.Error(), "payload: unexpected end of JSON input") {
+		t.Errorf("a payload cut short: %v", err)
 	}
 }

@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -102,9 +102,9 @@ type queued struct {
 
 // schedule makes r's call through the queue.
 func (k *coalescer) schedule(ctx context.Context, r JobRequest) (*Job, bool, error) {
-	body, err := json.Marshal(r)
+	body, err := r.appendJSON(nil)
 	if err != nil {
-		return nil, false, err
+		return nil, false, fmt.Errorf("POST /v1/jobs: encode the body: %w", err)
 	}
 	q := &queued{ctx: ctx, req: r, body: body, at: time.Now(), done: make(chan struct{})}
 	k.mu.Lock()
@@ -219,8 +219,8 @@ func (k *coalescer) request(batch []*queued) {
 	body.WriteString(`]}`)
 	var out struct {
 		Results []struct {
-			Created bool `json:"created"`
-			Job     *Job `json:"job"`
+			Created bool     `json:"created"`
+			Job     *jobJSON `json:"job"`
 		} `json:"results"`
 	}
 	// Sent once, as a single Schedule without a key is: a batch whose
@@ -244,7 +244,8 @@ func (k *coalescer) request(batch []*queued) {
 		case out.Results[i].Job == nil:
 			q.alone = true // a toc that does not show jobs in a batch's answer
 		default:
-			q.job, q.created = out.Results[i].Job, out.Results[i].Created
+			q.job, q.created = new(Job), out.Results[i].Created
+			out.Results[i].Job.to(q.job)
 		}
 	}
 }

@@ -53,11 +53,13 @@ func (s stamp) MarshalJSON() ([]byte, error) {
 }
 
 func (s *stamp) UnmarshalJSON(data []byte) error {
-	var v string
 	if bytes.Equal(data, []byte("null")) {
 		return nil
 	}
-	if err := json.Unmarshal(data, &v); err != nil {
+	var v string
+	if n := len(data); n >= 2 && data[0] == '"' && data[n-1] == '"' && bytes.IndexByte(data, '\\') < 0 {
+		v = string(data[1 : n-1]) // no escape to undo: every time the API writes
+	} else if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
 	if v == "" {
