@@ -78,7 +78,7 @@ coalesce, run only when named, measures the Go client's Schedule, one
 job a call, from 64 goroutines and from one, each through a client that
 coalesces concurrent calls into batches (client.WithCoalescing) and one
 that does not, with the CPU a job cost each part:
-  toc bench --scenarios coalesce [--duration 10s] [--coalesce-in-flight 2] [--coalesce-linger 0]
+  toc bench --scenarios coalesce [--duration 10s] [--coalesce-in-flight 2] [--coalesce-linger 0] [--coalesce-regroup -1ns]
 
 inout, run only when named, posts single jobs at each --rates from 64
 connections, each due 1.5 s after it was to be sent, over --pending
@@ -218,6 +218,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	coalesceInFlight := fs.int("coalesce-in-flight", 0, fmt.Sprintf("coalesce: the client's requests under way at once (default %d)", client.DefaultCoalesceMaxInFlight))
 	inoutSearch := fs.bool("inout-search", false, "inout: also step the rate up by 1000/s from 1000/s and report the highest at which both p99s stay within 10 ms")
 	coalesceLinger := fs.duration("coalesce-linger", 0, "coalesce: how long a batch's first call waits for others")
+	coalesceRegroup := fs.duration("coalesce-regroup", 0, fmt.Sprintf("coalesce: how long the next batch waits, once a request ends, for the callers it answered (default %v; negative: none)", client.DefaultCoalesceRegroup))
 	busWaysFlag := fs.string("bus-ways", strings.Join(busWays, ","), "bus: the ways measured, in order, comma-separated: webhook, pull, nats, amqp")
 	jsonOut := fs.string("json", "", "write the results as JSON to this file")
 	profileDir := fs.string("profile", "", "write a CPU profile of toc over the whole run (toc.cpu.pprof), one of the bench itself, its load and its receivers (bench.cpu.pprof), and a heap profile of toc at its end (heap.pprof) to this directory")
@@ -234,7 +235,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		topics: *topics, topicSlots: *topicSlots, topicsRate: *topicsRate, topicsDuration: *topicsDuration,
 		topicsDrain: *topicsDrain, idleWindow: *idleWindow, hostileTopics: *hostileTopics, jsonOut: *jsonOut, profileDir: *profileDir, tocArgs: strings.Fields(*tocArgs),
 		agedRows: *agedRows, agedPhase: *agedPhase, agedRelease: *agedRelease, soakDuration: *duration, soakRate: *soakRate, soakRetention: *soakRetention, soakWindow: *soakWindow,
-		coalesce: client.Coalescing{MaxInFlight: *coalesceInFlight, Linger: *coalesceLinger}, inoutSearch: *inoutSearch,
+		coalesce: client.Coalescing{MaxInFlight: *coalesceInFlight, Linger: *coalesceLinger, Regroup: *coalesceRegroup}, inoutSearch: *inoutSearch,
 		busWays: strings.Split(*busWaysFlag, ","),
 	}
 	var err error

@@ -238,3 +238,81 @@ func TestCoalescingDropsACancelledCall(t *testing.T) {
 		}
 	}
 }
+
+// Callers that call again as soon as they are answered go together:
+// once a batch is answered, the next waits for its callers to call
+// again, and is sent as soon as they all have. Without that they split
+// into two halves taking turns.
+func TestCoalescingRegroupsCallersThatCallAgain(t *testing.T) {
+	s := &coalesceServer{hold: make(chan struct{})}
+	close(s.hold)
+	// A second: long enough that every caller is back before it ends, so
+	// that the batches are sent when they are; at the end, the last
+	// calls may wait it out for a caller that has finished.
+	c := newFake(t, s.handle, WithCoalescing(Coalescing{MaxInFlight: 1, Regroup: time.Second}))
+	const callers, calls = 8, 20
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			for k := range calls {
+				if _, _, err := c.Schedule(t.Context(), JobRequest{Topic: "orders", BizID: uint64(i*calls + k + 1), CallbackURL: "http://localhost/hook"}); err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	singles, batches := s.seen()
+	total, full := len(singles), 0
+	for _, b := range batches {
+		total += len(b)
+		if len(b) == callers {
+			full++
+		}
+	}
+	if total != callers*calls {
+		t.Fatalf("%d jobs sent, want %d", total, callers*calls)
+	}
+	// The first rounds settle who goes with whom, and the last may find
+	// a caller done: every round between holds every caller's call.
+	if full < calls-3 {
+		t.Errorf("%d batches of all %d callers in %d (singles %d); want %d or more", full, callers, len(batches), len(singles), calls-3)
+	}
+}
+
+// A batch's callers that do not call again hold the next call back for
+// Regroup at most.
+func TestCoalescingRegroupWaitEnds(t *testing.T) {
+	s := &coalesceServer{}
+	s.hold = make(chan struct{})
+	c := newFake(t, s.handle, WithCoalescing(Coalescing{MaxInFlight: 1, Regroup: 50 * time.Millisecond}))
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			if _, _, err := c.Schedule(t.Context(), JobRequest{Topic: "orders", BizID: uint64(i + 1), CallbackURL: "http://localhost/hook"}); err != nil {
+				t.Error(err)
+			}
+		})
+		if i == 0 {
+			waitFor(t, func() bool {
+				c.coalescer.mu.Lock()
+				defer c.coalescer.mu.Unlock()
+				return c.coalescer.inFlight == 1
+			})
+		}
+	}
+	waitFor(t, func() bool {
+		c.coalescer.mu.Lock()
+		defer c.coalescer.mu.Unlock()
+		return len(c.coalescer.queue) == 3
+	})
+	close(s.hold)
+	wg.Wait() // the first alone, then a batch of three, after which a regroup waits for three calls
+	j, _, err := c.Schedule(t.Context(), JobRequest{Topic: "orders", BizID: 9, CallbackURL: "http://localhost/hook"})
+	if err != nil || j.ID != 9 {
+		t.Fatalf("job %v, %v", j, err)
+	}
+	if singles, batches := s.seen(); len(singles) != 2 || len(batches) != 1 || len(batches[0]) != 3 {
+		t.Errorf("singles %v, batches %v; want the last call alone once the wait ended", singles, batches)
+	}
+}
