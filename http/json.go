@@ -225,6 +225,9 @@ func decode(body io.Reader, v any) error {
 	if err != nil {
 		return decodeError(err)
 	}
+	if r, ok := v.(*jobRequest); ok && decodeJobFast(raw, r) {
+		return nil
+	}
 	return decodeBytes(raw, v)
 }
 
@@ -756,6 +759,9 @@ type batchHead struct {
 // item alone, so that an item's error names it (errs, by index; nil when
 // none failed).
 func decodeBatch(raw []byte) (head batchHead, bodies []jobRequest, errs []error, err error) {
+	if head, bodies, ok := decodeBatchFast(raw); ok {
+		return head, bodies, nil, nil
+	}
 	var fast struct {
 		Group    *batchGroupRequest `json:"group"`
 		WithJobs bool               `json:"with_jobs"`
