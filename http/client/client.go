@@ -299,6 +299,9 @@ func (c *Client) send(ctx context.Context, r request, body []byte, out any) (int
 		if err != nil {
 			return resp.StatusCode, &transportError{fmt.Errorf("%s %s: read the answer: %w", r.method, r.path, err)}
 		}
+		if f, ok := out.(fastDecoder); ok && f.decodeFast(b) {
+			return resp.StatusCode, nil
+		}
 		if err := json.Unmarshal(b, out); err != nil {
 			if se, ok := errors.AsType[*json.SyntaxError](err); ok && se.Offset == int64(len(b)) && se.Error() == "unexpected end of JSON input" {
 				// Cut short: as a connection that closed before the end.
@@ -344,3 +347,8 @@ func encodeBody(v any) ([]byte, error) {
 	}
 	return json.Marshal(v)
 }
+
+// fastDecoder is an answer that can read itself without reflection when
+// it is in its plain form, reporting false, unchanged, otherwise
+// (jobscan.go).
+type fastDecoder interface{ decodeFast([]byte) bool }

@@ -246,12 +246,7 @@ func (k *coalescer) request(batch []*queued) {
 		body.Write(q.body)
 	}
 	body.WriteString(`]}`)
-	var out struct {
-		Results []struct {
-			Created bool     `json:"created"`
-			Job     *jobJSON `json:"job"`
-		} `json:"results"`
-	}
+	var out batchAnswer
 	// Sent once, as a single Schedule without a key is: a batch whose
 	// calls all have keys could be repeated, but each call then repeats
 	// alone below, which is simpler to reason about.

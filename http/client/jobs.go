@@ -134,8 +134,10 @@ func (j Job) MarshalJSON() ([]byte, error) {
 // UnmarshalJSON reads the API's JSON of a job.
 func (j *Job) UnmarshalJSON(data []byte) error {
 	var w jobJSON
-	if err := json.Unmarshal(data, &w); err != nil {
-		return err
+	if !w.decodeFast(data) {
+		if err := json.Unmarshal(data, &w); err != nil {
+			return err
+		}
 	}
 	w.to(j)
 	return nil

@@ -62,6 +62,11 @@ func (s *stamp) UnmarshalJSON(data []byte) error {
 	} else if err := json.Unmarshal(data, &v); err != nil {
 		return err
 	}
+	return s.parse(v)
+}
+
+// parse sets s to the time v, as the API writes it; the zero time for "".
+func (s *stamp) parse(v string) error {
 	if v == "" {
 		*s = stamp{}
 		return nil
