@@ -220,6 +220,9 @@ func (f jobFields) apply(r *timer.Request) error {
 // decode reads exactly one JSON value into v, refusing unknown fields,
 // trailing data, invalid UTF-8 and what encoding/json would otherwise take
 // silently (see checkKeys), and names the offending field in its error.
+// A job request in its plain form is read by decodeJobFast first
+// (jobfast.go); decodeBytes, the reference its fuzz test holds it to,
+// reads every other.
 func decode(body io.Reader, v any) error {
 	raw, err := io.ReadAll(body)
 	if err != nil {
