@@ -113,7 +113,7 @@ func appendJob(b []byte, j *timer.Job) ([]byte, bool) {
 func appendTime(b []byte, t time.Time) []byte {
 	b = append(b, '"')
 	if !t.IsZero() {
-		b = t.UTC().AppendFormat(b, timeLayout)
+		b = jsonw.AppendTime(b, t)
 	}
 	return append(b, '"')
 }

@@ -15,11 +15,12 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/toc-project/toc/internal/jsonw"
 	"github.com/toc-project/toc/timer"
 )
 
 // timeLayout is how the API writes times: RFC 3339, UTC, milliseconds.
-const timeLayout = "2006-01-02T15:04:05.000Z07:00"
+const timeLayout = jsonw.TimeLayout
 
 func formatTime(t time.Time) string {
 	if t.IsZero() {

@@ -40,7 +40,7 @@ const (
 	errorBodyBytes = 200
 	// timeLayout is how times are written: RFC 3339, UTC, milliseconds,
 	// as the REST API writes them.
-	timeLayout = "2006-01-02T15:04:05.000Z07:00"
+	timeLayout = jsonw.TimeLayout
 )
 
 // Config configures a Client. Only Secrets is required.
@@ -338,7 +338,7 @@ func (c *Client) message(d timer.Delivery, now time.Time, id string, first []Hea
 		Header{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
 		Header{"webhook-signature", signatures(c.signersOf(j.Topic), id, now.Unix(), body)},
 		Header{"toc-attempt", strconv.Itoa(d.Attempt)},
-		Header{"toc-due-at", j.DueAt.UTC().Format(timeLayout)},
+		Header{"toc-due-at", string(jsonw.AppendTime(make([]byte, 0, len(jsonw.TimeLayout)), j.DueAt))},
 		Header{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
 	)
 	if d.TraceParent != "" {
@@ -403,7 +403,7 @@ func encodeBody(d timer.Delivery) ([]byte, error) {
 	if j.BizType != 0 {
 		b = append(strconv.AppendUint(append(b, `,"biz_type":"`...), j.BizType, 10), '"')
 	}
-	b = append(j.DueAt.UTC().AppendFormat(append(b, `,"fire_at":"`...), timeLayout), '"')
+	b = append(jsonw.AppendTime(append(b, `,"fire_at":"`...), j.DueAt), '"')
 	b = strconv.AppendInt(append(b, `,"attempt":`...), int64(d.Attempt), 10)
 	b, ok := jsonw.AppendRaw(append(b, `,"payload":`...), j.Payload)
 	if !ok {

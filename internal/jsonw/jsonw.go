@@ -7,6 +7,7 @@ package jsonw
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 	"unicode/utf8"
 )
 
@@ -75,4 +76,28 @@ func AppendRaw(b []byte, raw []byte) ([]byte, bool) {
 		return b, false
 	}
 	return buf.Bytes(), true
+}
+
+// TimeLayout is how toc writes a time: RFC 3339 in UTC, to the
+// millisecond ("2026-11-30T07:00:00.123Z").
+const TimeLayout = "2006-01-02T15:04:05.000Z07:00"
+
+// AppendTime appends t in UTC as t.UTC().AppendFormat(b, TimeLayout)
+// does, unquoted. A year of four digits, every time toc keeps, is written
+// digit by digit: AppendFormat's walk of the layout was a tenth of the CPU
+// of a schedule's answer, which writes three times, and a webhook two
+// (BenchmarkAppendTime). Any other year goes to AppendFormat.
+func AppendTime(b []byte, t time.Time) []byte {
+	t = t.UTC()
+	year, month, day := t.Date()
+	if year < 0 || year > 9999 {
+		return t.AppendFormat(b, TimeLayout)
+	}
+	hour, minute, second := t.Clock()
+	milli := t.Nanosecond() / int(time.Millisecond)
+	b = append(b, byte('0'+year/1000), byte('0'+year/100%10), byte('0'+year/10%10), byte('0'+year%10), '-')
+	b = append(b, byte('0'+int(month)/10), byte('0'+int(month)%10), '-', byte('0'+day/10), byte('0'+day%10), 'T')
+	b = append(b, byte('0'+hour/10), byte('0'+hour%10), ':', byte('0'+minute/10), byte('0'+minute%10), ':')
+	b = append(b, byte('0'+second/10), byte('0'+second%10), '.')
+	return append(b, byte('0'+milli/100), byte('0'+milli/10%10), byte('0'+milli%10), 'Z')
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 	"unicode/utf8"
 )
 
@@ -60,4 +61,55 @@ func TestAppendRaw(t *testing.T) {
 	if got, ok := AppendRaw([]byte("x"), []byte(`{"a":`)); ok || string(got) != "x" {
 		t.Errorf("AppendRaw of a cut value = %s, %v, want x, false", got, ok)
 	}
+}
+
+// FuzzAppendTime holds AppendTime to AppendFormat, over any instant and
+// zone: the edges of the years it writes by hand, and beyond them.
+func FuzzAppendTime(f *testing.F) {
+	for _, t := range []time.Time{
+		{}, time.Unix(0, 0), time.Date(2026, 11, 30, 7, 0, 0, 123_456_789, time.UTC),
+		time.Date(9999, 12, 31, 23, 59, 59, 999_999_999, time.UTC), time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(0, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(-1, 12, 31, 23, 59, 59, 0, time.UTC),
+		time.Date(2024, 2, 29, 12, 30, 45, 1_000_000, time.FixedZone("x", -7*3600)),
+	} {
+		f.Add(t.Unix(), int64(t.Nanosecond()), 0)
+	}
+	f.Add(int64(1)<<62, int64(0), 3600)
+	f.Add(-(int64(1) << 62), int64(999_999_999), -1)
+	f.Fuzz(func(t *testing.T, sec, nsec int64, offset int) {
+		tm := time.Unix(sec, nsec%1e9).In(time.FixedZone("z", offset%(24*3600)))
+		want := tm.UTC().AppendFormat([]byte("x"), TimeLayout)
+		if got := AppendTime([]byte("x"), tm); !bytes.Equal(got, want) {
+			t.Fatalf("%d.%09d: got %s, want %s", sec, nsec, got, want)
+		}
+	})
+}
+
+// TestAppendTimeEveryDay holds AppendTime to AppendFormat on every day
+// from 1969 to 2100, at a time of day that moves with it.
+func TestAppendTimeEveryDay(t *testing.T) {
+	for tm := time.Date(1969, 1, 1, 0, 0, 0, 0, time.UTC); tm.Year() <= 2100; tm = tm.Add(24*time.Hour + 61*time.Second + 7*time.Millisecond) {
+		want := tm.AppendFormat(nil, TimeLayout)
+		if got := AppendTime(nil, tm); !bytes.Equal(got, want) {
+			t.Fatalf("got %s, want %s", got, want)
+		}
+	}
+}
+
+// BenchmarkAppendTime: by hand against AppendFormat.
+//
+//	go test -run '^$' -bench AppendTime ./internal/jsonw/
+func BenchmarkAppendTime(b *testing.B) {
+	tm := time.Date(2026, 11, 30, 7, 0, 0, 123_456_789, time.UTC)
+	buf := make([]byte, 0, 64)
+	b.Run("by_hand", func(b *testing.B) {
+		for b.Loop() {
+			buf = AppendTime(buf[:0], tm)
+		}
+	})
+	b.Run("append_format", func(b *testing.B) {
+		for b.Loop() {
+			buf = tm.UTC().AppendFormat(buf[:0], TimeLayout)
+		}
+	})
 }
