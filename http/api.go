@@ -323,7 +323,7 @@ func (a *API) routes() chi.Router {
 	// without a token.
 	r.Get("/v1/openapi.json", serveOpenAPI)
 	r.Route("/v1", func(r chi.Router) {
-		r.Use(a.authenticate, a.limitTime)
+		r.Use(a.enter)
 		for _, o := range a.ops() {
 			r.Method(o.method, strings.TrimPrefix(o.pattern, "/v1"), a.serveOp(o))
 		}
@@ -342,13 +342,5 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 			}
 		}()
 		next.ServeHTTP(w, r)
-	})
-}
-
-func (a *API) limitTime(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
-		defer cancel()
-		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }

@@ -99,3 +99,28 @@ func TestDecodeJobFastTakesClientBodies(t *testing.T) {
 		t.Errorf("a key twice: %v, want an error of field topic", err)
 	}
 }
+
+// TestDecodeKeepsNothingOfThePooledBody: a job request decoded from a
+// pooled buffer keeps none of its bytes. Each body is decoded, then every
+// buffer in the pool is overwritten, and the request must still equal
+// what decodeBytes makes of a copy of the body.
+func TestDecodeKeepsNothingOfThePooledBody(t *testing.T) {
+	for _, s := range fastSeeds[:5] {
+		var got jobRequest
+		if err := decode(bytes.NewReader([]byte(s)), &got); err != nil {
+			t.Fatalf("%s: %v", s, err)
+		}
+		for range 4 {
+			b := pooledBuf()
+			*b = append((*b)[:0], bytes.Repeat([]byte{'#'}, len(s)+64)...)
+			defer putPooledBuf(b)
+		}
+		var want jobRequest
+		if err := decodeBytes([]byte(s), &want); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("%s:\ngot  %+v\nwant %+v", s, got, want)
+		}
+	}
+}

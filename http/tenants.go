@@ -47,22 +47,24 @@ func bearer(r *http.Request, s *auth.Set) (*auth.Principal, bool) {
 	return s.Lookup(got)
 }
 
-// authenticate puts the principal of the request's token in its context
-// (401 without a known token); the op of the route then checks its role
-// (serveOp), and the gate its scope.
-func (a *API) authenticate(next http.Handler) http.Handler {
+// enter is the way into every /v1 route. It puts the principal of the
+// request's token in its context (401 without a known token; the op of
+// the route then checks its role (serveOp), and the gate its scope) and
+// bounds the call to requestTimeout, in one copy of the request: a copy
+// is 250 bytes to allocate on every call, and the two were two copies.
+func (a *API) enter(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		set := a.cfg.tokenSet()
-		if set == nil {
-			next.ServeHTTP(w, r)
-			return
+		ctx := r.Context()
+		if set := a.cfg.tokenSet(); set != nil {
+			p, ok := bearer(r, set)
+			if !ok {
+				a.writeError(w, r, errUnauthenticated)
+				return
+			}
+			ctx = auth.With(ctx, p)
 		}
-		p, ok := bearer(r, set)
-		if !ok {
-			a.writeError(w, r, errUnauthenticated)
-			return
-		}
-		ctx := auth.With(r.Context(), p)
+		ctx, cancel := context.WithTimeout(ctx, requestTimeout)
+		defer cancel()
 		next.ServeHTTP(w, r.WithContext(ctx))
 	})
 }
