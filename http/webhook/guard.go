@@ -8,7 +8,9 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"sync"
 	"syscall"
+	"time"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -29,10 +31,31 @@ type GuardConfig struct {
 	// Resolver looks up the host of a callback URL (default
 	// net.DefaultResolver).
 	Resolver *net.Resolver
+	// PublicHostTTL is how long Check takes a host it resolved to public
+	// addresses only to be public still, without looking it up again
+	// (default DefaultPublicHostTTL; negative: look up on every check). A
+	// host found private, or not found, is looked up again every time.
+	PublicHostTTL time.Duration
+	// Now is PublicHostTTL's clock (default time.Now).
+	Now func() time.Time
 }
+
+// DefaultPublicHostTTL is GuardConfig.PublicHostTTL's default. Go's own
+// resolver keeps no cache, so without one every job scheduled to a host
+// name was a DNS query on its way to the caller's answer.
+const DefaultPublicHostTTL = 10 * time.Second
+
+// maxPublicHosts bounds the hosts a Guard remembers: a client naming new
+// hosts without end makes it look each up, as without the cache, and
+// holds no more memory than this.
+const maxPublicHosts = 4096
 
 func (c GuardConfig) withDefaults() GuardConfig {
 	c.Resolver = cmp.Or(c.Resolver, net.DefaultResolver)
+	c.PublicHostTTL = cmp.Or(c.PublicHostTTL, DefaultPublicHostTTL)
+	if c.Now == nil {
+		c.Now = time.Now
+	}
 	return c
 }
 
@@ -40,10 +63,15 @@ func (c GuardConfig) withDefaults() GuardConfig {
 // address, when a job is scheduled.
 type Guard struct {
 	cfg GuardConfig
+
+	mu     sync.Mutex
+	public map[string]time.Time // host: when Check looks it up again
 }
 
 // NewGuard returns a Guard configured by cfg. Every GuardConfig is valid.
-func NewGuard(cfg GuardConfig) *Guard { return &Guard{cfg: cfg.withDefaults()} }
+func NewGuard(cfg GuardConfig) *Guard {
+	return &Guard{cfg: cfg.withDefaults(), public: make(map[string]time.Time)}
+}
 
 // Check checks a callback URL when a job is scheduled: an http or https
 // URL with a host, no userinfo, at most MaxCallbackURLBytes long. Unless
@@ -57,7 +85,8 @@ func NewGuard(cfg GuardConfig) *Guard { return &Guard{cfg: cfg.withDefaults()} }
 //
 // This check gives the caller early notice; the Client checks the
 // address again when it connects, so DNS that changes in between
-// cannot reach a private address.
+// cannot reach a private address. That is also why a host found public
+// is taken as public for PublicHostTTL without another lookup.
 func (g *Guard) Check(ctx context.Context, raw string) error {
 	if len(raw) > MaxCallbackURLBytes {
 		return callbackError("longer than %d bytes", MaxCallbackURLBytes)
@@ -83,6 +112,9 @@ func (g *Guard) Check(ctx context.Context, raw string) error {
 		}
 		return nil
 	}
+	if g.knownPublic(host) {
+		return nil
+	}
 	ips, err := g.cfg.Resolver.LookupNetIP(ctx, "ip", host)
 	if dnsErr, ok := errors.AsType[*net.DNSError](err); ok && dnsErr.IsNotFound {
 		return callbackError("host %s does not resolve", host)
@@ -98,7 +130,36 @@ func (g *Guard) Check(ctx context.Context, raw string) error {
 			return callbackError("host %s resolves to %s, a %s address", host, ip.Unmap(), kind)
 		}
 	}
+	g.rememberPublic(host)
 	return nil
+}
+
+// knownPublic reports whether host was found public less than
+// PublicHostTTL ago.
+func (g *Guard) knownPublic(host string) bool {
+	if g.cfg.PublicHostTTL < 0 {
+		return false
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	until, ok := g.public[host]
+	return ok && g.cfg.Now().Before(until)
+}
+
+// rememberPublic notes that host resolved to public addresses only. A
+// Guard that holds maxPublicHosts already forgets them all first: one
+// more lookup each is all that costs.
+func (g *Guard) rememberPublic(host string) {
+	if g.cfg.PublicHostTTL < 0 {
+		return
+	}
+	until := g.cfg.Now().Add(g.cfg.PublicHostTTL)
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if len(g.public) >= maxPublicHosts {
+		clear(g.public)
+	}
+	g.public[host] = until
 }
 
 func callbackError(format string, args ...any) error {

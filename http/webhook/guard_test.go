@@ -4,12 +4,15 @@ import (
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/netip"
 	"net/url"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/timer"
@@ -220,6 +223,99 @@ func TestWebhookDialGuard(t *testing.T) {
 	allowed := newClient(t, webhook.Config{}) // AllowPrivate
 	if err := allowed.Fire(t.Context(), delivery(testJob(srv.URL), 1)); err != nil {
 		t.Errorf("with AllowPrivate: %v", err)
+	}
+}
+
+// A host found public is not looked up again for PublicHostTTL; one
+// found private, or not found, is looked up every time; a negative TTL
+// looks up every time; and the hosts remembered are bounded.
+func TestGuardRemembersPublicHosts(t *testing.T) {
+	hosts := map[string]netip.Addr{
+		"public.test.":   netip.MustParseAddr("93.184.215.14"),
+		"internal.test.": netip.MustParseAddr("10.1.2.3"),
+	}
+	for i := range 4100 {
+		hosts[fmt.Sprintf("h%d.test.", i)] = netip.MustParseAddr("93.184.215.15")
+	}
+	var dials atomic.Int64
+	resolver := fakeResolver(hosts)
+	dial := resolver.Dial
+	resolver.Dial = func(ctx context.Context, network, address string) (net.Conn, error) {
+		dials.Add(1)
+		return dial(ctx, network, address)
+	}
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	clock := func() time.Time { return now }
+	// looksUp reports whether checking url made a DNS query, and fails
+	// the test if its verdict is not want ("" for accepted).
+	looksUp := func(t *testing.T, g *webhook.Guard, url, want string) bool {
+		t.Helper()
+		before := dials.Load()
+		checkCallbackError(t, g.Check(t.Context(), url), want)
+		return dials.Load() > before
+	}
+
+	g := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver, Now: clock})
+	if !looksUp(t, g, "https://public.test/a", "") {
+		t.Fatal("the first check of a host made no query")
+	}
+	if looksUp(t, g, "https://public.test/b", "") {
+		t.Error("a public host was looked up again within the TTL")
+	}
+	now = now.Add(webhook.DefaultPublicHostTTL)
+	if !looksUp(t, g, "https://public.test/c", "") {
+		t.Error("a public host was not looked up again once the TTL was over")
+	}
+	for range 2 {
+		if !looksUp(t, g, "http://internal.test/", "private address") {
+			t.Error("a private host was not looked up again")
+		}
+		if !looksUp(t, g, "http://nowhere.test/", "does not resolve") {
+			t.Error("a host not found was not looked up again")
+		}
+	}
+
+	every := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver, Now: clock, PublicHostTTL: -1})
+	for range 2 {
+		if !looksUp(t, every, "https://public.test/", "") {
+			t.Error("with a negative TTL, a check made no query")
+		}
+	}
+
+	// 4,100 hosts: the Guard forgets those it held when it holds 4,096,
+	// so the first is looked up again, and the last is still known.
+	bounded := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver, Now: clock})
+	for i := range 4100 {
+		looksUp(t, bounded, fmt.Sprintf("https://h%d.test/", i), "")
+	}
+	if !looksUp(t, bounded, "https://h0.test/", "") {
+		t.Error("the Guard still knew the first of 4,100 hosts")
+	}
+	if looksUp(t, bounded, "https://h4099.test/", "") {
+		t.Error("the Guard forgot the last of 4,100 hosts")
+	}
+}
+
+// BenchmarkGuardCheck is the check of a public callback host that a job
+// scheduled names, looked up through a DNS server in memory, remembered
+// for the TTL and looked up every time.
+//
+//	go test -run '^$' -bench GuardCheck ./http/webhook/
+func BenchmarkGuardCheck(b *testing.B) {
+	resolver := fakeResolver(map[string]netip.Addr{"public.test.": netip.MustParseAddr("93.184.215.14")})
+	for _, v := range []struct {
+		name string
+		ttl  time.Duration
+	}{{"remembered", 0}, {"every_time", -1}} {
+		b.Run(v.name, func(b *testing.B) {
+			g := webhook.NewGuard(webhook.GuardConfig{Resolver: resolver, PublicHostTTL: v.ttl})
+			b.ReportAllocs()
+			for b.Loop() {
+				if err := g.Check(b.Context(), "https://public.test/hooks/close"); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
