@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -159,7 +160,7 @@ func (g *Guard) rememberPublic(host string) {
 	if len(g.public) >= maxPublicHosts {
 		clear(g.public)
 	}
-	g.public[host] = until
+	g.public[strings.Clone(host)] = until // not the URL it was cut from
 }
 
 func callbackError(format string, args ...any) error {
