@@ -243,7 +243,9 @@ func decode(body io.Reader, v any) error {
 	// pooled buffer, which goes back once decodeJobFast has copied out
 	// all it keeps. A body it does not take keeps its buffer.
 	buf := pooledBuf()
-	raw, err := readAll(body, (*buf)[:0])
+	read := bytes.NewBuffer((*buf)[:0])
+	_, err := read.ReadFrom(body)
+	raw := read.Bytes()
 	*buf = raw
 	if err != nil {
 		putPooledBuf(buf)
@@ -254,23 +256,6 @@ func decode(body io.Reader, v any) error {
 		return nil
 	}
 	return decodeBytes(raw, v)
-}
-
-// readAll is io.ReadAll into b's spare capacity.
-func readAll(r io.Reader, b []byte) ([]byte, error) {
-	for {
-		if len(b) == cap(b) {
-			b = append(b, 0)[:len(b)]
-		}
-		n, err := r.Read(b[len(b):cap(b)])
-		b = b[:len(b)+n]
-		if err == io.EOF {
-			return b, nil
-		}
-		if err != nil {
-			return b, err
-		}
-	}
 }
 
 // decodeBytes is decode over a body already read. It unmarshals rather

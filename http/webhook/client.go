@@ -333,12 +333,13 @@ func (c *Client) message(d timer.Delivery, now time.Time, id string, first []Hea
 	if err != nil {
 		return Message{}, fmt.Errorf("encode webhook: %w", err)
 	}
+	var due [32]byte // AppendTime's 24 bytes, on the stack
 	headers := append(first,
 		Header{"webhook-id", id},
 		Header{"webhook-timestamp", strconv.FormatInt(now.Unix(), 10)},
 		Header{"webhook-signature", signatures(c.signersOf(j.Topic), id, now.Unix(), body)},
 		Header{"toc-attempt", strconv.Itoa(d.Attempt)},
-		Header{"toc-due-at", string(jsonw.AppendTime(make([]byte, 0, len(jsonw.TimeLayout)), j.DueAt))},
+		Header{"toc-due-at", string(jsonw.AppendTime(due[:0], j.DueAt))},
 		Header{"toc-lateness-ms", strconv.FormatInt(now.Sub(j.DueAt).Milliseconds(), 10)},
 	)
 	if d.TraceParent != "" {
