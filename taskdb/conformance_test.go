@@ -93,6 +93,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		t.Parallel()
 		testUpgradeScheduleOwner(t, openEmpty(t))
 	})
+	t.Run("ContractMigration", func(t *testing.T) {
+		t.Parallel()
+		testContractMigration(t, openEmpty(t), openEmpty(t))
+	})
 	tests := []struct {
 		name string
 		run  func(t *testing.T, s *Store)
@@ -208,7 +212,7 @@ func testCountByStatus(t *testing.T, s *Store) {
 // with nothing live once its member completes.
 func testUpgradeDeadAndGroups(t *testing.T, s *Store) {
 	ctx := t.Context()
-	if err := s.migrateTo(ctx, 20); err != nil {
+	if err := s.migrateTo(ctx, 20, false); err != nil {
 		t.Fatalf("migrate to 0020: %v", err)
 	}
 	dead := base.Add(time.Minute).UnixMilli()
@@ -267,7 +271,7 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema of a fresh database: %v", err)
 	}
-	if err := s.migrateTo(ctx, 10); err != nil {
+	if err := s.migrateTo(ctx, 10, false); err != nil {
 		t.Fatal(err)
 	}
 	if known, _, err = s.Migrations(ctx); err != nil {
@@ -281,8 +285,9 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema of an older schema: %v", err)
 	}
-	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-10 || pending[0] != 11 {
-		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards", pending, fresh, err)
+	// 0029, a contract migration, is not needed to serve.
+	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-11 || pending[0] != 11 || slices.Contains(pending, 29) {
+		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards but 0029", pending, fresh, err)
 	}
 	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (9999, 1)"); err != nil {
 		t.Fatal(err)
@@ -316,9 +321,107 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	}
 }
 
+// testContractMigration: 0029, a contract migration, is applied to a new
+// database by Migrate, but to one v0.1.0 (0021) served only by
+// MigrateContract. A build that stops at 0021 and checks the schema as
+// this one does (v0.1.0 itself predates the check) serves beside this
+// build until then, and refuses the schema after; this build serves
+// either way.
+func testContractMigration(t *testing.T, old, fresh *Store) {
+	ctx := t.Context()
+	// What CheckSchema of a build whose last migration is 0021 refuses:
+	// the applied migrations after it that are not additive.
+	refusedBy0021 := func() []int {
+		t.Helper()
+		_, unknown, err := old.Migrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		applied, err := old.appliedMigrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		additive, err := old.additiveMigrations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var refused []int
+		for v := range applied {
+			if v > 21 && !additive[v] {
+				refused = append(refused, v)
+			}
+		}
+		slices.Sort(refused)
+		return append(refused, unknown...)
+	}
+	if err := old.migrateTo(ctx, 21, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := refusedBy0021(); len(got) != 0 {
+		t.Errorf("after Migrate, a build of 0021 would refuse %v; want none", got)
+	}
+	if !hasIndex(t, old, "toc_jobs_status_due") {
+		t.Error("Migrate dropped toc_jobs_status_due under v0.1.0's members")
+	}
+	known, _, err := old.Migrations(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range known {
+		if m.AppliedAt.IsZero() != (m.Version == 29) || m.Contract != (m.Version == 29) {
+			t.Errorf("after Migrate: %s applied %v, contract %v; want 0029 alone pending, a contract one", m.Name, !m.AppliedAt.IsZero(), m.Contract)
+		}
+	}
+	if pending, fresh, err := old.Pending(ctx); err != nil || len(pending) != 0 || fresh {
+		t.Errorf("Pending with only 0029 left = %v, fresh %v, %v; want none: this build serves without it", pending, fresh, err)
+	}
+	if err := old.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema without 0029: %v", err)
+	}
+	if err := old.MigrateContract(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := refusedBy0021(); !slices.Equal(got, []int{29}) {
+		t.Errorf("after MigrateContract, a build of 0021 would refuse %v; want [29]", got)
+	}
+	if hasIndex(t, old, "toc_jobs_status_due") || !hasIndex(t, old, "toc_jobs_topic_due") {
+		t.Error("after MigrateContract: want toc_jobs_status_due gone, toc_jobs_topic_due kept")
+	}
+	if err := old.CheckSchema(ctx); err != nil {
+		t.Errorf("CheckSchema with 0029: %v", err)
+	}
+	// A new database gets the contract migrations at once.
+	if pending, isNew, err := fresh.Pending(ctx); err != nil || !isNew || !slices.Contains(pending, 29) {
+		t.Errorf("Pending of a new database = %v, fresh %v, %v; want every migration, 0029 too", pending, isNew, err)
+	}
+	if err := fresh.Migrate(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hasIndex(t, fresh, "toc_jobs_status_due") {
+		t.Error("Migrate of a new database kept toc_jobs_status_due")
+	}
+}
+
+// hasIndex reports whether toc_jobs has the index name.
+func hasIndex(t *testing.T, s *Store, name string) bool {
+	t.Helper()
+	q := "SELECT COUNT(*) FROM sqlite_master WHERE type = 'index' AND name = ?"
+	if s.d.name == "mysql" {
+		q = "SELECT COUNT(*) FROM information_schema.STATISTICS WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = 'toc_jobs' AND INDEX_NAME = ?"
+	}
+	var n int
+	if err := s.db.QueryRowContext(t.Context(), q, name).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n > 0
+}
+
 func testUpgradeTraceParent(t *testing.T, s *Store) {
 	ctx := t.Context()
-	if err := s.migrateTo(ctx, 10); err != nil {
+	if err := s.migrateTo(ctx, 10, false); err != nil {
 		t.Fatalf("migrate to 0010: %v", err)
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_jobs (job_id, topic, status, action_time, max_attempts, callback, gmt_create, gmt_modified)

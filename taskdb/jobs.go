@@ -506,7 +506,7 @@ func completeStatement(ids []timer.JobID, end completeEnd, now time.Time) (strin
 		args = append(args, int64(id))
 	}
 	// "+status" keeps SQLite's planner, when it has no statistics, from
-	// walking every pending job in toc_jobs_status_due instead of looking
+	// walking every pending job in an index by status instead of looking
 	// the ids up by primary key. MySQL ignores the plus.
 	return "UPDATE toc_jobs SET version = version + 1, status = ?, attempts = ?, last_status = ?, fired = 0, gmt_modified = ? WHERE +status = ? AND job_id IN (" +
 		placeholders(len(ids)) + ")", args

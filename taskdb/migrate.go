@@ -35,10 +35,23 @@ type migration struct {
 	// back. Without the mark a migration is breaking, and builds older
 	// than it refuse the schema (CheckSchema).
 	additive bool
+	// contract: the file has a line "-- toc:contract". It removes what
+	// this build no longer reads but the release before it does (an
+	// index its queries need), so Migrate applies it only to a new
+	// database; to one the previous release served, MigrateContract does,
+	// once no member of that release is left. Builds older than it refuse
+	// the schema then, as for a breaking migration; this one serves with
+	// it applied or not. A contract migration is additive to the release
+	// after this one, and is marked so there.
+	contract bool
 }
 
-// additiveMark marks an additive migration (see migration.additive).
-const additiveMark = "-- toc:additive"
+// additiveMark marks an additive migration (see migration.additive),
+// contractMark a contract one (see migration.contract).
+const (
+	additiveMark = "-- toc:additive"
+	contractMark = "-- toc:contract"
+)
 
 // loadMigrations reads the migrations of one dialect, ordered by version.
 func loadMigrations(dir string) ([]migration, error) {
@@ -57,8 +70,15 @@ func loadMigrations(dir string) ([]migration, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read migration %s/%s: %w", dir, e.Name(), err)
 		}
-		additive := slices.ContainsFunc(strings.Split(string(b), "\n"), func(l string) bool { return strings.TrimSpace(l) == additiveMark })
-		ms = append(ms, migration{version: v, name: e.Name(), stmts: splitStatements(string(b)), additive: additive})
+		lines := strings.Split(string(b), "\n")
+		marked := func(mark string) bool {
+			return slices.ContainsFunc(lines, func(l string) bool { return strings.TrimSpace(l) == mark })
+		}
+		m := migration{version: v, name: e.Name(), stmts: splitStatements(string(b)), additive: marked(additiveMark), contract: marked(contractMark)}
+		if m.additive && m.contract {
+			return nil, fmt.Errorf("migration %s/%s: marked both additive and contract", dir, e.Name())
+		}
+		ms = append(ms, m)
 	}
 	slices.SortFunc(ms, func(a, b migration) int { return cmp.Compare(a.version, b.version) })
 	// Versions rise, each once; a gap is allowed, since work in parallel
@@ -91,7 +111,9 @@ func splitStatements(src string) []string {
 	return stmts
 }
 
-// Migrate brings the schema up to date. Each migration runs in a
+// Migrate brings the schema up to date, but for the contract migrations
+// (see migration.contract), which it applies only to a new database: one
+// with no migration applied. Each migration runs in a
 // transaction and is recorded in toc_schema_migrations; one already
 // recorded is skipped, so running Migrate again is harmless. Concurrent
 // migrators are serialized: by GET_LOCK on MySQL, by the write lock of
@@ -100,11 +122,19 @@ func splitStatements(src string) []string {
 // MySQL commits DDL implicitly, so there a migration that fails halfway
 // is not rolled back; its statements are written to be run again (CREATE
 // ... IF NOT EXISTS).
-func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt) }
+func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, math.MaxInt, false) }
 
-// migrateTo is Migrate up to migration version, for the tests of an
-// upgrade.
-func (s *Store) migrateTo(ctx context.Context, version int) error {
+// MigrateContract is Migrate with the contract migrations too: run it
+// once no member of the release before this build is left (toc migrate
+// --contract). That release refuses the schema afterwards.
+func (s *Store) MigrateContract(ctx context.Context) error {
+	return s.migrateTo(ctx, math.MaxInt, true)
+}
+
+// migrateTo is Migrate up to migration version (for the tests of an
+// upgrade), with the contract migrations when contract is set or the
+// database is new.
+func (s *Store) migrateTo(ctx context.Context, version int, contract bool) error {
 	ms, err := loadMigrations(s.d.name)
 	if err != nil {
 		return err
@@ -130,9 +160,17 @@ func (s *Store) migrateTo(ctx context.Context, version int) error {
 		version INTEGER NOT NULL PRIMARY KEY)`); err != nil {
 		return fmt.Errorf("migrate: create toc_schema_additive: %w", err)
 	}
+	var applied int
+	if err := conn.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_schema_migrations").Scan(&applied); err != nil {
+		return fmt.Errorf("migrate: read toc_schema_migrations: %w", err)
+	}
+	contract = contract || applied == 0 // no release before this one served it
 	for _, m := range ms {
 		if m.version > version {
 			break
+		}
+		if m.contract && !contract {
+			continue
 		}
 		if err := s.applyRetrying(ctx, conn, m); err != nil {
 			return fmt.Errorf("migrate %s/%s: %w", s.d.name, m.name, err)
@@ -215,6 +253,9 @@ type MigrationState struct {
 	AppliedAt time.Time
 	// Statements are what applying it runs.
 	Statements []string
+	// Contract: Migrate leaves it pending on a database that is not new;
+	// MigrateContract applies it (see migration.contract).
+	Contract bool
 }
 
 // ErrSchemaNewer is wrapped by CheckSchema's error when the store holds
@@ -234,7 +275,7 @@ func (s *Store) Migrations(ctx context.Context) (known []MigrationState, unknown
 		return nil, nil, err
 	}
 	for _, m := range ms {
-		st := MigrationState{Version: m.version, Name: m.name, Statements: m.stmts}
+		st := MigrationState{Version: m.version, Name: m.name, Statements: m.stmts, Contract: m.contract}
 		if at, ok := applied[m.version]; ok {
 			st.AppliedAt = timer.TimeOf(at)
 			delete(applied, m.version)
@@ -301,19 +342,28 @@ func SchemaVersion() int {
 var ErrSchemaOlder = errors.New("the task store's schema is older than this build of toc needs")
 
 // Pending returns the versions of this build's migrations that the store
-// has not applied, in order, and whether it has applied none of them (a
-// new database, which a first start sets up).
+// has not applied and that it needs, in order (a contract migration it
+// serves without), and whether it has applied none of them (a new
+// database, which a first start sets up).
 func (s *Store) Pending(ctx context.Context) (pending []int, fresh bool, err error) {
 	known, _, err := s.Migrations(ctx)
 	if err != nil {
 		return nil, false, err
 	}
+	var all []int
 	for _, m := range known {
-		if m.AppliedAt.IsZero() {
+		if !m.AppliedAt.IsZero() {
+			continue
+		}
+		all = append(all, m.Version)
+		if !m.Contract {
 			pending = append(pending, m.Version)
 		}
 	}
-	return pending, len(pending) == len(known), nil
+	if fresh = len(all) == len(known); fresh {
+		pending = all
+	}
+	return pending, fresh, nil
 }
 
 // CheckSchema returns an error wrapping ErrSchemaNewer, naming the

@@ -37,6 +37,11 @@ var mysqlDialect = dialect{
 	bounded:        fmt.Sprintf("SET STATEMENT max_statement_time = %g FOR ", maxBackgroundRead.Seconds()),
 	intDiv:         " DIV ",
 	unsortedGroups: " ORDER BY NULL",
+	// A loose index scan ("Using index for group-by"): MIN of the column
+	// after an equality makes it one.
+	pendingTopics: `SELECT topic, MIN(action_time) FROM toc_jobs
+		WHERE topic > ? AND status = ? AND action_time >= ? AND action_time < ?
+		GROUP BY topic ORDER BY topic LIMIT ?`,
 	lockMigrations: lockMySQL,
 	isLockWait: func(err error) bool {
 		var me *mysql.MySQLError

@@ -15,43 +15,100 @@ import (
 	"github.com/toc-project/toc/timer"
 )
 
-// scanPending is the backstop's page: a range scan of toc_jobs_status_due
-// in index order (no sort), then one primary key lookup in toc_topics per
-// row. A LEFT JOIN, so that a job whose topic has no row is still found,
-// with Slots 0, rather than silently skipped.
-const scanPending = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, j.priority, COALESCE(t.slots, 0), j.window_ms
+// The backstop's page is read topic by topic in toc_jobs_topic_due
+// (topic, status, action_time, job_id, and the columns a Timer needs):
+// toc_jobs has no index by status and due time across topics, since
+// completing a job would move it in that index too (issue 35). A page is
+// at most three statements: the rest of the topic the cursor is in; the
+// next topics with pending jobs in the due range (the dialect's
+// pendingTopics, one index dive a topic); and their jobs, in one range
+// read of the index per topic, in index order (no sort on MariaDB). Each
+// joins toc_topics by primary key: a LEFT JOIN, so that a job whose topic
+// has no row is still found, with Slots 0, rather than silently skipped.
+const (
+	selectTimer = `SELECT j.job_id, j.topic, j.biz_id, j.action_time, j.attempts, j.priority, COALESCE(t.slots, 0), j.window_ms
 	FROM toc_jobs j LEFT JOIN toc_topics t ON t.name = j.topic
-	WHERE j.status = ? AND j.action_time < ? AND (j.action_time > ? OR (j.action_time = ? AND j.job_id > ?))
-	ORDER BY j.action_time, j.job_id
-	LIMIT ?`
+	`
+	// scanTopicRest: topic, status, since, before, after (due, due, id), limit.
+	scanTopicRest = selectTimer + `WHERE j.topic = ? AND j.status = ? AND j.action_time >= ? AND j.action_time < ?
+	AND (j.action_time > ? OR (j.action_time = ? AND j.job_id > ?))
+	ORDER BY j.action_time, j.job_id LIMIT ?`
+	// scanTopics: the topics (replacing "?topics"), status, since, before, limit.
+	scanTopics = selectTimer + `WHERE j.topic IN (?topics) AND j.status = ? AND j.action_time >= ? AND j.action_time < ?
+	ORDER BY j.topic, j.action_time, j.job_id LIMIT ?`
+)
 
-// ScanPending returns up to limit pending jobs due before before, ordered
-// by (due time, id), strictly after cursor. It reads no payload. A job
-// whose topic has no row in toc_topics comes with Slots 0. EXPLAIN on
-// MariaDB:
+// ScanPending returns up to q.Limit pending jobs due in [q.Since,
+// q.Before), ordered by (topic, due time, id), strictly after q.After. It
+// reads no payload. A job whose topic has no row in toc_topics comes with
+// Slots 0. EXPLAIN on MariaDB:
 //
-//	table type   key                 key_len Extra
-//	j     range  toc_jobs_status_due 17      Using where; Using index
-//	t     eq_ref PRIMARY             258
-func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	return s.scan(ctx, timer.StatusPending, after, before, limit)
+//	pendingTopics  toc_jobs range  toc_jobs_topic_due  Using where; Using index for group-by
+//	scanTopicRest  j        range  toc_jobs_topic_due  Using where; Using index
+//	               t        const  PRIMARY
+//	scanTopics     j        range  toc_jobs_topic_due  Using where; Using index
+//	               t        eq_ref PRIMARY
+func (s *Store) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Timer, error) {
+	if q.Limit <= 0 {
+		return nil, fmt.Errorf("scan pending jobs: limit %d: %w", q.Limit, timer.ErrInvalid)
+	}
+	since, before := int64(math.MinInt64), timer.MillisOf(q.Before)
+	if !q.Since.IsZero() {
+		since = timer.MillisOf(q.Since)
+	}
+	pending := int64(timer.StatusPending)
+	timers := make([]timer.Timer, 0, min(q.Limit, 1024))
+	var err error
+	if q.After.Topic != "" {
+		due := timer.MillisOf(q.After.DueAt)
+		timers, err = s.scanTimers(ctx, timers, scanTopicRest, q.After.Topic, pending, since, before, due, due, int64(q.After.ID), q.Limit)
+		if err != nil || len(timers) == q.Limit {
+			return timers, err
+		}
+	}
+	topics, err := s.pendingTopics(ctx, q.After.Topic, since, before, min(q.Limit-len(timers), maxInList))
+	if err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		return timers, nil
+	}
+	query := strings.Replace(scanTopics, "?topics", placeholders(len(topics)), 1)
+	return s.scanTimers(ctx, timers, query, append(topics, pending, since, before, q.Limit-len(timers))...)
 }
 
-func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
-	}
-	afterMs := int64(math.MinInt64)
-	if after != (timer.Cursor{}) {
-		afterMs = timer.MillisOf(after.DueAt)
-	}
-	rows, err := s.rdb.QueryContext(ctx, scanPending, int64(status), timer.MillisOf(before),
-		afterMs, afterMs, int64(after.ID), limit)
+// pendingTopics returns up to limit topics after after with pending jobs
+// due in [since, before), in order: each has at least one job for the
+// page.
+func (s *Store) pendingTopics(ctx context.Context, after string, since, before int64, limit int) ([]any, error) {
+	rows, err := s.rdb.QueryContext(ctx, s.d.pendingTopics, after, int64(timer.StatusPending), since, before, limit)
 	if err != nil {
-		return nil, fmt.Errorf("scan %s jobs: %w", status, err)
+		return nil, fmt.Errorf("scan pending jobs: topics after %q: %w", after, err)
 	}
 	defer rows.Close()
-	timers := make([]timer.Timer, 0, min(limit, 1024))
+	var topics []any
+	for rows.Next() {
+		var topic string
+		var due int64
+		if err := rows.Scan(&topic, &due); err != nil {
+			return nil, fmt.Errorf("scan pending jobs: topics after %q: %w", after, err)
+		}
+		topics = append(topics, topic)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, fmt.Errorf("scan pending jobs: topics after %q: %w", after, err)
+	}
+	return topics, nil
+}
+
+// scanTimers appends the Timers query reads (selectTimer's columns) to
+// timers.
+func (s *Store) scanTimers(ctx context.Context, timers []timer.Timer, query string, args ...any) ([]timer.Timer, error) {
+	rows, err := s.rdb.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, fmt.Errorf("scan pending jobs: %w", err)
+	}
+	defer rows.Close()
 	for rows.Next() {
 		var (
 			id, bizID                       unsigned
@@ -60,7 +117,7 @@ func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Curso
 			t                               timer.Timer
 		)
 		if err := rows.Scan(&id, &t.Topic, &bizID, &due, &attempts, &priority, &nSlots, &window); err != nil {
-			return nil, fmt.Errorf("scan %s jobs: %w", status, err)
+			return nil, fmt.Errorf("scan pending jobs: %w", err)
 		}
 		t.ID, t.Slots, t.DueAt, t.Attempt = timer.JobID(id), int(nSlots), timer.TimeOf(due), int(attempts)
 		t.Basis, t.Priority = timer.SlotBasis(t.ID, uint64(bizID)), timer.Priority(priority)
@@ -70,7 +127,7 @@ func (s *Store) scan(ctx context.Context, status timer.Status, after timer.Curso
 		timers = append(timers, t)
 	}
 	if err := rows.Err(); err != nil {
-		return nil, fmt.Errorf("scan %s jobs: %w", status, err)
+		return nil, fmt.Errorf("scan pending jobs: %w", err)
 	}
 	return timers, nil
 }
@@ -182,9 +239,8 @@ var likeEscaper = strings.NewReplacer("!", "!!", "%", "!%", "_", "!_")
 // CountByStatus counts the jobs of topic, or of every topic when topic is
 // "", by status (a firing job counts as pending: firing is a flag on a
 // pending row, in no index). Every known status is in the map, with 0 when no job has
-// it. It walks the index toc_jobs_topic_due (toc_jobs_status_due for
-// every topic) without reading rows, so it takes time in proportion to
-// the jobs counted.
+// it. It walks the index toc_jobs_topic_due without reading rows, so it
+// takes time in proportion to the jobs counted.
 func (s *Store) CountByStatus(ctx context.Context, topic string) (map[timer.Status]int64, error) {
 	q, args := "SELECT status, COUNT(*) FROM toc_jobs GROUP BY status", []any(nil)
 	if topic != "" {

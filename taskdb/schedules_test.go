@@ -222,7 +222,7 @@ func TestMaterializeAcrossDaylightSavingOnMariaDB(t *testing.T) {
 // with no owner and nothing skipped, and its skips count from there.
 func testUpgradeScheduleOwner(t *testing.T, s *Store) {
 	ctx := t.Context()
-	if err := s.migrateTo(ctx, 21); err != nil {
+	if err := s.migrateTo(ctx, 21, false); err != nil {
 		t.Fatalf("migrate to 0021: %v", err)
 	}
 	_, err := s.db.ExecContext(ctx, `INSERT INTO toc_schedules (schedule_id, topic, callback, cron, catch_up, next_at, gmt_create, gmt_modified)

@@ -36,6 +36,15 @@ var sqliteDialect = dialect{
 	clockMicros: "SELECT CAST(unixepoch('subsec') * 1000 AS INTEGER) * 1000",
 	tableExists: "SELECT COUNT(*) FROM sqlite_master WHERE type = 'table' AND name = ?",
 	intDiv:      " / ", // of two integers, an integer
+	// Each topic in turn by MIN(topic) past the last, one index search
+	// each, then whether it has a job in the range, another.
+	pendingTopics: `WITH RECURSIVE topics(name) AS (
+			SELECT MIN(topic) FROM toc_jobs WHERE topic > ?
+			UNION ALL
+			SELECT (SELECT MIN(topic) FROM toc_jobs WHERE topic > name) FROM topics WHERE name IS NOT NULL)
+		SELECT name, 0 FROM topics WHERE EXISTS (SELECT 1 FROM toc_jobs
+			WHERE topic = name AND status = ? AND action_time >= ? AND action_time < ?)
+		LIMIT ?`,
 	// BEGIN IMMEDIATE (see _txlock) takes the database's write lock.
 	lockMigrations: func(context.Context, *sql.Conn) (func(), error) { return func() {}, nil },
 }

@@ -73,6 +73,11 @@ type dialect struct {
 	// unsortedGroups ends a GROUP BY whose groups may come in any order:
 	// MySQL sorts them unless told not to; SQLite needs nothing.
 	unsortedGroups string
+	// pendingTopics selects (topic, a number) of the topics after
+	// ? with jobs of status ? due in [?, ?), in order, up to ? of them,
+	// walking toc_jobs_topic_due one dive a topic rather than row by row:
+	// MySQL's loose index scan does it; SQLite needs it spelled out.
+	pendingTopics string
 	// estimateRows returns the database's estimate of the rows a SELECT
 	// reads, which costs a few index dives however many there are; nil
 	// when the backend makes none.

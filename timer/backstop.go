@@ -24,6 +24,9 @@ const (
 	// scan's end, so that clocks a little apart across processes cannot
 	// make a job fall between two scans.
 	scanOverlap = time.Minute
+	// scanSoon: a full scan first restores the jobs due within this
+	// long, every topic's, then the rest of the horizon.
+	scanSoon = 30 * time.Second
 )
 
 // BackstopConfig configures a Backstop. The zero value is usable.
@@ -273,9 +276,17 @@ func (b *Backstop) runShard(ctx context.Context, sh *shardScan, full bool) (int,
 func (b *Backstop) scanShard(ctx context.Context, sh *shardScan, full bool) (int, error) {
 	now := b.cfg.Now()
 	end := now.Add(b.cfg.Horizon)
-	var cur Cursor // zero: a full scan
+	// A full scan restores what is due soon first: the scan goes topic by
+	// topic, and after a loss of Redis a job due in a second must not
+	// wait behind a later topic's hour of jobs. An incremental scan reads
+	// only the due times that entered the horizon since the last.
+	soon := now.Add(scanSoon)
+	if soon.After(end) {
+		soon = end
+	}
+	ranges := []ScanQuery{{Before: soon}, {Since: soon, Before: end}}
 	if !full && !sh.mark.IsZero() {
-		cur = Cursor{DueAt: sh.mark.Add(-scanOverlap)}
+		ranges = []ScanQuery{{Since: sh.mark.Add(-scanOverlap), Before: end}}
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -283,8 +294,11 @@ func (b *Backstop) scanShard(ctx context.Context, sh *shardScan, full bool) (int
 	scanErr := make(chan error, 1)
 	go func() {
 		defer close(pages)
-		if err := b.scanPages(ctx, sh.store, cur, end, pages); err != nil {
-			scanErr <- fmt.Errorf("scan pending: %w", err)
+		for _, q := range ranges {
+			if err := b.scanPages(ctx, sh.store, q, pages); err != nil {
+				scanErr <- fmt.Errorf("scan pending: %w", err)
+				return
+			}
 		}
 	}()
 	// Two restorers: Redis runs one script at a time, but their round
@@ -326,18 +340,18 @@ func (b *Backstop) scanShard(ctx context.Context, sh *shardScan, full bool) (int
 	return n, nil
 }
 
-// scanPages sends the pages of the scan from cur to pages.
-func (b *Backstop) scanPages(ctx context.Context, store Scanner, cur Cursor, end time.Time, pages chan<- []Timer) error {
+// scanPages sends the pages of q's due times to pages.
+func (b *Backstop) scanPages(ctx context.Context, store Scanner, q ScanQuery, pages chan<- []Timer) error {
+	q.Limit = b.cfg.Page
 	for {
-		timers, err := store.ScanPending(ctx, cur, end, b.cfg.Page)
+		timers, err := store.ScanPending(ctx, q)
 		if err != nil {
-			return fmt.Errorf("after %v: %w", cur.DueAt, err)
+			return fmt.Errorf("after %q %v: %w", q.After.Topic, q.After.DueAt, err)
 		}
 		if len(timers) == 0 {
 			return nil
 		}
-		last := timers[len(timers)-1]
-		cur = Cursor{DueAt: last.DueAt, ID: last.ID}
+		q.After = ScanCursorOf(timers[len(timers)-1])
 		select {
 		case pages <- timers:
 		case <-ctx.Done():

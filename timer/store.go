@@ -1,6 +1,7 @@
 package timer
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"maps"
@@ -129,15 +130,55 @@ type JobReader interface {
 	GetByKey(ctx context.Context, topic, key string) (*Job, error)
 }
 
-// Scanner pages through pending jobs in due order, for the backstop.
+// Scanner pages through pending jobs, topic by topic, for the backstop.
 type Scanner interface {
-	// ScanPending returns up to limit pending jobs with a due time before
-	// before, ordered by (due time, id), strictly after cursor. Each Timer
-	// carries its topic's slot count, read from the topic's row.
-	// Firing jobs (an attempt under way, or whose worker died mid-call)
-	// are pending ones here: if Redis lost their timers they must come
-	// back too.
-	ScanPending(ctx context.Context, after Cursor, before time.Time, limit int) ([]Timer, error)
+	// ScanPending returns up to q.Limit pending jobs due in [q.Since,
+	// q.Before), ordered by (topic, due time, id), strictly after
+	// q.After. Each Timer carries its topic's slot count, read from the
+	// topic's row. Firing jobs (an attempt under way, or whose worker died
+	// mid-call) are pending ones here: if Redis lost their timers they
+	// must come back too.
+	//
+	// The order is by topic first because a store keeps one index of
+	// jobs by status, the one by topic that its other reads need: an
+	// index by status and due time across topics would cost every
+	// completed job a second move (issue 35).
+	ScanPending(ctx context.Context, q ScanQuery) ([]Timer, error)
+}
+
+// ScanQuery asks Scanner.ScanPending for one page.
+type ScanQuery struct {
+	// After is the position the page starts after; zero: the start.
+	After ScanCursor
+	// Since and Before bound the due times scanned, [Since, Before); a
+	// zero Since is no lower bound.
+	Since, Before time.Time
+	Limit         int
+}
+
+// ScanCursor is a position in ScanPending's (topic, due time, id) order.
+// The zero ScanCursor is before every job.
+type ScanCursor struct {
+	Topic string
+	DueAt time.Time
+	ID    JobID
+}
+
+// ScanCursorOf is the position of t, for the page after it.
+func ScanCursorOf(t Timer) ScanCursor { return ScanCursor{Topic: t.Topic, DueAt: t.DueAt, ID: t.ID} }
+
+// After reports whether (topic, dueMs, id) comes strictly after c in
+// ScanPending's order.
+func (c ScanCursor) After(topic string, dueMs int64, id JobID) bool {
+	if c == (ScanCursor{}) {
+		return true
+	}
+	return cmp.Or(cmp.Compare(topic, c.Topic), cmp.Compare(dueMs, MillisOf(c.DueAt)), cmp.Compare(id, c.ID)) > 0
+}
+
+// CompareScan orders two timers as ScanPending returns them.
+func CompareScan(a, b Timer) int {
+	return cmp.Or(cmp.Compare(a.Topic, b.Topic), a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
 }
 
 // DeadReader lists dead jobs: the record of the dead letters.
@@ -203,8 +244,8 @@ func (q DeadQuery) Millis() (from, to, after int64, err error) {
 	return from, to, after, nil
 }
 
-// Cursor is a position in the (due time, id) order of ScanPending. The
-// zero Cursor is before every job.
+// Cursor is a position in a (time, id) order: the pages of the API's
+// lists. The zero Cursor is before every job.
 type Cursor struct {
 	DueAt time.Time
 	ID    JobID

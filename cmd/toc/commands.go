@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -259,18 +260,29 @@ func runServe(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 // it, and records the shard map in each; with --status it lists what is
 // applied and pending, with --dry-run the statements it would run.
 func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE) [--status | --dry-run]")
+	fs := newFlagSet("migrate", "migrate (--mysql-dsn DSN [--mysql-dsn DSN...] | --sqlite FILE) [--status | --dry-run | --contract]")
 	fs.example = "toc migrate --mysql-dsn 'toc:secret@tcp(db:3306)/toc' --status"
 	fs.SetOutput(stderr)
 	dsns := fs.spaceList("mysql-dsn", "MySQL/MariaDB task store DSN; given more than once, the shards in order (TOC_MYSQL_DSN: separated by white space)")
 	file := fs.string("sqlite", "", "SQLite task store file")
 	status := fs.bool("status", false, "list each migration, applied (when) or pending, per shard, and apply nothing")
 	dryRun := fs.bool("dry-run", false, "print the statements of the pending migrations, per shard, and apply nothing")
+	contract := fs.bool("contract", false, "also apply the contract migrations, which drop what only the previous release reads: "+
+		"once every member runs this build; the previous release then refuses the schema (a new database gets them at once)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
-	if *status && *dryRun {
-		return errors.New("give --status or --dry-run, not both")
+	if *status && *dryRun || *contract && (*status || *dryRun) {
+		return errors.New("give one of --status, --dry-run and --contract")
+	}
+	migrate := func(st interface {
+		Migrate(context.Context) error
+		MigrateContract(context.Context) error
+	}) error {
+		if *contract {
+			return st.MigrateContract(ctx)
+		}
+		return st.Migrate(ctx)
 	}
 	var (
 		shards []*taskdb.Store
@@ -300,16 +312,16 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return migrationReport(ctx, shards, *dryRun, stdout)
 	}
 	if store == nil {
-		if err := shards[0].Migrate(ctx); err != nil {
+		if err := migrate(shards[0]); err != nil {
 			return err
 		}
 		if err := shards[0].CheckSchema(ctx); err != nil {
 			return err
 		}
 		fmt.Fprintln(stdout, "migrations applied")
-		return nil
+		return contractLeft(ctx, shards, stdout)
 	}
-	if err := store.Migrate(ctx); err != nil {
+	if err := migrate(store); err != nil {
 		return err
 	}
 	if err := store.CheckSchema(ctx); err != nil {
@@ -322,6 +334,28 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fmt.Fprintf(stdout, "migrations applied to %d shard(s)\n", store.Shards())
 	if wrote {
 		fmt.Fprintf(stdout, "shard map of %d recorded in each; every toc serve must be given these DSNs in this order\n", store.Shards())
+	}
+	return contractLeft(ctx, shards, stdout)
+}
+
+// contractLeft says which contract migrations the shards still lack, and
+// when to apply them.
+func contractLeft(ctx context.Context, shards []*taskdb.Store, w io.Writer) error {
+	var left []string
+	for i, st := range shards {
+		known, _, err := st.Migrations(ctx)
+		if err != nil {
+			return fmt.Errorf("shard %d: %w", i, err)
+		}
+		for _, m := range known {
+			if m.Contract && m.AppliedAt.IsZero() && !slices.Contains(left, m.Name) {
+				left = append(left, m.Name)
+			}
+		}
+	}
+	if len(left) > 0 {
+		fmt.Fprintf(w, "not applied: contract migration(s) %s, which drop what the previous release still reads; "+
+			"once every member runs this build, run toc migrate --contract (see docs/operations.md, Migrations)\n", strings.Join(left, ", "))
 	}
 	return nil
 }
@@ -339,10 +373,12 @@ func migrationReport(ctx context.Context, shards []*taskdb.Store, statements boo
 		for _, m := range known {
 			switch {
 			case statements && m.AppliedAt.IsZero():
-				fmt.Fprintf(w, "-- shard %d: %s\n", i, m.Name)
+				fmt.Fprintf(w, "-- shard %d: %s%s\n", i, m.Name, map[bool]string{true: " (a contract migration: applied by toc migrate --contract)"}[m.Contract])
 				for _, stmt := range m.Statements {
 					fmt.Fprintf(w, "%s;\n", stmt)
 				}
+			case !statements && m.AppliedAt.IsZero() && m.Contract:
+				fmt.Fprintf(w, "shard %d  %s  pending, a contract migration: toc migrate --contract once every member runs this build\n", i, m.Name)
 			case !statements && m.AppliedAt.IsZero():
 				fmt.Fprintf(w, "shard %d  %s  pending\n", i, m.Name)
 			case !statements:

@@ -258,6 +258,30 @@ func TestRollingUpgrade(t *testing.T) {
 	}
 	r.check(t)
 
+	// Once no member of v0.1.0 is left, toc migrate --contract applies
+	// what toc migrate left for then (0029: toc_jobs_status_due, which
+	// v0.1.0's backstop reads, goes), and this build serves on it.
+	for _, m := range members {
+		m.stop(t)
+	}
+	out, err := exec.Command(cur, "migrate", "--mysql-dsn", dsn).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "0029_drop_status_due.sql") || !strings.Contains(string(out), "toc migrate --contract") {
+		t.Errorf("toc migrate on v0.1.0's store = %v\n%s\nwant it to name 0029, not applied, and --contract", err, out)
+	}
+	if out, err := exec.Command(cur, "migrate", "--mysql-dsn", dsn, "--contract").CombinedOutput(); err != nil || strings.Contains(string(out), "not applied") {
+		t.Fatalf("toc migrate --contract: %v\n%s", err, out)
+	}
+	if out, err := exec.Command(cur, "migrate", "--mysql-dsn", dsn, "--status").CombinedOutput(); err != nil || !strings.Contains(string(out), "0029_drop_status_due.sql  applied") {
+		t.Errorf("toc migrate --status after --contract: %v\n%s", err, out)
+	}
+	members[0] = start(cur, 0)
+	for deadline := time.Now().Add(30 * time.Second); members[0].slotsOwned(t) <= 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("this build owns no slots 30 s after its start on the contracted schema\n%s", tail(members[0].stderr.String(), 20))
+		}
+	}
+	members[0].stop(t)
+
 	// The lateness of the jobs due during each swap, from its SIGTERM to
 	// the cluster settled again.
 	r.mu.Lock()

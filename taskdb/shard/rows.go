@@ -173,22 +173,20 @@ func (s *Store) GetByKey(ctx context.Context, topic, key string) (*timer.Job, er
 	return nil, last
 }
 
-// ScanPending implements timer.Scanner over every shard, merged in (due
-// time, id) order: the cursor is a position in that order, which is the
-// same in every shard since ids are unique across them.
-func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+// ScanPending implements timer.Scanner over every shard, merged in
+// (topic, due time, id) order: the cursor is a position in that order,
+// which is the same in every shard since ids are unique across them.
+func (s *Store) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Timer, error) {
 	pages := make([][]timer.Timer, len(s.shards))
 	err := s.all(func(i int) error {
 		var err error
-		pages[i], err = s.Scanner(i).ScanPending(ctx, after, before, limit)
+		pages[i], err = s.Scanner(i).ScanPending(ctx, q)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return merge(pages, limit, func(a, b timer.Timer) int {
-		return cmp.Or(a.DueAt.Compare(b.DueAt), cmp.Compare(a.ID, b.ID))
-	}), nil
+	return merge(pages, q.Limit, timer.CompareScan), nil
 }
 
 var _ timer.OverdueScanner = (*Store)(nil)
@@ -351,8 +349,8 @@ type scanner struct {
 	i int
 }
 
-func (sc scanner) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	timers, err := sc.s.shards[sc.i].ScanPending(ctx, after, before, limit)
+func (sc scanner) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Timer, error) {
+	timers, err := sc.s.shards[sc.i].ScanPending(ctx, q)
 	if err != nil {
 		return nil, err
 	}

@@ -145,8 +145,11 @@ func (s spread) GetByKey(ctx context.Context, topic, key string) (*timer.Job, er
 	return decJob(j), err
 }
 
-func (s spread) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
-	ts, err := s.Store.ScanPending(ctx, s.encCursor(after), before, limit)
+func (s spread) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Timer, error) {
+	if q.After.ID != 0 {
+		q.After.ID = s.enc(q.After.ID)
+	}
+	ts, err := s.Store.ScanPending(ctx, q)
 	for i := range ts {
 		ts[i].ID = dec(ts[i].ID)
 		if ts[i].Basis&shardedBit != 0 {

@@ -115,6 +115,12 @@ func (s *Store) Migrate(ctx context.Context) error {
 	return s.all(func(i int) error { return s.shards[i].Migrate(ctx) })
 }
 
+// MigrateContract applies the schema migrations to every shard, the
+// contract ones too (taskdb.Store.MigrateContract).
+func (s *Store) MigrateContract(ctx context.Context) error {
+	return s.all(func(i int) error { return s.shards[i].MigrateContract(ctx) })
+}
+
 // CheckSchema checks that no shard holds a migration this build does not
 // know (taskdb.Store.CheckSchema); the error names the shard.
 func (s *Store) CheckSchema(ctx context.Context) error {

@@ -400,33 +400,30 @@ func (s *Store) ListJobs(ctx context.Context, q timer.JobQuery) ([]*timer.Job, e
 
 // ScanPending implements timer.Scanner. It sorts the pending jobs on each
 // call: fine for tests, not for millions of jobs.
-func (s *Store) ScanPending(ctx context.Context, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+func (s *Store) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Timer, error) {
 	if err := s.f.call("ScanPending"); err != nil {
 		return nil, err
 	}
-	return s.scan(timer.StatusPending, after, before, limit)
-}
-
-func (s *Store) scan(status timer.Status, after timer.Cursor, before time.Time, limit int) ([]timer.Timer, error) {
+	limit := q.Limit
 	if limit <= 0 {
-		return nil, fmt.Errorf("scan %s jobs: limit %d: %w", status, limit, timer.ErrInvalid)
+		return nil, fmt.Errorf("scan pending jobs: limit %d: %w", limit, timer.ErrInvalid)
 	}
-	afterMs := int64(math.MinInt64)
-	if after != (timer.Cursor{}) {
-		afterMs = timer.MillisOf(after.DueAt)
+	sinceMs := int64(math.MinInt64)
+	if !q.Since.IsZero() {
+		sinceMs = timer.MillisOf(q.Since)
 	}
-	beforeMs := timer.MillisOf(before)
+	beforeMs := timer.MillisOf(q.Before)
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var rows []*row
 	for _, r := range s.jobs {
-		if (r.job.Status == status || status == timer.StatusPending && r.job.Status == timer.StatusFiring) && r.due < beforeMs &&
-			(r.due > afterMs || (r.due == afterMs && r.job.ID > after.ID)) {
+		if (r.job.Status == timer.StatusPending || r.job.Status == timer.StatusFiring) && r.due >= sinceMs && r.due < beforeMs &&
+			q.After.After(r.job.Topic, r.due, r.job.ID) {
 			rows = append(rows, r)
 		}
 	}
 	slices.SortFunc(rows, func(a, b *row) int {
-		return cmp.Or(cmp.Compare(a.due, b.due), cmp.Compare(a.job.ID, b.job.ID))
+		return cmp.Or(cmp.Compare(a.job.Topic, b.job.Topic), cmp.Compare(a.due, b.due), cmp.Compare(a.job.ID, b.job.ID))
 	})
 	timers := make([]timer.Timer, 0, min(limit, len(rows)))
 	for _, r := range rows[:min(limit, len(rows))] {

@@ -246,7 +246,7 @@ func testScanPending(t *testing.T, s timer.Store) {
 		newJob(6, "a", 101),     // after before
 	)...)
 
-	got, err := s.ScanPending(ctx, timer.Cursor{}, base.Add(100*time.Millisecond), 100)
+	got, err := s.ScanPending(ctx, timer.ScanQuery{Before: base.Add(100 * time.Millisecond), Limit: 100})
 	if err != nil {
 		t.Fatalf("ScanPending: %v", err)
 	}
@@ -260,7 +260,7 @@ func testScanPending(t *testing.T, s timer.Store) {
 	if !equalTimers(got, want) {
 		t.Errorf("ScanPending =\n%v\nwant\n%v", got, want)
 	}
-	if _, err := s.ScanPending(ctx, timer.Cursor{}, base, 0); !errors.Is(err, timer.ErrInvalid) {
+	if _, err := s.ScanPending(ctx, timer.ScanQuery{Before: base}); !errors.Is(err, timer.ErrInvalid) {
 		t.Errorf("ScanPending(limit 0) = %v, want ErrInvalid", err)
 	}
 }
@@ -274,55 +274,57 @@ func equalTimers(a, b []timer.Timer) bool {
 
 func testScanPendingPaging(t *testing.T, s timer.Store) {
 	ctx := t.Context()
-	if _, err := s.EnsureTopic(ctx, timer.Topic{Name: "t", Slots: 4}); err != nil {
-		t.Fatal(err)
+	topics := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6"}
+	for _, name := range topics {
+		if _, err := s.EnsureTopic(ctx, timer.Topic{Name: name, Slots: 4}); err != nil {
+			t.Fatal(err)
+		}
 	}
-	// 300 jobs over 20 due times a second apart, ids shuffled against due
-	// times, a third of them not pending, a quarter due at or after before;
-	// and one due before the Unix epoch.
+	// 300 jobs over 20 due times a second apart and 7 topics, ids shuffled
+	// against both, a third of them not pending (a whole topic, t6, among
+	// them), a quarter due at or after before; and one due before the
+	// Unix epoch.
 	before := base.Add(10 * time.Second)
-	early := newJob(1000, "t", 0)
+	early := newJob(1000, "t3", 0)
 	early.DueAt = time.UnixMilli(-1000)
 	js := []*timer.Job{early}
-	want := []timer.Timer{{ID: 1000, Topic: "t", Slots: 4, Basis: 1000, DueAt: early.DueAt}}
+	all := []timer.Timer{{ID: 1000, Topic: "t3", Slots: 4, Basis: 1000, DueAt: early.DueAt}}
 	notPending := []timer.Status{timer.StatusDone, timer.StatusCancelled, timer.StatusDead}
 	for i, n := range rand.Perm(300) {
-		j := newJob(timer.JobID(n+1), "t", int64(i%20)*1000-5000)
-		if n%3 == 0 {
+		j := newJob(timer.JobID(n+1), topics[n%7], int64(i%20)*1000-5000)
+		if n%3 == 0 || j.Topic == "t6" {
 			j.Status = notPending[n%9/3]
 		}
 		if j.Status == timer.StatusPending && j.DueAt.Before(before) {
-			want = append(want, timer.Timer{ID: j.ID, Topic: "t", Slots: 4, Basis: uint64(j.ID), DueAt: j.DueAt})
+			all = append(all, timer.Timer{ID: j.ID, Topic: j.Topic, Slots: 4, Basis: uint64(j.ID), DueAt: j.DueAt})
 		}
 		js = append(js, j)
 	}
 	mustInsert(t, s, js...)
-	slices.SortFunc(want, func(a, b timer.Timer) int {
-		if c := a.DueAt.Compare(b.DueAt); c != 0 {
-			return c
-		}
-		return int(a.ID) - int(b.ID)
-	})
-	for _, limit := range []int{1, 7, 1000} {
-		var got []timer.Timer
-		var cur timer.Cursor
-		for pages := 0; ; pages++ {
-			page, err := s.ScanPending(ctx, cur, before, limit)
-			if err != nil {
-				t.Fatalf("ScanPending: %v", err)
+	slices.SortFunc(all, timer.CompareScan)
+	since := base.Add(-2 * time.Second)
+	for _, q := range []timer.ScanQuery{{Before: before}, {Since: since, Before: before}} {
+		want := slices.DeleteFunc(slices.Clone(all), func(tm timer.Timer) bool { return tm.DueAt.Before(q.Since) })
+		for _, limit := range []int{1, 7, 1000} {
+			var got []timer.Timer
+			q.After, q.Limit = timer.ScanCursor{}, limit
+			for pages := 0; ; pages++ {
+				page, err := s.ScanPending(ctx, q)
+				if err != nil {
+					t.Fatalf("ScanPending: %v", err)
+				}
+				if len(page) > limit || pages > len(want)+1 {
+					t.Fatalf("limit %d: page of %d after %d pages", limit, len(page), pages)
+				}
+				got = append(got, page...)
+				if len(page) < limit {
+					break
+				}
+				q.After = timer.ScanCursorOf(page[len(page)-1])
 			}
-			if len(page) > limit || pages > len(want)+1 {
-				t.Fatalf("limit %d: page of %d after %d pages", limit, len(page), pages)
+			if !equalTimers(got, want) {
+				t.Errorf("since %v, limit %d: scanned %d timers, want %d in order", q.Since, limit, len(got), len(want))
 			}
-			got = append(got, page...)
-			if len(page) < limit {
-				break
-			}
-			last := page[len(page)-1]
-			cur = timer.Cursor{DueAt: last.DueAt, ID: last.ID}
-		}
-		if !equalTimers(got, want) {
-			t.Errorf("limit %d: scanned %d timers, want %d in order", limit, len(got), len(want))
 		}
 	}
 }

@@ -102,7 +102,7 @@ func testDeadlines(t *testing.T, s timer.Store) {
 		t.Errorf("ListJobs(expired) = %v, %v; want jobs 2 and 5", jobIDs(list), err)
 	}
 	// Expired jobs do not hold their topic, and ScanPending skips them.
-	timers, err := s.ScanPending(ctx, timer.Cursor{}, base.Add(time.Hour), 10)
+	timers, err := s.ScanPending(ctx, timer.ScanQuery{Before: base.Add(time.Hour), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -110,7 +110,7 @@ func testScanPendingFiring(t *testing.T, s timer.Store) {
 	if n, err := s.Fire(ctx, []timer.JobID{1, 2}, base.Add(time.Second), base); n != 2 || err != nil {
 		t.Fatalf("Fire = %d, %v", n, err)
 	}
-	got, err := s.ScanPending(ctx, timer.Cursor{}, base.Add(time.Second), 10)
+	got, err := s.ScanPending(ctx, timer.ScanQuery{Before: base.Add(time.Second), Limit: 10})
 	if err != nil {
 		t.Fatal(err)
 	}
