@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -425,5 +426,83 @@ func fireCycle(s *Store) []struct {
 			}
 			return s.RecordAttempts(ctx, as)
 		}},
+	}
+}
+
+// scanByStatusDue is the backstop's page before migration 0029: a range
+// of toc_jobs_status_due in (due time, id) order across topics.
+const scanByStatusDue = selectTimer + `WHERE j.status = ? AND j.action_time < ? AND (j.action_time > ? OR (j.action_time = ? AND j.job_id > ?))
+	ORDER BY j.action_time, j.job_id LIMIT ?`
+
+// BenchmarkScanPending pages through 200,000 pending jobs, as the
+// backstop's full scan after a loss of Redis does (pages of 2,000), in
+// one topic, over 1,000 and over 100,000: by ScanPending, topic by topic in
+// toc_jobs_topic_due, and by the page of the build before 0029 in
+// toc_jobs_status_due (added back for it). It reports the time and
+// mariadbd's CPU a job (issue 35).
+func BenchmarkScanPending(b *testing.B) {
+	const n, page = 200_000, 2000
+	for _, topics := range []int{1, 1000, 100_000} {
+		for _, by := range []string{"topic", "status_due"} {
+			b.Run(fmt.Sprintf("topics=%d/by=%s", topics, by), func(b *testing.B) {
+				s := openMariaDB(b)
+				ctx := b.Context()
+				for first := 0; first < n; first += 5000 {
+					js := jobs(timer.JobID(first+1), 5000, "t")
+					for i, j := range js {
+						j.Topic = fmt.Sprint("t", (first+i)%topics)
+						j.DueAt = base.Add(time.Duration(first+i) * time.Millisecond)
+					}
+					mustInsert(b, s, js...)
+				}
+				if by == "status_due" {
+					if _, err := s.db.ExecContext(ctx, "ALTER TABLE toc_jobs ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms)"); err != nil {
+						b.Fatal(err)
+					}
+				}
+				if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs"); err != nil {
+					b.Fatal(err)
+				}
+				end := base.Add(time.Hour)
+				scan := func() (int, error) {
+					var q timer.ScanQuery
+					q.Before, q.Limit = end, page
+					read := 0
+					for {
+						var ts []timer.Timer
+						var err error
+						if by == "topic" {
+							ts, err = s.ScanPending(ctx, q)
+						} else {
+							due := int64(math.MinInt64)
+							if q.After != (timer.ScanCursor{}) {
+								due = timer.MillisOf(q.After.DueAt)
+							}
+							ts, err = s.scanTimers(ctx, nil, scanByStatusDue, int64(timer.StatusPending), end.UnixMilli(), due, due, int64(q.After.ID), page)
+						}
+						if err != nil {
+							return read, err
+						}
+						read += len(ts)
+						if len(ts) < page {
+							return read, nil
+						}
+						q.After = timer.ScanCursorOf(ts[len(ts)-1])
+					}
+				}
+				cpu := serverCPUFunc(b, s)
+				var spent time.Duration
+				for b.Loop() {
+					before := cpu()
+					if read, err := scan(); err != nil || read != n {
+						b.Fatalf("read %d of %d jobs: %v", read, n, err)
+					}
+					spent += cpu() - before
+				}
+				jobs := float64(b.N * n)
+				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/jobs, "ns/job")
+				b.ReportMetric(float64(spent.Nanoseconds())/jobs, "mariadbd-ns/job")
+			})
+		}
 	}
 }

@@ -19,9 +19,9 @@ import (
 // (topic, status, action_time, job_id, and the columns a Timer needs):
 // toc_jobs has no index by status and due time across topics, since
 // completing a job would move it in that index too (issue 35). A page is
-// at most three statements: the rest of the topic the cursor is in; the
-// next topics with pending jobs in the due range (the dialect's
-// pendingTopics, one index dive a topic); and their jobs, in one range
+// the rest of the topic the cursor is in; then, until the page is full,
+// the next topics with pending jobs in the due range (the dialect's
+// pendingTopics, one index dive a topic) and their jobs, in one range
 // read of the index per topic, in index order (no sort on MariaDB). Each
 // joins toc_topics by primary key: a LEFT JOIN, so that a job whose topic
 // has no row is still found, with Slots 0, rather than silently skipped.
@@ -66,16 +66,27 @@ func (s *Store) ScanPending(ctx context.Context, q timer.ScanQuery) ([]timer.Tim
 			return timers, err
 		}
 	}
-	topics, err := s.pendingTopics(ctx, q.After.Topic, since, before, min(q.Limit-len(timers), maxInList))
-	if err != nil {
-		return nil, err
+	// The next topics, a few at first and twice as many each time they
+	// leave the page short: a page of a few large topics reads a few, and
+	// no statement lists more topics than it needs or its range reads
+	// can use (the optimizer's cost grows with the ranges of an IN list).
+	after := q.After.Topic
+	for want := firstTopics; len(timers) < q.Limit; want = min(2*want, maxInList) {
+		topics, err := s.pendingTopics(ctx, after, since, before, min(want, q.Limit-len(timers)))
+		if err != nil || len(topics) == 0 {
+			return timers, err
+		}
+		query := strings.Replace(scanTopics, "?topics", placeholders(len(topics)), 1)
+		if timers, err = s.scanTimers(ctx, timers, query, append(topics, pending, since, before, q.Limit-len(timers))...); err != nil {
+			return nil, err
+		}
+		after = topics[len(topics)-1].(string)
 	}
-	if len(topics) == 0 {
-		return timers, nil
-	}
-	query := strings.Replace(scanTopics, "?topics", placeholders(len(topics)), 1)
-	return s.scanTimers(ctx, timers, query, append(topics, pending, since, before, q.Limit-len(timers))...)
+	return timers, nil
 }
+
+// firstTopics is how many topics a page of ScanPending lists at first.
+const firstTopics = 16
 
 // pendingTopics returns up to limit topics after after with pending jobs
 // due in [since, before), in order: each has at least one job for the

@@ -274,25 +274,28 @@ func equalTimers(a, b []timer.Timer) bool {
 
 func testScanPendingPaging(t *testing.T, s timer.Store) {
 	ctx := t.Context()
-	topics := []string{"t0", "t1", "t2", "t3", "t4", "t5", "t6"}
+	var topics []string
+	for i := range 40 {
+		topics = append(topics, fmt.Sprintf("t%02d", i))
+	}
 	for _, name := range topics {
 		if _, err := s.EnsureTopic(ctx, timer.Topic{Name: name, Slots: 4}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// 300 jobs over 20 due times a second apart and 7 topics, ids shuffled
-	// against both, a third of them not pending (a whole topic, t6, among
-	// them), a quarter due at or after before; and one due before the
-	// Unix epoch.
+	// 300 jobs over 20 due times a second apart and 40 topics (more than
+	// a store may list at once), ids shuffled against both, a third of
+	// them not pending (a whole topic, t06, among them), a quarter due at
+	// or after before; and one due before the Unix epoch.
 	before := base.Add(10 * time.Second)
-	early := newJob(1000, "t3", 0)
+	early := newJob(1000, "t03", 0)
 	early.DueAt = time.UnixMilli(-1000)
 	js := []*timer.Job{early}
-	all := []timer.Timer{{ID: 1000, Topic: "t3", Slots: 4, Basis: 1000, DueAt: early.DueAt}}
+	all := []timer.Timer{{ID: 1000, Topic: "t03", Slots: 4, Basis: 1000, DueAt: early.DueAt}}
 	notPending := []timer.Status{timer.StatusDone, timer.StatusCancelled, timer.StatusDead}
 	for i, n := range rand.Perm(300) {
-		j := newJob(timer.JobID(n+1), topics[n%7], int64(i%20)*1000-5000)
-		if n%3 == 0 || j.Topic == "t6" {
+		j := newJob(timer.JobID(n+1), topics[n%40], int64(i%20)*1000-5000)
+		if n%3 == 0 || j.Topic == "t06" {
 			j.Status = notPending[n%9/3]
 		}
 		if j.Status == timer.StatusPending && j.DueAt.Before(before) {
