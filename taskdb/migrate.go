@@ -39,9 +39,9 @@ type migration struct {
 	// this build no longer reads but the release before it does (an
 	// index its queries need), so Migrate applies it only to a new
 	// database; to one the previous release served, MigrateContract does,
-	// once no member of that release is left. Builds older than it refuse
-	// the schema then, as for a breaking migration; this one serves with
-	// it applied or not. A contract migration is additive to the release
+	// once no member of that release is left. Builds older than it that
+	// check the schema (CheckSchema: v0.2.0 on) refuse it then, as for a
+	// breaking migration; this one serves with it applied or not. A contract migration is additive to the release
 	// after this one, and is marked so there.
 	contract bool
 }
@@ -126,7 +126,7 @@ func (s *Store) Migrate(ctx context.Context) error { return s.migrateTo(ctx, mat
 
 // MigrateContract is Migrate with the contract migrations too: run it
 // once no member of the release before this build is left (toc migrate
-// --contract). That release refuses the schema afterwards.
+// --contract). Going back to that release is no rolling step afterwards.
 func (s *Store) MigrateContract(ctx context.Context) error {
 	return s.migrateTo(ctx, math.MaxInt, true)
 }
@@ -334,6 +334,23 @@ func SchemaVersion() int {
 		return 0
 	}
 	return ms[len(ms)-1].version
+}
+
+// ContractMigrations returns the versions of this build's contract
+// migrations (see migration.contract), in order: those toc migrate
+// leaves for after a rolling upgrade.
+func ContractMigrations() []int {
+	ms, err := loadMigrations("mysql")
+	if err != nil {
+		return nil
+	}
+	var out []int
+	for _, m := range ms {
+		if m.contract {
+			out = append(out, m.version)
+		}
+	}
+	return out
 }
 
 // ErrSchemaOlder is wrapped by the error of a toc serve that finds the

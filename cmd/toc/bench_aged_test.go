@@ -4,6 +4,7 @@ import (
 	"database/sql"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -163,10 +164,15 @@ func TestBenchAgedUpgrading(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "aged.json")
 	cmd := exec.Command(tocFastBin(t), "bench", "--short", "--scenarios", "aged", "--aged-rows", "200000",
 		"--aged-phase", "upgrading", "--aged-release", release, "--json", out)
+	// toc migrate under v0.1.0 leaves the contract migrations for after.
+	want := taskdb.SchemaVersion()
+	for slices.Contains(taskdb.ContractMigrations(), want) {
+		want--
+	}
 	for _, r := range migrationRuns(t, cmd, out) {
 		from, to := r.Extra["from_schema"], r.Extra["to_schema"]
-		if from != float64(21) || to != float64(taskdb.SchemaVersion()) {
-			t.Errorf("%s: migrated schema %v to %v, want v0.1.0's 21 to this build's %d", r.Name, from, to, taskdb.SchemaVersion())
+		if from != float64(21) || to != float64(want) {
+			t.Errorf("%s: migrated schema %v to %v, want v0.1.0's 21 to this build's %d, its contract migrations left", r.Name, from, to, want)
 		}
 		t.Logf("%s: schema %v to %v on 200,000 rows took %v s; %d jobs fired meanwhile, worst second's p99 %v ms",
 			r.Name, from, to, r.Extra["migration_s"], r.Count, r.Extra["max_1s_p99_ms"])

@@ -268,7 +268,7 @@ func runMigrate(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	status := fs.bool("status", false, "list each migration, applied (when) or pending, per shard, and apply nothing")
 	dryRun := fs.bool("dry-run", false, "print the statements of the pending migrations, per shard, and apply nothing")
 	contract := fs.bool("contract", false, "also apply the contract migrations, which drop what only the previous release reads: "+
-		"once every member runs this build; the previous release then refuses the schema (a new database gets them at once)")
+		"once every member runs this build; going back to the previous release is then no rolling step (a new database gets them at once)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
