@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/go-sql-driver/mysql"
 )
@@ -48,6 +49,38 @@ var mysqlDialect = dialect{
 		return errors.As(err, &me) && me.Number == 1205 // ER_LOCK_WAIT_TIMEOUT
 	},
 	estimateRows: explainRows,
+	looseScan:    explainsLooseScan,
+}
+
+// explainsLooseScan reports whether MariaDB plans query (pendingTopics)
+// as a loose index scan: "Using index for group-by" in the EXPLAIN's
+// Extra column.
+func explainsLooseScan(ctx context.Context, db *sql.DB, query string, args ...any) (bool, error) {
+	rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		return false, err
+	}
+	defer rows.Close()
+	cols, err := rows.Columns()
+	if err != nil {
+		return false, err
+	}
+	at := slices.Index(cols, "Extra")
+	if at < 0 {
+		return false, fmt.Errorf("EXPLAIN has no Extra column: %v", cols)
+	}
+	loose := false
+	for rows.Next() {
+		vals := make([]any, len(cols))
+		for i := range vals {
+			vals[i] = new(sql.RawBytes)
+		}
+		if err := rows.Scan(vals...); err != nil {
+			return false, err
+		}
+		loose = loose || strings.Contains(string(*vals[at].(*sql.RawBytes)), "Using index for group-by")
+	}
+	return loose, rows.Err()
 }
 
 // explainRows is the "rows" column of the EXPLAIN of query's first table:

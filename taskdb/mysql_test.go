@@ -1,6 +1,7 @@
 package taskdb
 
 import (
+	"context"
 	"database/sql"
 	"fmt"
 	"os"
@@ -334,5 +335,70 @@ func TestMariaDBMigrationWaitsBoundedForALock(t *testing.T) {
 	}
 	if pending, _, err := s.Pending(ctx); err != nil || len(pending) != 0 {
 		t.Fatalf("pending after Migrate: %v, %v", pending, err)
+	}
+}
+
+// A MariaDB whose statistics would make it read every entry of a topic
+// for pendingTopics (a table that grew fast, one or two topics) gets the
+// topics one statement at a time instead: the same pages, in the same
+// order, as the loose index scan gives.
+func TestMariaDBScanPendingWithoutLooseScan(t *testing.T) {
+	s := openMariaDB(t)
+	ctx := t.Context()
+	var js []*timer.Job
+	statuses := []timer.Status{timer.StatusPending, timer.StatusDone, timer.StatusPending, timer.StatusCancelled}
+	for i := range 600 {
+		j := newJob(timer.JobID(i+1), fmt.Sprintf("t%02d", i%23), int64(i%40)*1000)
+		j.Status = statuses[i%len(statuses)]
+		if i%23 == 7 {
+			j.Status = timer.StatusDone // a topic with nothing pending
+		}
+		js = append(js, j)
+	}
+	mustInsert(t, s, js...)
+	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	pages := func(q timer.ScanQuery) []timer.Timer {
+		t.Helper()
+		var all []timer.Timer
+		for {
+			page, err := s.ScanPending(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			all = append(all, page...)
+			if len(page) < q.Limit {
+				return all
+			}
+			q.After = timer.ScanCursorOf(page[len(page)-1])
+		}
+	}
+	explained := 0
+	looseScan := s.d.looseScan
+	counting := func(ctx context.Context, db *sql.DB, query string, args ...any) (bool, error) {
+		explained++
+		return looseScan(ctx, db, query, args...)
+	}
+	for _, q := range []timer.ScanQuery{
+		{Before: base.Add(time.Hour), Limit: 7},
+		{Since: base.Add(10 * time.Second), Before: base.Add(30 * time.Second), Limit: 50},
+		{Before: base.Add(time.Hour), Limit: 1000},
+	} {
+		explained, s.d.looseScan = 0, counting
+		want := pages(q)
+		if explained == 0 || len(want) == 0 {
+			t.Fatalf("%+v: %d timers, %d plans checked; want some of each", q, len(want), explained)
+		}
+		s.d.looseScan = func(context.Context, *sql.DB, string, ...any) (bool, error) { return false, nil }
+		got := pages(q)
+		if !slices.EqualFunc(got, want, func(a, b timer.Timer) bool { return timer.CompareScan(a, b) == 0 && a.Slots == b.Slots }) {
+			t.Errorf("%+v: one topic at a time read %d timers, the loose index scan %d, or in another order", q, len(got), len(want))
+		}
+	}
+	// After ANALYZE, MariaDB plans the loose index scan.
+	loose, err := explainsLooseScan(ctx, s.db, mysqlDialect.pendingTopics, "", 0, 0, base.Add(time.Hour).UnixMilli(), 16)
+	if err != nil || !loose {
+		t.Errorf("explainsLooseScan after ANALYZE = %v, %v; want true", loose, err)
 	}
 }

@@ -78,6 +78,13 @@ type dialect struct {
 	// walking toc_jobs_topic_due one dive a topic rather than row by row:
 	// MySQL's loose index scan does it; SQLite needs it spelled out.
 	pendingTopics string
+	// looseScan reports whether the database plans pendingTopics as one
+	// dive a topic; nil where it always does (SQLite spells it out).
+	// MariaDB plans it from its index statistics, which a table that grew
+	// fast, or holds one or two topics, can leave so far off that it reads
+	// every entry of those topics instead: then ScanPending finds the
+	// topics one statement at a time (nextPendingTopic).
+	looseScan func(ctx context.Context, db *sql.DB, query string, args ...any) (bool, error)
 	// estimateRows returns the database's estimate of the rows a SELECT
 	// reads, which costs a few index dives however many there are; nil
 	// when the backend makes none.
