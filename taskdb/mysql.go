@@ -56,66 +56,60 @@ var mysqlDialect = dialect{
 // as a loose index scan: "Using index for group-by" in the EXPLAIN's
 // Extra column.
 func explainsLooseScan(ctx context.Context, db *sql.DB, query string, args ...any) (bool, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
+	extras, err := explainColumn(ctx, db, "Extra", query, args...)
 	if err != nil {
 		return false, err
+	}
+	return slices.ContainsFunc(extras, func(e string) bool { return strings.Contains(e, "Using index for group-by") }), nil
+}
+
+// explainRows is the "rows" column of the EXPLAIN of query's first table:
+// for a range of an index, InnoDB's estimate from diving into both ends,
+// often within a factor of two of the truth.
+func explainRows(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error) {
+	vals, err := explainColumn(ctx, db, "rows", query, args...)
+	if err != nil {
+		return 0, err
+	}
+	if len(vals) == 0 {
+		return 0, errors.New("EXPLAIN returned no row")
+	}
+	n, err := strconv.ParseInt(vals[0], 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("EXPLAIN rows %q: %w", vals[0], err)
+	}
+	return n, nil
+}
+
+// explainColumn returns column col of each row of query's EXPLAIN. The
+// column is found by name, since MySQL's EXPLAIN has columns MariaDB's
+// has not.
+func explainColumn(ctx context.Context, db *sql.DB, col, query string, args ...any) ([]string, error) {
+	rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
+	if err != nil {
+		return nil, err
 	}
 	defer rows.Close()
 	cols, err := rows.Columns()
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	at := slices.Index(cols, "Extra")
+	at := slices.Index(cols, col)
 	if at < 0 {
-		return false, fmt.Errorf("EXPLAIN has no Extra column: %v", cols)
+		return nil, fmt.Errorf("EXPLAIN has no %s column: %v", col, cols)
 	}
-	loose := false
+	var out []string
 	for rows.Next() {
 		vals := make([]any, len(cols))
 		for i := range vals {
 			vals[i] = new(sql.RawBytes)
 		}
 		if err := rows.Scan(vals...); err != nil {
-			return false, err
+			return nil, err
 		}
-		loose = loose || strings.Contains(string(*vals[at].(*sql.RawBytes)), "Using index for group-by")
+		out = append(out, string(*vals[at].(*sql.RawBytes)))
 	}
-	return loose, rows.Err()
-}
-
-// explainRows is the "rows" column of the EXPLAIN of query's first table:
-// for a range of an index, InnoDB's estimate from diving into both ends,
-// often within a factor of two of the truth. The column is found by name,
-// since MySQL's EXPLAIN has columns MariaDB's has not.
-func explainRows(ctx context.Context, db *sql.DB, query string, args ...any) (int64, error) {
-	rows, err := db.QueryContext(ctx, "EXPLAIN "+query, args...)
-	if err != nil {
-		return 0, err
-	}
-	defer rows.Close()
-	cols, err := rows.Columns()
-	if err != nil {
-		return 0, err
-	}
-	at := slices.Index(cols, "rows")
-	if at < 0 {
-		return 0, fmt.Errorf("EXPLAIN has no rows column: %v", cols)
-	}
-	if !rows.Next() {
-		return 0, cmp.Or(rows.Err(), errors.New("EXPLAIN returned no row"))
-	}
-	vals := make([]any, len(cols))
-	for i := range vals {
-		vals[i] = new(sql.RawBytes)
-	}
-	if err := rows.Scan(vals...); err != nil {
-		return 0, err
-	}
-	n, err := strconv.ParseInt(string(*vals[at].(*sql.RawBytes)), 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("EXPLAIN rows %q: %w", *vals[at].(*sql.RawBytes), err)
-	}
-	return n, rows.Close()
+	return out, rows.Err()
 }
 
 // OpenMySQL opens a Store on the MySQL or MariaDB database named by dsn,
