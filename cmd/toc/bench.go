@@ -22,7 +22,7 @@ import (
 	"github.com/toc-project/toc/http/client"
 )
 
-const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce,inout,bus] [--short] [--stack real|embedded|external] [flags]
+const benchUsage = `bench [--scenarios schedule,fire,drain,memory,recover,fairness,topics,hostile,shards,spike,aged,soak,coalesce,inout,bus,pull,bullmq] [--short] [--stack real|embedded|external] [flags]
 
 Measures toc: scheduling throughput and latency, firing lateness at a
 steady rate, draining a burst, Redis and process memory, and recovery
@@ -101,6 +101,16 @@ client (Work, 100 jobs at once) long-polling toc, a job counted when
 leased. pull is the bus scenario over webhook and pull:
   toc bench --scenarios bus [--bus-ways webhook,pull,nats,amqp] [--rates 1000] [--drain-jobs 50000]
   toc bench --scenarios pull [--rates 1000] [--drain-jobs 50000]
+
+bullmq, run only when named, measures BullMQ (the peer issue 35 compares
+toc with) on this machine, each part on a redis-server of its own: 64
+callers adding one delayed job at a time for --duration, then a Worker
+of concurrency 64 with an in-process handler draining --drain-jobs due
+at once; with the CPU a job cost BullMQ's process, Redis and the
+machine. Run beside toc's scenarios, its figures are the same minute's
+yardstick for theirs. It needs node and npm; npm ci installs its pinned
+packages once into the user's cache directory:
+  toc bench --scenarios coalesce,drain,bullmq [--drain-jobs 100000]
 
 Stacks:
   real      (default) a throwaway mariadbd and redis-server (or the ones
@@ -269,7 +279,7 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 		return err
 	}
 	for _, s := range cfg.scenarios {
-		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout", "bus", "pull"}, s) {
+		if !slices.Contains([]string{"schedule", "fire", "drain", "memory", "recover", "fairness", "topics", "hostile", "shards", "spike", "aged", "soak", "coalesce", "inout", "bus", "pull", "bullmq"}, s) {
 			return fmt.Errorf("--scenarios: unknown scenario %q", s)
 		}
 	}
@@ -324,6 +334,8 @@ func runBench(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 			res, err = b.inout(ctx)
 		case "bus":
 			res, err = b.bus(ctx)
+		case "bullmq":
+			res, err = b.bullmq(ctx)
 		case "pull":
 			// The bus scenario's pull way beside webhooks, as issue 36 asks.
 			cfg.busWays = []string{"webhook", "pull"}

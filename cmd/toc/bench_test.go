@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -179,5 +180,42 @@ func TestBenchInout(t *testing.T) {
 	}
 	if p99, _ := r.Extra["schedule_p99_ms"].(float64); p99 <= 0 || r.Latency == nil || r.Extra["pending"] != 2000.0 {
 		t.Errorf("schedule p99 %v, lateness %v, pending %v: want both p99s and the pending count\n%s", r.Extra["schedule_p99_ms"], r.Latency, r.Extra["pending"], output)
+	}
+}
+
+// Issue 35: toc bench --scenarios bullmq runs the peer toc's CPU a job is
+// read against, BullMQ, on its own redis-server: 64 callers adding
+// delayed jobs, then a Worker draining jobs due at once, each with the
+// CPU a job cost BullMQ, Redis and the machine.
+func TestBenchBullMQ(t *testing.T) {
+	for _, tool := range []string{"node", "npm"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			msg := fmt.Sprintf("%s is not on PATH (apt-get install nodejs npm): %v", tool, err)
+			if testenv.Required() {
+				t.Fatal(msg)
+			}
+			t.Skip(msg + " (TOC_REQUIRE_INTEGRATION=1 makes this a failure)")
+		}
+	}
+	testenv.Redis(t) // redis-server is at hand, or the test skips (fails in CI)
+	out := filepath.Join(t.TempDir(), "bench.json")
+	cmd := exec.Command(tocBin, "bench", "--short", "--stack", "embedded", "--scenarios", "bullmq", "--duration", "2s", "--drain-jobs", "3000", "--json", out)
+	report, _, output := runBenchCmd(t, cmd, out)
+	if len(report.Results) != 2 {
+		t.Fatalf("%d results, want add and drain\n%s", len(report.Results), output)
+	}
+	for i, want := range []string{"bullmq add c=64", "bullmq drain 3000 due at once"} {
+		r := report.Results[i]
+		if r.Name != want || r.Count == 0 || r.Errors != 0 || r.Rate <= 0 || r.Latency == nil {
+			t.Errorf("result %d: %s, %d jobs, %d errors, %.0f/s, latency %v; want %s with jobs, a rate and no error\n%s", i, r.Name, r.Count, r.Errors, r.Rate, r.Latency, want, output)
+		}
+		for _, part := range []string{"bullmq", "redis", "machine"} {
+			if v, _ := r.Extra["cpu_us_per_job_"+part].(float64); v <= 0 {
+				t.Errorf("%s: CPU a job of %s %v, want more than 0\n%s", r.Name, part, r.Extra["cpu_us_per_job_"+part], output)
+			}
+		}
+	}
+	if d := report.Results[1]; d.Count != 3000 || d.Latency.N != 3000 {
+		t.Errorf("drain: %d jobs, %d handled; want all 3000\n%s", d.Count, d.Latency.N, output)
 	}
 }
