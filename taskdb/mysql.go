@@ -50,6 +50,28 @@ var mysqlDialect = dialect{
 	},
 	estimateRows: explainRows,
 	looseScan:    explainsLooseScan,
+	smallTopics:  statsSmallTopics,
+}
+
+// smallTopicEntries is the average entries of toc_jobs_topic_due a topic
+// under which MariaDB's own plan of pendingTopics is trusted when it is
+// not a loose index scan (dialect.smallTopics).
+const smallTopicEntries = 64
+
+// statsSmallTopics is dialect.smallTopics for MariaDB: InnoDB's sampled
+// count of the distinct topics in toc_jobs_topic_due, and of the rows in
+// toc_jobs, as the optimizer sees them.
+func statsSmallTopics(ctx context.Context, db *sql.DB) (bool, error) {
+	var topics, rows sql.NullInt64
+	err := db.QueryRowContext(ctx, `SELECT s.CARDINALITY, t.TABLE_ROWS
+		FROM information_schema.STATISTICS s JOIN information_schema.TABLES t
+			ON t.TABLE_SCHEMA = s.TABLE_SCHEMA AND t.TABLE_NAME = s.TABLE_NAME
+		WHERE s.TABLE_SCHEMA = DATABASE() AND s.TABLE_NAME = 'toc_jobs'
+			AND s.INDEX_NAME = 'toc_jobs_topic_due' AND s.SEQ_IN_INDEX = 1`).Scan(&topics, &rows)
+	if err != nil {
+		return false, fmt.Errorf("the statistics of toc_jobs_topic_due: %w", err)
+	}
+	return topics.Int64 > 1 && rows.Int64 <= smallTopicEntries*topics.Int64, nil
 }
 
 // explainsLooseScan reports whether MariaDB plans query (pendingTopics)

@@ -391,14 +391,45 @@ func TestMariaDBScanPendingWithoutLooseScan(t *testing.T) {
 			t.Fatalf("%+v: %d timers, %d plans checked; want some of each", q, len(want), explained)
 		}
 		s.d.looseScan = func(context.Context, *sql.DB, string, ...any) (bool, error) { return false, nil }
-		got := pages(q)
-		if !slices.EqualFunc(got, want, func(a, b timer.Timer) bool { return timer.CompareScan(a, b) == 0 && a.Slots == b.Slots }) {
-			t.Errorf("%+v: one topic at a time read %d timers, the loose index scan %d, or in another order", q, len(got), len(want))
+		for _, small := range []bool{false, true} {
+			s.d.smallTopics = func(context.Context, *sql.DB) (bool, error) { return small, nil }
+			s.topicStats.at = time.Time{} // forget the last answer
+			got := pages(q)
+			if !slices.EqualFunc(got, want, func(a, b timer.Timer) bool { return timer.CompareScan(a, b) == 0 && a.Slots == b.Slots }) {
+				t.Errorf("%+v, small topics %v: without the loose index scan read %d timers, with it %d, or in another order", q, small, len(got), len(want))
+			}
 		}
 	}
-	// After ANALYZE, MariaDB plans the loose index scan.
+	// After ANALYZE, MariaDB plans the loose index scan, and its
+	// statistics count 23 topics of about 26 rows each: small ones.
 	loose, err := explainsLooseScan(ctx, s.db, mysqlDialect.pendingTopics, "", 0, 0, base.Add(time.Hour).UnixMilli(), 16)
 	if err != nil || !loose {
 		t.Errorf("explainsLooseScan after ANALYZE = %v, %v; want true", loose, err)
+	}
+	if small, err := statsSmallTopics(ctx, s.db); err != nil || !small {
+		t.Errorf("statsSmallTopics after ANALYZE of 600 rows in 23 topics = %v, %v; want true", small, err)
+	}
+}
+
+// Issue 35: statistics that count one topic, or none, for thousands of
+// rows are not small topics, so a scan without the loose index scan goes
+// a topic a statement (dialect.smallTopics).
+func TestMariaDBStatsSmallTopics(t *testing.T) {
+	s := openMariaDB(t)
+	ctx := t.Context()
+	var js []*timer.Job
+	for i := range 3000 {
+		js = append(js, newJob(timer.JobID(i+1), fmt.Sprintf("t%d", i%2), int64(i)*10))
+	}
+	mustInsert(t, s, js...)
+	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs"); err != nil {
+		t.Fatal(err)
+	}
+	if small, err := statsSmallTopics(ctx, s.db); err != nil || small {
+		t.Errorf("statsSmallTopics of 3,000 rows in 2 topics = %v, %v; want false", small, err)
+	}
+	empty := openMariaDB(t)
+	if small, err := statsSmallTopics(ctx, empty.db); err != nil || small {
+		t.Errorf("statsSmallTopics of an empty toc_jobs = %v, %v; want false", small, err)
 	}
 }

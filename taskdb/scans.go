@@ -121,7 +121,13 @@ func (s *Store) pendingTopics(ctx context.Context, after string, since, before i
 			return nil, fmt.Errorf("scan pending jobs: topics after %q: %w", after, err)
 		}
 		if !loose {
-			return s.pendingTopicsOneByOne(ctx, after, since, before, limit)
+			small, err := s.smallTopics(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("scan pending jobs: topics after %q: %w", after, err)
+			}
+			if !small {
+				return s.pendingTopicsOneByOne(ctx, after, since, before, limit)
+			}
 		}
 	}
 	rows, err := s.rdb.QueryContext(ctx, s.d.pendingTopics, args...)
@@ -150,6 +156,23 @@ func (s *Store) pendingTopics(ctx context.Context, after string, since, before i
 // at the first): two index dives whatever the statistics say.
 const nextPendingTopic = `SELECT m.t, EXISTS(SELECT 1 FROM toc_jobs j WHERE j.topic = m.t AND j.status = ? AND j.action_time >= ? AND j.action_time < ?)
 	FROM (SELECT MIN(topic) AS t FROM toc_jobs WHERE topic > ?) m`
+
+// smallTopics is the dialect's smallTopics, asked at most once every
+// topicStatsFor.
+func (s *Store) smallTopics(ctx context.Context) (bool, error) {
+	s.topicStats.Lock()
+	defer s.topicStats.Unlock()
+	now := s.now()
+	if !s.topicStats.at.IsZero() && now.Sub(s.topicStats.at) < topicStatsFor {
+		return s.topicStats.small, nil
+	}
+	small, err := s.d.smallTopics(ctx, s.rdb)
+	if err != nil {
+		return false, err
+	}
+	s.topicStats.small, s.topicStats.at = small, now
+	return small, nil
+}
 
 // pendingTopicsOneByOne is pendingTopics a topic a statement
 // (nextPendingTopic), for a MariaDB that would not plan it as one dive a

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/toc-project/toc/timer"
@@ -28,7 +29,19 @@ type Store struct {
 	rdb *sql.DB
 	d   dialect
 	now func() time.Time
+	// topicStats is the dialect's last smallTopics answer, kept for
+	// topicStatsFor: its source (information_schema) costs tens of ms.
+	topicStats struct {
+		sync.Mutex
+		small bool
+		at    time.Time
+	}
 }
+
+// topicStatsFor is how long ScanPending keeps an answer of smallTopics.
+// InnoDB recomputes the statistics it reads after a tenth of the table
+// changed, not faster.
+const topicStatsFor = time.Minute
 
 var _ timer.Store = (*Store)(nil)
 
@@ -85,6 +98,14 @@ type dialect struct {
 	// every entry of those topics instead: then ScanPending finds the
 	// topics one statement at a time (nextPendingTopic).
 	looseScan func(ctx context.Context, db *sql.DB, query string, args ...any) (bool, error)
+	// smallTopics reports whether the database's statistics count topics
+	// of a few entries of toc_jobs_topic_due each, on average: then a
+	// plan of pendingTopics that is not a loose index scan is the
+	// optimizer's fair choice (reading a topic's few entries costs less
+	// than a dive), and ScanPending runs it rather than a statement a
+	// topic. Statistics that count no topic, or one, are the stale kind
+	// looseScan is wary of.
+	smallTopics func(ctx context.Context, db *sql.DB) (bool, error)
 	// estimateRows returns the database's estimate of the rows a SELECT
 	// reads, which costs a few index dives however many there are; nil
 	// when the backend makes none.
