@@ -175,8 +175,9 @@ func (m peerCPU) perJob(m0 peerCPU, jobs int) map[string]any {
 }
 
 // bullmqDir returns a directory holding peers/bullmq with its packages
-// installed: in the user's cache, named by a hash of the embedded files,
-// so that npm ci runs once for each version of them.
+// installed: in the user's cache, named by a hash of the package files,
+// so that npm ci runs once for each version of them; bench.mjs is
+// written there each time.
 func (b *bench) bullmqDir(ctx context.Context) (string, error) {
 	for _, tool := range []string{"node", "npm"} {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -192,7 +193,7 @@ func (b *bench) bullmqDir(ctx context.Context) (string, error) {
 		return "", err
 	}
 	h := sha256.New()
-	names := []string{"package.json", "package-lock.json", "bench.mjs"}
+	names := []string{"package.json", "package-lock.json"}
 	for _, name := range names {
 		data, err := fs.ReadFile(files, name)
 		if err != nil {
@@ -203,7 +204,7 @@ func (b *bench) bullmqDir(ctx context.Context) (string, error) {
 	}
 	dir := filepath.Join(cache, "toc", "bench-bullmq-"+hex.EncodeToString(h.Sum(nil))[:12])
 	if _, err := os.Stat(filepath.Join(dir, "node_modules", ".package-lock.json")); err == nil {
-		return dir, nil
+		return dir, writeBullmqScript(files, dir)
 	}
 	// Install beside it, then rename: a bench that stops half way, or
 	// another one installing at the same time, leaves no half-installed
@@ -234,5 +235,14 @@ func (b *bench) bullmqDir(ctx context.Context) (string, error) {
 			return "", err
 		}
 	}
-	return dir, nil
+	return dir, writeBullmqScript(files, dir)
+}
+
+// writeBullmqScript writes the embedded bench.mjs into dir.
+func writeBullmqScript(files fs.FS, dir string) error {
+	data, err := fs.ReadFile(files, "bench.mjs")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "bench.mjs"), data, 0o644)
 }
