@@ -97,16 +97,20 @@ func (b *bench) bullmqRun(ctx context.Context, dir, phase string, amount int) (r
 	defer cmd.Wait()
 	defer stdin.Close()
 	lines := bufio.NewScanner(stdout)
-	var out struct {
+	type line struct {
 		Ready, Done string
 		Count       int
 		Errors      int
 		Seconds     float64
 		Latency     *dist `json:"latency_ms"`
 	}
+	var out line
+	// next reads up to the line that says want is ready or done.
 	next := func(want string) error {
 		for lines.Scan() {
-			if json.Unmarshal(lines.Bytes(), &out) == nil && (out.Ready == want || out.Done == want) {
+			var l line
+			if json.Unmarshal(lines.Bytes(), &l) == nil && (l.Ready == want || l.Done == want) {
+				out = l
 				return nil
 			}
 		}
