@@ -160,22 +160,7 @@ func peerMark(ctx context.Context, pid int, rdb *redis.Client) peerCPU {
 // the names toc's scenarios use (cpuPerJob); BullMQ's process is
 // "bullmq".
 func (m peerCPU) perJob(m0 peerCPU, jobs int) map[string]any {
-	out := map[string]any{}
-	if jobs <= 0 {
-		return out
-	}
-	per := func(d time.Duration) float64 { return float64(d.Microseconds()*10/int64(jobs)) / 10 }
-	if m.node >= 0 && m0.node >= 0 {
-		out["cpu_us_per_job_bullmq"] = per(m.node - m0.node)
-	}
-	if m.redis >= 0 && m0.redis >= 0 {
-		out["cpu_us_per_job_redis"] = per(m.redis - m0.redis)
-	}
-	if busy, _, ok := m.machine.since(m0.machine); ok {
-		out["machine_busy_pct"] = busy
-		out["cpu_us_per_job_machine"] = per(time.Duration((m.machine.busy - m0.machine.busy) * float64(time.Second) / userHZ))
-	}
-	return out
+	return perJobCPU(jobs, m0.machine, m.machine, map[string][2]time.Duration{"bullmq": {m0.node, m.node}, "redis": {m0.redis, m.redis}})
 }
 
 // bullmqDir returns a directory holding peers/bullmq with its packages

@@ -222,6 +222,15 @@ func (b *bench) cpuMark(ctx context.Context) cpuMark {
 // the machine (BENCHMARKS.md, "Where a job's CPU goes").
 func (b *bench) cpuPerJob(ctx context.Context, m cpuMark, jobs int) map[string]any {
 	now := b.cpuMark(ctx)
+	return perJobCPU(jobs, m.machine, now.machine, map[string][2]time.Duration{
+		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "redis": {m.redis, now.redis}, "bench": {m.bench, now.bench}, "broker": {m.broker, now.broker},
+	})
+}
+
+// perJobCPU is the CPU jobs cost each part, named "cpu_us_per_job_"+part,
+// from the part's CPU before and after them (a negative one: unknown,
+// left out), and the whole machine's, with how busy its cores were.
+func perJobCPU(jobs int, m0, m machineCPU, parts map[string][2]time.Duration) map[string]any {
 	out := map[string]any{}
 	if jobs <= 0 {
 		return out
@@ -229,17 +238,15 @@ func (b *bench) cpuPerJob(ctx context.Context, m cpuMark, jobs int) map[string]a
 	per := func(d time.Duration) float64 {
 		return math.Round(10*float64(d.Microseconds())/float64(jobs)) / 10
 	}
-	for name, v := range map[string][2]time.Duration{
-		"toc": {m.toc, now.toc}, "mariadbd": {m.store, now.store}, "redis": {m.redis, now.redis}, "bench": {m.bench, now.bench}, "broker": {m.broker, now.broker},
-	} {
+	for name, v := range parts {
 		if v[0] >= 0 && v[1] >= 0 {
 			out["cpu_us_per_job_"+name] = per(v[1] - v[0])
 		}
 	}
-	if busy, _, ok := now.machine.since(m.machine); ok {
+	if busy, _, ok := m.since(m0); ok {
 		out["machine_busy_pct"] = busy
 		// The machine's counters are in USER_HZ ticks of all its cores.
-		out["cpu_us_per_job_machine"] = per(time.Duration((now.machine.busy - m.machine.busy) * float64(time.Second) / userHZ))
+		out["cpu_us_per_job_machine"] = per(time.Duration((m.busy - m0.busy) * float64(time.Second) / userHZ))
 	}
 	return out
 }
