@@ -37,26 +37,26 @@ const (
 	// scanTopics: the topics (replacing "?topics"), status, since, before, limit.
 	scanTopics = selectTimer + `WHERE j.topic IN (?topics) AND j.status = ? AND j.action_time >= ? AND j.action_time < ?
 	ORDER BY j.topic, j.action_time, j.job_id LIMIT ?`
-	// scanOneTopic is scanTopics of one topic, ordered without it.
-	// MariaDB, given one topic, drops j.topic from the ORDER BY as a
-	// constant, and on a table just filled (the recover bench: 1,000,000
-	// jobs of one topic, then a loss of Redis) then failed to see that
-	// toc_jobs_topic_due gives the order ("order can not be resolved by
-	// key", in its optimizer trace): it read and sorted every pending job
-	// of the topic to return a page, a second for the first page. Given
-	// the order by due time and id alone, it reads the page.
-	scanOneTopic = selectTimer + `WHERE j.topic = ? AND j.status = ? AND j.action_time >= ? AND j.action_time < ?
-	ORDER BY j.action_time, j.job_id LIMIT ?`
 )
 
 // topicsPage is the statement, and its arguments, that reads up to limit
 // pending jobs of topics due in [since, before), in (topic, due time, id)
 // order.
+//
+// A page of one topic is the rest of the topic from its start
+// (scanTopicRest), ordered without the topic. MariaDB, given one topic in
+// scanTopics, drops j.topic from the ORDER BY as a constant, and on a
+// table just filled (the recover bench: 1,000,000 jobs of one topic, then
+// a loss of Redis) then failed to see that toc_jobs_topic_due gives the
+// order ("order can not be resolved by key", in its optimizer trace): it
+// read and sorted every pending job of the topic to return a page, a
+// second for the first page.
 func topicsPage(topics []any, since, before int64, limit int) (string, []any) {
-	args := append(topics[:len(topics):len(topics)], int64(timer.StatusPending), since, before, limit)
+	pending := int64(timer.StatusPending)
 	if len(topics) == 1 {
-		return scanOneTopic, args
+		return scanTopicRest, []any{topics[0], pending, since, before, int64(math.MinInt64), int64(math.MinInt64), 0, limit}
 	}
+	args := append(topics[:len(topics):len(topics)], pending, since, before, limit)
 	return strings.Replace(scanTopics, "?topics", placeholders(len(topics)), 1), args
 }
 
