@@ -159,6 +159,9 @@ func New(store Store, timers Timers, handler Handler, cfg Config) (*Engine, erro
 		if rc.Lateness == nil {
 			rc.Lateness = worker.RecentLateness
 		}
+		if rc.Topics == nil {
+			rc.Topics = catalog
+		}
 		if e.Retirer, err = NewRetirer(store, rc); err != nil {
 			return nil, err
 		}

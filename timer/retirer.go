@@ -168,7 +168,12 @@ type RetirerConfig struct {
 	// Owner, when set, says which shards this process retires (in a
 	// cluster, one member per shard); nil: every shard. Groups and the
 	// audit log, in shard 0, are retired by shard 0's owner.
-	Owner    ShardOwner
+	Owner ShardOwner
+	// Topics, when set, is where a pass finds a topic's retention, for
+	// the topics it meets: the Engine sets its Catalog, which holds them
+	// in memory. nil: each pass lists every topic from the store first,
+	// which with 100,000 topics was most of an idle process's CPU.
+	Topics   TopicLookup
 	Now      func() time.Time
 	Logger   *slog.Logger
 	Observer Observer
@@ -235,6 +240,12 @@ type TopicLister interface {
 	Topics(ctx context.Context) ([]Topic, error)
 }
 
+// TopicLookup finds one topic by name, with an error wrapping
+// ErrNotFound for one that has no row: a Catalog.
+type TopicLookup interface {
+	Lookup(ctx context.Context, name string) (Topic, error)
+}
+
 // GroupReader reads a group's row: the retirer keeps the members of a
 // group that has not completed.
 type GroupReader interface {
@@ -298,19 +309,9 @@ func (r *Retirer) Run(ctx context.Context) error {
 // and the audit log; it returns how many rows it deleted. A shard that
 // fails does not stop the others.
 func (r *Retirer) runOnce(ctx context.Context) (int, error) {
-	topics, err := r.topics.Topics(ctx)
+	of, err := r.retentions(ctx)
 	if err != nil {
-		return 0, fmt.Errorf("list topics: %w", err)
-	}
-	retention := make(map[string]Retention, len(topics))
-	for _, t := range topics {
-		retention[t.Name] = t.Retention.Over(r.cfg.Retention)
-	}
-	of := func(topic string) Retention {
-		if ret, ok := retention[topic]; ok {
-			return ret
-		}
-		return r.cfg.Retention
+		return 0, err
 	}
 	total := 0
 	var errs []error
@@ -340,10 +341,52 @@ func (r *Retirer) runOnce(ctx context.Context) (int, error) {
 	return total, errors.Join(errs...)
 }
 
+// retentionOf is how long a pass keeps the jobs of a topic.
+type retentionOf func(ctx context.Context, topic string) (Retention, error)
+
+// retentions returns how a pass finds a topic's retention: its own
+// settings over the global ones, and the global ones for a topic without
+// a row. With cfg.Topics it looks each topic up once a pass, when the
+// pass meets it among the ended jobs; without, it lists every topic now.
+func (r *Retirer) retentions(ctx context.Context) (retentionOf, error) {
+	if r.cfg.Topics != nil {
+		seen := make(map[string]Retention)
+		return func(ctx context.Context, topic string) (Retention, error) {
+			if ret, ok := seen[topic]; ok {
+				return ret, nil
+			}
+			t, err := r.cfg.Topics.Lookup(ctx, topic)
+			switch {
+			case errors.Is(err, ErrNotFound):
+				seen[topic] = r.cfg.Retention
+			case err != nil:
+				return Retention{}, fmt.Errorf("read topic %s: %w", topic, err)
+			default:
+				seen[topic] = t.Retention.Over(r.cfg.Retention)
+			}
+			return seen[topic], nil
+		}, nil
+	}
+	topics, err := r.topics.Topics(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("list topics: %w", err)
+	}
+	listed := make(map[string]Retention, len(topics))
+	for _, t := range topics {
+		listed[t.Name] = t.Retention.Over(r.cfg.Retention)
+	}
+	return func(_ context.Context, topic string) (Retention, error) {
+		if ret, ok := listed[topic]; ok {
+			return ret, nil
+		}
+		return r.cfg.Retention, nil
+	}, nil
+}
+
 // retireShard deletes one shard's ended jobs past their retention. It
 // surveys the shard before (so that the backlog shows while a long pass
 // works it off) and again after.
-func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(string) Retention) (int, error) {
+func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionOf) (int, error) {
 	classes, backlog, err := r.surveyShard(ctx, sh, of)
 	if err != nil {
 		return 0, err
@@ -351,7 +394,11 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(strin
 	now := r.cfg.Now()
 	var due []*sweepClass
 	for _, c := range classes {
-		keep := of(c.Topic).Of(c.Status)
+		ret, err := of(ctx, c.Topic)
+		if err != nil {
+			return 0, err
+		}
+		keep := ret.Of(c.Status)
 		if before := now.Add(-keep); !Keeps(keep) && c.Oldest.Before(before) {
 			due = append(due, &sweepClass{EndedClass: c, before: before, next: c.Oldest})
 		}
@@ -366,7 +413,7 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of func(strin
 // surveyShard reads the topics and statuses of a shard's ended jobs, the
 // oldest of each and the backlog past retention, keeps them for Survey
 // and returns the classes and the backlog's sum.
-func (r *Retirer) surveyShard(ctx context.Context, sh retireShard, of func(string) Retention) ([]EndedClass, int64, error) {
+func (r *Retirer) surveyShard(ctx context.Context, sh retireShard, of retentionOf) ([]EndedClass, int64, error) {
 	classes, err := sh.store.EndedClasses(ctx)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the ended jobs' topics: %w", err)
@@ -376,7 +423,11 @@ func (r *Retirer) surveyShard(ctx context.Context, sh retireShard, of func(strin
 	stats := make([]RetireStat, 0, len(classes))
 	for _, c := range classes {
 		stat := RetireStat{Topic: c.Topic, Status: c.Status, Oldest: c.Oldest}
-		if keep := of(c.Topic).Of(c.Status); !Keeps(keep) && c.Oldest.Before(now.Add(-keep)) {
+		ret, err := of(ctx, c.Topic)
+		if err != nil {
+			return nil, 0, err
+		}
+		if keep := ret.Of(c.Status); !Keeps(keep) && c.Oldest.Before(now.Add(-keep)) {
 			if stat.Backlog, stat.Estimated, err = sh.store.CountEnded(ctx, c.Topic, c.Status, now.Add(-keep), retireCountMax); err != nil {
 				return nil, 0, fmt.Errorf("count the %s jobs of %s past retention: %w", c.Status, c.Topic, err)
 			}

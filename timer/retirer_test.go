@@ -99,10 +99,12 @@ func alive(t *testing.T, s *shard.Store, ids ...timer.JobID) []timer.JobID {
 
 func TestRetirer(t *testing.T) {
 	for _, kind := range []string{"SQLite", "MariaDB"} {
-		t.Run(kind, func(t *testing.T) {
-			t.Parallel()
-			testRetirer(t, twoStores(t, kind))
-		})
+		for _, way := range []string{"list", "catalog"} {
+			t.Run(kind+"/"+way, func(t *testing.T) {
+				t.Parallel()
+				testRetirer(t, twoStores(t, kind), way == "catalog")
+			})
+		}
 	}
 }
 
@@ -111,8 +113,9 @@ func TestRetirer(t *testing.T) {
 // pending and firing jobs, the dead letters of the last 30 days and the
 // members of an open group stay; a pass by a new retirer (a restart)
 // goes on where the last left off; a retirer owning one shard retires
-// only that one's jobs.
-func testRetirer(t *testing.T, s *shard.Store) {
+// only that one's jobs. With catalog, the retirers find the topics'
+// retention through a Catalog never refreshed, so by looking each up.
+func testRetirer(t *testing.T, s *shard.Store, catalog bool) {
 	ctx := t.Context()
 	c := newRetireClock(retireBase)
 	for _, tp := range []timer.Topic{
@@ -153,8 +156,12 @@ func testRetirer(t *testing.T, s *shard.Store) {
 	}
 
 	newRetirer := func(owner timer.ShardOwner) *timer.Retirer {
-		r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), AuditRetention: timer.DefaultAuditRetention,
-			Batch: 2, Duty: 1, Now: c.now, Owner: owner})
+		cfg := timer.RetirerConfig{Retention: timer.DefaultRetention(), AuditRetention: timer.DefaultAuditRetention,
+			Batch: 2, Duty: 1, Now: c.now, Owner: owner}
+		if catalog {
+			cfg.Topics = timer.NewCatalog(s, 0, c.now)
+		}
+		r, err := timer.NewRetirer(s, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -550,6 +557,75 @@ func TestRetirerSweepsByEndTime(t *testing.T) {
 			t.Fatalf("delete %d: %s %s ended at +%v, in window %d, after a job of window %d", i, d.topic, d.st, d.EndedAt.Sub(retireBase), w, last)
 		}
 		last = w
+	}
+}
+
+// listCounter counts the store's lists of every topic.
+type listCounter struct {
+	*shard.Store
+	lists atomic.Int64
+}
+
+func (l *listCounter) Topics(ctx context.Context) ([]timer.Topic, error) {
+	l.lists.Add(1)
+	return l.Store.Topics(ctx)
+}
+
+// failingLookup finds no topic: the store cannot be read.
+type failingLookup struct{}
+
+func (failingLookup) Lookup(context.Context, string) (timer.Topic, error) {
+	return timer.Topic{}, errors.New("task store down")
+}
+
+// A retirer given a Catalog finds a topic's retention there and lists no
+// topic itself (a list of 100,000 topics every pass was most of an idle
+// process's CPU); a topic the catalog has not seen yet, put by another
+// process with a longer retention, is looked up in the store, so its jobs
+// stay; a topic without a row has the global retention. A lookup that
+// fails fails the pass, which then deletes nothing.
+func TestRetirerFindsRetentionInCatalog(t *testing.T) {
+	ctx := t.Context()
+	s := &listCounter{Store: twoStores(t, "SQLite")}
+	c := newRetireClock(retireBase)
+	if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "short", Slots: 8, Retention: timer.Retention{Done: time.Hour}}); err != nil {
+		t.Fatal(err)
+	}
+	catalog := timer.NewCatalog(s, 0, c.now)
+	if err := catalog.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.PutTopic(ctx, timer.Topic{Name: "later", Slots: 8, Retention: timer.Retention{Done: timer.KeepForever}}); err != nil {
+		t.Fatal(err)
+	}
+	g := timer.NewIDGen(1, c.now)
+	short := ended(t, s.Store, g, 0, "short", timer.StatusDone, "")
+	later := ended(t, s.Store, g, 1, "later", timer.StatusDone, "")
+	plain := ended(t, s.Store, g, 0, "no-row", timer.StatusDone, "")
+	lists := s.lists.Load()
+
+	newRetirer := func(topics timer.TopicLookup) *timer.Retirer {
+		r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Duty: 1, Now: c.now, Topics: topics})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	c.after(timer.DefaultRetainEnded + time.Hour)
+	if n, err := newRetirer(failingLookup{}).RunOnce(ctx); err == nil || n != 0 {
+		t.Errorf("a pass whose lookups fail = %d, %v; want an error and nothing deleted", n, err)
+	}
+	if got := alive(t, s.Store, short, later, plain); len(got) != 3 {
+		t.Errorf("after a failed pass, %d of 3 jobs held", len(got))
+	}
+	if _, err := newRetirer(catalog).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := alive(t, s.Store, short, later, plain); !slices.Equal(got, []timer.JobID{later}) {
+		t.Errorf("held %v after a pass past the global retention; want only %d, of the topic that keeps done jobs", got, later)
+	}
+	if n := s.lists.Load() - lists; n != 0 {
+		t.Errorf("the retirer listed every topic %d times; want none, with a catalog", n)
 	}
 }
 

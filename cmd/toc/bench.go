@@ -31,8 +31,9 @@ receiver verified its Standard Webhooks signature. The drain and each
 schedule run also say what a job cost each part in CPU: toc, the
 mariadbds the bench started, Redis, the bench itself and the machine.
 
-topics measures toc at rest with --topics idle topics (CPU as % of one
-core, RSS), then --topics-rate jobs/s spread over them:
+topics measures toc at rest with --topics idle topics (toc's and the
+task store's CPU as % of one core, toc's RSS), then --topics-rate jobs/s
+spread over them:
   toc bench --scenarios topics [--topics 3000] [--topic-slots 16]
   toc bench --scenarios topics --topics 100000 --topics-rate 0   # at rest only
 

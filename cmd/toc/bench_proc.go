@@ -149,16 +149,20 @@ func (b *bench) mark(ctx context.Context) useMark {
 	return m
 }
 
-// useSince reports toc's CPU (% of one core), RSS and peak RSS, and Redis's
-// CPU and commands a second, since m; "n/a" where unknown.
+// useSince reports toc's CPU (% of one core), RSS and peak RSS, the task
+// store's CPU, and Redis's CPU and commands a second, since m; "n/a" where
+// unknown.
 func (b *bench) useSince(ctx context.Context, m useMark) map[string]any {
 	now := b.mark(ctx)
 	wall := now.at.Sub(m.at).Seconds()
 	pct := func(cpu time.Duration) float64 { return math.Round(1000*cpu.Seconds()/wall) / 10 }
-	out := map[string]any{"toc_cpu_pct": "n/a", "redis_cpu_pct": "n/a", "redis_cmds_per_s": "n/a",
+	out := map[string]any{"toc_cpu_pct": "n/a", "mariadbd_cpu_pct": "n/a", "redis_cpu_pct": "n/a", "redis_cmds_per_s": "n/a",
 		"toc_rss_mb": procStatusMB(b.tocPID, "VmRSS"), "toc_hwm_mb": procStatusMB(b.tocPID, "VmHWM")}
 	if m.cpu.toc >= 0 && now.cpu.toc >= 0 {
 		out["toc_cpu_pct"] = pct(now.cpu.toc - m.cpu.toc)
+	}
+	if m.cpu.store >= 0 && now.cpu.store >= 0 {
+		out["mariadbd_cpu_pct"] = pct(now.cpu.store - m.cpu.store)
 	}
 	if m.cpu.redis >= 0 && now.cpu.redis >= 0 {
 		out["redis_cpu_pct"] = pct(now.cpu.redis - m.cpu.redis)
