@@ -267,6 +267,27 @@ func (c *Catalog) All() ([]Topic, <-chan struct{}) {
 	return out, c.changed
 }
 
+// First returns the first n topics by name, or all of them when there
+// are fewer, without copying or sorting the others: a scrape of the
+// metrics reads it for its bounded series.
+func (c *Catalog) First(n int) []Topic {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	byName := func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) }
+	first := make([]Topic, 0, min(n, len(c.topics))+1)
+	for _, t := range c.topics {
+		if len(first) == n && (n == 0 || t.Name > first[n-1].Name) {
+			continue
+		}
+		i, _ := slices.BinarySearchFunc(first, t, byName)
+		first = slices.Insert(first, i, t)
+		if len(first) > n {
+			first = first[:n]
+		}
+	}
+	return first
+}
+
 // Changed returns a channel closed at the next change of the list.
 func (c *Catalog) Changed() <-chan struct{} {
 	c.mu.RLock()

@@ -2,6 +2,8 @@ package timer_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"slices"
 	"testing"
 
@@ -182,5 +184,24 @@ func TestCatalogRefreshKeepsWhatWasPutMeanwhile(t *testing.T) {
 	}
 	if _, ok := c.Get("fresh"); ok {
 		t.Fatal("a deleted topic is back after a refresh")
+	}
+}
+
+// First is the first n topics of All, whatever the order they were put
+// in, and all of them when there are fewer.
+func TestCatalogFirst(t *testing.T) {
+	c := timer.NewCatalog(timertest.NewStore(), 0, nil)
+	if got := c.First(3); len(got) != 0 {
+		t.Fatalf("First(3) of an empty catalog = %v", got)
+	}
+	for _, i := range rand.Perm(500) {
+		c.Put(timer.Topic{Name: fmt.Sprintf("t%03d", i), Slots: 1 + i%16})
+	}
+	all, _ := c.All()
+	for _, n := range []int{0, 1, 7, 200, 499, 500, 600} {
+		got, want := c.First(n), all[:min(n, len(all))]
+		if !slices.Equal(got, want) {
+			t.Errorf("First(%d): %d topics, want the first %d of All", n, len(got), len(want))
+		}
 	}
 }

@@ -174,6 +174,43 @@ func TestServeStartsWithoutItsDependencies(t *testing.T) {
 	}
 }
 
+// toc_topic_due_waiting counts, at each scrape, the jobs of a topic due
+// but still in Redis: here those of a paused topic. A topic created
+// after the process started is counted from its topic list.
+func TestMetricsDueWaiting(t *testing.T) {
+	metricsAddr := freeAddr(t)
+	p := startToc(t, "", "dev", "--data", t.TempDir()+"/m.db", "--metrics-addr", metricsAddr)
+	if code, body := p.call(t, "PUT", "/v1/topics/held", map[string]any{"slots": 4}); code != 200 && code != 201 {
+		t.Fatalf("put topic: %d %v", code, body)
+	}
+	if code, body := p.call(t, "POST", "/v1/topics/held/pause", nil); code != 200 {
+		t.Fatalf("pause: %d %v", code, body)
+	}
+	for range 3 {
+		if code, body := p.call(t, "POST", "/v1/jobs", map[string]any{"topic": "held", "delay_ms": 0, "callback_url": "http://127.0.0.1:1/x"}); code != 201 {
+			t.Fatalf("schedule: %d %v", code, body)
+		}
+	}
+	const want = `toc_topic_due_waiting{topic="held"} 3`
+	var b []byte
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + metricsAddr + "/metrics")
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if bytes.Contains(b, []byte(want)) {
+			break
+		}
+	}
+	if !bytes.Contains(b, []byte(want)) {
+		i := bytes.Index(b, []byte("toc_topic_due_waiting"))
+		t.Errorf("metrics lack %s; they say %.200s", want, b[max(i, 0):])
+	}
+	p.stop(t)
+}
+
 // With --metrics-addr, /metrics is served there and not on the API's
 // address; topic labels follow --metrics-max-topics.
 func TestMetricsOwnListener(t *testing.T) {

@@ -498,7 +498,7 @@ func (s *service) run(ctx context.Context) error {
 			return err
 		}
 		s.catalog.Store(eng.Catalog)
-		stats := &topicStats{store: st, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook,
+		stats := &topicStats{store: st, catalog: eng.Catalog, counter: newJobCounter(ctx, st), queue: queue, maxTopics: metrics.MaxTopics(), webhook: webhook,
 			retention: engineCfg.Retention.Retention}
 		metrics.WatchUsage(eng.Worker.Usage, stats.dueWaiting)
 		if eng.Retirer != nil {

@@ -57,20 +57,16 @@ func (t *topicStats) TopicUsage(ctx context.Context, topic timer.Topic) (timer.U
 }
 
 // dueWaiting counts the due jobs still in Redis of each topic (the first
-// maxTopics), for the metrics.
+// maxTopics by name), for the metrics at each scrape. The topics come
+// from the catalog, in memory: listing them from the store at each scrape
+// cost toc 0.2 s of CPU with 100,000 topics.
 func (t *topicStats) dueWaiting() map[string]int64 {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	topics, err := t.store.Topics(ctx)
-	if err != nil {
-		return nil
-	}
+	topics := t.catalog.First(t.maxTopics)
 	out := make(map[string]int64, len(topics))
 	now := time.Now()
-	for i, topic := range topics {
-		if i == t.maxTopics {
-			break
-		}
+	for _, topic := range topics {
 		if n, err := t.queue.DueWaiting(ctx, topic.Name, topic.Slots, now); err == nil {
 			out[topic.Name] = n
 		}
@@ -81,6 +77,7 @@ func (t *topicStats) dueWaiting() map[string]int64 {
 // topicStats joins the task store's counts with Redis's.
 type topicStats struct {
 	store     *shard.Store
+	catalog   *timer.Catalog
 	counter   *jobCounter
 	queue     *prepare.Index
 	maxTopics int
