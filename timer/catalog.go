@@ -263,7 +263,7 @@ func (c *Catalog) All() ([]Topic, <-chan struct{}) {
 	for _, t := range c.topics {
 		out = append(out, t)
 	}
-	slices.SortFunc(out, func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(out, topicsByName)
 	return out, c.changed
 }
 
@@ -273,13 +273,12 @@ func (c *Catalog) All() ([]Topic, <-chan struct{}) {
 func (c *Catalog) First(n int) []Topic {
 	c.mu.RLock()
 	defer c.mu.RUnlock()
-	byName := func(a, b Topic) int { return cmp.Compare(a.Name, b.Name) }
 	first := make([]Topic, 0, min(n, len(c.topics))+1)
 	for _, t := range c.topics {
 		if len(first) == n && (n == 0 || t.Name > first[n-1].Name) {
 			continue
 		}
-		i, _ := slices.BinarySearchFunc(first, t, byName)
+		i, _ := slices.BinarySearchFunc(first, t, topicsByName)
 		first = slices.Insert(first, i, t)
 		if len(first) > n {
 			first = first[:n]
@@ -287,6 +286,9 @@ func (c *Catalog) First(n int) []Topic {
 	}
 	return first
 }
+
+// topicsByName orders topics by name, as All and First return them.
+func topicsByName(a, b Topic) int { return cmp.Compare(a.Name, b.Name) }
 
 // Changed returns a channel closed at the next change of the list.
 func (c *Catalog) Changed() <-chan struct{} {
