@@ -285,9 +285,9 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema of an older schema: %v", err)
 	}
-	// 0029, a contract migration, is not needed to serve.
-	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-11 || pending[0] != 11 || slices.Contains(pending, 29) {
-		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards but 0029", pending, fresh, err)
+	// 0029 and 0030, contract migrations, are not needed to serve.
+	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-12 || pending[0] != 11 || slices.Contains(pending, 29) || slices.Contains(pending, 30) {
+		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards but 0029 and 0030", pending, fresh, err)
 	}
 	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (9999, 1)"); err != nil {
 		t.Fatal(err)
@@ -321,8 +321,8 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	}
 }
 
-// testContractMigration: 0029, a contract migration, is applied to a new
-// database by Migrate, but to one v0.1.0 (0021) served only by
+// testContractMigration: 0029 and 0030, contract migrations, are applied
+// to a new database by Migrate, but to one v0.1.0 (0021) served only by
 // MigrateContract. A build that stops at 0021 and checks the schema as
 // this one does (v0.1.0 itself predates the check) serves beside this
 // build until then, and refuses the schema after; this build serves
@@ -363,45 +363,46 @@ func testContractMigration(t *testing.T, old, fresh *Store) {
 	if got := refusedBy0021(); len(got) != 0 {
 		t.Errorf("after Migrate, a build of 0021 would refuse %v; want none", got)
 	}
-	if !hasIndex(t, old, "toc_jobs_status_due") {
-		t.Error("Migrate dropped toc_jobs_status_due under v0.1.0's members")
+	if !hasIndex(t, old, "toc_jobs_status_due") || !hasIndex(t, old, "toc_jobs_dead") {
+		t.Error("Migrate dropped toc_jobs_status_due or toc_jobs_dead under v0.1.0's members")
 	}
 	known, _, err := old.Migrations(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range known {
-		if m.AppliedAt.IsZero() != (m.Version == 29) || m.Contract != (m.Version == 29) {
-			t.Errorf("after Migrate: %s applied %v, contract %v; want 0029 alone pending, a contract one", m.Name, !m.AppliedAt.IsZero(), m.Contract)
+		contract := m.Version == 29 || m.Version == 30
+		if m.AppliedAt.IsZero() != contract || m.Contract != contract {
+			t.Errorf("after Migrate: %s applied %v, contract %v; want 0029 and 0030 alone pending, contract ones", m.Name, !m.AppliedAt.IsZero(), m.Contract)
 		}
 	}
 	if pending, fresh, err := old.Pending(ctx); err != nil || len(pending) != 0 || fresh {
-		t.Errorf("Pending with only 0029 left = %v, fresh %v, %v; want none: this build serves without it", pending, fresh, err)
+		t.Errorf("Pending with only 0029 and 0030 left = %v, fresh %v, %v; want none: this build serves without them", pending, fresh, err)
 	}
 	if err := old.CheckSchema(ctx); err != nil {
-		t.Errorf("CheckSchema without 0029: %v", err)
+		t.Errorf("CheckSchema without 0029 and 0030: %v", err)
 	}
 	if err := old.MigrateContract(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := refusedBy0021(); !slices.Equal(got, []int{29}) {
-		t.Errorf("after MigrateContract, a build of 0021 would refuse %v; want [29]", got)
+	if got := refusedBy0021(); !slices.Equal(got, []int{29, 30}) {
+		t.Errorf("after MigrateContract, a build of 0021 would refuse %v; want [29 30]", got)
 	}
-	if hasIndex(t, old, "toc_jobs_status_due") || !hasIndex(t, old, "toc_jobs_topic_due") {
-		t.Error("after MigrateContract: want toc_jobs_status_due gone, toc_jobs_topic_due kept")
+	if hasIndex(t, old, "toc_jobs_status_due") || hasIndex(t, old, "toc_jobs_dead") || !hasIndex(t, old, "toc_jobs_topic_due") || !hasIndex(t, old, "toc_jobs_ended") {
+		t.Error("after MigrateContract: want toc_jobs_status_due and toc_jobs_dead gone, toc_jobs_topic_due and toc_jobs_ended kept")
 	}
 	if err := old.CheckSchema(ctx); err != nil {
-		t.Errorf("CheckSchema with 0029: %v", err)
+		t.Errorf("CheckSchema with 0029 and 0030: %v", err)
 	}
 	// A new database gets the contract migrations at once.
-	if pending, isNew, err := fresh.Pending(ctx); err != nil || !isNew || !slices.Contains(pending, 29) {
-		t.Errorf("Pending of a new database = %v, fresh %v, %v; want every migration, 0029 too", pending, isNew, err)
+	if pending, isNew, err := fresh.Pending(ctx); err != nil || !isNew || !slices.Contains(pending, 29) || !slices.Contains(pending, 30) {
+		t.Errorf("Pending of a new database = %v, fresh %v, %v; want every migration, 0029 and 0030 too", pending, isNew, err)
 	}
 	if err := fresh.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hasIndex(t, fresh, "toc_jobs_status_due") {
-		t.Error("Migrate of a new database kept toc_jobs_status_due")
+	if hasIndex(t, fresh, "toc_jobs_status_due") || hasIndex(t, fresh, "toc_jobs_dead") {
+		t.Error("Migrate of a new database kept toc_jobs_status_due or toc_jobs_dead")
 	}
 }
 

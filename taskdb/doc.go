@@ -42,13 +42,14 @@
 //	                               the one index that holds status, so a completed job moves in one (0029
 //	                               dropped toc_jobs_status_due: status, action_time, ...)
 //	  INDEX  toc_jobs_topic_biz    (topic, biz_id, action_time, job_id): a business id's jobs
-//	  INDEX  toc_jobs_dead         (dead_topic, dead_at, job_id): dead letters by time of death (SQLite: partial)
 //	  INDEX  toc_jobs_group        (group_id, group_status): a group's counts, and whether it has a live member (SQLite: partial)
-//	  INDEX  toc_jobs_ended        (ended_topic, ended_status, ended_at, job_id): the other ended jobs past retention (SQLite: partial)
+//	  INDEX  toc_jobs_ended        (ended_topic, ended_status, ended_at, job_id): the other ended jobs past retention,
+//	                               and dead letters by time of death (0030 dropped toc_jobs_dead, the
+//	                               same range over dead_topic, dead_at) (SQLite: partial)
 //
 // The virtual columns keep completion cheap: a job that ends moves in the
 // indexes that hold status, and they stay NULL for a row that is done, in
-// no group, so its entries in the last three never move.
+// no group, so its entries in the last two never move.
 //
 //	toc_groups                        one row per group (shard 0 when sharded)
 //	  group_id   VARBINARY(120)       primary key; qualified by namespace (timer.QualifiedGroupID)
@@ -128,7 +129,7 @@
 //	Transition    toc_jobs  range  PRIMARY               8        1     Using where
 //	Complete (3)  toc_jobs  range  PRIMARY               8        3     Using where
 //	CountByStatus toc_jobs  ref    toc_jobs_topic_due    258      4921  Using where; Using index
-//	ListDead      toc_jobs  ref    toc_jobs_dead         259      1253  Using where
+//	ListDead      toc_jobs  ref    toc_jobs_ended        261      1001  Using where
 //	GroupLive     toc_jobs  ref    toc_jobs_group        105      1     Using where; Using index
 //	Forecast      <derived2> ALL                                         Using temporary
 //	              toc_jobs  range  toc_jobs_topic_due                    Using where; Using index
@@ -140,7 +141,7 @@
 //	ScanPending    SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
 //	               SEARCH t USING PRIMARY KEY (name=?) LEFT-JOIN
 //	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=?)
-//	ListDead       SEARCH toc_jobs USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)
+//	ListDead       SEARCH toc_jobs USING INDEX toc_jobs_ended (ended_topic=? AND ended_status=? AND ended_at>? AND ended_at<?)
 //	GroupLive      SEARCH toc_jobs USING INDEX toc_jobs_group (group_id=? AND group_status=?)
 //	Forecast       SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
 //	               USE TEMP B-TREE FOR GROUP BY

@@ -146,10 +146,10 @@ func TestMariaDBExplain(t *testing.T) {
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"}}},
 		// A page of dead letters reads the topic's dead rows of
-		// toc_jobs_dead in its order (its live rows are not in that range),
+		// toc_jobs_ended in its order (its live rows are not in that range),
 		// and a group's live member is a lookup in toc_jobs_group alone.
-		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 50},
-			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_dead"}}},
+		{"ListDead", listDead + " ORDER BY ended_at, job_id LIMIT ?", []any{"t", 4, 0, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 50},
+			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_group", extra: "Using index"}}},
 		// Retention: the next topic and status of ended jobs is one dive

@@ -89,7 +89,7 @@ func TestSQLitePlans(t *testing.T) {
 		{"Complete", complete, completeArgs, "USING INTEGER PRIMARY KEY"},
 		{"ScanOverdue", scanOverdue, []any{10, 100}, "USING INDEX toc_jobs_overdue (waiting_deadline<?)"},
 		{"CountByStatus", "SELECT status, COUNT(*) FROM toc_jobs WHERE topic = ? GROUP BY status", []any{"t"}, "USING COVERING INDEX toc_jobs_topic_"},
-		{"ListDead", listDead + " ORDER BY dead_at, job_id LIMIT ?", []any{"t", 0, 3_600_000, 0, 0, 0, 50}, "USING INDEX toc_jobs_dead (dead_topic=? AND dead_at>? AND dead_at<?)"},
+		{"ListDead", listDead + " ORDER BY ended_at, job_id LIMIT ?", []any{"t", 4, 0, 3_600_000, 0, 0, 0, 50}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status=? AND ended_at>? AND ended_at<?)"},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")}, "INDEX toc_jobs_group (group_id=? AND group_status=?)"},
 		{"NextEndedStatus", nextEndedStatus, []any{"t", 2}, "USING INDEX toc_jobs_ended (ended_topic=? AND ended_status>?)"},
 		{"NextEndedTopic", nextEndedTopic, []any{"t"}, "USING INDEX toc_jobs_ended (ended_topic>?)"},
