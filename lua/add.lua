@@ -64,62 +64,74 @@ local dueHigh, due, dueLow, prepare, dead = KEYS[1], KEYS[2], KEYS[3], KEYS[4], 
 local window, windowEnd, later = KEYS[6], KEYS[7], KEYS[8]
 local mode, channel, prefix = ARGV[1], ARGV[2], ARGV[3]
 local laterFrom = tonumber(ARGV[4])
-local widths = {}
-for w in string.gmatch(ARGV[5], '[^,]+') do
-  widths[#widths + 1] = tonumber(w)
-end
 if mode ~= 'set' and mode ~= 'restore' and mode ~= 'new' then
   return redis.error_reply('ERR add: mode must be set, restore or new')
+end
+-- The widths, split by plain search: a pattern iterator costs a call as
+-- much as a few ZADDs. A piece that is no number is left out.
+local widths = {}
+local list = ARGV[5]
+local from = 1
+while from <= #list do
+  local comma = string.find(list, ',', from, true) or #list + 1
+  widths[#widths + 1] = tonumber(string.sub(list, from, comma - 1))
+  from = comma + 1
 end
 if not laterFrom or (laterFrom > 0 and #widths == 0) then
   return redis.error_reply('ERR add: laterFrom must be a number, with widths when above 0')
 end
 for _, w in ipairs(widths) do
-  if not w or w < 1 then
+  if w < 1 then
     return redis.error_reply('ERR add: widths must be positive numbers')
   end
 end
+local levels = #widths
+local setMode = mode == 'set'
 local dues = {dueHigh, due, dueLow}
-local waiting = {dueHigh, due, dueLow, window, later}
--- The same, the sets most often holding a slot's earliest first.
+-- The same, and window and later, the sets most often holding a slot's
+-- earliest first.
 local busiest = {due, later, dueHigh, dueLow, window}
 
+-- Tables are made when first needed: a call of one member, the most
+-- common, so makes few. Redis's Lua spends about as much making a table
+-- as on a ZSCORE.
 local hasWindow = redis.call('EXISTS', window) == 1
-local batches = {{}, {}, {}, {}}
-local ends, gone, windowed = {}, {{}, {}, {}}, {}
-local buckets, bucketOrder, lows = {}, {}, {}
--- A bucket is looked up by level (its width's index) and number, its name
--- made once. held counts its members in Redis when this call first
--- looked, adding those this call puts there. The tables are keyed by
--- -number: miniredis's Lua would grow an array up to a positive one.
+local batches = {}      -- [s]: score, member pairs for dues[s]; [4]: for window
+local ends, gone, windowed = nil, nil, nil
+local buckets, bucketOrder, lows = nil, nil, nil
+-- A bucket is looked up by a number of its level (its width's index)
+-- and number, its name made once. held counts its members in Redis when
+-- this call first looked, adding those this call puts there. The keys
+-- are negative: miniredis's Lua would grow an array up to a positive one.
 local held, adding, names = {}, {}, {}
-for l = 1, #widths do
-  held[l], adding[l], names[l] = {}, {}, {}
+local function keyOf(l, n)
+  return -(n * levels + l)
 end
-local function nameOf(l, n)
-  local name = names[l][-n]
+local function nameOf(l, n, k)
+  local name = names[k]
   if not name then
     name = string.format('%d:%d', widths[l], n)
-    names[l][-n] = name
+    names[k] = name
   end
   return name
 end
-local function size(l, n)
-  local c = held[l][-n]
+local function size(l, n, k)
+  local c = held[k]
   if not c then
-    local bucket = later .. ':' .. nameOf(l, n)
+    local bucket = later .. ':' .. nameOf(l, n, k)
     c = redis.call('ZCARD', bucket)
-    held[l][-n], adding[l][-n] = c, 0
+    held[k], adding[k] = c, 0
   end
   return c
 end
 -- bucketOf returns the name of the bucket a member due at ms goes in.
 local function bucketOf(ms)
-  for l = #widths, 1, -1 do
+  for l = levels, 1, -1 do
     local n = math.floor(ms / widths[l])
-    if size(l, n) + adding[l][-n] < 128 or l == 1 then
-      adding[l][-n] = adding[l][-n] + 1
-      return nameOf(l, n)
+    local k = keyOf(l, n)
+    if size(l, n, k) + adding[k] < 128 or l == 1 then
+      adding[k] = adding[k] + 1
+      return names[k]
     end
   end
 end
@@ -130,10 +142,11 @@ end
 -- timers, and skips them.
 local bounds = {}
 local function inLater(member, score, ms)
-  for l = 1, #widths do
+  for l = 1, levels do
     local n = math.floor(ms / widths[l])
-    if size(l, n) > 0 then
-      local bucket = later .. ':' .. nameOf(l, n)
+    local k = keyOf(l, n)
+    if size(l, n, k) > 0 then
+      local bucket = later .. ':' .. nameOf(l, n, k)
       local b = bounds[bucket]
       if not b then
         local low = redis.call('ZRANGE', bucket, 0, 0, 'WITHSCORES')
@@ -148,36 +161,51 @@ local function inLater(member, score, ms)
   end
   return false
 end
--- A call of many members looks them up only in the sets that exist.
-local looked = {dueHigh, due, dueLow, prepare, dead}
-local present = {}
-for i = 1, 5 do
-  present[i] = #ARGV < 5 + 3 * 8 or redis.call('EXISTS', looked[i]) == 1
+-- A call of many members looks them up only in the sets that exist
+-- (present: dueHigh, due, dueLow, prepare, dead); a call of a few looks
+-- them up in each, at a ZSCORE on a missing key apiece.
+local presentHigh, presentDue, presentLow, presentPrepare, presentDead = true, true, true, true, true
+if #ARGV >= 5 + 3 * 8 then
+  presentHigh = redis.call('EXISTS', dueHigh) == 1
+  presentDue = redis.call('EXISTS', due) == 1
+  presentLow = redis.call('EXISTS', dueLow) == 1
+  presentPrepare = redis.call('EXISTS', prepare) == 1
+  presentDead = redis.call('EXISTS', dead) == 1
 end
+local presentDues = {presentHigh, presentDue, presentLow}
+-- low is the lowest score given to a set or bucket here.
+local low = nil
 for i = 6, #ARGV - 2, 3 do
   local member, score, wend = ARGV[i], ARGV[i + 1], ARGV[i + 2]
   local s = level(member)
   local w = wend ~= '0'
-  local ms = math.floor(tonumber(score) / 128)
+  local sc = tonumber(score)
+  local ms = math.floor(sc / 128)
   local toLater = not w and laterFrom > 0 and ms >= laterFrom
-  if mode == 'set'
-      or (not (present[s] and redis.call('ZSCORE', dues[s], member))
+  if setMode
+      or (not (presentDues[s] and redis.call('ZSCORE', dues[s], member))
         and not (hasWindow and redis.call('ZSCORE', window, member))
-        and not (present[4] and redis.call('ZSCORE', prepare, member))
-        and not (present[5] and redis.call('ZSCORE', dead, member))
-        and not (toLater and mode == 'restore' and inLater(member, tonumber(score), ms))) then
+        and not (presentPrepare and redis.call('ZSCORE', prepare, member))
+        and not (presentDead and redis.call('ZSCORE', dead, member))
+        and not (toLater and mode == 'restore' and inLater(member, sc, ms))) then
     local b = nil
-    if toLater and not (mode == 'set' and present[4] and redis.call('ZSCORE', prepare, member)) then
+    if toLater and not (setMode and presentPrepare and redis.call('ZSCORE', prepare, member)) then
       b = bucketOf(ms)
     end
     if w then
       local batch = batches[4]
+      if not batch then
+        batch, ends = {}, {}
+        batches[4] = batch
+      end
       batch[#batch + 1] = score
       batch[#batch + 1] = member
       ends[#ends + 1] = wend
       ends[#ends + 1] = member
-      gone[s][#gone[s] + 1] = member
     elseif b then
+      if not buckets then
+        buckets, bucketOrder, lows = {}, {}, {}
+      end
       local batch = buckets[b]
       if not batch then
         batch = {}
@@ -186,20 +214,36 @@ for i = 6, #ARGV - 2, 3 do
       end
       batch[#batch + 1] = score
       batch[#batch + 1] = member
-      if not lows[b] or tonumber(score) < tonumber(lows[b]) then
-        lows[b] = score
-      end
-      gone[s][#gone[s] + 1] = member
-      if hasWindow and mode == 'set' then
-        windowed[#windowed + 1] = member
+      if not lows[b] or sc < lows[b] then
+        lows[b] = sc
       end
     else
       local batch = batches[s]
+      if not batch then
+        batch = {}
+        batches[s] = batch
+      end
       batch[#batch + 1] = score
       batch[#batch + 1] = member
-      if hasWindow and mode == 'set' then
+    end
+    if setMode then
+      -- What leaves which set once the members are in (see below).
+      if w or b then
+        if not gone then
+          gone = {{}, {}, {}}
+        end
+        local g = gone[s]
+        g[#g + 1] = member
+      end
+      if hasWindow and not w then
+        if not windowed then
+          windowed = {}
+        end
         windowed[#windowed + 1] = member
       end
+    end
+    if low == nil or sc < low then
+      low = sc
     end
   end
 end
@@ -211,19 +255,6 @@ end
 -- the new earliest. (Set mode may move the member holding the earliest to
 -- a later bucket; then, given nothing lower, no wake is due and none is
 -- sent.)
-local low = nil
-for _, batch in ipairs(batches) do
-  for i = 1, #batch, 2 do
-    if low == nil or tonumber(batch[i]) < low then
-      low = tonumber(batch[i])
-    end
-  end
-end
-for _, l in pairs(lows) do
-  if low == nil or tonumber(l) < low then
-    low = tonumber(l)
-  end
-end
 local moved = false
 local lowMs = nil
 if low ~= nil then
@@ -239,29 +270,34 @@ if low ~= nil then
 end
 
 local added = 0
-for s = 1, 4 do
-  if #batches[s] > 0 then
-    added = added + redis.call('ZADD', waiting[s], unpack(batches[s]))
+for s = 1, 3 do
+  if batches[s] then
+    added = added + redis.call('ZADD', dues[s], unpack(batches[s]))
   end
 end
-if #ends > 0 then
+if batches[4] then
+  added = added + redis.call('ZADD', window, unpack(batches[4]))
   redis.call('ZADD', windowEnd, unpack(ends))
 end
-for _, b in ipairs(bucketOrder) do
-  added = added + redis.call('ZADD', later .. ':' .. b, unpack(buckets[b]))
-  -- LT: the bucket's score in later only ever drops, to its lowest
-  -- member's; a removal leaves it low, which costs an early look only.
-  redis.call('ZADD', later, 'LT', lows[b], b)
+if buckets then
+  for _, b in ipairs(bucketOrder) do
+    added = added + redis.call('ZADD', later .. ':' .. b, unpack(buckets[b]))
+    -- LT: the bucket's score in later only ever drops, to its lowest
+    -- member's; a removal leaves it low, which costs an early look only.
+    redis.call('ZADD', later, 'LT', lows[b], b)
+  end
 end
-if mode == 'set' then
+if setMode then
   -- A member is in one place: one with a window or in a later bucket
   -- leaves its due set, one without a window leaves window and windowEnd.
-  for s = 1, 3 do
-    if #gone[s] > 0 and (present[s] or #batches[s] > 0) then
-      redis.call('ZREM', dues[s], unpack(gone[s]))
+  if gone then
+    for s = 1, 3 do
+      if #gone[s] > 0 and (presentDues[s] or batches[s]) then
+        redis.call('ZREM', dues[s], unpack(gone[s]))
+      end
     end
   end
-  if #windowed > 0 then
+  if windowed then
     redis.call('ZREM', window, unpack(windowed))
     redis.call('ZREM', windowEnd, unpack(windowed))
   end
