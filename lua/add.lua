@@ -99,8 +99,8 @@ local hasWindow = redis.call('EXISTS', window) == 1
 local batches = {}      -- [s]: score, member pairs for dues[s]; [4]: for window
 local ends, gone, windowed = nil, nil, nil
 local buckets, bucketOrder, lows = nil, nil, nil
--- A bucket is looked up by a number of its level (its width's index)
--- and number, its name made once. held counts its members in Redis when
+-- A bucket is looked up by keyOf its level (its width's index) and
+-- number, its name made once. held counts its members in Redis when
 -- this call first looked, adding those this call puts there. The keys
 -- are negative: miniredis's Lua would grow an array up to a positive one.
 local held, adding, names = {}, {}, {}
@@ -164,15 +164,12 @@ end
 -- A call of many members looks them up only in the sets that exist
 -- (present: dueHigh, due, dueLow, prepare, dead); a call of a few looks
 -- them up in each, at a ZSCORE on a missing key apiece.
-local presentHigh, presentDue, presentLow, presentPrepare, presentDead = true, true, true, true, true
+local presentDues, presentPrepare, presentDead = {true, true, true}, true, true
 if #ARGV >= 5 + 3 * 8 then
-  presentHigh = redis.call('EXISTS', dueHigh) == 1
-  presentDue = redis.call('EXISTS', due) == 1
-  presentLow = redis.call('EXISTS', dueLow) == 1
+  presentDues = {redis.call('EXISTS', dueHigh) == 1, redis.call('EXISTS', due) == 1, redis.call('EXISTS', dueLow) == 1}
   presentPrepare = redis.call('EXISTS', prepare) == 1
   presentDead = redis.call('EXISTS', dead) == 1
 end
-local presentDues = {presentHigh, presentDue, presentLow}
 -- low is the lowest score given to a set or bucket here.
 local low = nil
 for i = 6, #ARGV - 2, 3 do

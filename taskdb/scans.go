@@ -231,10 +231,10 @@ func (s *Store) scanTimers(ctx context.Context, timers []timer.Timer, query stri
 // listDead is one page of a topic's dead letters: a range of
 // toc_jobs_ended (ended_topic, ended_status, ended_at, job_id) in index
 // order, then the rows by primary key. The ended columns are virtual: a
-// dead row's topic, status (timer.StatusDead) and gmt_modified, and NULL for a live or
-// done row (migrations 0025 and 0027). toc_jobs_dead held the same range
-// in an index of its own, one entry more for every job written, until
-// 0030 dropped it.
+// dead row's topic, status (timer.StatusDead) and gmt_modified, and NULL
+// for a live or done row (migrations 0025 and 0027). toc_jobs_dead held
+// the same range in an index of its own, one entry more for every job
+// written, until 0030 dropped it.
 const listDead = selectJob + `WHERE ended_topic = ? AND ended_status = ? AND ended_at >= ? AND ended_at < ?
 	AND (ended_at > ? OR (ended_at = ? AND job_id > ?))`
 
