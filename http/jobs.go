@@ -125,7 +125,7 @@ func (a *API) readBatch(r *http.Request, in *newBatch) (*claim, error) {
 	if len(bodies) == 0 || len(bodies) > MaxBatchJobs {
 		return nil, errBatchSize
 	}
-	c := &claim{jobs: len(bodies)}
+	c := &claim{jobs: len(bodies), topics: make([]topicRef, 0, len(bodies)), callbacks: make([]callbackRef, 0, len(bodies))}
 	in.reqs = make([]timer.Request, len(bodies))
 	var refused []timer.ItemError
 	for i := range bodies {

@@ -716,18 +716,21 @@ func itoa(n int64) string { return strconv.FormatInt(n, 10) }
 // size, when known (the Content-Length), sizes the buffer at once, up to
 // maxBatchPresize: a larger body grows it as it comes.
 func readBatchBody(body io.Reader, size int64) ([]byte, error) {
-	var raw bytes.Buffer
-	raw.Grow(int(min(size, maxBatchPresize)) + bytes.MinRead)
+	// Read straight into the buffer's room, each piece counted as it
+	// lands: a Content-Length makes the one allocation of a batch.
+	raw := make([]byte, 0, int(max(0, min(size, maxBatchPresize)))+bytes.MinRead)
 	var c objectCounter
-	chunk := make([]byte, 32<<10)
 	for {
-		n, err := body.Read(chunk)
-		raw.Write(chunk[:n])
-		if c.scan(chunk[:n]) > MaxBatchJobs+1 {
+		if len(raw) == cap(raw) {
+			raw = slices.Grow(raw, bytes.MinRead)
+		}
+		n, err := body.Read(raw[len(raw):cap(raw)])
+		if c.scan(raw[len(raw):len(raw)+n]) > MaxBatchJobs+1 {
 			return nil, errBatchSize
 		}
+		raw = raw[:len(raw)+n]
 		if errors.Is(err, io.EOF) {
-			return raw.Bytes(), nil
+			return raw, nil
 		}
 		if err != nil {
 			return nil, decodeError(err)

@@ -148,19 +148,26 @@ func insertSQL(rows [][jobColumns]any, written [jobColumns]bool) (string, []any)
 		}
 	}
 	b.WriteString(") VALUES ")
-	row := "(" + strings.Repeat("?, ", n-1) + "?)"
-	b.Grow(len(rows) * (len(row) + 2))
-	args := make([]any, 0, len(rows)*n)
+	// Integers and NULLs go in the text (inline), the rest as arguments.
+	b.Grow(len(rows) * 16 * n)
+	args := make([]any, 0, len(rows)*n/2)
 	for i := range rows {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		b.WriteString(row)
+		b.WriteByte('(')
+		first := true
 		for c, w := range written {
-			if w {
-				args = append(args, rows[i][c])
+			if !w {
+				continue
 			}
+			if !first {
+				b.WriteString(", ")
+			}
+			first = false
+			args = inline(&b, args, rows[i][c])
 		}
+		b.WriteByte(')')
 	}
 	return b.String(), args
 }
@@ -360,15 +367,12 @@ func versioned(query string, version int64, args ...any) (string, []any) {
 func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Time) (int, error) {
 	var total int64
 	for chunk := range slices.Chunk(ids, maxInList) {
-		args := make([]any, 0, 3+len(chunk))
-		args = append(args, int64(timer.StatusPending), timer.MillisOf(until), timer.MillisOf(now))
-		for _, id := range chunk {
-			args = append(args, int64(id))
-		}
+		args := []any{int64(timer.StatusPending), timer.MillisOf(until), timer.MillisOf(now)}
+		list := idList(chunk)
 		// "+status" as in Complete: look the ids up by primary key.
-		n, err := s.exec(ctx, fireJobs+"job_id IN ("+placeholders(len(chunk))+")", args...)
+		n, err := s.exec(ctx, fireJobs+"job_id IN ("+list+")", args...)
 		if err != nil && s.d.isConflict(err) {
-			n, err = s.fireKeyed(ctx, args)
+			n, err = s.fireKeyed(ctx, args, list)
 		}
 		if err != nil {
 			return 0, fmt.Errorf("fire %d jobs: %w", len(ids), err)
@@ -383,16 +387,16 @@ const fireJobs = `UPDATE toc_jobs SET version = version + 1 - fired, fired = 1
 	WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND `
 
 // fireKeyed is Fire of one chunk whose UPDATE a held concurrency key
-// refused; args are that UPDATE's. It fires the rows without a key in one
-// UPDATE, then the due pending rows with one, each alone, skipping those
-// whose key is held (busy), and returns how many rows it matched.
-func (s *Store) fireKeyed(ctx context.Context, args []any) (int64, error) {
-	ids := placeholders(len(args) - 3)
-	total, err := s.exec(ctx, fireJobs+"concurrency_key = '' AND job_id IN ("+ids+")", args...)
+// refused; args and list (the chunk's ids) are that UPDATE's. It fires
+// the rows without a key in one UPDATE, then the due pending rows with
+// one, each alone, skipping those whose key is held (busy), and returns
+// how many rows it matched.
+func (s *Store) fireKeyed(ctx context.Context, args []any, list string) (int64, error) {
+	total, err := s.exec(ctx, fireJobs+"concurrency_key = '' AND job_id IN ("+list+")", args...)
 	if err != nil {
 		return 0, err
 	}
-	rows, err := s.db.QueryContext(ctx, "SELECT job_id FROM toc_jobs WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND concurrency_key <> '' AND job_id IN ("+ids+")", args...)
+	rows, err := s.db.QueryContext(ctx, "SELECT job_id FROM toc_jobs WHERE +status = ? AND action_time <= ? AND (expire_at IS NULL OR expire_at >= ?) AND concurrency_key <> '' AND job_id IN ("+list+")", args...)
 	if err != nil {
 		return 0, err
 	}
@@ -500,16 +504,12 @@ func (e completeEnd) compare(o completeEnd) int {
 
 // completeStatement is Complete's UPDATE of ids, which end as end says.
 func completeStatement(ids []timer.JobID, end completeEnd, now time.Time) (string, []any) {
-	args := make([]any, 0, 5+len(ids))
-	args = append(args, int64(timer.StatusDone), int64(end.attempts), int64(end.status), now.UnixMilli(), int64(timer.StatusPending))
-	for _, id := range ids {
-		args = append(args, int64(id))
-	}
+	args := []any{int64(timer.StatusDone), int64(end.attempts), int64(end.status), now.UnixMilli(), int64(timer.StatusPending)}
 	// "+status" keeps SQLite's planner, when it has no statistics, from
 	// walking every pending job in an index by status instead of looking
 	// the ids up by primary key. MySQL ignores the plus.
 	return "UPDATE toc_jobs SET version = version + 1, status = ?, attempts = ?, last_status = ?, fired = 0, gmt_modified = ? WHERE +status = ? AND job_id IN (" +
-		placeholders(len(ids)) + ")", args
+		idList(ids) + ")", args
 }
 
 // selectJob selects every column of a job row, in the order scanJob reads
@@ -575,12 +575,8 @@ func (s *Store) Get(ctx context.Context, id timer.JobID) (*timer.Job, error) {
 func (s *Store) GetMany(ctx context.Context, ids []timer.JobID) ([]*timer.Job, error) {
 	jobs := make([]*timer.Job, 0, len(ids))
 	for chunk := range slices.Chunk(ids, maxInList) {
-		args := make([]any, len(chunk))
-		for i, id := range chunk {
-			args[i] = int64(id)
-		}
 		var err error
-		jobs, err = s.queryJobs(ctx, jobs, selectJob+"WHERE job_id IN ("+placeholders(len(chunk))+")", args...)
+		jobs, err = s.queryJobs(ctx, jobs, selectJob+"WHERE job_id IN ("+idList(chunk)+")")
 		if err != nil {
 			return nil, fmt.Errorf("get %d jobs: %w", len(ids), err)
 		}

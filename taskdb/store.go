@@ -265,6 +265,40 @@ func placeholders(n int) string {
 	return strings.Repeat(", ?", n)[2:]
 }
 
+// idList is ids as the literals of an IN list, "1, 2, 3". An integer
+// needs no placeholder, and a statement of a thousand ids so skips a
+// thousand arguments, each converted by database/sql and written into
+// the text by the driver (or bound by SQLite) one by one.
+func idList(ids []timer.JobID) string {
+	b := make([]byte, 0, len(ids)*21)
+	for i, id := range ids {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = strconv.AppendInt(b, int64(id), 10)
+	}
+	return string(b)
+}
+
+// inline writes v, a statement's value, into b: an integer or NULL as
+// its literal, which has no quote or escape to get wrong; anything else
+// as a placeholder, whose argument it appends to args.
+func inline(b *strings.Builder, args []any, v any) []any {
+	var num [20]byte
+	switch v := v.(type) {
+	case nil:
+		b.WriteString("NULL")
+	case int64:
+		b.Write(strconv.AppendInt(num[:0], v, 10))
+	case uint64:
+		b.Write(strconv.AppendUint(num[:0], v, 10))
+	default:
+		b.WriteByte('?')
+		return append(args, v)
+	}
+	return args
+}
+
 // rowsOf returns n copies of row, a row's placeholders, joined by commas:
 // the values of a multi-row insert.
 func rowsOf(row string, n int) string {

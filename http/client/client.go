@@ -292,7 +292,7 @@ func (c *Client) send(ctx context.Context, r request, body []byte, out any) (int
 		// Read whole, then decoded by json.Unmarshal, whose scanner is
 		// pooled: a json.Decoder allocates its own, and scans the bytes
 		// once more before decoding them.
-		b, err := io.ReadAll(resp.Body)
+		b, err := readAnswer(resp)
 		if err == nil && len(bytes.TrimSpace(b)) == 0 {
 			err = io.EOF
 		}
@@ -339,11 +339,26 @@ func (c *Client) answerError(r request, resp *http.Response) error {
 	return e
 }
 
+// readAnswer reads an answer's body whole: into one buffer of its
+// Content-Length when it gives one, where io.ReadAll would grow its
+// buffer step by step to the size of a batch's answer.
+func readAnswer(resp *http.Response) ([]byte, error) {
+	n := resp.ContentLength
+	if n <= 0 || n > maxRawBody {
+		return io.ReadAll(resp.Body)
+	}
+	b := make([]byte, n)
+	if _, err := io.ReadFull(resp.Body, b); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
 // encodeBody is json.Marshal of v, or v's own appendJSON where it has
 // one: json.Marshal checks and compacts again what a MarshalJSON wrote.
 func encodeBody(v any) ([]byte, error) {
-	if a, ok := v.(interface{ appendJSON([]byte) ([]byte, error) }); ok {
-		return a.appendJSON(nil)
+	if r, ok := v.(JobRequest); ok {
+		return r.appendJSON(make([]byte, 0, r.jsonSize()))
 	}
 	return json.Marshal(v)
 }

@@ -122,7 +122,7 @@ type queued struct {
 
 // schedule makes r's call through the queue.
 func (k *coalescer) schedule(ctx context.Context, r JobRequest) (*Job, bool, error) {
-	body, err := r.appendJSON(nil)
+	body, err := r.appendJSON(make([]byte, 0, r.jsonSize()))
 	if err != nil {
 		return nil, false, fmt.Errorf("POST /v1/jobs: encode the body: %w", err)
 	}
@@ -237,7 +237,12 @@ func (k *coalescer) request(batch []*queued) {
 		})
 		defer stop()
 	}
+	size := 32
+	for _, q := range batch {
+		size += len(q.body) + 1
+	}
 	var body bytes.Buffer
+	body.Grow(size)
 	body.WriteString(`{"with_jobs":true,"jobs":[`)
 	for i, q := range batch {
 		if i > 0 {

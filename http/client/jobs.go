@@ -229,11 +229,12 @@ func (r JobRequest) appendJSON(b []byte) ([]byte, error) {
 		b = strconv.AppendUint(append(b, `,"biz_type":"`...), r.BizType, 10)
 		b = append(b, '"')
 	}
-	if fireAt, delay := (When{FireAt: r.FireAt, Delay: r.Delay}).wire(); delay == nil {
-		b = append(b, `,"fire_at":`...)
-		b = jsonw.AppendString(b, fireAt)
+	if !r.FireAt.IsZero() {
+		// wire's fire_at, formatted in place: RFC 3339 needs no escape.
+		b = r.FireAt.UTC().AppendFormat(append(b, `,"fire_at":"`...), time.RFC3339Nano)
+		b = append(b, '"')
 	} else {
-		b = strconv.AppendInt(append(b, `,"delay_ms":`...), *delay, 10)
+		b = strconv.AppendInt(append(b, `,"delay_ms":`...), ms(r.Delay), 10)
 	}
 	b = append(b, `,"callback_url":`...)
 	b = jsonw.AppendString(b, r.CallbackURL)
@@ -265,6 +266,12 @@ func (r JobRequest) appendJSON(b []byte) ([]byte, error) {
 		b = jsonw.AppendString(b, r.GroupID)
 	}
 	return append(b, '}'), nil
+}
+
+// jsonSize is about the length of r's JSON, escapes aside: a buffer
+// of it takes appendJSON's bytes without growing.
+func (r JobRequest) jsonSize() int {
+	return 192 + len(r.Topic) + len(r.Key) + len(r.CallbackURL) + len(r.Payload) + len(r.ConcurrencyKey) + len(r.GroupID)
 }
 
 // When is when a job is to fire: at FireAt, or when that is zero, Delay
