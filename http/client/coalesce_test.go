@@ -251,9 +251,14 @@ func TestCoalescingRegroupsCallersThatCallAgain(t *testing.T) {
 	// calls may wait it out for a caller that has finished.
 	c := newFake(t, s.handle, WithCoalescing(Coalescing{MaxInFlight: 1, Regroup: time.Second}))
 	const callers, calls = 8, 20
+	// The callers start together: started one by one on a busy machine,
+	// the first ones would each go alone and stay ahead of the others,
+	// their last calls then alone too.
+	start := make(chan struct{})
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() {
+			<-start
 			for k := range calls {
 				if _, _, err := c.Schedule(t.Context(), JobRequest{Topic: "orders", BizID: uint64(i*calls + k + 1), CallbackURL: "http://localhost/hook"}); err != nil {
 					t.Error(err)
@@ -261,6 +266,7 @@ func TestCoalescingRegroupsCallersThatCallAgain(t *testing.T) {
 			}
 		})
 	}
+	close(start)
 	wg.Wait()
 	singles, batches := s.seen()
 	total, full := len(singles), 0
