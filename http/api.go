@@ -55,6 +55,10 @@ type Topics interface {
 	PutTopic(ctx context.Context, t timer.Topic) (timer.Topic, bool, error)
 	Topic(ctx context.Context, name string) (timer.Topic, error)
 	Topics(ctx context.Context) ([]timer.Topic, error)
+	// TopicNames returns the names of the topics for which match is
+	// true, in no order, as the process knows them: a moment behind
+	// another process's changes (timer.Scheduler.TopicNames).
+	TopicNames(ctx context.Context, match func(name string) bool) ([]string, error)
 	// PauseTopic pauses or resumes a topic; an unknown one wraps
 	// timer.ErrNotFound.
 	PauseTopic(ctx context.Context, name string, paused bool) (timer.Topic, error)

@@ -134,15 +134,13 @@ func (a *API) refreshTopics(ctx context.Context, p *auth.Principal, t *tenant) e
 	if t.topics != nil && now.Sub(t.topicsAt) < quotaTopicsAge {
 		return nil
 	}
-	all, err := a.jobs.Topics(ctx)
+	names, err := a.jobs.TopicNames(ctx, p.Allows)
 	if err != nil {
 		return err
 	}
-	t.topics = make(map[string]bool)
-	for _, tp := range all {
-		if p.Allows(tp.Name) {
-			t.topics[tp.Name] = true
-		}
+	t.topics = make(map[string]bool, len(names))
+	for _, name := range names {
+		t.topics[name] = true
 	}
 	t.topicsAt = now
 	return nil

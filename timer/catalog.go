@@ -33,8 +33,11 @@ type Catalog struct {
 	refresh time.Duration
 	now     func() time.Time
 
-	mu      sync.RWMutex
-	topics  map[string]Topic
+	mu     sync.RWMutex
+	topics map[string]Topic
+	// sorted is topics ordered by name, as All returned it; nil once
+	// topics changed since.
+	sorted  []Topic
 	misses  map[string]time.Time
 	loaded  bool
 	changed chan struct{} // closed at the next change, then replaced
@@ -150,7 +153,7 @@ func (c *Catalog) Refresh(ctx context.Context) error {
 			delete(c.putAt, name)
 		}
 	}
-	c.topics, c.loaded = next, true
+	c.topics, c.loaded, c.sorted = next, true, nil
 	if diff {
 		c.notify()
 	}
@@ -196,6 +199,7 @@ func (c *Catalog) Put(t Topic) {
 	defer c.mu.Unlock()
 	old, ok := c.topics[t.Name]
 	c.topics[t.Name] = t
+	c.sorted = nil
 	c.puts++
 	c.putAt[t.Name] = c.puts
 	delete(c.misses, t.Name)
@@ -213,6 +217,7 @@ func (c *Catalog) Delete(name string) {
 	delete(c.putAt, name)
 	if _, ok := c.topics[name]; ok {
 		delete(c.topics, name)
+		c.sorted = nil
 		c.logChange(name)
 		c.notify()
 	}
@@ -255,16 +260,41 @@ func (c *Catalog) Lookup(ctx context.Context, name string) (Topic, error) {
 }
 
 // All returns every topic, ordered by name, and a channel closed at the
-// next change of the list.
+// next change of the list. The slice is shared by every caller until the
+// list changes, so that a member's assignment, which asks every few
+// seconds, sorts 100,000 topics once a change: read it, never write it.
 func (c *Catalog) All() ([]Topic, <-chan struct{}) {
 	c.mu.RLock()
-	defer c.mu.RUnlock()
-	out := make([]Topic, 0, len(c.topics))
-	for _, t := range c.topics {
-		out = append(out, t)
+	all, changed := c.sorted, c.changed
+	c.mu.RUnlock()
+	if all != nil {
+		return all, changed
 	}
-	slices.SortFunc(out, topicsByName)
-	return out, c.changed
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sorted == nil {
+		c.sorted = make([]Topic, 0, len(c.topics))
+		for _, t := range c.topics {
+			c.sorted = append(c.sorted, t)
+		}
+		slices.SortFunc(c.sorted, topicsByName)
+	}
+	return c.sorted, c.changed
+}
+
+// Names returns the names of the topics for which match is true, in no
+// order, without copying the others. match runs under the catalog's
+// read lock and must not call it.
+func (c *Catalog) Names(match func(name string) bool) []string {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	var names []string
+	for name := range c.topics {
+		if match(name) {
+			names = append(names, name)
+		}
+	}
+	return names
 }
 
 // First returns the first n topics by name, or all of them when there

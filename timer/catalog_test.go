@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/toc-project/toc/timer"
@@ -203,5 +204,86 @@ func TestCatalogFirst(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("First(%d): %d topics, want the first %d of All", n, len(got), len(want))
 		}
+	}
+}
+
+// countingTopics counts the store's lists of every topic.
+type countingTopics struct {
+	*timertest.Store
+	lists int
+}
+
+func (s *countingTopics) Topics(ctx context.Context) ([]timer.Topic, error) {
+	s.lists++
+	return s.Store.Topics(ctx)
+}
+
+// TopicNames reads the store's list until the scheduler's catalog has
+// read it whole, then the catalog alone: a topic put since is named, one
+// deleted is not, and the store's list is not read again.
+func TestSchedulerTopicNames(t *testing.T) {
+	ctx := t.Context()
+	store := &countingTopics{Store: timertest.NewStore()}
+	for _, name := range []string{"a/1", "a/2", "b/1"} {
+		if _, _, err := store.PutTopic(ctx, timer.Topic{Name: name, Slots: 1}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := timer.NewCatalog(store, 0, nil)
+	s, err := timer.NewScheduler(store, timertest.NewIndex(), timer.SchedulerConfig{Catalog: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ofA := func(name string) bool { return strings.HasPrefix(name, "a/") }
+	names := func() []string {
+		t.Helper()
+		got, err := s.TopicNames(ctx, ofA)
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(got)
+		return got
+	}
+	if got := names(); !slices.Equal(got, []string{"a/1", "a/2"}) || store.lists != 1 {
+		t.Fatalf("before the catalog read the list: %v after %d lists; want a/1, a/2 from one", got, store.lists)
+	}
+	if err := c.Refresh(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lists := store.lists
+	c.Put(timer.Topic{Name: "a/3", Slots: 1})
+	c.Delete("a/1")
+	if got := names(); !slices.Equal(got, []string{"a/2", "a/3"}) || store.lists != lists {
+		t.Fatalf("once the catalog read the list: %v after %d more lists; want a/2, a/3 from none", got, store.lists-lists)
+	}
+}
+
+// All sorts the list once a change: calls without a change between them
+// share one slice; a Put or Delete makes a new one and leaves the slice
+// returned before as it was.
+func TestCatalogAllSortsOnceAChange(t *testing.T) {
+	c := timer.NewCatalog(timertest.NewStore(), 0, nil)
+	names := func(ts []timer.Topic) []string {
+		var out []string
+		for _, t := range ts {
+			out = append(out, t.Name)
+		}
+		return out
+	}
+	c.Put(timer.Topic{Name: "b", Slots: 1})
+	c.Put(timer.Topic{Name: "a", Slots: 1})
+	first, _ := c.All()
+	again, _ := c.All()
+	if len(first) != 2 || &first[0] != &again[0] {
+		t.Fatalf("two calls without a change: %v and %v, not one slice", names(first), names(again))
+	}
+	c.Put(timer.Topic{Name: "c", Slots: 1})
+	c.Delete("a")
+	next, _ := c.All()
+	if got := names(next); !slices.Equal(got, []string{"b", "c"}) {
+		t.Errorf("after a Put and a Delete: %v; want b, c", got)
+	}
+	if got := names(first); !slices.Equal(got, []string{"a", "b"}) {
+		t.Errorf("the slice returned before the change became %v; want a, b", got)
 	}
 }

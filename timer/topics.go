@@ -334,3 +334,27 @@ func (s *Scheduler) Topic(ctx context.Context, name string) (Topic, error) {
 func (s *Scheduler) Topics(ctx context.Context) ([]Topic, error) {
 	return s.store.Topics(ctx)
 }
+
+// TopicNames returns the names of the topics for which match is true,
+// in no order: from the catalog once it has read the whole list (an
+// Engine's, which another process's change reaches within a refresh),
+// else from the store. It is for checks that count a share of the
+// topics often and can take the catalog's lag, as a token's max_topics
+// does every few seconds: with 100,000 topics, each read of the store
+// is a table of them.
+func (s *Scheduler) TopicNames(ctx context.Context, match func(name string) bool) ([]string, error) {
+	if s.topics != nil && s.topics.Loaded() {
+		return s.topics.Names(match), nil
+	}
+	all, err := s.store.Topics(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, t := range all {
+		if match(t.Name) {
+			names = append(names, t.Name)
+		}
+	}
+	return names, nil
+}
