@@ -400,13 +400,20 @@ func postJob(t *testing.T, p *proc, job map[string]any) string {
 // waitJob waits up to 30 s for job id to reach status, and returns it.
 func waitJob(t *testing.T, p *proc, id, status string) map[string]any {
 	t.Helper()
-	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+	return waitJobFor(t, p, id, status, func(j map[string]any) bool { return j["status"] == status })
+}
+
+// waitJobFor waits up to 30 s until the API's view of job id satisfies
+// ok, and returns the view; what names what ok waits for.
+func waitJobFor(t *testing.T, p *proc, id, what string, ok func(job map[string]any) bool) map[string]any {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, j := p.call(t, "GET", "/v1/jobs/"+id, nil)
-		if j["status"] == status {
+		if ok(j) {
 			return j
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s not %s: %v", id, status, j)
+			t.Fatalf("job %s not %s: %v", id, what, j)
 		}
 	}
 }
