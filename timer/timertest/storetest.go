@@ -171,11 +171,11 @@ func diffJob(got, want *timer.Job) string {
 
 func testInsertGet(t *testing.T, s timer.Store) {
 	want := newJob(1, "orders", 1500)
-	want.Key = "order-42"
-	want.BizID = 1<<64 - 1 // the full unsigned range round-trips
+	want.Key = `order-42 'x' \"y"` // quotes and a backslash round-trip
+	want.BizID = 1<<64 - 1         // the full unsigned range round-trips
 	want.BizType = 1 << 63
 	want.Attempts = 2
-	want.LastError = "503 from upstream"
+	want.LastError = `503 from upstream: "it's down" \n, é 日本 😀` // and text beyond ASCII
 	want.Payload = []byte(`{"order":42}`)
 	want.TraceParent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
 	want.UpdatedAt = base.Add(time.Second)
