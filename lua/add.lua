@@ -252,14 +252,17 @@ end
 -- the new earliest. (Set mode may move the member holding the earliest to
 -- a later bucket; then, given nothing lower, no wake is due and none is
 -- sent.)
+-- A set holds one when it has a score below (lowMs + 1) * 128: ZCOUNT
+-- answers an integer, which costs Redis's Lua less than ZRANGE's member
+-- and score (BenchmarkAddNew: a call 4-15 % less, BENCHMARKS.md).
 local moved = false
 local lowMs = nil
 if low ~= nil then
   lowMs = math.floor(low / 128)
   moved = true
+  local below = '(' .. string.format('%d', (lowMs + 1) * 128)
   for i = 1, #busiest do
-    local r = redis.call('ZRANGE', busiest[i], 0, 0, 'WITHSCORES')
-    if r[2] and math.floor(tonumber(r[2]) / 128) <= lowMs then
+    if redis.call('ZCOUNT', busiest[i], '-inf', below) > 0 then
       moved = false
       break
     end

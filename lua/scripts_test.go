@@ -108,6 +108,8 @@ func TestAddWake(t *testing.T) {
 			{"replace to earlier", []Entry{{"2", t0 + 10, 1}}, 0, Head{t0 + 10, 1, true}},
 			{"nothing", nil, 0, Head{}},
 			{"batch, one earlier", []Entry{{"5", t0 + 500, 0}, {"6", t0 + 5, 0}, {"7", t0 + 6, 0}}, 3, Head{t0 + 5, 0, true}},
+			// The head's score is the first of the next ms: still earlier.
+			{"a ms before the head, late attempt", []Entry{{"8", t0 + 4, 3}}, 1, Head{t0 + 4, 3, true}},
 		}
 		for _, s := range steps {
 			r := addSet(t, b, k, s.entries...)
@@ -116,7 +118,7 @@ func TestAddWake(t *testing.T) {
 			}
 		}
 		wantSet(t, b, k.Due,
-			Entry{"6", t0 + 5, 0}, Entry{"7", t0 + 6, 0}, Entry{"2", t0 + 10, 1}, Entry{"1", t0 + 100, 0},
+			Entry{"8", t0 + 4, 3}, Entry{"6", t0 + 5, 0}, Entry{"7", t0 + 6, 0}, Entry{"2", t0 + 10, 1}, Entry{"1", t0 + 100, 0},
 			Entry{"3", t0 + 300, 2}, Entry{"4", t0 + 400, 0}, Entry{"5", t0 + 500, 0})
 	})
 }
