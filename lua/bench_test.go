@@ -3,7 +3,6 @@ package lua
 import (
 	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -283,41 +282,8 @@ func BenchmarkAddNew(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			stats, err := be.Client.Info(ctx, "commandstats").Result()
-			if err != nil {
-				b.Fatal(err)
-			}
-			b.ReportMetric(evalUsecPerCall(b, stats), "redis-µs/call")
+			calls, usec := be.ScriptStats(b)
+			b.ReportMetric(usec/calls, "redis-µs/call")
 		})
 	}
-}
-
-// evalUsecPerCall reads the time a script call took redis-server, on
-// average, from INFO commandstats (EVALSHA's line, or EVAL's when the
-// script had to be loaded first: both are counted).
-func evalUsecPerCall(b *testing.B, stats string) float64 {
-	var calls, usec float64
-	for line := range strings.Lines(stats) {
-		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
-			continue
-		}
-		for field := range strings.SplitSeq(rest, ",") {
-			k, v, _ := strings.Cut(field, "=")
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				continue
-			}
-			switch k {
-			case "calls":
-				calls += f
-			case "usec":
-				usec += f
-			}
-		}
-	}
-	if calls == 0 {
-		b.Fatalf("no script calls in INFO commandstats:\n%s", stats)
-	}
-	return usec / calls
 }

@@ -18,14 +18,7 @@ import (
 // BenchmarkAdd adds 1000 timers spread over a 16-slot topic: one pipeline
 // of 16 script calls.
 func BenchmarkAdd(b *testing.B) {
-	be := luatest.Redis(b)
-	if err := lua.Load(b.Context(), be.Client); err != nil {
-		b.Fatal(err)
-	}
-	q, err := New(be.Client, Config{Prefix: be.Prefix})
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, q := benchIndex(b)
 	timers := make([]timer.Timer, 1000)
 	id := timer.JobID(1)
 	for b.Loop() {
@@ -38,6 +31,49 @@ func BenchmarkAdd(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(timers))*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
+}
+
+// BenchmarkIndexNewCoalesced indexes the timers of one coalesced batch
+// as a schedule does (IndexNew): 63 new timers of a 16-slot topic, due
+// within the next minutes, a call of add.lua for each slot they fall in.
+// It reports the calls an op and Redis's own time a timer (INFO
+// commandstats), the figure one call a batch for all its slots would
+// lower:
+//
+//	go test -run '^$' -bench IndexNewCoalesced ./prepare
+func BenchmarkIndexNewCoalesced(b *testing.B) {
+	be, q := benchIndex(b)
+	if err := be.Client.ConfigResetStat(b.Context()).Err(); err != nil {
+		b.Fatal(err)
+	}
+	timers := make([]timer.Timer, 63)
+	id := timer.JobID(1)
+	for b.Loop() {
+		for i := range timers {
+			timers[i] = tm(id, "orders", 16, at(1500+int64(id%300_000)))
+			id++
+		}
+		if _, _, err := q.IndexNew(b.Context(), timers); err != nil {
+			b.Fatal(err)
+		}
+	}
+	calls, usec := be.ScriptStats(b)
+	b.ReportMetric(calls/float64(b.N), "calls/op")
+	b.ReportMetric(usec/float64(b.N*len(timers)), "redis-µs/timer")
+}
+
+// benchIndex returns the real redis-server's backend with the scripts
+// loaded, and an Index on it.
+func benchIndex(b *testing.B) (*luatest.Backend, *Index) {
+	be := luatest.Redis(b)
+	if err := lua.Load(b.Context(), be.Client); err != nil {
+		b.Fatal(err)
+	}
+	q, err := New(be.Client, Config{Prefix: be.Prefix})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return be, q
 }
 
 // BenchmarkClaimAck claims 100 due timers of one slot and acks them: the

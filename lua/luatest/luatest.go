@@ -67,6 +67,43 @@ func Redis(tb testing.TB) *Backend {
 	return b
 }
 
+// ScriptStats reads the server's INFO commandstats: how many script
+// calls it ran since its stats were last reset (EVALSHA's, and EVAL's
+// when a script had to be loaded first) and the µs they took it in all,
+// its own time, the figure that matters on a shared machine. It fails tb
+// when there were none, or when the server is miniredis, which keeps no
+// stats.
+func (b *Backend) ScriptStats(tb testing.TB) (calls, usec float64) {
+	tb.Helper()
+	stats, err := b.Client.Info(tb.Context(), "commandstats").Result()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	for line := range strings.Lines(stats) {
+		name, rest, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if !ok || (name != "cmdstat_evalsha" && name != "cmdstat_eval") {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				continue
+			}
+			switch k {
+			case "calls":
+				calls += f
+			case "usec":
+				usec += f
+			}
+		}
+	}
+	if calls == 0 {
+		tb.Fatalf("no script calls in INFO commandstats:\n%s", stats)
+	}
+	return calls, usec
+}
+
 var prefixes atomic.Int64
 
 // NewPrefix returns a key prefix no other call in this process returns.
