@@ -5,6 +5,10 @@ import (
 	"testing"
 
 	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/lua/luatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func TestMain(m *testing.M) {
+	luatest.GroupKeys(SlotGroups())
+	os.Exit(testenv.Main(m))
+}

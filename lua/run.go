@@ -64,6 +64,14 @@ var scripts = map[string]*redis.Script{
 	"defer":  deferScript,
 }
 
+// SlotGroups returns the scripts, by SHA1, whose calls on one server
+// hold several slots, and how many keys each slot has in a call: add's
+// eight. Each group shares one Redis Cluster slot; on a cluster a call
+// holds one group.
+func SlotGroups() map[string]int {
+	return map[string]int{addScript.Hash(): 8}
+}
+
 // Load loads every script into the server's script cache (on a cluster,
 // into every master), so that the first calls need no fallback. Calling
 // it is optional: wrappers fall back to EVAL on NOSCRIPT.

@@ -3,6 +3,7 @@ package lua
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -72,73 +73,123 @@ type AddResult struct {
 	Earliest Head
 }
 
-// Add runs calls in one pipeline and returns their results in order.
+// Add runs calls and returns their results in order. On one server (a
+// *redis.Client, a Sentinel's too) the calls that share a mode, a wake
+// channel and later buckets go in one script call, up to MaxBatch entries
+// a call: add.lua's fixed cost, about a fifth of a coalesced batch's
+// Redis time when each of its slots had a call of its own, is then paid
+// once (BENCHMARKS.md). On a Redis Cluster, and on any other client, each
+// call is a script call of its own, its keys in one slot; the script
+// calls go in one pipeline.
 func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
-	runs := make([]call, len(calls))
+	_, oneServer := c.(*redis.Client)
+	var runs []call
+	var sizes []int // slots in each of runs
+	entries := 0    // in the last of runs
 	for i, ac := range calls {
-		if ac.Mode != ModeSet && ac.Mode != ModeRestore && ac.Mode != ModeNew {
-			return nil, fmt.Errorf("add: mode %q: not set, restore or new", ac.Mode)
-		}
-		if len(ac.Entries) > MaxBatch {
-			return nil, fmt.Errorf("add: %d entries: more than %d", len(ac.Entries), MaxBatch)
-		}
-		widths, err := formatWidths(ac.LaterFromMs, ac.BucketWidthsMs)
+		head, err := addHead(ac)
 		if err != nil {
-			return nil, fmt.Errorf("add: %w", err)
+			return nil, err
 		}
-		args := make([]any, 0, 5+3*len(ac.Entries))
-		args = append(args, string(ac.Mode), ac.WakeChannel, ac.WakeMessage, ac.LaterFromMs, widths)
-		if ac.WindowMs != nil && len(ac.WindowMs) != len(ac.Entries) {
-			return nil, fmt.Errorf("add: %d windows for %d entries", len(ac.WindowMs), len(ac.Entries))
+		group, err := addGroup(ac)
+		if err != nil {
+			return nil, err
 		}
-		for j, e := range ac.Entries {
-			n, err := scoreInt(e.Ms, e.Attempt)
-			if err != nil {
-				return nil, fmt.Errorf("add %s: %w", e.Member, err)
-			}
-			// Scores go as int64s: go-redis writes them in decimal, the
-			// bytes formatScore made, and no score needs a string of its own.
-			var end any = "0"
-			w := int64(0)
-			if ac.WindowMs != nil {
-				w = ac.WindowMs[j]
-			}
-			if w < 0 || w > MaxMillis-e.Ms {
-				return nil, fmt.Errorf("add %s: window %d ms: %w", e.Member, w, ErrRange)
-			}
-			if w > 0 {
-				m, err := scoreInt(e.Ms+w, e.Attempt)
-				if err != nil {
-					return nil, fmt.Errorf("add %s: %w", e.Member, err)
-				}
-				end = m
-			}
-			args = append(args, e.Member, n, end)
+		keys := []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
+			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}
+		if last := len(runs) - 1; oneServer && i > 0 && sameHead(calls[i-1], ac) && entries+len(ac.Entries) <= MaxBatch {
+			runs[last].keys = append(runs[last].keys, keys...)
+			runs[last].args = append(runs[last].args, group...)
+			sizes[last]++
+			entries += len(ac.Entries)
+			continue
 		}
-		runs[i] = call{addScript, []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
-			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}, args}
+		runs = append(runs, call{addScript, keys, append(head, group...)})
+		sizes = append(sizes, 1)
+		entries = len(ac.Entries)
 	}
 	replies, err := run(ctx, c, runs)
 	if err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
-	out := make([]AddResult, len(replies))
+	out := make([]AddResult, 0, len(calls))
 	for i, v := range replies {
-		a, err := replyArray(v, 2)
+		a, err := replyArray(v, 2*sizes[i])
 		if err != nil {
 			return nil, fmt.Errorf("add: %w", err)
 		}
-		n, err := replyInt(a[0])
-		if err != nil {
-			return nil, fmt.Errorf("add: %w", err)
+		for j := 0; j < len(a); j += 2 {
+			n, err := replyInt(a[j])
+			if err != nil {
+				return nil, fmt.Errorf("add: %w", err)
+			}
+			h, err := headOf(a[j+1])
+			if err != nil {
+				return nil, fmt.Errorf("add: %w", err)
+			}
+			out = append(out, AddResult{Added: int(n), Earliest: h})
 		}
-		h, err := headOf(a[1])
-		if err != nil {
-			return nil, fmt.Errorf("add: %w", err)
-		}
-		out[i] = AddResult{Added: int(n), Earliest: h}
 	}
 	return out, nil
+}
+
+// addHead checks what a script call of ac shares with the other slots
+// it holds, and returns those arguments: mode, wake channel, later
+// buckets.
+func addHead(ac AddCall) ([]any, error) {
+	if ac.Mode != ModeSet && ac.Mode != ModeRestore && ac.Mode != ModeNew {
+		return nil, fmt.Errorf("add: mode %q: not set, restore or new", ac.Mode)
+	}
+	widths, err := formatWidths(ac.LaterFromMs, ac.BucketWidthsMs)
+	if err != nil {
+		return nil, fmt.Errorf("add: %w", err)
+	}
+	return []any{string(ac.Mode), ac.WakeChannel, ac.LaterFromMs, widths}, nil
+}
+
+// sameHead reports whether a and b can share a script call: addHead
+// gives them the same arguments.
+func sameHead(a, b AddCall) bool {
+	return a.Mode == b.Mode && a.WakeChannel == b.WakeChannel && a.LaterFromMs == b.LaterFromMs &&
+		slices.Equal(a.BucketWidthsMs, b.BucketWidthsMs)
+}
+
+// addGroup checks ac's entries and returns its slot's arguments: wake
+// message, count, and a member, score, end triple an entry.
+func addGroup(ac AddCall) ([]any, error) {
+	if len(ac.Entries) > MaxBatch {
+		return nil, fmt.Errorf("add: %d entries: more than %d", len(ac.Entries), MaxBatch)
+	}
+	if ac.WindowMs != nil && len(ac.WindowMs) != len(ac.Entries) {
+		return nil, fmt.Errorf("add: %d windows for %d entries", len(ac.WindowMs), len(ac.Entries))
+	}
+	args := make([]any, 0, 2+3*len(ac.Entries))
+	args = append(args, ac.WakeMessage, len(ac.Entries))
+	for j, e := range ac.Entries {
+		n, err := scoreInt(e.Ms, e.Attempt)
+		if err != nil {
+			return nil, fmt.Errorf("add %s: %w", e.Member, err)
+		}
+		// Scores go as int64s: go-redis writes them in decimal, the
+		// bytes formatScore made, and no score needs a string of its own.
+		var end any = "0"
+		w := int64(0)
+		if ac.WindowMs != nil {
+			w = ac.WindowMs[j]
+		}
+		if w < 0 || w > MaxMillis-e.Ms {
+			return nil, fmt.Errorf("add %s: window %d ms: %w", e.Member, w, ErrRange)
+		}
+		if w > 0 {
+			m, err := scoreInt(e.Ms+w, e.Attempt)
+			if err != nil {
+				return nil, fmt.Errorf("add %s: %w", e.Member, err)
+			}
+			end = m
+		}
+		args = append(args, e.Member, n, end)
+	}
+	return args, nil
 }
 
 // formatWidths checks later buckets' arguments and returns the widths

@@ -159,6 +159,108 @@ func TestAddPublishes(t *testing.T) {
 	})
 }
 
+// TestAddSlots: on one server, calls of several slots share a script
+// call, up to MaxBatch entries, and each slot answers as a call of its
+// own would: its members in its own sets, its own count and earliest, its
+// own wake message.
+func TestAddSlots(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx, channel, sub := subscribeWakes(t, b)
+		k1, k2, k3 := keysOf(b, 40), keysOf(b, 41), keysOf(b, 42)
+		addSet(t, b, k2, Entry{"early", t0, 0})
+		add := AddCall{Mode: ModeNew, WakeChannel: channel, LaterFromMs: t0 + 60_000, BucketWidthsMs: []int64{1000, 32000}}
+		c1, c2, c3 := add, add, add
+		c1.Keys, c1.WakeMessage, c1.Entries = k1, "a 40", []Entry{{"1", t0 + 20, 0}, {"2", t0 + 10, 1}}
+		c2.Keys, c2.WakeMessage, c2.Entries = k2, "a 41", []Entry{{"3", t0 + 5, 0}, {"early", t0 + 1, 0}}
+		c3.Keys, c3.WakeMessage, c3.Entries = k3, "a 42", []Entry{{"4", t0 + 90_000, 0}}
+		c3.WindowMs = []int64{0}
+		addSHA := addScript.Hash()
+		calls := b.Calls.Seen(addSHA)
+		rs, err := Add(ctx, b.Client, c1, c2, c3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := b.Calls.Seen(addSHA) - calls; got != 1 {
+			t.Errorf("%d script calls for three slots of one mode, want 1", got)
+		}
+		want := []AddResult{{2, Head{t0 + 10, 1, true}}, {1, Head{}}, {1, Head{t0 + 90_000, 0, true}}}
+		if !slices.Equal(rs, want) {
+			t.Errorf("Add = %+v, want %+v", rs, want)
+		}
+		wantSet(t, b, k1.Due, Entry{"2", t0 + 10, 1}, Entry{"1", t0 + 20, 0})
+		wantSet(t, b, k2.Due, Entry{"early", t0, 0}, Entry{"3", t0 + 5, 0})
+		wantSet(t, b, k3.Due)
+		wantSet(t, b, k3.Later+":32000:"+fmt.Sprint((t0+90_000)/32000), Entry{"4", t0 + 90_000, 0})
+		for _, w := range []string{fmt.Sprintf("a 40 %d", t0+10), fmt.Sprintf("a 42 %d", t0+90_000)} {
+			msg, err := sub.ReceiveMessage(ctx)
+			if err != nil {
+				t.Fatalf("receive: %v", err)
+			}
+			if msg.Payload != w {
+				t.Errorf("message %q, want %q", msg.Payload, w)
+			}
+		}
+
+		// More than MaxBatch entries in all: a second script call, in the
+		// same pipeline; another mode: a call of its own.
+		big := func(k slots.KeySet, from int) AddCall {
+			es := make([]Entry, 400)
+			for i := range es {
+				es[i] = Entry{fmt.Sprint(from + i), t0 + int64(i), 0}
+			}
+			return AddCall{Keys: k, Mode: ModeSet, Entries: es}
+		}
+		restore := AddCall{Keys: k1, Mode: ModeRestore, Entries: []Entry{{"1", t0, 0}, {"5", t0 + 30, 0}}}
+		calls = b.Calls.Seen(addSHA)
+		b.Calls.Pipelines()
+		rs, err = Add(ctx, b.Client, big(k1, 1000), big(k2, 2000), big(k3, 3000), restore)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, p := b.Calls.Seen(addSHA)-calls, b.Calls.Pipelines(); got != 3 || !slices.Equal(p, []int{3}) {
+			t.Errorf("%d script calls in pipelines %v, want 3 in one", got, p)
+		}
+		if len(rs) != 4 || rs[0].Added != 400 || rs[1].Added != 400 || rs[2].Added != 400 || rs[3].Added != 1 {
+			t.Errorf("Add = %+v, want 400, 400, 400 and 1 added", rs)
+		}
+	})
+}
+
+// TestAddRefusesLayout: a call whose groups do not match its keys writes
+// nothing, not even the groups before the one that is wrong.
+func TestAddRefusesLayout(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		k1, k2 := keysOf(b, 50), keysOf(b, 51)
+		keys := func(ks ...slots.KeySet) []string {
+			var out []string
+			for _, k := range ks {
+				out = append(out, k.DueHigh, k.Due, k.DueLow, k.Prepare, k.Dead, k.Window, k.WindowEnd, k.Later)
+			}
+			return out
+		}
+		head := []any{"set", "", 0, ""}
+		slot1 := []any{"a 50", 1, "1", t0 * 128, "0"}
+		for _, c := range []struct {
+			name string
+			keys []string
+			args []any
+		}{
+			{"a count beyond the arguments", keys(k1, k2), append(append(slices.Clone(head), slot1...), "a 51", 2, "2", t0*128, "0")},
+			{"a count that is no number", keys(k1, k2), append(append(slices.Clone(head), slot1...), "a 51", "x")},
+			{"a negative count", keys(k1, k2), append(append(slices.Clone(head), slot1...), "a 51", -1)},
+			{"a slot without keys", keys(k1), append(append(slices.Clone(head), slot1...), "a 51", 0)},
+			{"keys without a slot", keys(k1, k2), append(slices.Clone(head), slot1...)},
+		} {
+			err := addScript.Run(ctx, b.Client, c.keys, c.args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "ERR add:") {
+				t.Errorf("%s: %v, want the script's refusal", c.name, err)
+			}
+			wantSet(t, b, k1.Due)
+		}
+	})
+}
+
 func TestAddRestore(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()
@@ -605,13 +707,14 @@ func TestNoScriptFallback(t *testing.T) {
 		ctx := t.Context()
 		k1, k2, k3 := keysOf(b, 20), keysOf(b, 21), keysOf(b, 22)
 
-		// Pipelined: three slots in one pipeline.
+		// Pipelined: three slots in one pipeline, a script call each (their
+		// modes differ, so none shares a call).
 		b.FlushScripts(t)
 		before := b.Calls.NoScript()
 		rs, err := Add(ctx, b.Client,
 			AddCall{Keys: k1, Mode: ModeSet, Entries: []Entry{{"1", t0, 0}}},
-			AddCall{Keys: k2, Mode: ModeSet, Entries: []Entry{{"2", t0, 0}}},
-			AddCall{Keys: k3, Mode: ModeSet, Entries: []Entry{{"3", t0, 0}}})
+			AddCall{Keys: k2, Mode: ModeRestore, Entries: []Entry{{"2", t0, 0}}},
+			AddCall{Keys: k3, Mode: ModeNew, Entries: []Entry{{"3", t0, 0}}})
 		if err != nil || len(rs) != 3 || rs[0].Added+rs[1].Added+rs[2].Added != 3 {
 			t.Fatalf("Add after SCRIPT FLUSH = %+v, %v", rs, err)
 		}
@@ -699,6 +802,26 @@ func TestCheckScriptKeys(t *testing.T) {
 	if err := luatest.CheckScriptKeys([]any{"eval", "x", 2, "toc:orders:1:store", "toc:orders:1:prepare"}); err == nil {
 		t.Error("untagged keys passed")
 	}
+	// add's keys: a group of eight a slot (TestMain named it to GroupKeys).
+	group := func(k slots.KeySet) []any {
+		return []any{k.DueHigh, k.Due, k.DueLow, k.Prepare, k.Dead, k.Window, k.WindowEnd, k.Later}
+	}
+	addArgs := func(keys ...any) []any { return append([]any{"evalsha", addScript.Hash(), len(keys)}, keys...) }
+	if err := luatest.CheckScriptKeys(addArgs(append(group(k), group(other)...)...)); err != nil {
+		t.Errorf("add over two slots: %v", err)
+	}
+	mixed := group(k)
+	mixed[7] = other.Later
+	if err := luatest.CheckScriptKeys(addArgs(mixed...)); err == nil {
+		t.Error("add with a group over two slots passed")
+	}
+	if err := luatest.CheckScriptKeys(addArgs(group(k)[:7]...)); err == nil {
+		t.Error("add with seven keys passed")
+	}
+	claimArgs := append([]any{"evalsha", claimScript.Hash(), 16}, append(group(k), group(other)...)...)
+	if err := luatest.CheckScriptKeys(claimArgs); err == nil || !strings.Contains(err.Error(), "span") {
+		t.Errorf("claim over two slots: %v, want keys spanning slots refused", err)
+	}
 }
 
 // TestScriptSources checks what miniredis and a single redis-server do
@@ -712,8 +835,10 @@ func TestScriptSources(t *testing.T) {
 	if len(srcs) != len(scripts) {
 		t.Fatalf("%d sources for %d scripts", len(srcs), len(scripts))
 	}
-	keyLocal := regexp.MustCompile(`(?m)^local ([A-Za-z, ]+) = (KEYS\[\d\](?:, KEYS\[\d\])*)$`)
-	keyTable := regexp.MustCompile(`(?m)^local (\w+) = \{([A-Za-z, ]+)\}$`)
+	// A key is KEYS[n], or KEYS[base + n] in a function over one of a
+	// call's groups of keys (add's slots).
+	keyLocal := regexp.MustCompile(`(?m)^\s*local ([A-Za-z, ]+) = (KEYS\[(?:base \+ )?\d\](?:, KEYS\[(?:base \+ )?\d\])*)$`)
+	keyTable := regexp.MustCompile(`(?m)^\s*local (\w+) = \{([A-Za-z, ]+)\}$`)
 	derived := regexp.MustCompile(`^(\w+) \.\. ':' \.\. \w+$`)
 	derivedLocal := regexp.MustCompile(`(?m)^\s*local (\w+) = (\w+) \.\. ':' \.\. \w+(?:\([\w, ]*\))?$`)
 	redisCall := regexp.MustCompile(`redis\.p?call\('(\w+)', ([^,)]+)`)

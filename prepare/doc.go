@@ -44,5 +44,8 @@
 //
 // Add, Restore, Remove and Ack group their input by slot and send one
 // script call per slot and per [lua.MaxBatch] members, all in one
-// pipeline; on Redis Cluster, go-redis splits that pipeline by node.
+// pipeline; on Redis Cluster, go-redis splits that pipeline by node. On
+// one server (not a cluster), [lua.Add] puts the slots of Add, Restore
+// and IndexNew in one script call of up to [lua.MaxBatch] members, which
+// pays the script's fixed cost once for a coalesced batch's slots.
 package prepare

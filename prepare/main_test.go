@@ -5,6 +5,11 @@ import (
 	"testing"
 
 	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/lua"
+	"github.com/toc-project/toc/lua/luatest"
 )
 
-func TestMain(m *testing.M) { os.Exit(testenv.Main(m)) }
+func TestMain(m *testing.M) {
+	luatest.GroupKeys(lua.SlotGroups())
+	os.Exit(testenv.Main(m))
+}

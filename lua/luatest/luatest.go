@@ -10,6 +10,7 @@ package luatest
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net"
 	"strconv"
 	"strings"
@@ -244,7 +245,8 @@ func (c *Calls) after(cmd redis.Cmder, err error) {
 
 // CheckScriptKeys returns an error unless the keys of an EVAL or EVALSHA
 // command, given as its arguments (name, script or SHA1, numkeys, keys,
-// args), all hash to one Redis Cluster slot.
+// args), all hash to one Redis Cluster slot; or, for a script named to
+// GroupKeys, unless each of its groups of keys does.
 func CheckScriptKeys(args []any) error {
 	if len(args) < 3 {
 		return fmt.Errorf("%v: too few arguments", args)
@@ -254,10 +256,41 @@ func CheckScriptKeys(args []any) error {
 		return fmt.Errorf("%v: bad numkeys %v", args[0], args[2])
 	}
 	keys := args[3 : 3+n]
-	for _, k := range keys {
-		if slots.ClusterSlot(fmt.Sprint(k)) != slots.ClusterSlot(fmt.Sprint(keys[0])) {
-			return fmt.Errorf("%v: keys %v span Redis Cluster slots", args[0], keys)
+	sha := fmt.Sprint(args[1])
+	if name := strings.ToLower(fmt.Sprint(args[0])); name == "eval" || name == "eval_ro" {
+		sha = SHA1(sha)
+	}
+	size := n
+	groupsMu.Lock()
+	if g, ok := groups[sha]; ok && g > 0 {
+		size = g
+	}
+	groupsMu.Unlock()
+	if size > 0 && n%size != 0 {
+		return fmt.Errorf("%v: %d keys, not groups of %d", args[0], n, size)
+	}
+	for from := 0; from < n; from += size {
+		group := keys[from : from+size]
+		for _, k := range group {
+			if slots.ClusterSlot(fmt.Sprint(k)) != slots.ClusterSlot(fmt.Sprint(group[0])) {
+				return fmt.Errorf("%v: keys %v span Redis Cluster slots", args[0], group)
+			}
 		}
 	}
 	return nil
+}
+
+var (
+	groupsMu sync.Mutex
+	groups   = map[string]int{} // script SHA1 -> keys a slot
+)
+
+// GroupKeys names the scripts, by SHA1, whose calls on one server may
+// hold several slots, each in a group of the given number of keys (see
+// lua.SlotGroups). A package whose tests run them calls it from TestMain;
+// CheckScriptKeys then checks each group instead of all the keys.
+func GroupKeys(bySHA map[string]int) {
+	groupsMu.Lock()
+	defer groupsMu.Unlock()
+	maps.Copy(groups, bySHA)
 }
