@@ -66,10 +66,10 @@ var scripts = map[string]*redis.Script{
 
 // SlotGroups returns the scripts, by SHA1, whose calls on one server
 // hold several slots, and how many keys each slot has in a call: add's
-// eight. Each group shares one Redis Cluster slot; on a cluster a call
-// holds one group.
+// eight, ack's one. Each group shares one Redis Cluster slot; on a
+// cluster a call holds one group.
 func SlotGroups() map[string]int {
-	return map[string]int{addScript.Hash(): 8}
+	return map[string]int{addScript.Hash(): 8, ackScript.Hash(): 1}
 }
 
 // Load loads every script into the server's script cache (on a cluster,

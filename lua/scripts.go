@@ -82,10 +82,7 @@ type AddResult struct {
 // call is a script call of its own, its keys in one slot; the script
 // calls go in one pipeline.
 func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
-	_, oneServer := c.(*redis.Client)
-	var runs []call
-	var sizes []int // slots in each of runs
-	entries := 0    // in the last of runs
+	r := slotRuns{oneServer: isOneServer(c)}
 	for i, ac := range calls {
 		head, err := addHead(ac)
 		if err != nil {
@@ -97,38 +94,15 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 		}
 		keys := []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
 			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}
-		if last := len(runs) - 1; oneServer && i > 0 && sameHead(calls[i-1], ac) && entries+len(ac.Entries) <= MaxBatch {
-			runs[last].keys = append(runs[last].keys, keys...)
-			runs[last].args = append(runs[last].args, group...)
-			sizes[last]++
-			entries += len(ac.Entries)
-			continue
-		}
-		runs = append(runs, call{addScript, keys, append(head, group...)})
-		sizes = append(sizes, 1)
-		entries = len(ac.Entries)
+		r.add(addScript, head, keys, group, len(ac.Entries), i > 0 && sameHead(calls[i-1], ac))
 	}
-	replies, err := run(ctx, c, runs)
+	ns, heads, err := r.run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("add: %w", err)
 	}
-	out := make([]AddResult, 0, len(calls))
-	for i, v := range replies {
-		a, err := replyArray(v, 2*sizes[i])
-		if err != nil {
-			return nil, fmt.Errorf("add: %w", err)
-		}
-		for j := 0; j < len(a); j += 2 {
-			n, err := replyInt(a[j])
-			if err != nil {
-				return nil, fmt.Errorf("add: %w", err)
-			}
-			h, err := headOf(a[j+1])
-			if err != nil {
-				return nil, fmt.Errorf("add: %w", err)
-			}
-			out = append(out, AddResult{Added: int(n), Earliest: h})
-		}
+	out := make([]AddResult, len(ns))
+	for i := range ns {
+		out[i] = AddResult{Added: int(ns[i]), Earliest: heads[i]}
 	}
 	return out, nil
 }
@@ -329,8 +303,10 @@ type AckCall struct {
 	Leases []Held
 }
 
-// Ack removes the leases of calls that are still held, in one pipeline,
-// and returns how many it removed.
+// Ack removes the leases of calls that are still held and returns how
+// many it removed. On one server the calls go in one script call, up to
+// MaxBatch leases a call, as Add's do; elsewhere a script call a slot, in
+// one pipeline.
 func Ack(ctx context.Context, c Client, calls ...AckCall) (int, error) {
 	rs, err := AckEach(ctx, c, calls...)
 	total := 0
@@ -349,12 +325,13 @@ type AckResult struct {
 
 // AckEach is Ack, with what each call did: rs[i] answers calls[i].
 func AckEach(ctx context.Context, c Client, calls ...AckCall) ([]AckResult, error) {
-	runs := make([]call, len(calls))
-	for i, ac := range calls {
+	r := slotRuns{oneServer: isOneServer(c)}
+	for _, ac := range calls {
 		if len(ac.Leases) > MaxBatch {
 			return nil, fmt.Errorf("ack: %d leases: more than %d", len(ac.Leases), MaxBatch)
 		}
-		args := make([]any, 0, 2*len(ac.Leases))
+		args := make([]any, 0, 1+2*len(ac.Leases))
+		args = append(args, len(ac.Leases))
 		for _, l := range ac.Leases {
 			tok, err := formatToken(l.Token)
 			if err != nil {
@@ -362,28 +339,81 @@ func AckEach(ctx context.Context, c Client, calls ...AckCall) ([]AckResult, erro
 			}
 			args = append(args, l.Member, tok)
 		}
-		runs[i] = call{ackScript, []string{ac.Keys.Prepare}, args}
+		r.add(ackScript, nil, []string{ac.Keys.Prepare}, args, len(ac.Leases), true)
 	}
-	replies, err := run(ctx, c, runs)
+	ns, heads, err := r.run(ctx, c)
 	if err != nil {
 		return nil, fmt.Errorf("ack: %w", err)
 	}
-	rs := make([]AckResult, len(replies))
-	for i, v := range replies {
-		a, err := replyArray(v, 2)
-		if err != nil {
-			return nil, fmt.Errorf("ack: %w", err)
-		}
-		n, err := replyInt(a[0])
-		if err != nil {
-			return nil, fmt.Errorf("ack: %w", err)
-		}
-		if rs[i].PrepareHead, err = headOf(a[1]); err != nil {
-			return nil, fmt.Errorf("ack: %w", err)
-		}
-		rs[i].Removed = int(n)
+	rs := make([]AckResult, len(ns))
+	for i := range ns {
+		rs[i] = AckResult{Removed: int(ns[i]), PrepareHead: heads[i]}
 	}
 	return rs, nil
+}
+
+// isOneServer reports whether c talks to one server, where a script call
+// may hold keys of several slots: a *redis.Client, a Sentinel's too, and
+// not a Redis Cluster's client.
+func isOneServer(c Client) bool {
+	_, ok := c.(*redis.Client)
+	return ok
+}
+
+// slotRuns packs the script calls of scripts that take slots in groups
+// (add, ack): on one server as many slots a call as hold MaxBatch members
+// in all, elsewhere a call a slot. Each reply is a count and a head a
+// slot.
+type slotRuns struct {
+	oneServer bool
+	runs      []call
+	sizes     []int // slots in each of runs
+	members   int   // in the last of runs
+}
+
+// add adds one slot's keys and arguments, which hold members members.
+// head opens a call's arguments; join says whether the slot may share
+// the last call (its head is that call's).
+func (r *slotRuns) add(script *redis.Script, head []any, keys []string, args []any, members int, join bool) {
+	if last := len(r.runs) - 1; r.oneServer && join && last >= 0 && r.members+members <= MaxBatch {
+		r.runs[last].keys = append(r.runs[last].keys, keys...)
+		r.runs[last].args = append(r.runs[last].args, args...)
+		r.sizes[last]++
+		r.members += members
+		return
+	}
+	r.runs = append(r.runs, call{script, keys, append(head, args...)})
+	r.sizes = append(r.sizes, 1)
+	r.members = members
+}
+
+// run runs the calls and returns each slot's count and head, in the
+// order the slots were added.
+func (r *slotRuns) run(ctx context.Context, c Client) ([]int64, []Head, error) {
+	replies, err := run(ctx, c, r.runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	var ns []int64
+	var heads []Head
+	for i, v := range replies {
+		a, err := replyArray(v, 2*r.sizes[i])
+		if err != nil {
+			return nil, nil, err
+		}
+		for j := 0; j < len(a); j += 2 {
+			n, err := replyInt(a[j])
+			if err != nil {
+				return nil, nil, err
+			}
+			h, err := headOf(a[j+1])
+			if err != nil {
+				return nil, nil, err
+			}
+			ns, heads = append(ns, n), append(heads, h)
+		}
+	}
+	return ns, heads, nil
 }
 
 func formatToken(token float64) (string, error) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -226,6 +227,78 @@ func TestAddSlots(t *testing.T) {
 	})
 }
 
+// TestAckSlots: acks of more than MaxBatch leases in all take a second
+// script call, and each slot answers for its own leases.
+func TestAckSlots(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		var calls []AckCall
+		for slot := range 3 {
+			k := keysOf(b, 60+slot)
+			es := make([]Entry, 400)
+			for i := range es {
+				es[i] = Entry{fmt.Sprint(slot*1000 + i), t0, 0}
+			}
+			addSet(t, b, k, es...)
+			r := claim(t, b, k, t0, MaxBatch, 1000)
+			hs := make([]Held, 0, len(r.Leased))
+			for _, l := range r.Leased[:len(r.Leased)-1] { // one left leased
+				hs = append(hs, held(l))
+			}
+			calls = append(calls, AckCall{Keys: k, Leases: hs})
+		}
+		// Loaded: no NOSCRIPT to count.
+		if err := Load(ctx, b.Client); err != nil {
+			t.Fatal(err)
+		}
+		before := b.Calls.Seen(ackScript.Hash())
+		b.Calls.Pipelines()
+		rs, err := AckEach(ctx, b.Client, calls...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, p := b.Calls.Seen(ackScript.Hash())-before, b.Calls.Pipelines(); got != 2 || !slices.Equal(p, []int{2}) {
+			t.Errorf("%d script calls in pipelines %v, want 2 in one", got, p)
+		}
+		for i, r := range rs {
+			if r.Removed != 399 || r.PrepareHead != (Head{Ms: t0 + 1000, OK: true}) {
+				t.Errorf("slot %d: %+v, want 399 removed and one lease left", i, r)
+			}
+		}
+		if len(rs) != 3 {
+			t.Errorf("%d results for 3 calls", len(rs))
+		}
+	})
+}
+
+// TestAckRefusesLayout: an ack whose counts do not match its keys
+// removes nothing.
+func TestAckRefusesLayout(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		k1, k2 := keysOf(b, 70), keysOf(b, 71)
+		addSet(t, b, k1, Entry{"1", t0, 0})
+		r := claim(t, b, k1, t0, 10, 1000)
+		tok := strconv.FormatFloat(r.Leased[0].Token, 'f', -1, 64)
+		for _, c := range []struct {
+			name string
+			keys []string
+			args []any
+		}{
+			{"a count beyond the arguments", []string{k1.Prepare, k2.Prepare}, []any{1, "1", tok, 2, "2", tok}},
+			{"a count that is no number", []string{k1.Prepare, k2.Prepare}, []any{1, "1", tok, "x"}},
+			{"a slot without a key", []string{k1.Prepare}, []any{1, "1", tok, 0}},
+			{"a key without a slot", []string{k1.Prepare, k2.Prepare}, []any{1, "1", tok}},
+		} {
+			err := ackScript.Run(ctx, b.Client, c.keys, c.args...).Err()
+			if err == nil || !strings.Contains(err.Error(), "ERR ack:") {
+				t.Errorf("%s: %v, want the script's refusal", c.name, err)
+			}
+			wantSet(t, b, k1.Prepare, Entry{"1", t0 + 1000, 0})
+		}
+	})
+}
+
 // TestAddRefusesLayout: a call whose groups do not match its keys writes
 // nothing, not even the groups before the one that is wrong.
 func TestAddRefusesLayout(t *testing.T) {
@@ -423,11 +496,20 @@ func TestAck(t *testing.T) {
 		r1, r2 := claim(t, b, k1, t0, 10, 1000), claim(t, b, k2, t0, 10, 1000)
 		wrong := held(r1.Leased[2])
 		wrong.Token += 128 // same attempt, another lease deadline
+		// Loaded: no NOSCRIPT to count.
+		if err := Load(ctx, b.Client); err != nil {
+			t.Fatal(err)
+		}
+		calls := b.Calls.Seen(ackScript.Hash())
 		n, err := Ack(ctx, b.Client,
 			AckCall{Keys: k1, Leases: []Held{held(r1.Leased[0]), held(r1.Leased[1]), wrong, {Member: "absent", Token: wrong.Token}}},
 			AckCall{Keys: k2, Leases: []Held{held(r2.Leased[0])}})
 		if err != nil || n != 3 {
 			t.Fatalf("Ack = %d, %v; want 3", n, err)
+		}
+		// One server: both slots in one script call.
+		if got := b.Calls.Seen(ackScript.Hash()) - calls; got != 1 {
+			t.Errorf("%d script calls for two slots, want 1", got)
 		}
 		wantSet(t, b, k1.Prepare, Entry{"3", t0 + 1000, 2})
 		wantSet(t, b, k2.Prepare)
@@ -732,12 +814,12 @@ func TestNoScriptFallback(t *testing.T) {
 		}
 		r2 := claim(t, b, k2, t0, 10, 100)
 
-		// Pipelined ack, one slot's script cached, then all flushed.
+		// An ack of two slots, one script call on one server.
 		b.FlushScripts(t)
 		before = b.Calls.NoScript()
 		n, err := Ack(ctx, b.Client, AckCall{Keys: k1, Leases: []Held{held(r.Leased[0])}},
 			AckCall{Keys: k2, Leases: []Held{held(r2.Leased[0])}})
-		if err != nil || n != 2 || b.Calls.NoScript() < before+2 {
+		if err != nil || n != 2 || b.Calls.NoScript() != before+1 {
 			t.Errorf("Ack after SCRIPT FLUSH = %d, %v; NOSCRIPT %d", n, err, b.Calls.NoScript()-before)
 		}
 		// The fallback cached the script: no more NOSCRIPT.

@@ -46,6 +46,7 @@
 // script call per slot and per [lua.MaxBatch] members, all in one
 // pipeline; on Redis Cluster, go-redis splits that pipeline by node. On
 // one server (not a cluster), [lua.Add] puts the slots of Add, Restore
-// and IndexNew in one script call of up to [lua.MaxBatch] members, which
-// pays the script's fixed cost once for a coalesced batch's slots.
+// and IndexNew in one script call of up to [lua.MaxBatch] members, and
+// [lua.AckEach] those of Ack: a batch spanning a topic's slots pays the
+// script's fixed cost once.
 package prepare
