@@ -83,10 +83,14 @@ type AddResult struct {
 // calls go in one pipeline.
 func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 	r := slotRuns{oneServer: isOneServer(c)}
+	var head []any // the last call's, checked
 	for i, ac := range calls {
-		head, err := addHead(ac)
-		if err != nil {
-			return nil, err
+		same := i > 0 && sameHead(calls[i-1], ac)
+		if !same {
+			var err error
+			if head, err = addHead(ac); err != nil {
+				return nil, err
+			}
 		}
 		group, err := addGroup(ac)
 		if err != nil {
@@ -94,7 +98,7 @@ func Add(ctx context.Context, c Client, calls ...AddCall) ([]AddResult, error) {
 		}
 		keys := []string{ac.Keys.DueHigh, ac.Keys.Due, ac.Keys.DueLow, ac.Keys.Prepare, ac.Keys.Dead,
 			ac.Keys.Window, ac.Keys.WindowEnd, ac.Keys.Later}
-		r.add(addScript, head, keys, group, len(ac.Entries), i > 0 && sameHead(calls[i-1], ac))
+		r.add(addScript, head, keys, group, len(ac.Entries), same)
 	}
 	ns, heads, err := r.run(ctx, c)
 	if err != nil {
@@ -382,7 +386,7 @@ func (r *slotRuns) add(script *redis.Script, head []any, keys []string, args []a
 		r.members += members
 		return
 	}
-	r.runs = append(r.runs, call{script, keys, append(head, args...)})
+	r.runs = append(r.runs, call{script, keys, slices.Concat(head, args)})
 	r.sizes = append(r.sizes, 1)
 	r.members = members
 }

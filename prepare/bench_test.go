@@ -15,8 +15,8 @@ import (
 //
 //	go test -run '^$' -bench . ./prepare
 
-// BenchmarkAdd adds 1000 timers spread over a 16-slot topic: one pipeline
-// of 16 script calls.
+// BenchmarkAdd adds 1000 timers spread over a 16-slot topic: one script
+// call on one server (a Redis Cluster: a pipeline of 16).
 func BenchmarkAdd(b *testing.B) {
 	_, q := benchIndex(b)
 	timers := make([]timer.Timer, 1000)
@@ -35,10 +35,9 @@ func BenchmarkAdd(b *testing.B) {
 
 // BenchmarkIndexNewCoalesced indexes the timers of one coalesced batch
 // as a schedule does (IndexNew): 63 new timers of a 16-slot topic, due
-// within the next minutes, a call of add.lua for each slot they fall in.
-// It reports the calls an op and Redis's own time a timer (INFO
-// commandstats), the figure one call a batch for all its slots would
-// lower:
+// within the next minutes, one call of add.lua for all the slots they
+// fall in (a call a slot before 068dd1d). It reports the calls an op and
+// Redis's own time a timer (INFO commandstats):
 //
 //	go test -run '^$' -bench IndexNewCoalesced ./prepare
 func BenchmarkIndexNewCoalesced(b *testing.B) {

@@ -38,8 +38,9 @@ func newIndex(t *testing.T, b *luatest.Backend) *Index {
 	return q
 }
 
-// addCalls returns how many calls of the add script b's client made.
-func addCalls(b *luatest.Backend) int {
+// groupedCalls returns how many calls b's client made of the scripts
+// that hold several slots a call (lua.SlotGroups: add and ack).
+func groupedCalls(b *luatest.Backend) int {
 	n := 0
 	for sha := range lua.SlotGroups() {
 		n += b.Calls.Seen(sha)
@@ -143,12 +144,12 @@ func TestAddGroupsBySlot(t *testing.T) {
 		// One server: one script call holds every slot (on a cluster, each
 		// slot has its own, in one pipeline: TestClusterIndex).
 		b.Calls.Pipelines()
-		calls := addCalls(b)
+		calls := groupedCalls(b)
 		wakes, err := q.Add(ctx, timers)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p, n := b.Calls.Pipelines(), addCalls(b)-calls; len(p) != 0 || n != 1 {
+		if p, n := b.Calls.Pipelines(), groupedCalls(b)-calls; len(p) != 0 || n != 1 {
 			t.Errorf("%d script calls, pipelines %v, want one call for the %d slots", n, p, len(want))
 		}
 		if len(wakes) != len(want) {
