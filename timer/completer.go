@@ -214,13 +214,10 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 	}
 	switch o.kind {
 	case outDeadRow:
-		if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
-			c.cfg.logf("mark dead failed", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
-		}
+		c.markDead(ctx, o.lease, expiredOnLast(o.lease), now)
 		// Forgotten either way: a row that could not be marked dead is
 		// still pending, and the backstop restores a job in no set.
 		c.forget(ctx, o.lease)
-		c.cfg.obs.Buried(topic)
 	case outPutBack:
 		if _, err := c.leaser.Defer(ctx, o.lease, o.until); err != nil {
 			c.cfg.logf("put back a claimed job failed; the lease will expire", "dep", "redis", "job", o.lease.ID.String(), "err", err)
@@ -272,12 +269,16 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 			j.Attempts, j.LastError = o.attempt, f.Error
 			f.Error = ExpireReason(&j, "its next attempt, at "+at.UTC().Format(reasonLayout)+", would start after it")
 		}
-		if _, err := c.store.Fail(ctx, o.lease.ID, f, now); err != nil {
+		ok, err := c.store.Fail(ctx, o.lease.ID, f, now)
+		if err != nil {
 			c.cfg.logf("record failed attempt failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
 			return result, err
 		}
 		if dead {
 			c.groupEnded(o.job)
+			if ok {
+				c.cfg.obs.Buried(topic)
+			}
 		}
 		if f.Expired {
 			c.groupEnded(o.job)
@@ -288,9 +289,10 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 	case outExpire:
 		return c.expire(ctx, o, now)
 	case outBury:
+		// A row already dead was counted when it died: this lease is a
+		// stale timer of it (a late add, a restore), not a second death.
 		if o.job.Status != StatusDead {
-			if _, err := c.store.Fail(ctx, o.lease.ID, expiredOnLast(o.lease), now); err != nil {
-				c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", o.lease.ID.String(), "err", err)
+			if err := c.markDead(ctx, o.lease, expiredOnLast(o.lease), now); err != nil {
 				return "dead", err
 			}
 			c.groupEnded(o.job)
@@ -364,7 +366,24 @@ func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempt
 		c.cfg.obs.Retried(l.Slot.Topic)
 		c.wake(Wake{Slot: l.Slot, DueAt: at})
 	case outcome == Buried:
+		// Counted where its row turned dead, not here: a stale lease of
+		// a dead row is buried again without dying again.
 		c.forget(ctx, l)
+	}
+	return nil
+}
+
+// markDead marks the row of l dead with f, and counts the death when
+// this call is the one that made it: the UPDATE is conditional on the
+// row being live, so a job is counted once however many of its leases
+// are buried. It returns the error it logged.
+func (c *completer) markDead(ctx context.Context, l Lease, f Failure, now time.Time) error {
+	ok, err := c.store.Fail(ctx, l.ID, f, now)
+	if err != nil {
+		c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", l.ID.String(), "err", err)
+		return err
+	}
+	if ok {
 		c.cfg.obs.Buried(l.Slot.Topic)
 	}
 	return nil

@@ -172,3 +172,51 @@ func TestTopicDeadlineDefault(t *testing.T) {
 		t.Errorf("a negative deadline: %v, want invalid", err)
 	}
 }
+
+// buriedCount counts the Buried events.
+type buriedCount struct {
+	timer.NopObserver
+	n atomic.Int64
+}
+
+func (b *buriedCount) Buried(string) { b.n.Add(1) }
+
+// A job is counted dead once, where its row dies: a stale timer of the
+// dead job (a late add after a restore had already indexed it) is
+// claimed and buried again in Redis, but neither called nor counted.
+func TestDeadCountedOnce(t *testing.T) {
+	obs := &buriedCount{}
+	r := newRig(t, timer.WorkerConfig{Observer: obs})
+	ctx := t.Context()
+	r.handler.fail = func(timer.Delivery) error { return errors.New("receiver said 500") }
+	j := r.scheduleWith(t, timer.Request{Topic: "orders", MaxAttempts: 1})
+	if _, fired := r.steps.Step(ctx); fired != 1 {
+		t.Fatal("its one attempt was not made")
+	}
+	if s := r.status(t, j.ID); s != timer.StatusDead || obs.n.Load() != 1 {
+		t.Fatalf("after its last attempt failed: %s, counted dead %d times; want dead, once", s, obs.n.Load())
+	}
+
+	topic, err := timer.NewCatalog(r.store, 0, r.clock.Now).Lookup(ctx, "orders")
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := timer.Timer{ID: j.ID, Topic: j.Topic, Slots: topic.Slots, Basis: j.SlotBasis(), DueAt: j.DueAt}
+	wakes, err := r.index.Add(ctx, []timer.Timer{stale})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range wakes {
+		r.worker.Wake(w)
+	}
+	r.clock.Advance(time.Millisecond)
+	if claimed, _ := r.steps.Step(ctx); claimed != 1 {
+		t.Fatalf("the stale timer: claimed %d, want 1", claimed)
+	}
+	if ds := r.handler.deliveries(j.ID); len(ds) != 1 {
+		t.Fatalf("called %d times, want once", len(ds))
+	}
+	if s := r.status(t, j.ID); s != timer.StatusDead || obs.n.Load() != 1 || r.steps.Held() != 0 {
+		t.Fatalf("after the stale timer: %s, counted dead %d times, %d held; want dead, once, none", s, obs.n.Load(), r.steps.Held())
+	}
+}

@@ -18,7 +18,8 @@ type Observer interface {
 	Fired(topic string, attempt int, lateness, took time.Duration, err error)
 	// Retried: a failed job was put back to try again.
 	Retried(topic string)
-	// Buried: a job ran out of attempts and is dead.
+	// Buried: a job ran out of attempts and is dead; once a job, by the
+	// member whose update of the row made it dead.
 	Buried(topic string)
 	// Repaired: the backstop put n missing jobs back in the index.
 	Repaired(n int)
