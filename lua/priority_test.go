@@ -345,6 +345,46 @@ func TestRetryRouting(t *testing.T) {
 	})
 }
 
+// Unclaim takes back exactly the leases one claim made, by the end its
+// tokens hold, with their attempts as they were; the leases of other
+// claims stay, and a member added again while leased keeps that entry.
+func TestUnclaim(t *testing.T) {
+	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
+		ctx := t.Context()
+		k := keysOf(b, 49)
+		addSet(t, b, k, Entry{"1", t0, 0}, Entry{"2h", t0 + 1, 2})
+		first := claim(t, b, k, t0+5, 10, 1000).Leased
+		addSet(t, b, k, Entry{"3l", t0 + 6, 4}, Entry{"4", t0 + 6, 0}, Entry{"5", t0 + 6, MaxAttempt})
+		lost := claim(t, b, k, t0+10, 10, 1000).Leased
+		if len(first) != 2 || len(lost) != 3 {
+			t.Fatalf("claimed %d then %d, want 2 then 3", len(first), len(lost))
+		}
+		addSet(t, b, k, Entry{"4", t0 + 9999, 0}) // added again while leased
+		addSet(t, b, k, Entry{"6", t0 + 7, 1})    // due, never claimed
+		if n, err := Unclaim(ctx, b.Client, k, t0+10, 1000, t0+20); err != nil || n != 3 {
+			t.Fatalf("Unclaim = %d, %v; want the 3 leases of the lost claim", n, err)
+		}
+		wantSet(t, b, k.Prepare, Entry{"1", t0 + 1005, 0}, Entry{"2h", t0 + 1005, 2})
+		wantSet(t, b, k.DueHigh)
+		wantSet(t, b, k.Due, Entry{"6", t0 + 7, 1}, Entry{"5", t0 + 20, MaxAttempt}, Entry{"4", t0 + 9999, 0})
+		wantSet(t, b, k.DueLow, Entry{"3l", t0 + 20, 4})
+
+		// Again, or for a claim that never ran: nothing to take back.
+		for _, at := range []int64{t0 + 10, t0 + 11, t0 + 4} {
+			if n, err := Unclaim(ctx, b.Client, k, at, 1000, t0+20); err != nil || n != 0 {
+				t.Errorf("Unclaim(%d) = %d, %v; want none", at, n, err)
+			}
+		}
+		wantSet(t, b, k.Prepare, Entry{"1", t0 + 1005, 0}, Entry{"2h", t0 + 1005, 2})
+
+		for _, c := range []struct{ now, lease, at int64 }{{-1, 10, t0}, {t0, 0, t0}, {MaxMillis, 1, t0}, {t0, 10, -1}} {
+			if _, err := Unclaim(ctx, b.Client, k, c.now, c.lease, c.at); !errors.Is(err, ErrRange) {
+				t.Errorf("Unclaim(%+v) = %v, want ErrRange", c, err)
+			}
+		}
+	})
+}
+
 func TestDefer(t *testing.T) {
 	luatest.Run(t, func(t *testing.T, b *luatest.Backend) {
 		ctx := t.Context()

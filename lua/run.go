@@ -36,6 +36,8 @@ var (
 	reviveSrc string
 	//go:embed defer.lua
 	deferSrc string
+	//go:embed unclaim.lua
+	unclaimSrc string
 	// memberSrc defines level(member), the due set a member's suffix
 	// names, and earliest(sets), the lowest score of a slot's due
 	// sets; it opens every script, as Redis scripts cannot share code.
@@ -44,24 +46,26 @@ var (
 )
 
 var (
-	addScript    = redis.NewScript(memberSrc + addSrc)
-	claimScript  = redis.NewScript(memberSrc + claimSrc)
-	ackScript    = redis.NewScript(memberSrc + ackSrc)
-	retryScript  = redis.NewScript(memberSrc + retrySrc)
-	sweepScript  = redis.NewScript(memberSrc + sweepSrc)
-	reviveScript = redis.NewScript(memberSrc + reviveSrc)
-	deferScript  = redis.NewScript(memberSrc + deferSrc)
+	addScript     = redis.NewScript(memberSrc + addSrc)
+	claimScript   = redis.NewScript(memberSrc + claimSrc)
+	ackScript     = redis.NewScript(memberSrc + ackSrc)
+	retryScript   = redis.NewScript(memberSrc + retrySrc)
+	sweepScript   = redis.NewScript(memberSrc + sweepSrc)
+	reviveScript  = redis.NewScript(memberSrc + reviveSrc)
+	deferScript   = redis.NewScript(memberSrc + deferSrc)
+	unclaimScript = redis.NewScript(memberSrc + unclaimSrc)
 )
 
 // scripts names every script, for Load and tests.
 var scripts = map[string]*redis.Script{
-	"add":    addScript,
-	"claim":  claimScript,
-	"ack":    ackScript,
-	"retry":  retryScript,
-	"sweep":  sweepScript,
-	"revive": reviveScript,
-	"defer":  deferScript,
+	"add":     addScript,
+	"claim":   claimScript,
+	"ack":     ackScript,
+	"retry":   retryScript,
+	"sweep":   sweepScript,
+	"revive":  reviveScript,
+	"defer":   deferScript,
+	"unclaim": unclaimScript,
 }
 
 // SlotGroups returns the scripts, by SHA1, whose calls on one server

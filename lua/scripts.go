@@ -490,6 +490,37 @@ func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64)
 	return n == 1, nil
 }
 
+// Unclaim takes back the leases of a claim at nowMs with a lease of
+// leaseMs whose reply was lost: the members of Prepare whose token holds
+// nowMs+leaseMs go back to their due sets due at atMs, their attempt
+// counts unchanged, and it returns how many. The caller must hold no
+// lease of another claim of the slot at the same nowMs and leaseMs: the
+// tokens cannot tell the two apart.
+func Unclaim(ctx context.Context, c Client, keys slots.KeySet, nowMs, leaseMs, atMs int64) (int, error) {
+	end := nowMs + leaseMs
+	if err := checkMillis("claim time", nowMs); err != nil {
+		return 0, fmt.Errorf("unclaim: %w", err)
+	}
+	if leaseMs < 1 {
+		return 0, fmt.Errorf("unclaim: lease %d ms: %w", leaseMs, ErrRange)
+	}
+	if err := checkMillis("lease end", end); err != nil {
+		return 0, fmt.Errorf("unclaim: %w", err)
+	}
+	if err := checkMillis("due time", atMs); err != nil {
+		return 0, fmt.Errorf("unclaim: %w", err)
+	}
+	replies, err := run(ctx, c, []call{{unclaimScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare}, []any{end, atMs}}})
+	if err != nil {
+		return 0, fmt.Errorf("unclaim leases ending at %d: %w", end, err)
+	}
+	n, err := replyInt(replies[0])
+	if err != nil || n < 0 || n > MaxBatch {
+		return 0, fmt.Errorf("unclaim: %w: %v", errReply, replies[0])
+	}
+	return int(n), nil
+}
+
 // SweepResult is the reply of Sweep.
 type SweepResult struct {
 	// Returned counts the members put back in their due sets (or left

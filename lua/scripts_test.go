@@ -851,6 +851,9 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 			if _, err := Defer(ctx, b.Client, k, held(r.Leased[0]), t0); err != nil {
 				t.Fatal(err)
 			}
+			if _, err := Unclaim(ctx, b.Client, k, t0, 10, t0); err != nil {
+				t.Fatal(err)
+			}
 			if _, err := Ack(ctx, b.Client, AckCall{Keys: k, Leases: []Held{held(r.Leased[0])}}); err != nil {
 				t.Fatal(err)
 			}
@@ -913,7 +916,7 @@ func TestCheckScriptKeys(t *testing.T) {
 // key's hash tag and so its cluster slot.
 func TestScriptSources(t *testing.T) {
 	srcs := map[string]string{"add": addSrc, "claim": claimSrc, "ack": ackSrc, "retry": retrySrc, "sweep": sweepSrc,
-		"revive": reviveSrc, "defer": deferSrc}
+		"revive": reviveSrc, "defer": deferSrc, "unclaim": unclaimSrc}
 	if len(srcs) != len(scripts) {
 		t.Fatalf("%d sources for %d scripts", len(srcs), len(scripts))
 	}

@@ -190,6 +190,26 @@ func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 	return ok, nil
 }
 
+// Unclaim implements timer.Unclaimer.
+func (q *Index) Unclaim(ctx context.Context, slot timer.Slot, now time.Time, lease time.Duration, at time.Time) (int, error) {
+	if err := checkSlot(slot); err != nil {
+		return 0, fmt.Errorf("unclaim: %w", err)
+	}
+	nowMs, err := millis("claim time", now)
+	if err != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	}
+	atMs, err := millis("due time", at)
+	if err != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	}
+	n, err := lua.Unclaim(ctx, q.client, q.Keys(slot), nowMs, lease.Milliseconds(), atMs)
+	if err != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", slot, invalid(err))
+	}
+	return n, nil
+}
+
 // Sweep implements timer.Leaser. limit must be positive; above
 // lua.MaxBatch it is lowered to that (NextExpiry then says whether more
 // leases have expired). The Dead leases it returns carry the attempt count
@@ -201,6 +221,7 @@ func (q *Index) Sweep(ctx context.Context, slot timer.Slot, now time.Time, limit
 
 var (
 	_ timer.Reclaimer    = (*Index)(nil)
+	_ timer.Unclaimer    = (*Index)(nil)
 	_ timer.BatchClaimer = (*Index)(nil)
 	_ timer.BatchSweeper = (*Index)(nil)
 )

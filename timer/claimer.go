@@ -2,7 +2,9 @@ package timer
 
 import (
 	"context"
+	"errors"
 	"math"
+	"slices"
 	"time"
 )
 
@@ -35,7 +37,30 @@ type slotState struct {
 	reclaim bool
 	// claimed is when the slot's last claim was answered.
 	claimed time.Time
+	// lastClaim is the slot's last claim that was answered: its tokens.
+	lastClaim claimKey
 }
+
+// claimKey is what a claim's lease tokens hold (their end, its now plus
+// its lease): two claims of a slot with the same key cannot be told apart
+// in Prepare.
+type claimKey struct {
+	ms    int64 // the claim's now, in Unix ms
+	lease time.Duration
+}
+
+// lostClaim is a claim that failed after it may have run, whose leases
+// the claimer takes back (unclaimLost).
+type lostClaim struct {
+	slot  Slot
+	key   claimKey
+	now   time.Time // the claim's now
+	retry time.Time // not tried again before then
+}
+
+// maxLost bounds the lost claims remembered; past it the oldest are left
+// to wait out their leases.
+const maxLost = 4096
 
 func (s *slotState) heapIndex() *int { return &s.index }
 
@@ -90,6 +115,8 @@ type claimer struct {
 	pass, buried []Lease
 	// passAt is when the last pass began: when its leases were claimed.
 	passAt time.Time
+	// lost are the failed claims whose leases are still to take back.
+	lost []lostClaim
 }
 
 func newClaimer(leaser Leaser, lim *limiter, own *ownership, cfg claimerConfig) *claimer {
@@ -257,6 +284,7 @@ func (c *claimer) runOnce(ctx context.Context) (leases, buried []Lease, blocked 
 	now := c.cfg.now()
 	c.passAt = now
 	c.promote(now)
+	c.unclaimLost(ctx, now)
 	c.lim.unpark()
 	for ctx.Err() == nil {
 		claims, sweeps, full := c.plan(ctx, now)
@@ -402,12 +430,15 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 	answered := c.cfg.now()
 	for i, sc := range claims {
 		st, tp := sc.st, sc.st.topic
+		key := claimKey{claimUntil.UnixMilli(), calls[i].Lease}
 		if err := errs[i]; err != nil {
 			c.lim.untake(tp, sc.limit)
 			c.failed(ctx, st, now, "claim", err)
+			c.lose(st, key, claimUntil, err, now)
 			c.place(st, c.horizon(now))
 			continue
 		}
+		st.lastClaim = key
 		cl := results[i]
 		c.lim.untake(tp, sc.limit-len(cl.Leases))
 		took := len(cl.Leases)
@@ -423,6 +454,60 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 		c.pass = append(c.pass, cl.Leases...)
 		c.place(st, c.horizon(now))
 	}
+}
+
+// lose remembers a claim of st with key, at claimNow, that failed with
+// err, so that the next passes take its leases back if it ran (a reply
+// lost in a failover). It is not remembered when the claim was refused
+// before it ran (invalid), or when the slot's last answered claim has the
+// same key: its leases, in flight, would be taken back with the lost
+// ones, and fired twice. Those wait out their lease instead.
+func (c *claimer) lose(st *slotState, key claimKey, claimNow time.Time, err error, now time.Time) {
+	if _, ok := c.leaser.(Unclaimer); !ok || errors.Is(err, ErrInvalid) || st.lastClaim == key {
+		return
+	}
+	if len(c.lost) == maxLost {
+		c.lost = slices.Delete(c.lost, 0, 1)
+	}
+	c.lost = append(c.lost, lostClaim{slot: st.slot, key: key, now: claimNow, retry: now})
+}
+
+// unclaimLost takes back the leases of the lost claims, one Unclaim each,
+// and makes their slots due: their jobs fire now, not a lease from now.
+// A claim is forgotten once that succeeds, once its leases have ended
+// (the sweep takes them back), or once a claim of its slot with the same
+// key has been answered (see lose). One that fails (Redis is still
+// failing over) is tried again errorBackoff later.
+func (c *claimer) unclaimLost(ctx context.Context, now time.Time) {
+	u, ok := c.leaser.(Unclaimer)
+	if !ok || len(c.lost) == 0 {
+		return
+	}
+	keep := c.lost[:0]
+	for _, lc := range c.lost {
+		if st, known := c.slots[lc.slot]; (known && st.lastClaim == lc.key) || !now.Before(lc.now.Add(lc.key.lease)) {
+			continue
+		}
+		if now.Before(lc.retry) || ctx.Err() != nil {
+			keep = append(keep, lc)
+			continue
+		}
+		n, err := u.Unclaim(ctx, lc.slot, lc.now, lc.key.lease, now)
+		if err != nil {
+			if ctx.Err() == nil {
+				c.cfg.logf("taking back the leases of a claim whose reply was lost failed; retrying it shortly", "dep", "redis", "slot", lc.slot.String(), "err", err)
+			}
+			lc.retry = now.Add(errorBackoff)
+			keep = append(keep, lc)
+			continue
+		}
+		if n > 0 {
+			c.cfg.logf("took back the leases of a claim whose reply was lost", "slot", lc.slot.String(), "leases", n)
+			c.wake(lc.slot, now, now)
+		}
+	}
+	clear(c.lost[len(keep):])
+	c.lost = keep
 }
 
 // claimEach runs calls in one round trip where the leaser can, else one

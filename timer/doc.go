@@ -36,7 +36,9 @@
 //     an attempt when it was not sent.
 //
 // A lease that is never acked (its worker died) expires and is swept
-// back. The Backstop rescans the task store and restores pending jobs that
+// back. The leases of a claim whose reply was lost (a failover cut the
+// connection after the script ran) are taken back at once by the member
+// that sent it, by their tokens, with no attempt counted (an Unclaimer). The Backstop rescans the task store and restores pending jobs that
 // Redis lost, loads far-future jobs as they come within the horizon, and
 // ends expired the jobs whose deadline passed while nothing claimed them
 // (a paused topic's).

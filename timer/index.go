@@ -106,6 +106,19 @@ type BatchClaimer interface {
 	ClaimEach(ctx context.Context, now time.Time, calls []ClaimCall) (claims []Claim, errs []error)
 }
 
+// Unclaimer is implemented by a Leaser that can take back the leases of
+// a claim whose reply was lost (the claim ran; its answer never came).
+// The worker never saw those leases, so no attempt was made; without
+// this they wait out their lease, and come back with an attempt counted.
+type Unclaimer interface {
+	// Unclaim puts the leases that a Claim of slot at now with lease
+	// made, if it ran, back in their due sets, due at at with their
+	// attempt counts unchanged, and returns how many. The caller must
+	// hold no lease of another claim of slot at the same now and lease:
+	// their tokens are the same.
+	Unclaim(ctx context.Context, slot Slot, now time.Time, lease time.Duration, at time.Time) (int, error)
+}
+
 // SweepCall is one slot's sweep in BatchSweeper.SweepEach: Leaser.Sweep's
 // arguments but ctx and now, or Reclaimer.Reclaim's with All.
 type SweepCall struct {

@@ -7,7 +7,31 @@ import "sync"
 type faults struct {
 	mu    sync.Mutex
 	calls map[string]int
-	fail  map[string][]error // errors for the next calls, in order
+	fail  errQueues // errors for the next calls, in order
+	lose  errQueues // errors for the next calls after they ran
+}
+
+// errQueues holds, by method, the errors its next calls return.
+type errQueues map[string][]error
+
+// push queues n of err for method's next calls, after those pending.
+func (q *errQueues) push(method string, err error, n int) {
+	if *q == nil {
+		*q = make(errQueues)
+	}
+	for range n {
+		(*q)[method] = append((*q)[method], err)
+	}
+}
+
+// pop returns the error method's next call returns, or nil.
+func (q errQueues) pop(method string) error {
+	errs := q[method]
+	if len(errs) == 0 {
+		return nil
+	}
+	q[method] = errs[1:]
+	return errs[0]
 }
 
 // FailNext makes the next n calls of method (its name, as "Insert" or
@@ -16,12 +40,24 @@ type faults struct {
 func (f *faults) FailNext(method string, err error, n int) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	if f.fail == nil {
-		f.fail = make(map[string][]error)
-	}
-	for range n {
-		f.fail[method] = append(f.fail[method], err)
-	}
+	f.fail.push(method, err, n)
+}
+
+// LoseReplyNext makes the next n calls of method do their work and then
+// return err, as a call whose reply was lost on the way back does. Only
+// the methods that call lost take them.
+func (f *faults) LoseReplyNext(method string, err error, n int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.lose.push(method, err, n)
+}
+
+// lost returns the error a call of method that did its work must return
+// (see LoseReplyNext), or nil.
+func (f *faults) lost(method string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.lose.pop(method)
 }
 
 // Calls returns how many times method was called, failed calls included.
@@ -40,10 +76,5 @@ func (f *faults) call(method string) error {
 		f.calls = make(map[string]int)
 	}
 	f.calls[method]++
-	errs := f.fail[method]
-	if len(errs) == 0 {
-		return nil
-	}
-	f.fail[method] = errs[1:]
-	return errs[0]
+	return f.fail.pop(method)
 }

@@ -73,6 +73,10 @@ func NewIndex() *Index { return &Index{slots: make(map[timer.Slot]*slotSets)} }
 // nothing.
 func (x *Index) FailNext(method string, err error, n int) { x.f.FailNext(method, err, n) }
 
+// LoseReplyNext makes the next n calls of method do their work and then
+// return err: the reply was lost. Only Claim takes them.
+func (x *Index) LoseReplyNext(method string, err error, n int) { x.f.LoseReplyNext(method, err, n) }
+
 // Calls returns how many times method was called, failed calls included.
 func (x *Index) Calls(method string) int { return x.f.Calls(method) }
 
@@ -487,7 +491,53 @@ func (x *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 	}
 	c.NextDue = timeOf(earliest(s.due))
 	c.NextExpiry = timeOf(earliest(s.prepare))
+	if err := x.f.lost("Claim"); err != nil {
+		return timer.Claim{}, err
+	}
 	return c, nil
+}
+
+var _ timer.Unclaimer = (*Index)(nil)
+
+// Unclaim implements timer.Unclaimer.
+func (x *Index) Unclaim(ctx context.Context, slot timer.Slot, now time.Time, lease time.Duration, at time.Time) (int, error) {
+	if err := x.f.call("Unclaim"); err != nil {
+		return 0, err
+	}
+	if err := checkSlot(slot); err != nil {
+		return 0, fmt.Errorf("unclaim: %w", err)
+	}
+	nowMs, err := millis("claim time", now)
+	if err != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	}
+	atMs, err := millis("due time", at)
+	if err != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	}
+	leaseMs := lease.Milliseconds()
+	if leaseMs < 1 || leaseMs > maxMillis-nowMs {
+		return 0, fmt.Errorf("unclaim slot %s: lease %v: %w", slot, lease, timer.ErrInvalid)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	s := x.slots[slot]
+	if s == nil {
+		return 0, nil
+	}
+	end := score(nowMs+leaseMs, 0)
+	n := 0
+	for m, token := range s.prepare {
+		if token < end || token > end+maxAttempt {
+			continue
+		}
+		delete(s.prepare, m)
+		if _, ok := s.due[m]; !ok {
+			s.due[m] = score(atMs, attemptOf(token))
+		}
+		n++
+	}
+	return n, nil
 }
 
 // Ack implements timer.Leaser.
