@@ -361,25 +361,28 @@ func TestUnclaim(t *testing.T) {
 		}
 		addSet(t, b, k, Entry{"4", t0 + 9999, 0}) // added again while leased
 		addSet(t, b, k, Entry{"6", t0 + 7, 1})    // due, never claimed
-		if n, err := Unclaim(ctx, b.Client, k, t0+10, 1000, t0+20); err != nil || n != 3 {
-			t.Fatalf("Unclaim = %d, %v; want the 3 leases of the lost claim", n, err)
+		if ns, errs := UnclaimEach(ctx, b.Client, t0+20, UnclaimCall{k, t0 + 10, 1000}); errs[0] != nil || ns[0] != 3 {
+			t.Fatalf("Unclaim = %d, %v; want the 3 leases of the lost claim", ns[0], errs[0])
 		}
 		wantSet(t, b, k.Prepare, Entry{"1", t0 + 1005, 0}, Entry{"2h", t0 + 1005, 2})
 		wantSet(t, b, k.DueHigh)
 		wantSet(t, b, k.Due, Entry{"6", t0 + 7, 1}, Entry{"5", t0 + 20, MaxAttempt}, Entry{"4", t0 + 9999, 0})
 		wantSet(t, b, k.DueLow, Entry{"3l", t0 + 20, 4})
 
-		// Again, or for a claim that never ran: nothing to take back.
-		for _, at := range []int64{t0 + 10, t0 + 11, t0 + 4} {
-			if n, err := Unclaim(ctx, b.Client, k, at, 1000, t0+20); err != nil || n != 0 {
-				t.Errorf("Unclaim(%d) = %d, %v; want none", at, n, err)
+		// Again, or for claims that never ran, in one pipeline: nothing
+		// to take back; a bad call fails alone.
+		ns, errs := UnclaimEach(ctx, b.Client, t0+20, UnclaimCall{k, t0 + 10, 1000}, UnclaimCall{k, t0 + 11, 1000},
+			UnclaimCall{k, t0, 0}, UnclaimCall{k, t0 + 4, 1000})
+		for i, n := range ns {
+			if bad := i == 2; n != 0 || (errs[i] != nil) != bad {
+				t.Errorf("call %d = %d, %v; want none, failed %v", i, n, errs[i], bad)
 			}
 		}
 		wantSet(t, b, k.Prepare, Entry{"1", t0 + 1005, 0}, Entry{"2h", t0 + 1005, 2})
 
 		for _, c := range []struct{ now, lease, at int64 }{{-1, 10, t0}, {t0, 0, t0}, {MaxMillis, 1, t0}, {t0, 10, -1}} {
-			if _, err := Unclaim(ctx, b.Client, k, c.now, c.lease, c.at); !errors.Is(err, ErrRange) {
-				t.Errorf("Unclaim(%+v) = %v, want ErrRange", c, err)
+			if _, errs := UnclaimEach(ctx, b.Client, c.at, UnclaimCall{k, c.now, c.lease}); !errors.Is(errs[0], ErrRange) {
+				t.Errorf("Unclaim(%+v) = %v, want ErrRange", c, errs[0])
 			}
 		}
 	})

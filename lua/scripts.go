@@ -490,35 +490,52 @@ func Defer(ctx context.Context, c Client, keys slots.KeySet, l Held, atMs int64)
 	return n == 1, nil
 }
 
-// Unclaim takes back the leases of a claim at nowMs with a lease of
-// leaseMs whose reply was lost: the members of Prepare whose token holds
-// nowMs+leaseMs go back to their due sets due at atMs, their attempt
-// counts unchanged, and it returns how many. The caller must hold no
-// lease of another claim of the slot at the same nowMs and leaseMs: the
-// tokens cannot tell the two apart.
-func Unclaim(ctx context.Context, c Client, keys slots.KeySet, nowMs, leaseMs, atMs int64) (int, error) {
-	end := nowMs + leaseMs
-	if err := checkMillis("claim time", nowMs); err != nil {
-		return 0, fmt.Errorf("unclaim: %w", err)
+// UnclaimCall is one run of the unclaim script: the claim of one slot at
+// NowMs with a lease of LeaseMs whose reply was lost.
+type UnclaimCall struct {
+	Keys           slots.KeySet
+	NowMs, LeaseMs int64
+}
+
+// UnclaimEach takes back the leases of each call's claim: the members of
+// Prepare whose tokens hold its NowMs+LeaseMs go back to their due sets
+// due at atMs, their attempt counts unchanged. ns[i] and errs[i] answer
+// calls[i] (how many members went back); the calls run in one pipeline
+// when there are several (on a Redis Cluster, one a node). The caller
+// must hold no lease of another claim of a call's slot at the same NowMs
+// and LeaseMs: the tokens cannot tell the two apart.
+func UnclaimEach(ctx context.Context, c Client, atMs int64, calls ...UnclaimCall) (ns []int, errs []error) {
+	ns, errs = make([]int, len(calls)), make([]error, len(calls))
+	bad := checkMillis("due time", atMs)
+	runs := make([]call, 0, len(calls))
+	at := make([]int, 0, len(calls)) // the call each run is
+	for i, uc := range calls {
+		err := bad
+		if err == nil {
+			err = checkMillis("claim time", uc.NowMs)
+		}
+		if err == nil && uc.LeaseMs < 1 {
+			err = fmt.Errorf("lease %d ms: %w (at least 1)", uc.LeaseMs, ErrRange)
+		}
+		if err == nil {
+			err = checkMillis("lease end", uc.NowMs+uc.LeaseMs)
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("unclaim: %w", err)
+			continue
+		}
+		runs = append(runs, call{unclaimScript, []string{uc.Keys.DueHigh, uc.Keys.Due, uc.Keys.DueLow, uc.Keys.Prepare},
+			[]any{uc.NowMs + uc.LeaseMs, atMs}})
+		at = append(at, i)
 	}
-	if leaseMs < 1 {
-		return 0, fmt.Errorf("unclaim: lease %d ms: %w", leaseMs, ErrRange)
-	}
-	if err := checkMillis("lease end", end); err != nil {
-		return 0, fmt.Errorf("unclaim: %w", err)
-	}
-	if err := checkMillis("due time", atMs); err != nil {
-		return 0, fmt.Errorf("unclaim: %w", err)
-	}
-	replies, err := run(ctx, c, []call{{unclaimScript, []string{keys.DueHigh, keys.Due, keys.DueLow, keys.Prepare}, []any{end, atMs}}})
-	if err != nil {
-		return 0, fmt.Errorf("unclaim leases ending at %d: %w", end, err)
-	}
-	n, err := replyInt(replies[0])
-	if err != nil || n < 0 || n > MaxBatch {
-		return 0, fmt.Errorf("unclaim: %w: %v", errReply, replies[0])
-	}
-	return int(n), nil
+	runDecoded(ctx, c, "unclaim", runs, at, ns, errs, func(v any) (int, error) {
+		n, err := replyInt(v)
+		if err != nil || n < 0 || n > MaxBatch {
+			return 0, fmt.Errorf("%w: %v", errReply, v)
+		}
+		return int(n), nil
+	})
+	return ns, errs
 }
 
 // SweepResult is the reply of Sweep.

@@ -851,8 +851,8 @@ func TestScriptKeysShareOneSlot(t *testing.T) {
 			if _, err := Defer(ctx, b.Client, k, held(r.Leased[0]), t0); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := Unclaim(ctx, b.Client, k, t0, 10, t0); err != nil {
-				t.Fatal(err)
+			if _, errs := UnclaimEach(ctx, b.Client, t0, UnclaimCall{k, t0, 10}); errs[0] != nil {
+				t.Fatal(errs[0])
 			}
 			if _, err := Ack(ctx, b.Client, AckCall{Keys: k, Leases: []Held{held(r.Leased[0])}}); err != nil {
 				t.Fatal(err)

@@ -190,24 +190,40 @@ func (q *Index) Defer(ctx context.Context, l timer.Lease, at time.Time) (bool, e
 	return ok, nil
 }
 
-// Unclaim implements timer.Unclaimer.
-func (q *Index) Unclaim(ctx context.Context, slot timer.Slot, now time.Time, lease time.Duration, at time.Time) (int, error) {
-	if err := checkSlot(slot); err != nil {
-		return 0, fmt.Errorf("unclaim: %w", err)
+// UnclaimEach implements timer.Unclaimer: one unclaim script a call, in
+// one pipeline (on a Redis Cluster, one a node).
+func (q *Index) UnclaimEach(ctx context.Context, at time.Time, calls []timer.UnclaimCall) ([]int, []error) {
+	ns, errs := make([]int, len(calls)), make([]error, len(calls))
+	atMs, bad := millis("due time", at)
+	runs := make([]lua.UnclaimCall, 0, len(calls))
+	idx := make([]int, 0, len(calls)) // the call each run is
+	for i, uc := range calls {
+		err := bad
+		if err == nil {
+			err = checkSlot(uc.Slot)
+		}
+		var nowMs int64
+		if err == nil {
+			nowMs, err = millis("claim time", uc.Now)
+		}
+		if err != nil {
+			errs[i] = fmt.Errorf("unclaim slot %s: %w", uc.Slot, err)
+			continue
+		}
+		runs = append(runs, lua.UnclaimCall{Keys: q.Keys(uc.Slot), NowMs: nowMs, LeaseMs: uc.Lease.Milliseconds()})
+		idx = append(idx, i)
 	}
-	nowMs, err := millis("claim time", now)
-	if err != nil {
-		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	if len(runs) == 0 {
+		return ns, errs
 	}
-	atMs, err := millis("due time", at)
-	if err != nil {
-		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+	rns, runErrs := lua.UnclaimEach(ctx, q.client, atMs, runs...)
+	for j, i := range idx {
+		ns[i] = rns[j]
+		if err := runErrs[j]; err != nil {
+			errs[i] = fmt.Errorf("unclaim slot %s: %w", calls[i].Slot, invalid(err))
+		}
 	}
-	n, err := lua.Unclaim(ctx, q.client, q.Keys(slot), nowMs, lease.Milliseconds(), atMs)
-	if err != nil {
-		return 0, fmt.Errorf("unclaim slot %s: %w", slot, invalid(err))
-	}
-	return n, nil
+	return ns, errs
 }
 
 // Sweep implements timer.Leaser. limit must be positive; above

@@ -2,6 +2,7 @@ package prepare
 
 import (
 	"context"
+	"errors"
 	"io"
 	"slices"
 	"sync/atomic"
@@ -63,11 +64,15 @@ func TestUnclaimLostReply(t *testing.T) {
 		if got := setOf(t, b, q.Keys(slot).Prepare); len(got) != 2 {
 			t.Fatalf("Prepare after the lost claim: %v, want its two leases", got)
 		}
-		if n, err := q.Unclaim(ctx, slot, at(9), 30*time.Second, at(20)); err != nil || n != 0 {
-			t.Fatalf("Unclaim of another claim = %d, %v; want none", n, err)
-		}
-		if n, err := q.Unclaim(ctx, slot, at(10), 30*time.Second, at(20)); err != nil || n != 2 {
-			t.Fatalf("Unclaim = %d, %v; want 2", n, err)
+		// Another claim's tokens, a bad call and the lost claim's, in one
+		// pipeline: only the lost claim's leases go back.
+		ns, errs := q.UnclaimEach(ctx, at(20), []timer.UnclaimCall{
+			{Slot: slot, Now: at(9), Lease: 30 * time.Second},
+			{Slot: timer.Slot{Topic: "orders", Index: -1}, Now: at(10), Lease: 30 * time.Second},
+			{Slot: slot, Now: at(10), Lease: 30 * time.Second},
+		})
+		if ns[0] != 0 || errs[0] != nil || !errors.Is(errs[1], timer.ErrInvalid) || ns[2] != 2 || errs[2] != nil {
+			t.Fatalf("UnclaimEach = %v, %v; want 0, invalid, 2", ns, errs)
 		}
 		if got, want := dueOf(t, b, q, slot), []string{"1@20/0", "2@20/0"}; !slices.Equal(got, want) {
 			t.Fatalf("due after Unclaim: %v, want %v", got, want)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net"
 	"slices"
 	"time"
 )
@@ -458,12 +459,13 @@ func (c *claimer) claimAll(ctx context.Context, claims []slotClaim, now time.Tim
 
 // lose remembers a claim of st with key, at claimNow, that failed with
 // err, so that the next passes take its leases back if it ran (a reply
-// lost in a failover). It is not remembered when the claim was refused
-// before it ran (invalid), or when the slot's last answered claim has the
-// same key: its leases, in flight, would be taken back with the lost
-// ones, and fired twice. Those wait out their lease instead.
+// lost in a failover). It is not remembered when it cannot have run
+// (refused as invalid, or its connection was never made), or when the
+// slot's last answered claim has the same key: its leases, in flight,
+// would be taken back with the lost ones, and fired twice. Those wait out
+// their lease instead.
 func (c *claimer) lose(st *slotState, key claimKey, claimNow time.Time, err error, now time.Time) {
-	if _, ok := c.leaser.(Unclaimer); !ok || errors.Is(err, ErrInvalid) || st.lastClaim == key {
+	if _, ok := c.leaser.(Unclaimer); !ok || errors.Is(err, ErrInvalid) || neverSent(err) || st.lastClaim == key {
 		return
 	}
 	if len(c.lost) == maxLost {
@@ -472,38 +474,56 @@ func (c *claimer) lose(st *slotState, key claimKey, claimNow time.Time, err erro
 	c.lost = append(c.lost, lostClaim{slot: st.slot, key: key, now: claimNow, retry: now})
 }
 
-// unclaimLost takes back the leases of the lost claims, one Unclaim each,
-// and makes their slots due: their jobs fire now, not a lease from now.
-// A claim is forgotten once that succeeds, once its leases have ended
-// (the sweep takes them back), or once a claim of its slot with the same
-// key has been answered (see lose). One that fails (Redis is still
-// failing over) is tried again errorBackoff later.
+// neverSent reports whether err says that a request was never sent: its
+// connection could not be made.
+func neverSent(err error) bool {
+	var op *net.OpError
+	return errors.As(err, &op) && op.Op == "dial"
+}
+
+// unclaimLost takes back the leases of the lost claims, up to
+// claimPipeline of them in one round trip (Unclaimer.UnclaimEach), and
+// makes their slots due: their jobs fire now, not a lease from now. A
+// claim is forgotten once that succeeds, once its leases have ended (the
+// sweep takes them back), or once a claim of its slot with the same key
+// has been answered (see lose). One that fails (Redis is still failing
+// over) is tried again errorBackoff later.
 func (c *claimer) unclaimLost(ctx context.Context, now time.Time) {
 	u, ok := c.leaser.(Unclaimer)
-	if !ok || len(c.lost) == 0 {
+	if !ok || len(c.lost) == 0 || ctx.Err() != nil {
 		return
 	}
 	keep := c.lost[:0]
+	var calls []UnclaimCall
+	var tried []lostClaim
 	for _, lc := range c.lost {
 		if st, known := c.slots[lc.slot]; (known && st.lastClaim == lc.key) || !now.Before(lc.now.Add(lc.key.lease)) {
 			continue
 		}
-		if now.Before(lc.retry) || ctx.Err() != nil {
+		if now.Before(lc.retry) || len(calls) == claimPipeline {
 			keep = append(keep, lc)
 			continue
 		}
-		n, err := u.Unclaim(ctx, lc.slot, lc.now, lc.key.lease, now)
-		if err != nil {
-			if ctx.Err() == nil {
-				c.cfg.logf("taking back the leases of a claim whose reply was lost failed; retrying it shortly", "dep", "redis", "slot", lc.slot.String(), "err", err)
+		calls = append(calls, UnclaimCall{Slot: lc.slot, Now: lc.now, Lease: lc.key.lease})
+		tried = append(tried, lc)
+	}
+	if len(calls) > 0 {
+		ns, errs := u.UnclaimEach(ctx, now, calls)
+		var failed error
+		for i, lc := range tried {
+			if err := errs[i]; err != nil {
+				failed = err
+				lc.retry = now.Add(errorBackoff)
+				keep = append(keep, lc)
+				continue
 			}
-			lc.retry = now.Add(errorBackoff)
-			keep = append(keep, lc)
-			continue
+			if ns[i] > 0 {
+				c.cfg.logf("took back the leases of a claim whose reply was lost", "slot", lc.slot.String(), "leases", ns[i])
+				c.wake(lc.slot, now, now)
+			}
 		}
-		if n > 0 {
-			c.cfg.logf("took back the leases of a claim whose reply was lost", "slot", lc.slot.String(), "leases", n)
-			c.wake(lc.slot, now, now)
+		if failed != nil && ctx.Err() == nil {
+			c.cfg.logf("taking back the leases of claims whose replies were lost failed; retrying shortly", "dep", "redis", "claims", len(keep), "err", failed)
 		}
 	}
 	clear(c.lost[len(keep):])

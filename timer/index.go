@@ -111,12 +111,21 @@ type BatchClaimer interface {
 // The worker never saw those leases, so no attempt was made; without
 // this they wait out their lease, and come back with an attempt counted.
 type Unclaimer interface {
-	// Unclaim puts the leases that a Claim of slot at now with lease
-	// made, if it ran, back in their due sets, due at at with their
-	// attempt counts unchanged, and returns how many. The caller must
-	// hold no lease of another claim of slot at the same now and lease:
-	// their tokens are the same.
-	Unclaim(ctx context.Context, slot Slot, now time.Time, lease time.Duration, at time.Time) (int, error)
+	// UnclaimEach puts the leases that each call's claim made, if it
+	// ran, back in their due sets, due at at with their attempt counts
+	// unchanged, in one round trip where it can. ns[i] (how many) and
+	// errs[i] answer calls[i]. The caller must hold no lease of another
+	// claim of a call's slot at the same now and lease: their tokens are
+	// the same.
+	UnclaimEach(ctx context.Context, at time.Time, calls []UnclaimCall) (ns []int, errs []error)
+}
+
+// UnclaimCall is a claim whose reply was lost, in Unclaimer.UnclaimEach:
+// the slot, now and lease it was made with.
+type UnclaimCall struct {
+	Slot  Slot
+	Now   time.Time
+	Lease time.Duration
 }
 
 // SweepCall is one slot's sweep in BatchSweeper.SweepEach: Leaser.Sweep's

@@ -2,6 +2,7 @@ package timer_test
 
 import (
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -80,5 +81,32 @@ func TestLostClaimSameTokensLeft(t *testing.T) {
 	}
 	if ls := r.index.Leased(slot); len(ls) != 1 || ls[0].ID != b.ID {
 		t.Fatalf("leases %+v, want b's alone", ls)
+	}
+}
+
+// A claim whose connection was never made cannot have run: nothing is
+// taken back for it. One that failed on a connection that was open may
+// have run: the worker asks, and a claim that never ran gives nothing
+// back.
+func TestFailedClaimNeverSent(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	dial := &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}
+	for _, c := range []struct {
+		err      error
+		unclaims int // calls of Unclaim so far
+	}{{dial, 0}, {errLost, 1}} {
+		j := r.scheduleWith(t, timer.Request{Topic: "orders", Delay: 10 * time.Millisecond})
+		r.clock.Advance(20 * time.Millisecond)
+		r.index.FailNext("Claim", c.err, 1)
+		r.steps.Step(ctx)
+		r.clock.Advance(300 * time.Millisecond)
+		r.steps.Step(ctx)
+		if n := r.index.Calls("Unclaim"); n != c.unclaims {
+			t.Fatalf("after %v: Unclaim called %d times in all, want %d", c.err, n, c.unclaims)
+		}
+		if ds := r.handler.deliveries(j.ID); len(ds) != 1 || ds[0].Attempt != 1 {
+			t.Fatalf("after %v: deliveries %+v, want one on attempt 1", c.err, ds)
+		}
 	}
 }

@@ -499,29 +499,41 @@ func (x *Index) Claim(ctx context.Context, slot timer.Slot, now time.Time, limit
 
 var _ timer.Unclaimer = (*Index)(nil)
 
-// Unclaim implements timer.Unclaimer.
-func (x *Index) Unclaim(ctx context.Context, slot timer.Slot, now time.Time, lease time.Duration, at time.Time) (int, error) {
+// UnclaimEach implements timer.Unclaimer.
+func (x *Index) UnclaimEach(ctx context.Context, at time.Time, calls []timer.UnclaimCall) ([]int, []error) {
+	ns, errs := make([]int, len(calls)), make([]error, len(calls))
 	if err := x.f.call("Unclaim"); err != nil {
-		return 0, err
+		for i := range errs {
+			errs[i] = err
+		}
+		return ns, errs
 	}
-	if err := checkSlot(slot); err != nil {
+	atMs, bad := millis("due time", at)
+	for i, uc := range calls {
+		ns[i], errs[i] = x.unclaim(uc, atMs, bad)
+	}
+	return ns, errs
+}
+
+// unclaim is UnclaimEach of one call; bad is the error of its due time.
+func (x *Index) unclaim(uc timer.UnclaimCall, atMs int64, bad error) (int, error) {
+	if bad != nil {
+		return 0, fmt.Errorf("unclaim slot %s: %w", uc.Slot, bad)
+	}
+	if err := checkSlot(uc.Slot); err != nil {
 		return 0, fmt.Errorf("unclaim: %w", err)
 	}
-	nowMs, err := millis("claim time", now)
+	nowMs, err := millis("claim time", uc.Now)
 	if err != nil {
-		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
+		return 0, fmt.Errorf("unclaim slot %s: %w", uc.Slot, err)
 	}
-	atMs, err := millis("due time", at)
-	if err != nil {
-		return 0, fmt.Errorf("unclaim slot %s: %w", slot, err)
-	}
-	leaseMs := lease.Milliseconds()
+	leaseMs := uc.Lease.Milliseconds()
 	if leaseMs < 1 || leaseMs > maxMillis-nowMs {
-		return 0, fmt.Errorf("unclaim slot %s: lease %v: %w", slot, lease, timer.ErrInvalid)
+		return 0, fmt.Errorf("unclaim slot %s: lease %v: %w", uc.Slot, uc.Lease, timer.ErrInvalid)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	s := x.slots[slot]
+	s := x.slots[uc.Slot]
 	if s == nil {
 		return 0, nil
 	}
