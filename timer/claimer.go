@@ -519,6 +519,7 @@ func (c *claimer) unclaimLost(ctx context.Context, now time.Time) {
 			}
 			if ns[i] > 0 {
 				c.cfg.logf("took back the leases of a claim whose reply was lost", "slot", lc.slot.String(), "leases", ns[i])
+				c.cfg.obs.Unclaimed(lc.slot, ns[i])
 				c.wake(lc.slot, now, now)
 			}
 		}

@@ -12,6 +12,9 @@ type Observer interface {
 	Scheduled(topic string, n int)
 	// Claimed: a claim of slot returned n leases.
 	Claimed(slot Slot, n int)
+	// Unclaimed: n leases of slot, made by a claim whose reply was lost,
+	// were taken back without waiting out their lease.
+	Unclaimed(slot Slot, n int)
 	// Fired: one attempt at a job ended, after took; it started lateness
 	// after its due time (for the first attempt of a job scheduled already
 	// past due, after the time it was scheduled); err is nil on success.
@@ -47,6 +50,7 @@ type NopObserver struct{}
 
 func (NopObserver) Scheduled(string, int)                                  {}
 func (NopObserver) Claimed(Slot, int)                                      {}
+func (NopObserver) Unclaimed(Slot, int)                                    {}
 func (NopObserver) Fired(string, int, time.Duration, time.Duration, error) {}
 func (NopObserver) Retried(string)                                         {}
 func (NopObserver) Buried(string)                                          {}

@@ -3,12 +3,21 @@ package timer_test
 import (
 	"errors"
 	"net"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/timer"
 )
+
+// unclaimCount counts the leases of lost claims taken back.
+type unclaimCount struct {
+	timer.NopObserver
+	n atomic.Int64
+}
+
+func (u *unclaimCount) Unclaimed(_ timer.Slot, n int) { u.n.Add(int64(n)) }
 
 // errLost is a connection error after a claim ran: its reply never came.
 var errLost = errors.New("read tcp: connection reset by peer")
@@ -18,7 +27,8 @@ var errLost = errors.New("read tcp: connection reset by peer")
 // retrying while it does not, and the job fires then, on its first
 // attempt, not a lease (30 s) later on its second.
 func TestLostClaimTakenBack(t *testing.T) {
-	r := newRig(t, timer.WorkerConfig{})
+	obs := &unclaimCount{}
+	r := newRig(t, timer.WorkerConfig{Observer: obs})
 	ctx := t.Context()
 	j := r.scheduleWith(t, timer.Request{Topic: "orders", Delay: 10 * time.Millisecond})
 	slot := timer.Slot{Topic: "orders", Index: slots.Of(j.SlotBasis(), timer.DefaultSlots)}
@@ -45,8 +55,8 @@ func TestLostClaimTakenBack(t *testing.T) {
 	if s := r.status(t, j.ID); s != timer.StatusDone || r.steps.Held() != 0 || len(r.index.Leased(slot)) != 0 {
 		t.Fatalf("job %s, %d held, %d leases; want done, none, none", s, r.steps.Held(), len(r.index.Leased(slot)))
 	}
-	if n := r.index.Calls("Unclaim"); n != 2 {
-		t.Fatalf("Unclaim called %d times, want 2 (one failed)", n)
+	if n := r.index.Calls("Unclaim"); n != 2 || obs.n.Load() != 1 {
+		t.Fatalf("Unclaim called %d times, %d leases counted; want 2 (one failed), 1", n, obs.n.Load())
 	}
 }
 

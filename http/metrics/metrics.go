@@ -74,6 +74,7 @@ type Observer struct {
 	lateness  *prometheus.HistogramVec
 	dispatch  prometheus.Histogram
 	claims    prometheus.Histogram
+	unclaimed prometheus.Counter
 	restored  prometheus.Counter
 	indexErrs *prometheus.CounterVec
 	owned     prometheus.Gauge
@@ -142,6 +143,8 @@ func NewWith(cfg Config) (*Observer, error) {
 		Help:    "Jobs returned by one claim.",
 		Buckets: []float64{0, 1, 2, 5, 10, 20, 50, 100, 200, 500},
 	})
+	m.unclaimed = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_lost_claim_leases_total",
+		Help: "Leases made by claims whose replies were lost (a Redis failover), taken back at once instead of waiting out their lease."})
 	m.restored = prometheus.NewCounter(prometheus.CounterOpts{Name: "toc_backstop_restored_total", Help: "Timers the backstop put back in Redis (repairs and far-future jobs entering the horizon)."})
 	m.indexErrs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "toc_index_failures_total", Help: "Redis writes that failed after the task store committed (the backstop repairs them)."}, []string{"op"})
 	// The index writes whose failures count (timer.Scheduler's "add" and
@@ -175,7 +178,7 @@ func NewWith(cfg Config) (*Observer, error) {
 			m.delivered.WithLabelValues(string(way), outcome)
 		}
 	}
-	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
+	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.unclaimed, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
 		m.delivered, m.deliverT,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})} {
 		f(c)
@@ -217,7 +220,10 @@ func (m *Observer) Scheduled(topic string, n int) {
 	m.scheduled.WithLabelValues(m.topic(topic)).Add(float64(n))
 }
 func (m *Observer) Claimed(_ timer.Slot, n int) { m.claims.Observe(float64(n)) }
-func (m *Observer) Retried(topic string)        { m.retried.WithLabelValues(m.topic(topic)).Inc() }
+
+// Unclaimed implements timer.Observer.
+func (m *Observer) Unclaimed(_ timer.Slot, n int) { m.unclaimed.Add(float64(n)) }
+func (m *Observer) Retried(topic string)          { m.retried.WithLabelValues(m.topic(topic)).Inc() }
 func (m *Observer) Buried(topic string) {
 	label := m.topic(topic)
 	m.dead.WithLabelValues(label).Inc()

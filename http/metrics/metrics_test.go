@@ -21,6 +21,7 @@ func TestMetrics(t *testing.T) {
 	m.Assigned(16)
 	m.Assigned(12)
 	m.Claimed(timer.Slot{Topic: "orders"}, 5)
+	m.Unclaimed(timer.Slot{Topic: "orders"}, 4)
 	m.OccurrencesSkipped("orders", timer.SkipPendingQuota, 2)
 	m.OccurrencesSkipped("orders", timer.SkipPendingQuota, 1)
 	for i := range metrics.MaxTopicLabels + 10 {
@@ -37,6 +38,7 @@ func TestMetrics(t *testing.T) {
 		`toc_assignment_changes_total 2`,
 		`toc_firing_lateness_seconds_count{topic="orders"} 2`,
 		`toc_claim_batch_size_sum 5`,
+		`toc_lost_claim_leases_total 4`,
 		`toc_schedule_occurrences_skipped_total{reason="pending_quota",topic="orders"} 3`,
 		`toc_jobs_retried_total{topic="_other"} 11`, // "orders" holds one of the 200 labels
 	} {
