@@ -214,7 +214,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 	}
 	switch o.kind {
 	case outDeadRow:
-		c.markDead(ctx, o.lease, expiredOnLast(o.lease), now)
+		c.markDead(ctx, o.lease, expiredOnLast(o.lease), now, "mark dead failed")
 		// Forgotten either way: a row that could not be marked dead is
 		// still pending, and the backstop restores a job in no set.
 		c.forget(ctx, o.lease)
@@ -292,7 +292,7 @@ func (c *completer) recordOutcome(ctx context.Context, o outcome, now time.Time)
 		// A row already dead was counted when it died: this lease is a
 		// stale timer of it (a late add, a restore), not a second death.
 		if o.job.Status != StatusDead {
-			if err := c.markDead(ctx, o.lease, expiredOnLast(o.lease), now); err != nil {
+			if err := c.markDead(ctx, o.lease, expiredOnLast(o.lease), now, "mark dead failed; the lease will expire"); err != nil {
 				return "dead", err
 			}
 			c.groupEnded(o.job)
@@ -376,11 +376,12 @@ func (c *completer) retry(ctx context.Context, l Lease, at time.Time, maxAttempt
 // markDead marks the row of l dead with f, and counts the death when
 // this call is the one that made it: the UPDATE is conditional on the
 // row being live, so a job is counted once however many of its leases
-// are buried. It returns the error it logged.
-func (c *completer) markDead(ctx context.Context, l Lease, f Failure, now time.Time) error {
+// are buried. It returns the error it logged with msg, which says what
+// becomes of the lease.
+func (c *completer) markDead(ctx context.Context, l Lease, f Failure, now time.Time, msg string) error {
 	ok, err := c.store.Fail(ctx, l.ID, f, now)
 	if err != nil {
-		c.cfg.logf("mark dead failed; the lease will expire", "dep", "task_store", "job", l.ID.String(), "err", err)
+		c.cfg.logf(msg, "dep", "task_store", "job", l.ID.String(), "err", err)
 		return err
 	}
 	if ok {
