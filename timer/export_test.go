@@ -141,3 +141,5 @@ func (s *Steps) Acked(at time.Time, next []SlotExpiry) { s.w.acks(at, next) }
 
 // RunOnce is one pass of the retirer, for tests that step it.
 func (r *Retirer) RunOnce(ctx context.Context) (int, error) { return r.runOnce(ctx) }
+
+func (r *Retirer) Duty(backlog int64) float64 { return r.duty(backlog) }

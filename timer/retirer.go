@@ -41,6 +41,15 @@ const (
 	// rows deleted a second). While it is behind it works at its duty
 	// only; once it has caught up it yields again.
 	retireYieldBatches = 10
+	// retireCatchUpBatches is the backlog, in batches, at which a retirer
+	// that is behind works all its time: from retireYieldBatches up to
+	// it, its duty rises from Duty to 1 in step with the backlog. A load
+	// its deletes cannot follow at Duty (a slow or busy database: the
+	// soak at 1,000 jobs/s beside CI's other tests deleted about 540 a
+	// second at 0.25) would otherwise make the store grow without bound; the
+	// duty settles where the deletes keep up, and falls back to Duty once
+	// the backlog is worked off.
+	retireCatchUpBatches = 100
 	// retireCountMax bounds the rows past retention a survey counts per
 	// topic, status and shard; beyond it the count is the database's
 	// estimate.
@@ -152,7 +161,9 @@ type RetirerConfig struct {
 	// retention.
 	Interval time.Duration
 	// Duty is the share of its time the retirer works while it has a
-	// backlog, in (0, 1]; default DefaultRetireDuty.
+	// backlog, in (0, 1]; default DefaultRetireDuty. Behind by more than
+	// ten batches it works more, up to all its time at a hundred
+	// (retireCatchUpBatches), so that the store cannot outgrow it.
 	Duty float64
 	// Lateness, when set, returns the fire path's largest lateness of
 	// the last moment (Worker.RecentLateness; the Engine sets it). While
@@ -213,7 +224,7 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 // their end time (an index of end times holds only ended rows, so the
 // walk never reads a live one), all of them together a window of end
 // times at a time (sweep), and deletes a batch at a time, pacing itself
-// (Duty) while it has a backlog and yielding to a late fire path
+// (Duty; more when far behind) while it has a backlog and yielding to a late fire path
 // (Lateness) while it is keeping up (fewer than retireYieldBatches
 // batches past retention). It keeps no state: after a
 // restart, or a shard's outage, the next pass starts again from the
@@ -555,10 +566,21 @@ func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []
 			}
 			r.observe(counts, n, len(ids))
 		}
-		if err := r.pace(ctx, time.Since(start)); err != nil {
+		if err := r.pace(ctx, time.Since(start), r.duty(*backlog)); err != nil {
 			return total, nil
 		}
 	}
+}
+
+// duty is the share of its time the retirer works with backlog rows past
+// their retention left: Duty up to retireYieldBatches batches, then more
+// in step with the backlog, up to 1 at retireCatchUpBatches.
+func (r *Retirer) duty(backlog int64) float64 {
+	behind := float64(backlog)/float64(r.cfg.Batch) - retireYieldBatches
+	if behind <= 0 {
+		return r.cfg.Duty
+	}
+	return min(1, r.cfg.Duty+(1-r.cfg.Duty)*behind/(retireCatchUpBatches-retireYieldBatches))
 }
 
 // observe counts a batch's deletes by topic and status: n of the wanted
@@ -651,7 +673,7 @@ func (r *Retirer) retireGroups(ctx context.Context) (int, error) {
 		if len(page) < r.cfg.Batch {
 			return total, nil
 		}
-		if err := r.pace(ctx, time.Since(start)); err != nil {
+		if err := r.pace(ctx, time.Since(start), r.cfg.Duty); err != nil {
 			return total, nil
 		}
 	}
@@ -675,19 +697,19 @@ func (r *Retirer) pruneAudit(ctx context.Context) (int, error) {
 		if n < r.cfg.Batch {
 			return total, nil
 		}
-		if err := r.pace(ctx, time.Since(start)); err != nil {
+		if err := r.pace(ctx, time.Since(start), r.cfg.Duty); err != nil {
 			return total, nil
 		}
 	}
 }
 
 // pace waits after a batch that took took, so that the retirer works
-// Duty of its time.
-func (r *Retirer) pace(ctx context.Context, took time.Duration) error {
-	if r.cfg.Duty >= 1 {
+// duty of its time.
+func (r *Retirer) pace(ctx context.Context, took time.Duration, duty float64) error {
+	if duty >= 1 {
 		return ctx.Err()
 	}
-	return pause.For(ctx, time.Duration(float64(took)*(1-r.cfg.Duty)/r.cfg.Duty))
+	return pause.For(ctx, time.Duration(float64(took)*(1-duty)/duty))
 }
 
 // yield waits while the fire path is late (RetirerConfig.Lateness), up
