@@ -171,10 +171,15 @@ func (l *steadyLoad) finish() ([]string, []string) {
 // this build's toc migrate changes the schema under them (online); each
 // member in turn gets SIGTERM and is replaced by this build under its
 // member id, then each by v0.1.0 again. Every acknowledged job arrives,
-// none early, at most one duplicate per member stopped, and the jobs due
-// during each swap have a lateness p99 of at most 1 s.
+// none early, at most one duplicate per member stopped, and no job due
+// during a swap waits for a lease to run out (the lateness is logged: a
+// p99 of tens of ms on an idle machine).
 func TestRollingUpgrade(t *testing.T) {
-	const rate = 1000
+	const (
+		rate    = 1000
+		lease   = 5 * time.Second
+		session = 2 * time.Second
+	)
 	old := buildRelease(t, previousRelease, "v0.1.0")
 	cur := tocFastBin(t)
 	if out, err := exec.Command(old, "version").CombinedOutput(); err != nil || !strings.HasPrefix(string(out), "toc v0.1.0") {
@@ -190,8 +195,8 @@ func TestRollingUpgrade(t *testing.T) {
 	start := func(bin string, i int) *proc {
 		return startTocBin(t, bin, "tok3n", "serve", "--mysql-dsn", dsn, "--redis-addr", rds.Addr, "--redis-prefix", prefix,
 			"--api-token", "tok3n", "--webhook-secret", secret, "--allow-private-callbacks",
-			"--zk", zkAddr, "--zk-root", root, "--zk-session-timeout", "2s", "--member-id", fmt.Sprintf("m%d", i+1),
-			"--lease", "5s", "--callback-timeout", "2s")
+			"--zk", zkAddr, "--zk-root", root, "--zk-session-timeout", session.String(), "--member-id", fmt.Sprintf("m%d", i+1),
+			"--lease", lease.String(), "--callback-timeout", "2s")
 	}
 	r := newReceiver(t, secret)
 	hook := r.srv.URL + "/hook"
@@ -283,17 +288,37 @@ func TestRollingUpgrade(t *testing.T) {
 	members[0].stop(t)
 
 	// The lateness of the jobs due during each swap, from its SIGTERM to
-	// the cluster settled again.
+	// the cluster settled again, against that of the jobs due in no swap
+	// (before the first, while toc migrate ran, and after the last). A
+	// member stopped hands its slots and its leases over: no job of a
+	// swap waits for a lease to run out (--lease 5s), and the p99 is at
+	// most a session timeout (--zk-session-timeout 2s) above the calm's,
+	// which load alone moves. On an idle machine both p99s are tens of ms
+	// (logged; BENCHMARKS.md); on CI's, beside other packages' tests, the
+	// swaps have been 0.4-1.9 s late. A v0.1.0 member killed instead of
+	// stopped leaves jobs waiting 5.05 s, for their leases.
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, s := range swaps {
+	latenessIn := func(in func(due time.Time) bool) []time.Duration {
 		var late []time.Duration
 		for _, id := range ids {
-			if due := r.due[id]; !due.Before(s.from) && due.Before(s.to) {
+			if due := r.due[id]; in(due) {
 				late = append(late, r.arrived[id][0].Sub(due))
 			}
 		}
 		slices.Sort(late)
+		return late
+	}
+	calm := latenessIn(func(due time.Time) bool {
+		return !slices.ContainsFunc(swaps, func(s swap) bool { return !due.Before(s.from) && due.Before(s.to) })
+	})
+	if len(calm) == 0 {
+		t.Fatal("no job fell due outside the swaps")
+	}
+	calmP99 := calm[len(calm)*99/100]
+	t.Logf("outside the swaps: %d jobs due, lateness p99 %v, max %v", len(calm), calmP99.Round(time.Millisecond), calm[len(calm)-1].Round(time.Millisecond))
+	for _, s := range swaps {
+		late := latenessIn(func(due time.Time) bool { return !due.Before(s.from) && due.Before(s.to) })
 		if len(late) == 0 {
 			t.Errorf("swap %s: no job fell due in it", s.name)
 			continue
@@ -301,8 +326,11 @@ func TestRollingUpgrade(t *testing.T) {
 		p99, worst := late[len(late)*99/100], late[len(late)-1]
 		t.Logf("swap %s (%v): %d jobs due, lateness p99 %v, max %v", s.name, s.to.Sub(s.from).Round(time.Millisecond),
 			len(late), p99.Round(time.Millisecond), worst.Round(time.Millisecond))
-		if p99 > time.Second {
-			t.Errorf("swap %s: lateness p99 %v, above 1 s", s.name, p99)
+		if worst >= lease {
+			t.Errorf("swap %s: a job %v late, not before its lease (%v) ran out: the stopped member's leases were not handed back", s.name, worst, lease)
+		}
+		if p99 > calmP99+session {
+			t.Errorf("swap %s: lateness p99 %v, more than a session timeout (%v) above the %v outside the swaps", s.name, p99, session, calmP99)
 		}
 	}
 }
