@@ -53,6 +53,7 @@ func TestBenchSoakShort(t *testing.T) {
 	// pace, about 30 to 40 s of jobs are left, and the attempts of those
 	// that fired: a job's attempts go with it.
 	jobsEnd := rowsEnd - attemptsEnd
+	t.Logf("%.0f jobs scheduled; at the end %.0f jobs and %.0f attempt rows held, %.0f jobs deleted", scheduled, jobsEnd, attemptsEnd, deleted)
 	if scheduled < 60000 || rowsEnd < 0 || attemptsEnd <= 0 || jobsEnd > scheduled/2 || attemptsEnd > scheduled/2 {
 		t.Errorf("%.0f jobs and %.0f attempts at the end of %.0f jobs scheduled: want some attempts, and at most half as many of each\n%s",
 			jobsEnd, attemptsEnd, scheduled, output)
