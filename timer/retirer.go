@@ -480,13 +480,17 @@ const (
 //
 // backlog is the survey's count of the rows past retention: the sweep
 // yields to a late fire path only while fewer than retireYieldBatches
-// batches of them are left.
+// batches of them are left, and works the duty the whole backlog asks
+// for (duty) to its end. Rows pass their retention all the while, so a
+// duty that fell as the count ran down would leave each pass's last ten
+// batches at Duty, and a store the deletes cannot follow at Duty would
+// grow all the same.
 func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass, backlog int64) (int, error) {
-	total, step := 0, sweepFirst
+	total, step, duty := 0, sweepFirst, r.duty(backlog)
 	for len(classes) > 0 {
 		from := slices.MinFunc(classes, func(a, b *sweepClass) int { return a.next.Compare(b.next) }).next
 		until := from.Add(step)
-		n, err := r.sweepWindow(ctx, store, classes, until, &backlog)
+		n, err := r.sweepWindow(ctx, store, classes, until, &backlog, duty)
 		total += n
 		if err != nil || ctx.Err() != nil {
 			return total, err
@@ -503,9 +507,9 @@ func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweep
 }
 
 // sweepWindow deletes the jobs of classes that ended before until (and
-// their cutoff), a batch at a time, each batch gathered over the classes;
-// it returns how many it deleted.
-func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time, backlog *int64) (int, error) {
+// their cutoff), a batch at a time, each batch gathered over the classes,
+// working duty of its time; it returns how many it deleted.
+func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time, backlog *int64, duty float64) (int, error) {
 	total := 0
 	for {
 		if *backlog < int64(retireYieldBatches*r.cfg.Batch) {
@@ -566,7 +570,7 @@ func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []
 			}
 			r.observe(counts, n, len(ids))
 		}
-		if err := r.pace(ctx, time.Since(start), r.duty(*backlog)); err != nil {
+		if err := r.pace(ctx, time.Since(start), duty); err != nil {
 			return total, nil
 		}
 	}
