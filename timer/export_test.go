@@ -142,4 +142,14 @@ func (s *Steps) Acked(at time.Time, next []SlotExpiry) { s.w.acks(at, next) }
 // RunOnce is one pass of the retirer, for tests that step it.
 func (r *Retirer) RunOnce(ctx context.Context) (int, error) { return r.runOnce(ctx) }
 
-func (r *Retirer) Duty(backlog int64) float64 { return r.duty(backlog) }
+// Plan is the duty a pass of shard works having found backlog, and
+// whether it stops short.
+func (r *Retirer) Plan(shard int, backlog int64) (float64, bool) {
+	p := r.plan(shard, backlog)
+	return p.duty, !p.until.IsZero()
+}
+
+// SetPassMax bounds r's passes with a backlog to d (retirePassMax).
+func (r *Retirer) SetPassMax(d time.Duration) { r.passMax = d }
+
+func (r *Retirer) Again() bool { return r.again }

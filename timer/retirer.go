@@ -41,20 +41,25 @@ const (
 	// rows deleted a second). While it is behind it works at its duty
 	// only; once it has caught up it yields again.
 	retireYieldBatches = 10
-	// retireCatchUpBatches is the backlog, in batches, at which a retirer
-	// that is behind works all its time: from retireYieldBatches up to
-	// it, its duty rises from Duty to 1 in step with the backlog. A load
-	// its deletes cannot follow at Duty (a slow or busy database: the
-	// soak at 1,000 jobs/s beside CI's other tests deleted about 540 a
-	// second at 0.25) would otherwise make the store grow without bound; the
-	// duty settles where the deletes keep up, and falls back to Duty once
-	// the backlog is worked off.
-	retireCatchUpBatches = 100
 	// retireCountMax bounds the rows past retention a survey counts per
 	// topic, status and shard; beyond it the count is the database's
 	// estimate.
 	retireCountMax = 1_000
 )
+
+// retirePassMax bounds a pass that starts with ten batches or more
+// past retention: it stops then, and the next starts at once, with a
+// fresh count. Each pass compares the backlog it finds with what the
+// shard's pass before found: larger, and the retirer is losing
+// ground, so it works twice the share of its time of the pass
+// before (at most all of it); smaller, half (at least Duty). A load
+// its deletes cannot follow at Duty (a slow or busy database: the
+// soak at 1,000 jobs/s beside CI's other tests deleted about 540 a
+// second at 0.25) would otherwise make the store grow without bound;
+// the duty settles about where the deletes keep up, and a backlog
+// that shrinks (retention turned on over an aged store) is worked
+// off at Duty, after at most one pass at twice it.
+const retirePassMax = 10 * time.Second
 
 // RetireStore is a task store (or one shard of it) whose ended jobs can
 // be deleted once past their retention. Every method reads or deletes
@@ -161,9 +166,11 @@ type RetirerConfig struct {
 	// retention.
 	Interval time.Duration
 	// Duty is the share of its time the retirer works while it has a
-	// backlog, in (0, 1]; default DefaultRetireDuty. Behind by more than
-	// ten batches it works more, up to all its time at a hundred
-	// (retireCatchUpBatches), so that the store cannot outgrow it.
+	// backlog, in (0, 1]; default DefaultRetireDuty. While a backlog of
+	// ten batches or more grows from one pass to the next the retirer
+	// works twice the share of the pass before, up to all its time, and
+	// half once it shrinks (retirePassMax), so that the store cannot
+	// outgrow it.
 	Duty float64
 	// Lateness, when set, returns the fire path's largest lateness of
 	// the last moment (Worker.RecentLateness; the Engine sets it). While
@@ -224,7 +231,7 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 // their end time (an index of end times holds only ended rows, so the
 // walk never reads a live one), all of them together a window of end
 // times at a time (sweep), and deletes a batch at a time, pacing itself
-// (Duty; more when far behind) while it has a backlog and yielding to a late fire path
+// (Duty; more while losing ground) while it has a backlog and yielding to a late fire path
 // (Lateness) while it is keeping up (fewer than retireYieldBatches
 // batches past retention). It keeps no state: after a
 // restart, or a shard's outage, the next pass starts again from the
@@ -235,6 +242,13 @@ type Retirer struct {
 	groups GroupReader
 	cfg    RetirerConfig
 	obs    RetireObserver
+
+	// The pass loop's alone: by shard, the backlog the last pass found
+	// and the duty it worked; again when a pass stopped short, so the
+	// next goes at once.
+	passes  map[int]passState
+	again   bool
+	passMax time.Duration // retirePassMax
 
 	mu     sync.Mutex
 	survey map[int][]RetireStat // by shard, of the last pass
@@ -283,7 +297,7 @@ func NewRetirer(store any, cfg RetirerConfig) (*Retirer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Retirer{cfg: cfg.withDefaults(), survey: map[int][]RetireStat{}}
+	r := &Retirer{cfg: cfg.withDefaults(), survey: map[int][]RetireStat{}, passes: map[int]passState{}, passMax: retirePassMax}
 	switch s := store.(type) {
 	case RetireSharded:
 		for i := range s.Shards() {
@@ -310,6 +324,12 @@ func (r *Retirer) Run(ctx context.Context) error {
 		if _, err := r.runOnce(ctx); err != nil && ctx.Err() == nil {
 			r.cfg.Logger.Warn("retention: pass failed; the next pass tries again", "dep", "task_store", "err", err)
 		}
+		if r.again {
+			if ctx.Err() != nil {
+				return nil
+			}
+			continue
+		}
 		if pause.For(ctx, r.cfg.Interval) != nil {
 			return nil
 		}
@@ -326,6 +346,7 @@ func (r *Retirer) runOnce(ctx context.Context) (int, error) {
 	}
 	total := 0
 	var errs []error
+	r.again = false
 	for _, sh := range r.shards {
 		if r.cfg.Owner != nil && !r.cfg.Owner.OwnsShard(sh.index) {
 			r.setSurvey(sh.index, nil)
@@ -414,7 +435,11 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionO
 			due = append(due, &sweepClass{EndedClass: c, before: before, next: c.Oldest})
 		}
 	}
-	total, err := r.sweep(ctx, sh.store, due, backlog)
+	pace := r.plan(sh.index, backlog)
+	total, err := r.sweep(ctx, sh.store, due, backlog, &pace)
+	if pace.short {
+		r.again = true // the next pass looks again at once
+	}
 	if total > 0 && err == nil {
 		_, _, err = r.surveyShard(ctx, sh, of)
 	}
@@ -480,19 +505,16 @@ const (
 //
 // backlog is the survey's count of the rows past retention: the sweep
 // yields to a late fire path only while fewer than retireYieldBatches
-// batches of them are left, and works the duty the whole backlog asks
-// for (duty) to its end. Rows pass their retention all the while, so a
-// duty that fell as the count ran down would leave each pass's last ten
-// batches at Duty, and a store the deletes cannot follow at Duty would
-// grow all the same.
-func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass, backlog int64) (int, error) {
-	total, step, duty := 0, sweepFirst, r.duty(backlog)
+// batches of them are left. It works pace's duty, and stops short at
+// pace.until (zero: no bound).
+func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass, backlog int64, pace *sweepPace) (int, error) {
+	total, step := 0, sweepFirst
 	for len(classes) > 0 {
 		from := slices.MinFunc(classes, func(a, b *sweepClass) int { return a.next.Compare(b.next) }).next
 		until := from.Add(step)
-		n, err := r.sweepWindow(ctx, store, classes, until, &backlog, duty)
+		n, err := r.sweepWindow(ctx, store, classes, until, &backlog, pace)
 		total += n
-		if err != nil || ctx.Err() != nil {
+		if err != nil || ctx.Err() != nil || pace.short {
 			return total, err
 		}
 		classes = slices.DeleteFunc(classes, func(c *sweepClass) bool { return !c.next.Before(c.before) })
@@ -506,12 +528,51 @@ func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweep
 	return total, nil
 }
 
+// sweepPace is how a pass works: the share of its time (duty) and when
+// it stops short (zero: it does not); short once it has.
+type sweepPace struct {
+	duty  float64
+	until time.Time
+	short bool
+}
+
+// passState is what a shard's last pass found and worked.
+type passState struct {
+	backlog int64
+	duty    float64
+}
+
+// plan returns how a pass of shard works, having found backlog rows past
+// their retention: under retireYieldBatches batches, at Duty to the end;
+// otherwise for retirePassMax at most, at twice the duty of the shard's
+// pass before if the backlog grew since (at most 1), half if it shrank
+// (at least Duty).
+func (r *Retirer) plan(shard int, backlog int64) sweepPace {
+	prev, ok := r.passes[shard]
+	pace := sweepPace{duty: r.cfg.Duty}
+	if backlog >= int64(retireYieldBatches*r.cfg.Batch) {
+		pace.until = time.Now().Add(r.passMax)
+		switch {
+		case ok && backlog > prev.backlog:
+			pace.duty = min(1, 2*prev.duty)
+		case ok:
+			pace.duty = max(r.cfg.Duty, prev.duty/2)
+		}
+	}
+	r.passes[shard] = passState{backlog: backlog, duty: pace.duty}
+	return pace
+}
+
 // sweepWindow deletes the jobs of classes that ended before until (and
 // their cutoff), a batch at a time, each batch gathered over the classes,
-// working duty of its time; it returns how many it deleted.
-func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time, backlog *int64, duty float64) (int, error) {
+// as pace says; it returns how many it deleted.
+func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time, backlog *int64, pace *sweepPace) (int, error) {
 	total := 0
 	for {
+		if !pace.until.IsZero() && time.Now().After(pace.until) {
+			pace.short = true
+			return total, nil
+		}
 		if *backlog < int64(retireYieldBatches*r.cfg.Batch) {
 			if err := r.yield(ctx); err != nil {
 				return total, nil
@@ -570,21 +631,10 @@ func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []
 			}
 			r.observe(counts, n, len(ids))
 		}
-		if err := r.pace(ctx, time.Since(start), duty); err != nil {
+		if err := r.pace(ctx, time.Since(start), pace.duty); err != nil {
 			return total, nil
 		}
 	}
-}
-
-// duty is the share of its time the retirer works with backlog rows past
-// their retention left: Duty up to retireYieldBatches batches, then more
-// in step with the backlog, up to 1 at retireCatchUpBatches.
-func (r *Retirer) duty(backlog int64) float64 {
-	behind := float64(backlog)/float64(r.cfg.Batch) - retireYieldBatches
-	if behind <= 0 {
-		return r.cfg.Duty
-	}
-	return min(1, r.cfg.Duty+(1-r.cfg.Duty)*behind/(retireCatchUpBatches-retireYieldBatches))
 }
 
 // observe counts a batch's deletes by topic and status: n of the wanted

@@ -447,27 +447,76 @@ func TestRetirerBehindDoesNotYield(t *testing.T) {
 	}
 }
 
-// A retirer far behind works more of its time: Duty while fewer than ten
-// batches are past retention, all its time from a hundred, in step
-// between; so that a database too slow for its deletes at Duty cannot
-// make the store grow without bound. (The soak at 1,000 jobs/s beside
-// CI's other tests fell further behind every pass at 0.25.)
-func TestRetirerCatchesUp(t *testing.T) {
+// A retirer losing ground works more of its time: from one pass to the
+// next, a backlog of ten batches or more that grew doubles the duty (up
+// to all its time), one that shrank halves it (down to Duty), and such a
+// pass stops short to look again. So a database too slow for the deletes
+// at Duty cannot make the store grow without bound (the soak at 1,000
+// jobs/s beside CI's other tests fell further behind every pass at
+// 0.25), and a backlog that shrinks is worked off at Duty.
+func TestRetirerLosingGroundWorksMore(t *testing.T) {
 	s := twoStores(t, "SQLite")
-	for _, duty := range []float64{0.25, 0.1, 1} {
-		r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 500, Duty: duty})
-		if err != nil {
-			t.Fatal(err)
+	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 500, Duty: 0.25})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, c := range []struct {
+		shard   int
+		backlog int64
+		duty    float64
+		short   bool
+	}{
+		{0, 20_000, 0.25, true}, // the first pass: nothing to compare with
+		{0, 1_000, 0.25, false}, // under ten batches: to the end, at Duty
+		{0, 6_000, 0.5, true},   // grew
+		{0, 9_000, 1, true},
+		{0, 20_000, 1, true}, // all its time at most
+		{0, 15_000, 0.5, true},
+		{0, 16_000, 1, true},
+		{0, 14_000, 0.5, true},
+		{0, 13_000, 0.25, true},
+		{0, 12_000, 0.25, true}, // Duty at least
+		{1, 8_000, 0.25, true},  // another shard: its own first pass
+		{0, 4_999, 0.25, false},
+	} {
+		duty, short := r.Plan(c.shard, c.backlog)
+		if math.Abs(duty-c.duty) > 1e-9 || short != c.short {
+			t.Errorf("pass %d, shard %d, %d rows past retention: duty %v, stops short %v; want %v, %v", i+1, c.shard, c.backlog, duty, short, c.duty, c.short)
 		}
-		half := duty + (1-duty)/2 // 55 batches: halfway from 10 to 100
-		for _, c := range []struct {
-			backlog int64
-			want    float64
-		}{{0, duty}, {4_999, duty}, {5_000, duty}, {27_500, half}, {50_000, 1}, {1_000_000, 1}} {
-			if got := r.Duty(c.backlog); math.Abs(got-c.want) > 1e-9 {
-				t.Errorf("duty %v, %d rows past retention in batches of 500: works %v of its time, want %v", duty, c.backlog, got, c.want)
-			}
-		}
+	}
+}
+
+// A pass that finds ten batches or more stops short after
+// retirePassMax, and the next pass starts at once (Run does not wait
+// Interval); one under ten batches goes to the end.
+func TestRetirerPassStopsShort(t *testing.T) {
+	ctx := t.Context()
+	s := twoStores(t, "SQLite")
+	c := newRetireClock(retireBase)
+	g := timer.NewIDGen(1, c.now)
+	for range 100 {
+		ended(t, s, g, 0, "t", timer.StatusDone, "")
+	}
+	c.after(24*time.Hour + time.Minute)
+	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 5, Duty: 1, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetPassMax(time.Nanosecond)
+	// 100 rows, twenty batches: the pass stops before its first batch.
+	if n, err := r.RunOnce(ctx); n != 0 || err != nil || !r.Again() {
+		t.Fatalf("a pass over twenty batches bounded to 1 ns: deleted %d, %v, again %v; want 0, stopped short", n, err, r.Again())
+	}
+	r.SetPassMax(time.Hour)
+	if n, err := r.RunOnce(ctx); n != 100 || err != nil || r.Again() {
+		t.Fatalf("bounded to an hour: deleted %d, %v, again %v; want 100, to the end", n, err, r.Again())
+	}
+	for range 20 {
+		ended(t, s, g, 0, "t", timer.StatusDone, "")
+	}
+	r.SetPassMax(time.Nanosecond)
+	if n, err := r.RunOnce(ctx); n != 20 || err != nil || r.Again() {
+		t.Fatalf("four batches, bounded to 1 ns: deleted %d, %v, again %v; want 20: no bound under ten batches", n, err, r.Again())
 	}
 }
 
