@@ -231,11 +231,11 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 // their end time (an index of end times holds only ended rows, so the
 // walk never reads a live one), all of them together a window of end
 // times at a time (sweep), and deletes a batch at a time, pacing itself
-// (Duty; more while losing ground) while it has a backlog and yielding to a late fire path
-// (Lateness) while it is keeping up (fewer than retireYieldBatches
-// batches past retention). It keeps no state: after a
-// restart, or a shard's outage, the next pass starts again from the
-// oldest row past its retention.
+// (Duty; more while losing ground) while it has a backlog and yielding
+// to a late fire path (Lateness) while it is keeping up (fewer than
+// retireYieldBatches batches past retention). It keeps no state but the
+// last pass's count and duty: after a restart, or a shard's outage, the
+// next pass starts again from the oldest row past its retention, at Duty.
 type Retirer struct {
 	shards []retireShard
 	topics TopicLister
@@ -417,7 +417,8 @@ func (r *Retirer) retentions(ctx context.Context) (retentionOf, error) {
 
 // retireShard deletes one shard's ended jobs past their retention. It
 // surveys the shard before (so that the backlog shows while a long pass
-// works it off) and again after.
+// works it off) and again after, unless the pass stopped short: the next
+// surveys it at once.
 func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionOf) (int, error) {
 	classes, backlog, err := r.surveyShard(ctx, sh, of)
 	if err != nil {
@@ -438,7 +439,8 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionO
 	pace := r.plan(sh.index, backlog)
 	total, err := r.sweep(ctx, sh.store, due, backlog, &pace)
 	if pace.short {
-		r.again = true // the next pass looks again at once
+		r.again = true // the next pass surveys the shard at once
+		return total, err
 	}
 	if total > 0 && err == nil {
 		_, _, err = r.surveyShard(ctx, sh, of)
