@@ -552,7 +552,7 @@ type passState struct {
 func (r *Retirer) plan(shard int, backlog int64) sweepPace {
 	prev, ok := r.passes[shard]
 	pace := sweepPace{duty: r.cfg.Duty}
-	if backlog >= int64(retireYieldBatches*r.cfg.Batch) {
+	if r.behind(backlog) {
 		pace.until = time.Now().Add(r.passMax)
 		switch {
 		case ok && backlog > prev.backlog:
@@ -565,6 +565,12 @@ func (r *Retirer) plan(shard int, backlog int64) sweepPace {
 	return pace
 }
 
+// behind says whether backlog rows past retention are retireYieldBatches
+// batches or more: the retirer does not yield then, and bounds its pass.
+func (r *Retirer) behind(backlog int64) bool {
+	return backlog >= int64(retireYieldBatches*r.cfg.Batch)
+}
+
 // sweepWindow deletes the jobs of classes that ended before until (and
 // their cutoff), a batch at a time, each batch gathered over the classes,
 // as pace says; it returns how many it deleted.
@@ -575,7 +581,7 @@ func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []
 			pace.short = true
 			return total, nil
 		}
-		if *backlog < int64(retireYieldBatches*r.cfg.Batch) {
+		if !r.behind(*backlog) {
 			if err := r.yield(ctx); err != nil {
 				return total, nil
 			}

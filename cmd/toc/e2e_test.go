@@ -332,6 +332,19 @@ func (r *receiver) lateness(ids []string) []time.Duration {
 	return late
 }
 
+// dueWhere returns those of ids whose due time in says.
+func (r *receiver) dueWhere(ids []string, in func(due time.Time) bool) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, id := range ids {
+		if in(r.due[id]) {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // expect arms wait for ids, not counting those that arrived already.
 func (r *receiver) expect(ids []string) chan struct{} {
 	r.mu.Lock()

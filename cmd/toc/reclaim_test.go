@@ -35,14 +35,9 @@ func TestClusterMemberDeathCostsSessionTimeout(t *testing.T) {
 	// member killed) show how late the machine is without the death: a
 	// few ms idle, more on CI's beside other packages' tests. The death
 	// may add a session timeout and a second to that, not a lease.
-	var before []string
-	r.mu.Lock()
-	for _, id := range ids {
-		if due := r.due[id]; due.After(scheduled.Add(time.Second)) && due.Before(killed.Add(-time.Second)) {
-			before = append(before, id)
-		}
-	}
-	r.mu.Unlock()
+	before := r.dueWhere(ids, func(due time.Time) bool {
+		return due.After(scheduled.Add(time.Second)) && due.Before(killed.Add(-time.Second))
+	})
 	var calm time.Duration
 	if len(before) >= 100 {
 		calm = percentile(r.lateness(before), .99)

@@ -297,28 +297,19 @@ func TestRollingUpgrade(t *testing.T) {
 	// (logged; BENCHMARKS.md); on CI's, beside other packages' tests, the
 	// swaps have been 0.4-1.9 s late. A v0.1.0 member killed instead of
 	// stopped leaves jobs waiting 5.05 s, for their leases.
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	latenessIn := func(in func(due time.Time) bool) []time.Duration {
-		var late []time.Duration
-		for _, id := range ids {
-			if due := r.due[id]; in(due) {
-				late = append(late, r.arrived[id][0].Sub(due))
-			}
-		}
-		slices.Sort(late)
-		return late
+	during := func(s swap) func(due time.Time) bool {
+		return func(due time.Time) bool { return !due.Before(s.from) && due.Before(s.to) }
 	}
-	calm := latenessIn(func(due time.Time) bool {
-		return !slices.ContainsFunc(swaps, func(s swap) bool { return !due.Before(s.from) && due.Before(s.to) })
-	})
+	calm := r.lateness(r.dueWhere(ids, func(due time.Time) bool {
+		return !slices.ContainsFunc(swaps, func(s swap) bool { return during(s)(due) })
+	}))
 	if len(calm) == 0 {
 		t.Fatal("no job fell due outside the swaps")
 	}
 	calmP99 := calm[len(calm)*99/100]
 	t.Logf("outside the swaps: %d jobs due, lateness p99 %v, max %v", len(calm), calmP99.Round(time.Millisecond), calm[len(calm)-1].Round(time.Millisecond))
 	for _, s := range swaps {
-		late := latenessIn(func(due time.Time) bool { return !due.Before(s.from) && due.Before(s.to) })
+		late := r.lateness(r.dueWhere(ids, during(s)))
 		if len(late) == 0 {
 			t.Errorf("swap %s: no job fell due in it", s.name)
 			continue
