@@ -142,14 +142,23 @@ func (s *Steps) Acked(at time.Time, next []SlotExpiry) { s.w.acks(at, next) }
 // RunOnce is one pass of the retirer, for tests that step it.
 func (r *Retirer) RunOnce(ctx context.Context) (int, error) { return r.runOnce(ctx) }
 
-// Plan is the duty a pass of shard works having found backlog, and
-// whether it stops short.
+// Plan is the duty a pass of shard starts at having found backlog, and
+// whether it looks, as it goes, whether it keeps up.
 func (r *Retirer) Plan(shard int, backlog int64) (float64, bool) {
-	p := r.plan(shard, backlog)
-	return p.duty, !p.until.IsZero()
+	p := r.plan(shard, backlog, nil)
+	return p.duty, !p.next.IsZero()
 }
 
-// SetPassMax bounds r's passes with a backlog to d (retirePassMax).
-func (r *Retirer) SetPassMax(d time.Duration) { r.passMax = d }
+// NextDuty is the duty after a look at which the sweep's front had moved
+// moved in took.
+func (r *Retirer) NextDuty(duty float64, moved, took time.Duration) float64 {
+	return r.nextDuty(duty, moved, took)
+}
+
+// Duty is the duty shard's last pass ended at.
+func (r *Retirer) Duty(shard int) float64 { return r.duties[shard] }
+
+// SetLook has r's passes that start behind look every d (retireLook).
+func (r *Retirer) SetLook(d time.Duration) { r.look = d }
 
 func (r *Retirer) Again() bool { return r.again }

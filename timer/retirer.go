@@ -47,19 +47,21 @@ const (
 	retireCountMax = 1_000
 )
 
-// retirePassMax bounds a pass that starts with ten batches or more
-// past retention: it stops then, and the next starts at once, with a
-// fresh count. Each pass compares the backlog it finds with what the
-// shard's pass before found: larger, and the retirer is losing
-// ground, so it works twice the share of its time of the pass
-// before (at most all of it); smaller, half (at least Duty). A load
-// its deletes cannot follow at Duty (a slow or busy database: the
-// soak at 1,000 jobs/s beside CI's other tests deleted about 540 a
-// second at 0.25) would otherwise make the store grow without bound;
-// the duty settles about where the deletes keep up, and a backlog
-// that shrinks (retention turned on over an aged store) is worked
-// off at Duty, after at most one pass at twice it.
-const retirePassMax = 10 * time.Second
+// retireLook is how often a pass that started with ten batches or
+// more past retention looks whether it keeps up: whether the sweep's
+// front (the end time of the oldest job it has yet to delete) moved as
+// far as the clock. Not as far, and the retirer is losing ground, so it
+// works twice the share of its time (at most all of it); more than twice
+// as far, half (at least Duty). A load its deletes cannot follow at Duty
+// (a slow or busy database: the soak at 1,000 jobs/s beside CI's other
+// tests deleted about 540 a second at 0.25) would otherwise make the
+// store grow without bound; the duty settles about where the deletes
+// keep up, and a backlog that shrinks (retention turned on over an aged
+// store) is worked off at Duty. The pass goes on from where it is: one
+// that started again from the oldest row to count afresh walked, on an
+// aged store, over the rows it had just deleted, which the database had
+// not yet purged, and made the fire path late.
+const retireLook = 10 * time.Second
 
 // RetireStore is a task store (or one shard of it) whose ended jobs can
 // be deleted once past their retention. Every method reads or deletes
@@ -166,11 +168,10 @@ type RetirerConfig struct {
 	// retention.
 	Interval time.Duration
 	// Duty is the share of its time the retirer works while it has a
-	// backlog, in (0, 1]; default DefaultRetireDuty. While a backlog of
-	// ten batches or more grows from one pass to the next the retirer
-	// works twice the share of the pass before, up to all its time, and
-	// half once it shrinks (retirePassMax), so that the store cannot
-	// outgrow it.
+	// backlog, in (0, 1]; default DefaultRetireDuty. While a pass that
+	// started ten batches or more behind falls further behind, the
+	// retirer works twice the share, up to all its time, and half once it
+	// is far ahead (retireLook), so that the store cannot outgrow it.
 	Duty float64
 	// Lateness, when set, returns the fire path's largest lateness of
 	// the last moment (Worker.RecentLateness; the Engine sets it). While
@@ -234,8 +235,9 @@ func (c RetirerConfig) withDefaults() RetirerConfig {
 // (Duty; more while losing ground) while it has a backlog and yielding
 // to a late fire path (Lateness) while it is keeping up (fewer than
 // retireYieldBatches batches past retention). It keeps no state but the
-// last pass's count and duty: after a restart, or a shard's outage, the
-// next pass starts again from the oldest row past its retention, at Duty.
+// duty of each shard's last pass: after a restart, or a shard's outage,
+// the next pass starts again from the oldest row past its retention, at
+// Duty.
 type Retirer struct {
 	shards []retireShard
 	topics TopicLister
@@ -243,12 +245,11 @@ type Retirer struct {
 	cfg    RetirerConfig
 	obs    RetireObserver
 
-	// The pass loop's alone: by shard, the backlog the last pass found
-	// and the duty it worked; again when a pass stopped short, so the
-	// next goes at once.
-	passes  map[int]passState
-	again   bool
-	passMax time.Duration // retirePassMax
+	// The pass loop's alone: by shard, the duty the last pass ended at;
+	// again when a pass left a shard behind, so the next goes at once.
+	duties map[int]float64
+	again  bool
+	look   time.Duration // retireLook
 
 	mu     sync.Mutex
 	survey map[int][]RetireStat // by shard, of the last pass
@@ -297,7 +298,7 @@ func NewRetirer(store any, cfg RetirerConfig) (*Retirer, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Retirer{cfg: cfg.withDefaults(), survey: map[int][]RetireStat{}, passes: map[int]passState{}, passMax: retirePassMax}
+	r := &Retirer{cfg: cfg.withDefaults(), survey: map[int][]RetireStat{}, duties: map[int]float64{}, look: retireLook}
 	switch s := store.(type) {
 	case RetireSharded:
 		for i := range s.Shards() {
@@ -417,8 +418,8 @@ func (r *Retirer) retentions(ctx context.Context) (retentionOf, error) {
 
 // retireShard deletes one shard's ended jobs past their retention. It
 // surveys the shard before (so that the backlog shows while a long pass
-// works it off) and again after, unless the pass stopped short: the next
-// surveys it at once.
+// works it off) and again after; a shard still behind then, after a pass
+// that deleted ten batches or more, is retired again at once.
 func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionOf) (int, error) {
 	classes, backlog, err := r.surveyShard(ctx, sh, of)
 	if err != nil {
@@ -436,14 +437,18 @@ func (r *Retirer) retireShard(ctx context.Context, sh retireShard, of retentionO
 			due = append(due, &sweepClass{EndedClass: c, before: before, next: c.Oldest})
 		}
 	}
-	pace := r.plan(sh.index, backlog)
+	pace := r.plan(sh.index, backlog, due)
 	total, err := r.sweep(ctx, sh.store, due, backlog, &pace)
-	if pace.short {
-		r.again = true // the next pass surveys the shard at once
-		return total, err
-	}
+	r.duties[sh.index] = pace.duty
 	if total > 0 && err == nil {
-		_, _, err = r.surveyShard(ctx, sh, of)
+		_, backlog, err = r.surveyShard(ctx, sh, of)
+		// The members of a group not yet complete are kept, and counted
+		// in the backlog too: only a pass that deleted ten batches or
+		// more goes again at once, or they would keep the retirer going
+		// round without a pause.
+		if err == nil && r.behind(backlog) && r.behind(int64(total)) {
+			r.again = true
+		}
 	}
 	return total, err
 }
@@ -507,8 +512,8 @@ const (
 //
 // backlog is the survey's count of the rows past retention: the sweep
 // yields to a late fire path only while fewer than retireYieldBatches
-// batches of them are left. It works pace's duty, and stops short at
-// pace.until (zero: no bound).
+// batches of them are left. It works pace's duty, which it changes as
+// pace says.
 func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweepClass, backlog int64, pace *sweepPace) (int, error) {
 	total, step := 0, sweepFirst
 	for len(classes) > 0 {
@@ -516,7 +521,7 @@ func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweep
 		until := from.Add(step)
 		n, err := r.sweepWindow(ctx, store, classes, until, &backlog, pace)
 		total += n
-		if err != nil || ctx.Err() != nil || pace.short {
+		if err != nil || ctx.Err() != nil {
 			return total, err
 		}
 		classes = slices.DeleteFunc(classes, func(c *sweepClass) bool { return !c.next.Before(c.before) })
@@ -530,43 +535,78 @@ func (r *Retirer) sweep(ctx context.Context, store RetireStore, classes []*sweep
 	return total, nil
 }
 
-// sweepPace is how a pass works: the share of its time (duty) and when
-// it stops short (zero: it does not); short once it has.
+// sweepPace is how a pass works: the share of its time (duty), and,
+// when it started behind, when it next looks whether it keeps up (zero:
+// it does not), and where its front and the clock were at the last look.
 type sweepPace struct {
-	duty  float64
-	until time.Time
-	short bool
-}
-
-// passState is what a shard's last pass found and worked.
-type passState struct {
-	backlog int64
-	duty    float64
+	duty      float64
+	next      time.Time // wall time
+	front, at time.Time
 }
 
 // plan returns how a pass of shard works, having found backlog rows past
-// their retention: under retireYieldBatches batches, at Duty to the end;
-// otherwise for retirePassMax at most, at twice the duty of the shard's
-// pass before if the backlog grew since (at most 1), half if it shrank
-// (at least Duty).
-func (r *Retirer) plan(shard int, backlog int64) sweepPace {
-	prev, ok := r.passes[shard]
+// their retention in the classes due: under retireYieldBatches batches,
+// at Duty; otherwise at the duty the shard's last pass ended at (at least
+// Duty), looking every retireLook whether it keeps up.
+func (r *Retirer) plan(shard int, backlog int64, due []*sweepClass) sweepPace {
 	pace := sweepPace{duty: r.cfg.Duty}
 	if r.behind(backlog) {
-		pace.until = time.Now().Add(r.passMax)
-		switch {
-		case ok && backlog > prev.backlog:
-			pace.duty = min(1, 2*prev.duty)
-		case ok:
-			pace.duty = max(r.cfg.Duty, prev.duty/2)
-		}
+		pace.duty = max(pace.duty, r.duties[shard])
+		pace.next, pace.front, pace.at = time.Now().Add(r.look), sweepFront(due), r.cfg.Now()
 	}
-	r.passes[shard] = passState{backlog: backlog, duty: pace.duty}
 	return pace
 }
 
+// sweepFront is the end time of the oldest job the sweep of classes has
+// yet to read: for each class not yet read to its cutoff, its cursor or
+// the window it has read up to, whichever is later; the earliest of
+// those, or the zero time when every class is read.
+func sweepFront(classes []*sweepClass) time.Time {
+	var front time.Time
+	for _, c := range classes {
+		if !c.next.Before(c.before) {
+			continue
+		}
+		at := c.next
+		if c.after.EndedAt.After(at) {
+			at = c.after.EndedAt
+		}
+		if front.IsZero() || at.Before(front) {
+			front = at
+		}
+	}
+	return front
+}
+
+// adjust is a look of a pass that started behind (retireLook), front
+// the sweep's front now: the duty becomes nextDuty's.
+func (r *Retirer) adjust(pace *sweepPace, front time.Time) {
+	pace.next = time.Now().Add(r.look)
+	if front.IsZero() {
+		return // every class read: the pass ends with this window
+	}
+	now := r.cfg.Now()
+	pace.duty = r.nextDuty(pace.duty, front.Sub(pace.front), now.Sub(pace.at))
+	pace.front, pace.at = front, now
+}
+
+// nextDuty is the duty after a look at which the sweep's front had moved
+// moved since the last, in took: twice duty (at most 1) if moved is
+// shorter than took (losing ground), half (at least Duty) if it is more
+// than twice took, duty otherwise.
+func (r *Retirer) nextDuty(duty float64, moved, took time.Duration) float64 {
+	switch {
+	case moved < took:
+		return min(1, 2*duty)
+	case moved > 2*took:
+		return max(r.cfg.Duty, duty/2)
+	}
+	return duty
+}
+
 // behind says whether backlog rows past retention are retireYieldBatches
-// batches or more: the retirer does not yield then, and bounds its pass.
+// batches or more: the retirer does not yield then, and its pass looks
+// whether it keeps up.
 func (r *Retirer) behind(backlog int64) bool {
 	return backlog >= int64(retireYieldBatches*r.cfg.Batch)
 }
@@ -577,9 +617,8 @@ func (r *Retirer) behind(backlog int64) bool {
 func (r *Retirer) sweepWindow(ctx context.Context, store RetireStore, classes []*sweepClass, until time.Time, backlog *int64, pace *sweepPace) (int, error) {
 	total := 0
 	for {
-		if !pace.until.IsZero() && time.Now().After(pace.until) {
-			pace.short = true
-			return total, nil
+		if !pace.next.IsZero() && time.Now().After(pace.next) {
+			r.adjust(pace, sweepFront(classes))
 		}
 		if !r.behind(*backlog) {
 			if err := r.yield(ctx); err != nil {

@@ -447,76 +447,133 @@ func TestRetirerBehindDoesNotYield(t *testing.T) {
 	}
 }
 
-// A retirer losing ground works more of its time: from one pass to the
-// next, a backlog of ten batches or more that grew doubles the duty (up
-// to all its time), one that shrank halves it (down to Duty), and such a
-// pass stops short to look again. So a database too slow for the deletes
-// at Duty cannot make the store grow without bound (the soak at 1,000
-// jobs/s beside CI's other tests fell further behind every pass at
-// 0.25), and a backlog that shrinks is worked off at Duty.
+// A retirer losing ground works more of its time. A pass that starts
+// ten batches or more behind looks every retireLook whether the sweep's
+// front (the end of the oldest job it has yet to read) moved as far as
+// the clock: not as far doubles the duty (up to all its time), more than
+// twice as far halves it (down to Duty). So a database too slow for the
+// deletes at Duty cannot make the store grow without bound (the soak at
+// 1,000 jobs/s beside CI's other tests fell further behind every pass at
+// 0.25), and a backlog that shrinks (an aged store, whose front runs
+// hours ahead of the clock) is worked off at Duty.
 func TestRetirerLosingGroundWorksMore(t *testing.T) {
-	s := twoStores(t, "SQLite")
-	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 500, Duty: 0.25})
+	r, err := timer.NewRetirer(&endedRows{}, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 500, Duty: 0.25})
 	if err != nil {
 		t.Fatal(err)
 	}
+	const look = 10 * time.Second
 	for i, c := range []struct {
-		shard   int
-		backlog int64
-		duty    float64
-		short   bool
+		duty  float64
+		moved time.Duration
+		want  float64
 	}{
-		{0, 20_000, 0.25, true}, // the first pass: nothing to compare with
-		{0, 1_000, 0.25, false}, // under ten batches: to the end, at Duty
-		{0, 6_000, 0.5, true},   // grew
-		{0, 9_000, 1, true},
-		{0, 20_000, 1, true}, // all its time at most
-		{0, 15_000, 0.5, true},
-		{0, 16_000, 1, true},
-		{0, 14_000, 0.5, true},
-		{0, 13_000, 0.25, true},
-		{0, 12_000, 0.25, true}, // Duty at least
-		{1, 8_000, 0.25, true},  // another shard: its own first pass
-		{0, 4_999, 0.25, false},
+		{0.25, 5 * time.Second, 0.5}, // losing ground
+		{0.5, 0, 1},
+		{1, time.Second, 1},          // all its time at most
+		{1, 15 * time.Second, 1},     // keeping up, not far ahead: as it was
+		{0.5, 20 * time.Second, 0.5}, // twice as far: as it was
+		{1, 21 * time.Second, 0.5},   // more than twice
+		{0.5, time.Hour, 0.25},       // far ahead
+		{0.25, 24 * time.Hour, 0.25}, // Duty at least
 	} {
-		duty, short := r.Plan(c.shard, c.backlog)
-		if math.Abs(duty-c.duty) > 1e-9 || short != c.short {
-			t.Errorf("pass %d, shard %d, %d rows past retention: duty %v, stops short %v; want %v, %v", i+1, c.shard, c.backlog, duty, short, c.duty, c.short)
+		if got := r.NextDuty(c.duty, c.moved, look); math.Abs(got-c.want) > 1e-9 {
+			t.Errorf("look %d: at duty %v, the front moved %v in %v: duty %v, want %v", i+1, c.duty, c.moved, look, got, c.want)
 		}
+	}
+	// A pass starts at Duty, and looks only when ten batches or more are
+	// past retention.
+	if duty, looks := r.Plan(0, 4_999); duty != 0.25 || looks {
+		t.Errorf("4,999 rows past retention: duty %v, looks %v; want 0.25, no looks", duty, looks)
+	}
+	if duty, looks := r.Plan(0, 5_000); duty != 0.25 || !looks {
+		t.Errorf("5,000 rows past retention: duty %v, looks %v; want 0.25, looks", duty, looks)
 	}
 }
 
-// A pass that finds ten batches or more stops short after
-// retirePassMax, and the next pass starts at once (Run does not wait
-// Interval); one under ten batches goes to the end.
-func TestRetirerPassStopsShort(t *testing.T) {
+// clockedRows is an endedRows whose every delete moves the retirer's
+// clock on by step: a database that takes step a batch.
+type clockedRows struct {
+	endedRows
+	c    *retireClock
+	step time.Duration
+}
+
+func (s *clockedRows) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.Time) (int, error) {
+	s.c.set(s.c.now().Add(s.step))
+	return s.endedRows.DeleteEnded(ctx, ids, until)
+}
+
+// A pass that starts behind goes on to its end, however long, changing
+// its duty as it goes: it never starts again from the oldest row, which
+// on an aged store walked over the rows just deleted (not yet purged by
+// the database) and made the fire path late. The shard's next pass
+// starts at the duty this one ended at, at once while the shard is still
+// behind.
+func TestRetirerBehindGoesOn(t *testing.T) {
 	ctx := t.Context()
-	s := twoStores(t, "SQLite")
-	c := newRetireClock(retireBase)
-	g := timer.NewIDGen(1, c.now)
-	for range 100 {
-		ended(t, s, g, 0, "t", timer.StatusDone, "")
+	c := newRetireClock(retireBase.Add(24*time.Hour + time.Minute))
+	s := &clockedRows{c: c, step: time.Minute}
+	add := func(n int, end func(i int) time.Time) {
+		for i := range n {
+			s.rows = append(s.rows, endedRow{timer.EndedJob{ID: timer.JobID(len(s.rows) + 1), EndedAt: end(i)}, "t", timer.StatusDone})
+		}
 	}
-	c.after(24*time.Hour + time.Minute)
+	// 200 jobs that ended together, and 100 half an hour later, which come
+	// past retention while the first pass deletes at a minute a batch.
+	add(200, func(int) time.Time { return retireBase })
+	add(100, func(int) time.Time { return retireBase.Add(30 * time.Minute) })
+	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 5, Duty: 0.25, Now: c.now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.SetLook(time.Nanosecond) // a look before every batch
+	// Forty batches in one pass: the front stands still while the clock
+	// moves, so the duty doubles to all the retirer's time.
+	if n, err := r.RunOnce(ctx); n != 200 || err != nil || r.Duty(0) != 1 || !r.Again() {
+		t.Fatalf("200 jobs past retention, a minute a batch: deleted %d, %v, duty %v, again %v; want 200, duty 1, again: 100 more came past retention", n, err, r.Duty(0), r.Again())
+	}
+	if duty, _ := r.Plan(0, 100); duty != 1 {
+		t.Errorf("the next pass starts at duty %v, want 1, where the last ended", duty)
+	}
+	if n, err := r.RunOnce(ctx); n != 100 || err != nil || r.Again() {
+		t.Fatalf("the next pass: deleted %d, %v, again %v; want 100, caught up", n, err, r.Again())
+	}
+	// 100 jobs that ended an hour apart: the front runs hours ahead of the
+	// clock, so the duty halves back to Duty.
+	add(100, func(i int) time.Time { return retireBase.Add(-time.Duration(100-i) * time.Hour) })
+	if n, err := r.RunOnce(ctx); n != 100 || err != nil || r.Duty(0) != 0.25 {
+		t.Fatalf("100 jobs an hour apart: deleted %d, %v, duty %v; want 100, duty 0.25", n, err, r.Duty(0))
+	}
+}
+
+// keptRows is a clockedRows whose groups are none of them complete: the
+// retirer keeps their members.
+type keptRows struct{ clockedRows }
+
+func (s *keptRows) GetGroup(_ context.Context, id string) (*timer.Group, error) {
+	return &timer.Group{ID: id}, nil
+}
+
+// Rows the retirer keeps (the members of a group not yet complete) count
+// in the backlog, but a pass that deleted fewer than ten batches does not
+// go again at once however many of them there are: they would keep the
+// retirer going round without a pause.
+func TestRetirerKeptRowsDoNotSpin(t *testing.T) {
+	c := newRetireClock(retireBase.Add(24*time.Hour + time.Minute))
+	s := &keptRows{clockedRows{c: c, step: time.Millisecond}}
+	for i := range 120 {
+		group := "g"
+		if i%6 == 0 {
+			group = "" // 20 of them free to go
+		}
+		s.rows = append(s.rows, endedRow{timer.EndedJob{ID: timer.JobID(i + 1), EndedAt: retireBase, Group: group}, "t", timer.StatusDone})
+	}
 	r, err := timer.NewRetirer(s, timer.RetirerConfig{Retention: timer.DefaultRetention(), Batch: 5, Duty: 1, Now: c.now})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.SetPassMax(time.Nanosecond)
-	// 100 rows, twenty batches: the pass stops before its first batch.
-	if n, err := r.RunOnce(ctx); n != 0 || err != nil || !r.Again() {
-		t.Fatalf("a pass over twenty batches bounded to 1 ns: deleted %d, %v, again %v; want 0, stopped short", n, err, r.Again())
-	}
-	r.SetPassMax(time.Hour)
-	if n, err := r.RunOnce(ctx); n != 100 || err != nil || r.Again() {
-		t.Fatalf("bounded to an hour: deleted %d, %v, again %v; want 100, to the end", n, err, r.Again())
-	}
-	for range 20 {
-		ended(t, s, g, 0, "t", timer.StatusDone, "")
-	}
-	r.SetPassMax(time.Nanosecond)
-	if n, err := r.RunOnce(ctx); n != 20 || err != nil || r.Again() {
-		t.Fatalf("four batches, bounded to 1 ns: deleted %d, %v, again %v; want 20: no bound under ten batches", n, err, r.Again())
+	if n, err := r.RunOnce(t.Context()); n != 20 || err != nil || r.Again() {
+		t.Fatalf("120 jobs past retention, 100 of them kept: deleted %d, %v, again %v; want 20, and a pause before the next pass", n, err, r.Again())
 	}
 }
 

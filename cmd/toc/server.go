@@ -92,7 +92,7 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		retain:         retain,
 		auditRetention: fs.duration("audit-retention", timer.DefaultAuditRetention, "how long audit log entries are kept (0: forever)"),
 		retentionEvery: fs.duration("retention-interval", timer.DefaultRetireInterval, "how often the retirer looks for ended jobs past their retention once it has caught up"),
-		retentionDuty:  fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1 (doubled, up to 1, while the backlog grows): lower leaves the task store freer for firing"),
+		retentionDuty:  fs.float("retention-duty", timer.DefaultRetireDuty, "share of its time the retirer spends deleting while it has a backlog, 0..1 (doubled, up to 1, while it falls behind): lower leaves the task store freer for firing"),
 		retentionBatch: fs.int("retention-batch", timer.DefaultRetireBatch, fmt.Sprintf("most rows one DELETE of the retirer removes, 1..%d: smaller statements hold the task store for less time each", timer.DefaultRetireBatch)),
 		retentionYield: fs.duration("retention-yield", timer.DefaultRetireYield, "the retirer waits (up to 1s a batch) while a call this process started in the last half second was later than this (0: it never waits)"),
 		clockTolerance: fs.duration("clock-tolerance", timer.DefaultClockTolerance, "how far this member's clock may be off the task store's before /readyz says it is wrong (due times follow the task store's clock whatever it is; 0: never says)"),
