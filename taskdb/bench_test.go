@@ -435,20 +435,14 @@ type cycleStep struct {
 // fireCycle is what the worker asks of s for a batch of jobs it fires,
 // in order, each step checking that every job took it.
 func fireCycle(s *Store) []cycleStep {
-	want := func(what string, n int, ids []timer.JobID, err error) error {
-		if err == nil && n != len(ids) {
-			err = fmt.Errorf("%s %d of %d jobs", what, n, len(ids))
-		}
-		return err
-	}
 	return []cycleStep{
 		{"fire", func(ctx context.Context, ids []timer.JobID) error {
 			n, err := s.Fire(ctx, ids, base.Add(time.Hour), base)
-			return want("fired", n, ids, err)
+			return tookAll("fired", n, ids, err)
 		}},
 		{"get_many", func(ctx context.Context, ids []timer.JobID) error {
 			js, err := s.GetMany(ctx, ids)
-			return want("read", len(js), ids, err)
+			return tookAll("read", len(js), ids, err)
 		}},
 		{"complete", func(ctx context.Context, ids []timer.JobID) error {
 			done := make([]timer.Completion, len(ids))
@@ -456,7 +450,7 @@ func fireCycle(s *Store) []cycleStep {
 				done[i] = timer.Completion{ID: id, Attempts: 1, Status: 200}
 			}
 			n, err := s.Complete(ctx, done, base)
-			return want("completed", n, ids, err)
+			return tookAll("completed", n, ids, err)
 		}},
 		{"attempts", func(ctx context.Context, ids []timer.JobID) error {
 			as := make([]timer.Attempt, len(ids))
@@ -466,6 +460,15 @@ func fireCycle(s *Store) []cycleStep {
 			return s.RecordAttempts(ctx, as)
 		}},
 	}
+}
+
+// tookAll is err, or an error if a step of the fire cycle did what to n
+// of ids, not to all of them.
+func tookAll(what string, n int, ids []timer.JobID, err error) error {
+	if err == nil && n != len(ids) {
+		err = fmt.Errorf("%s %d of %d jobs", what, n, len(ids))
+	}
+	return err
 }
 
 // packedComplete is the fire cycle's step that replaces complete and
@@ -491,10 +494,7 @@ func packedComplete(s *Store) cycleStep {
 		q := "UPDATE toc_jobs SET version = version + 1, status = 2, attempts = 1, last_status = 200, fired = 0, gmt_modified = ?, first_started = ELT(FIELD(job_id, " +
 			list + "), " + started.String() + "), first_ms = ELT(FIELD(job_id, " + list + "), " + took.String() + ") WHERE +status = 0 AND job_id IN (" + list + ")"
 		n, err := s.exec(ctx, q, base.UnixMilli())
-		if err == nil && int(n) != len(ids) {
-			err = fmt.Errorf("completed %d of %d jobs", n, len(ids))
-		}
-		return err
+		return tookAll("completed", int(n), ids, err)
 	}}
 }
 
