@@ -60,40 +60,71 @@ func insertThousands(b *testing.B, s *Store) int {
 // index of toc_jobs, then with toc_jobs_dead as before migration 0030,
 // then without some, then with the primary key alone: what the indexes
 // cost an INSERT (for the batch target of issue 17 and issue 35; the
-// indexes dropped here are all in use).
+// indexes dropped here are all in use). The variant persistent keeps
+// every index but stores the columns the virtual ones index: it tells
+// what the index entries cost from what computing virtual columns does.
 func BenchmarkInsertIndexCost(b *testing.B) {
 	// Indexes with an entry for every row, though most rows leave them NULL.
 	mostlyNull := []string{"toc_jobs_group", "toc_jobs_ck_held", "toc_jobs_topic_key"}
+	dropIndexes := func(names ...string) []string {
+		alter := make([]string, len(names))
+		for i, n := range names {
+			alter[i] = "DROP INDEX " + n
+		}
+		return alter
+	}
 	for _, v := range []struct {
-		name string
-		drop []string
-		// dead keeps toc_jobs_dead, which migration 0030 dropped.
-		dead bool
+		name  string
+		alter []string
 	}{
-		{"all", nil, false},
-		{"with_0030s_dead", nil, true},
-		{"without_group_ck_held", mostlyNull[:2], false},
-		{"without_group_ck_held_key", mostlyNull, false},
-		{"primary_key_only", slices.Concat(mostlyNull, []string{"toc_jobs_topic_due", "toc_jobs_topic_biz", "toc_jobs_overdue", "toc_jobs_ended"}), false},
+		{"all", nil},
+		{"with_0030s_dead", []string{"ADD INDEX toc_jobs_dead (dead_topic, dead_at, job_id)"}},
+		{"without_key", dropIndexes(mostlyNull[2])},
+		{"without_group", dropIndexes(mostlyNull[0])},
+		{"without_ck_held", dropIndexes(mostlyNull[1])},
+		{"without_group_ck_held", dropIndexes(mostlyNull[:2]...)},
+		{"without_group_ck_held_key", dropIndexes(mostlyNull...)},
+		{"without_virtual", dropIndexes(virtualIndexes...)},
+		{"persistent", persistentColumns},
+		{"primary_key_only", dropIndexes(slices.Concat(mostlyNull, []string{"toc_jobs_topic_due", "toc_jobs_topic_biz", "toc_jobs_overdue", "toc_jobs_ended"})...)},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			s := openMariaDB(b)
-			if v.dead {
-				if _, err := s.db.ExecContext(b.Context(), "ALTER TABLE toc_jobs ADD INDEX toc_jobs_dead (dead_topic, dead_at, job_id)"); err != nil {
-					b.Fatal(err)
-				}
-			}
-			for _, idx := range v.drop {
-				if _, err := s.db.ExecContext(b.Context(), "ALTER TABLE toc_jobs DROP INDEX "+idx); err != nil {
-					b.Fatal(err)
-				}
-			}
+			alterTable(b, s, "toc_jobs", v.alter)
 			cpu := serverCPUFunc(b, s)
 			before := cpu()
 			rows := insertThousands(b, s)
 			b.ReportMetric(float64(b.Elapsed().Microseconds())/float64(rows), "µs/row")
 			b.ReportMetric(float64((cpu()-before).Microseconds())/float64(rows), "mariadbd-µs/row")
 		})
+	}
+}
+
+// virtualIndexes are toc_jobs' indexes on virtual columns, NULL for a job
+// without a concurrency key, a group or a deadline that ended done.
+var virtualIndexes = []string{"toc_jobs_ck_held", "toc_jobs_group", "toc_jobs_overdue", "toc_jobs_ended"}
+
+// persistentColumns turns the columns of virtualIndexes into stored
+// (PERSISTENT) ones with the same expressions, and indexes them again.
+var persistentColumns = []string{
+	"DROP INDEX toc_jobs_ck_held, DROP INDEX toc_jobs_group, DROP INDEX toc_jobs_overdue, DROP INDEX toc_jobs_ended",
+	"DROP COLUMN ck_held, DROP COLUMN group_status, DROP COLUMN waiting_deadline, DROP COLUMN ended_topic, DROP COLUMN ended_status, DROP COLUMN ended_at",
+	"ADD COLUMN ck_held VARBINARY(128) AS (IF(status = 0 AND (fired = 1 OR attempts > 0) AND concurrency_key <> '', concurrency_key, NULL)) PERSISTENT, " +
+		"ADD COLUMN group_status TINYINT UNSIGNED AS (IF(group_id IS NULL, NULL, status)) PERSISTENT, " +
+		"ADD COLUMN waiting_deadline BIGINT AS (IF(status = 0 AND fired = 0, expire_at, NULL)) PERSISTENT, " +
+		"ADD COLUMN ended_topic VARCHAR(64) AS (IF(status IN (3, 4, 5, 6), topic, NULL)) PERSISTENT, " +
+		"ADD COLUMN ended_status TINYINT UNSIGNED AS (IF(status IN (3, 4, 5, 6), status, NULL)) PERSISTENT, " +
+		"ADD COLUMN ended_at BIGINT AS (IF(status IN (3, 4, 5, 6), gmt_modified, NULL)) PERSISTENT",
+	"ADD UNIQUE INDEX toc_jobs_ck_held (topic, ck_held), ADD INDEX toc_jobs_group (group_id, group_status), " +
+		"ADD INDEX toc_jobs_overdue (waiting_deadline, job_id), ADD INDEX toc_jobs_ended (ended_topic, ended_status, ended_at, job_id)",
+}
+
+// alterTable applies each of alter to table of s, in order.
+func alterTable(b *testing.B, s *Store, table string, alter []string) {
+	for _, a := range alter {
+		if _, err := s.db.ExecContext(b.Context(), "ALTER TABLE "+table+" "+a); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
 
@@ -358,36 +389,42 @@ func BenchmarkForecast(b *testing.B) {
 // 0028, with toc_jobs_status_due as before 0029 (a store upgraded but not
 // yet contracted), with toc_jobs_topic_due as narrow as before 0028, with
 // no index that holds status at all, and without the four indexes on
-// virtual columns. The last variant packs a successful first attempt into
-// the job row, as issue 35 proposed: two columns the done UPDATE fills
-// job by job, and no attempt row.
+// virtual columns, with those columns stored instead (persistent), and
+// without toc_attempts' index by start. The last variant packs a
+// successful first attempt into the job row, as issue 35 proposed: two
+// columns the done UPDATE fills job by job, and no attempt row.
+//
+// Variants run one after the other in one process drift with the
+// machine, the first the most: to compare two, run each alone, in turn
+// (-test.bench 'FireCycle/^batch=200$/^as_it_is$', then the other).
+// batch=200/as_it_is is batch=200 under a name that can be picked so.
 func BenchmarkFireCycle(b *testing.B) {
 	for _, v := range []struct {
-		name   string
-		batch  int
-		alter  []string
-		packed bool
+		name     string
+		batch    int
+		alter    []string
+		attempts []string
+		packed   bool
 	}{
 		{name: "batch=200", batch: 200},
 		{name: "batch=1000", batch: 1000},
+		{name: "batch=200/as_it_is", batch: 200},
 		{name: "batch=200/before_0028", batch: 200, alter: []string{"DROP INDEX toc_jobs_topic_due, ADD INDEX toc_jobs_topic_due (topic, status, action_time, job_id)",
 			"ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms)"}},
 		{name: "batch=200/with_status_due", batch: 200, alter: []string{"ADD INDEX toc_jobs_status_due (status, action_time, job_id, topic, biz_id, attempts, priority, window_ms)"}},
 		{name: "batch=200/narrow_topic_due", batch: 200, alter: []string{"DROP INDEX toc_jobs_topic_due, ADD INDEX toc_jobs_topic_due (topic, status, action_time, job_id)"}},
 		{name: "batch=200/without_status_indexes", batch: 200, alter: []string{"DROP INDEX toc_jobs_topic_due"}},
-		{name: "batch=200/without_virtual_indexes", batch: 200, alter: []string{
-			"DROP INDEX toc_jobs_ck_held, DROP INDEX toc_jobs_group, DROP INDEX toc_jobs_overdue, DROP INDEX toc_jobs_ended"}},
+		{name: "batch=200/without_virtual_indexes", batch: 200, alter: []string{"DROP INDEX " + strings.Join(virtualIndexes, ", DROP INDEX ")}},
+		{name: "batch=200/without_attempts_started", batch: 200, attempts: []string{"DROP INDEX toc_attempts_started"}},
+		{name: "batch=200/persistent", batch: 200, alter: persistentColumns},
 		{name: "batch=200/packed_first_attempt", batch: 200, packed: true, alter: []string{
 			"ADD COLUMN first_started BIGINT NOT NULL DEFAULT 0, ADD COLUMN first_ms INT NOT NULL DEFAULT 0"}},
 	} {
 		b.Run(v.name, func(b *testing.B) {
 			s := openMariaDB(b)
 			ctx := b.Context()
-			for _, alter := range v.alter {
-				if _, err := s.db.ExecContext(ctx, "ALTER TABLE toc_jobs "+alter); err != nil {
-					b.Fatal(err)
-				}
-			}
+			alterTable(b, s, "toc_jobs", v.alter)
+			alterTable(b, s, "toc_attempts", v.attempts)
 			cpu := serverCPUFunc(b, s)
 			steps := fireCycle(s)
 			if v.packed {
