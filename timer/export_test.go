@@ -149,8 +149,8 @@ func (r *Retirer) Plan(shard int, backlog int64) (float64, bool) {
 	return p.duty, !p.next.IsZero()
 }
 
-// NextDuty is the duty after a look at which the sweep's front had moved
-// moved in took.
+// NextDuty is the duty after a look, the sweep's front having moved by
+// moved while the clock moved by took (nextDuty).
 func (r *Retirer) NextDuty(duty float64, moved, took time.Duration) float64 {
 	return r.nextDuty(duty, moved, took)
 }

@@ -590,10 +590,10 @@ func (r *Retirer) adjust(pace *sweepPace, front time.Time) {
 	pace.front, pace.at = front, now
 }
 
-// nextDuty is the duty after a look at which the sweep's front had moved
-// moved since the last, in took: twice duty (at most 1) if moved is
-// shorter than took (losing ground), half (at least Duty) if it is more
-// than twice took, duty otherwise.
+// nextDuty is the duty after a look, the sweep's front having moved by
+// moved while the clock moved by took since the last: twice duty (at
+// most 1) if moved is shorter than took (losing ground), half (at least
+// Duty) if it is more than twice took, duty otherwise.
 func (r *Retirer) nextDuty(duty float64, moved, took time.Duration) float64 {
 	switch {
 	case moved < took:
