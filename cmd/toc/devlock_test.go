@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/toc-project/toc/internal/testenv"
 )
 
 // Issue 12: two toc dev on one data file both fired every pending job. The
@@ -20,7 +22,7 @@ func TestDevOneProcessPerDataFile(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	second := exec.CommandContext(ctx, tocBin, "dev", "--data", data, "--addr", freeAddr(t))
+	second := exec.CommandContext(ctx, tocBin, "dev", "--data", data, "--addr", testenv.FreeAddr(t))
 	out, err := second.CombinedOutput()
 	var ee *exec.ExitError
 	if !errors.As(err, &ee) || ee.ExitCode() != 1 {

@@ -267,7 +267,7 @@ func runPage(t *testing.T, name string, blocks []docBlock) {
 		path = filepath.Dir(bin) + string(os.PathListSeparator) + path
 	}
 	if slices.ContainsFunc(blocks, func(b docBlock) bool { return b.serve }) {
-		addr := freeAddr(t)
+		addr := testenv.FreeAddr(t)
 		env = []string{"TOC=http://" + addr, "TOC_SERVER=http://" + addr, "TOC_ADDR=" + addr,
 			"TOC_MYSQL_DSN=" + testenv.MariaDB(t).NewDatabase(t), "TOC_REDIS_ADDR=" + testenv.Redis(t).Addr,
 			fmt.Sprintf("TOC_REDIS_PREFIX=docs%d:", time.Now().UnixNano()),

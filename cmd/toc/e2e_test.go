@@ -110,16 +110,6 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
-}
-
 // startToc runs toc with args plus a free --addr and waits until it
 // answers /healthz.
 func startToc(t *testing.T, token string, args ...string) *proc {
@@ -141,7 +131,7 @@ func startTocEnv(t *testing.T, env []string, args ...string) *proc {
 
 func startTocWith(t *testing.T, bin, token string, env []string, args ...string) *proc {
 	t.Helper()
-	addr := freeAddr(t)
+	addr := testenv.FreeAddr(t)
 	p := &proc{url: "http://" + addr, token: token, stdout: &syncBuffer{}, stderr: &syncBuffer{}, done: make(chan struct{})}
 	p.cmd = exec.Command(bin, append(args, "--addr", addr)...)
 	if env != nil {
@@ -871,20 +861,22 @@ type proxy struct {
 	conns        []net.Conn
 }
 
+// newProxy listens on testenv.FreeAddr, whose ports the kernel does not
+// hand out by itself, so restore can listen there again after a cut.
 func newProxy(t *testing.T, target string) *proxy {
-	p := &proxy{target: target}
-	p.listen(t, "127.0.0.1:0")
+	p := &proxy{addr: testenv.FreeAddr(t), target: target}
+	p.restore(t)
 	t.Cleanup(p.cut)
 	return p
 }
 
-func (p *proxy) listen(t *testing.T, addr string) {
-	ln, err := net.Listen("tcp", addr)
+func (p *proxy) restore(t *testing.T) {
+	ln, err := net.Listen("tcp", p.addr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p.mu.Lock()
-	p.ln, p.addr = ln, ln.Addr().String()
+	p.ln = ln
 	p.mu.Unlock()
 	go func() {
 		for {
@@ -916,8 +908,6 @@ func (p *proxy) cut() {
 	}
 	p.conns = nil
 }
-
-func (p *proxy) restore(t *testing.T) { p.listen(t, p.addr) }
 
 // Acceptance 3 of the cluster issue: a member whose ZooKeeper session
 // expires stops claiming before its slots are given away: no job is

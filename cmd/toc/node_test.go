@@ -39,7 +39,7 @@ func TestStandaloneMembersLeaseDistinctNodes(t *testing.T) {
 		t.Fatalf("both members lease node %d", na)
 	}
 
-	out, err := runTocCmd(t, append(serve("--node", strconv.Itoa(nodeOf(t, a))), "--addr", freeAddr(t))...)
+	out, err := runTocCmd(t, append(serve("--node", strconv.Itoa(nodeOf(t, a))), "--addr", testenv.FreeAddr(t))...)
 	if err == nil {
 		t.Fatalf("a member given a held --node started:\n%s", out)
 	}

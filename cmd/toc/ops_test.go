@@ -178,7 +178,7 @@ func TestServeStartsWithoutItsDependencies(t *testing.T) {
 // but still in Redis: here those of a paused topic. A topic created
 // after the process started is counted from its topic list.
 func TestMetricsDueWaiting(t *testing.T) {
-	metricsAddr := freeAddr(t)
+	metricsAddr := testenv.FreeAddr(t)
 	p := startToc(t, "", "dev", "--data", t.TempDir()+"/m.db", "--metrics-addr", metricsAddr)
 	if code, body := p.call(t, "PUT", "/v1/topics/held", map[string]any{"slots": 4}); code != 200 && code != 201 {
 		t.Fatalf("put topic: %d %v", code, body)
@@ -214,7 +214,7 @@ func TestMetricsDueWaiting(t *testing.T) {
 // With --metrics-addr, /metrics is served there and not on the API's
 // address; topic labels follow --metrics-max-topics.
 func TestMetricsOwnListener(t *testing.T) {
-	metricsAddr := freeAddr(t)
+	metricsAddr := testenv.FreeAddr(t)
 	p := startToc(t, "", "dev", "--data", t.TempDir()+"/m.db", "--metrics-addr", metricsAddr, "--metrics-max-topics", "1")
 	if code, _ := p.call(t, "GET", "/metrics", nil); code != 404 {
 		t.Errorf("/metrics on the API's address with --metrics-addr: %d, want 404", code)

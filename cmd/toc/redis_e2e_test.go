@@ -53,7 +53,7 @@ func TestServeRefusesClusterNodeAsOneServer(t *testing.T) {
 	cl := testenv.SharedRedisCluster(t)
 	dsn := testenv.MariaDB(t).NewDatabase(t)
 	out, err := runTocCmd(t, "serve", "--mysql-dsn", dsn, "--redis-addr", cl.Nodes()[0].Addr,
-		"--api-token", "t", "--webhook-secret", e2eSecret, "--addr", freeAddr(t))
+		"--api-token", "t", "--webhook-secret", e2eSecret, "--addr", testenv.FreeAddr(t))
 	if err == nil {
 		t.Fatalf("serve on a cluster node as one server started:\n%s", out)
 	}

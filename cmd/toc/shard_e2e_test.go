@@ -149,7 +149,7 @@ func TestServeChecksShardMap(t *testing.T) {
 	}
 	refused := func(why string, dsns ...string) {
 		t.Helper()
-		args := []string{"serve", "--redis-addr", testenv.Redis(t).Addr, "--api-token", "t", "--webhook-secret", e2eSecret, "--addr", freeAddr(t)}
+		args := []string{"serve", "--redis-addr", testenv.Redis(t).Addr, "--api-token", "t", "--webhook-secret", e2eSecret, "--addr", testenv.FreeAddr(t)}
 		for _, d := range dsns {
 			args = append(args, "--mysql-dsn", d)
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -140,14 +141,33 @@ func lookPath(hint string, names ...string) ([]string, error) {
 	return paths, nil
 }
 
-// freePort returns a loopback port that was free a moment ago.
+// freePort returns a loopback port that was free a moment ago. It is
+// drawn below Linux's ephemeral range (32768 and up), where the kernel
+// picks the local ports of outgoing connections and ":0" listeners: a
+// server killed by a test keeps its port free for its restart, and a proxy
+// cut by a test can listen on its address again. (CI once failed when an
+// ephemeral port was taken between a cut and a restore.)
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, fmt.Errorf("find a free port: %w", err)
+	var err error
+	for range 50 {
+		var l net.Listener
+		if l, err = net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", 20000+rand.IntN(12000))); err == nil {
+			defer l.Close()
+			return l.Addr().(*net.TCPAddr).Port, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, fmt.Errorf("find a free port from 20000 to 32000 in 50 tries: %w", err)
+}
+
+// FreeAddr returns a loopback address that was free a moment ago, on a
+// port as freePort chooses it.
+func FreeAddr(tb testing.TB) string {
+	tb.Helper()
+	port, err := freePort()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 
 // withFreePort calls start with a free port, and again with another one
