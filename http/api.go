@@ -133,7 +133,8 @@ type StatusStorage struct {
 	// estimate of a big count.
 	Rows          int64
 	RowsEstimated bool
-	// OldestEnded is when the oldest of them ended (zero: none).
+	// OldestEnded is when the oldest of them ended, or for a job
+	// cancelled before it was due its due time (zero: none).
 	OldestEnded time.Time
 	// PastRetention counts those that ended longer ago than their
 	// retention: the retirer's backlog. PastRetentionEstimated as

@@ -285,9 +285,10 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	if err := s.CheckSchema(ctx); err != nil {
 		t.Errorf("CheckSchema of an older schema: %v", err)
 	}
-	// 0029 and 0030, contract migrations, are not needed to serve.
-	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-12 || pending[0] != 11 || slices.Contains(pending, 29) || slices.Contains(pending, 30) {
-		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards but 0029 and 0030", pending, fresh, err)
+	// 0029, 0030 and 0032, contract migrations, are not needed to serve.
+	if pending, fresh, err := s.Pending(ctx); err != nil || fresh || len(pending) != len(known)-13 || pending[0] != 11 ||
+		slices.Contains(pending, 29) || slices.Contains(pending, 30) || slices.Contains(pending, 32) {
+		t.Errorf("Pending after 0010 = %v, fresh %v, %v; want 11 onwards but 0029, 0030 and 0032", pending, fresh, err)
 	}
 	if _, err := s.db.ExecContext(ctx, "INSERT INTO toc_schema_migrations (version, applied_at) VALUES (9999, 1)"); err != nil {
 		t.Fatal(err)
@@ -321,12 +322,14 @@ func testMigrationStatus(t *testing.T, s *Store) {
 	}
 }
 
-// testContractMigration: 0029 and 0030, contract migrations, are applied
-// to a new database by Migrate, but to one v0.1.0 (0021) served only by
-// MigrateContract. A build that stops at 0021 and checks the schema as
-// this one does (v0.1.0 itself predates the check) serves beside this
-// build until then, and refuses the schema after; this build serves
-// either way.
+// testContractMigration: 0029, 0030 and 0032, contract migrations, are
+// applied to a new database by Migrate, but to one v0.1.0 (0021) served
+// only by MigrateContract. A build that stops at 0021 and checks the
+// schema as this one does (v0.1.0 itself predates the check) serves
+// beside this build until then, and refuses the schema after; this build
+// serves either way. The dead letters listed are the same throughout,
+// whichever build killed or replayed them: from toc_jobs_ended before
+// 0032, from toc_dead after, where 0032 copied v0.1.0's.
 func testContractMigration(t *testing.T, old, fresh *Store) {
 	ctx := t.Context()
 	// What CheckSchema of a build whose last migration is 0021 refuses:
@@ -357,9 +360,44 @@ func testContractMigration(t *testing.T, old, fresh *Store) {
 	if err := old.migrateTo(ctx, 21, false); err != nil {
 		t.Fatal(err)
 	}
+	// Rows as a member of v0.1.0 writes them: job 1 dead, job 2 pending.
+	v010Row := func(id, status int64) {
+		t.Helper()
+		_, err := old.db.ExecContext(ctx, `INSERT INTO toc_jobs (job_id, topic, status, action_time, max_attempts, gmt_create, gmt_modified)
+			VALUES (?, 't', ?, ?, 3, ?, ?)`, id, status, base.UnixMilli(), base.UnixMilli(), base.Add(time.Duration(id)*time.Minute).UnixMilli())
+		if err != nil {
+			t.Fatalf("insert a v0.1.0 row: %v", err)
+		}
+	}
+	v010Row(1, int64(timer.StatusDead))
+	v010Row(2, int64(timer.StatusPending))
 	if err := old.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
+	wantDead := func(when string, ids ...timer.JobID) {
+		t.Helper()
+		letters, err := old.ListDead(ctx, timer.DeadQuery{Topic: "t", Limit: 10})
+		var got []timer.JobID
+		for _, j := range letters {
+			got = append(got, j.ID)
+		}
+		if err != nil || !slices.Equal(got, ids) {
+			t.Errorf("%s: ListDead = %v, %v; want %v", when, got, err, ids)
+		}
+	}
+	wantDead("a v0.1.0 dead letter after Migrate", 1)
+	// During the rolling upgrade this build kills job 2, a member of
+	// v0.1.0 replays it (leaving its entry in toc_dead behind) and kills
+	// job 3 (writing none).
+	if ok, err := old.Fail(ctx, 2, timer.Failure{Dead: true, Attempts: 3, Error: "boom"}, base.Add(10*time.Minute)); err != nil || !ok {
+		t.Fatalf("Fail job 2 dead = %v, %v", ok, err)
+	}
+	wantDead("job 2 killed by this build", 1, 2)
+	if _, err := old.db.ExecContext(ctx, "UPDATE toc_jobs SET status = 0, gmt_modified = ? WHERE job_id = 2", base.Add(11*time.Minute).UnixMilli()); err != nil {
+		t.Fatal(err)
+	}
+	v010Row(3, int64(timer.StatusDead))
+	wantDead("job 2 replayed and job 3 killed by v0.1.0", 1, 3)
 	if got := refusedBy0021(); len(got) != 0 {
 		t.Errorf("after Migrate, a build of 0021 would refuse %v; want none", got)
 	}
@@ -371,38 +409,44 @@ func testContractMigration(t *testing.T, old, fresh *Store) {
 		t.Fatal(err)
 	}
 	for _, m := range known {
-		contract := m.Version == 29 || m.Version == 30
+		contract := m.Version == 29 || m.Version == 30 || m.Version == 32
 		if m.AppliedAt.IsZero() != contract || m.Contract != contract {
-			t.Errorf("after Migrate: %s applied %v, contract %v; want 0029 and 0030 alone pending, contract ones", m.Name, !m.AppliedAt.IsZero(), m.Contract)
+			t.Errorf("after Migrate: %s applied %v, contract %v; want 0029, 0030 and 0032 alone pending, contract ones", m.Name, !m.AppliedAt.IsZero(), m.Contract)
 		}
 	}
 	if pending, fresh, err := old.Pending(ctx); err != nil || len(pending) != 0 || fresh {
-		t.Errorf("Pending with only 0029 and 0030 left = %v, fresh %v, %v; want none: this build serves without them", pending, fresh, err)
+		t.Errorf("Pending with only 0029, 0030 and 0032 left = %v, fresh %v, %v; want none: this build serves without them", pending, fresh, err)
 	}
 	if err := old.CheckSchema(ctx); err != nil {
-		t.Errorf("CheckSchema without 0029 and 0030: %v", err)
+		t.Errorf("CheckSchema without 0029, 0030 and 0032: %v", err)
 	}
 	if err := old.MigrateContract(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if got := refusedBy0021(); !slices.Equal(got, []int{29, 30}) {
-		t.Errorf("after MigrateContract, a build of 0021 would refuse %v; want [29 30]", got)
+	if got := refusedBy0021(); !slices.Equal(got, []int{29, 30, 32}) {
+		t.Errorf("after MigrateContract, a build of 0021 would refuse %v; want [29 30 32]", got)
 	}
-	if hasIndex(t, old, "toc_jobs_status_due") || hasIndex(t, old, "toc_jobs_dead") || !hasIndex(t, old, "toc_jobs_topic_due") || !hasIndex(t, old, "toc_jobs_ended") {
-		t.Error("after MigrateContract: want toc_jobs_status_due and toc_jobs_dead gone, toc_jobs_topic_due and toc_jobs_ended kept")
+	if hasIndex(t, old, "toc_jobs_status_due") || hasIndex(t, old, "toc_jobs_dead") || hasIndex(t, old, "toc_jobs_ended") || !hasIndex(t, old, "toc_jobs_topic_due") {
+		t.Error("after MigrateContract: want toc_jobs_status_due, toc_jobs_dead and toc_jobs_ended gone, toc_jobs_topic_due kept")
 	}
 	if err := old.CheckSchema(ctx); err != nil {
-		t.Errorf("CheckSchema with 0029 and 0030: %v", err)
+		t.Errorf("CheckSchema with 0029, 0030 and 0032: %v", err)
+	}
+	// 0032 copied v0.1.0's dead into toc_dead and dropped job 2's entry.
+	wantDead("after MigrateContract", 1, 3)
+	var entries int
+	if err := old.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM toc_dead").Scan(&entries); err != nil || entries != 2 {
+		t.Errorf("toc_dead after MigrateContract: %d entries, %v; want 2 (jobs 1 and 3)", entries, err)
 	}
 	// A new database gets the contract migrations at once.
-	if pending, isNew, err := fresh.Pending(ctx); err != nil || !isNew || !slices.Contains(pending, 29) || !slices.Contains(pending, 30) {
-		t.Errorf("Pending of a new database = %v, fresh %v, %v; want every migration, 0029 and 0030 too", pending, isNew, err)
+	if pending, isNew, err := fresh.Pending(ctx); err != nil || !isNew || !slices.Contains(pending, 29) || !slices.Contains(pending, 30) || !slices.Contains(pending, 32) {
+		t.Errorf("Pending of a new database = %v, fresh %v, %v; want every migration, 0029, 0030 and 0032 too", pending, isNew, err)
 	}
 	if err := fresh.Migrate(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if hasIndex(t, fresh, "toc_jobs_status_due") || hasIndex(t, fresh, "toc_jobs_dead") {
-		t.Error("Migrate of a new database kept toc_jobs_status_due or toc_jobs_dead")
+	if hasIndex(t, fresh, "toc_jobs_status_due") || hasIndex(t, fresh, "toc_jobs_dead") || hasIndex(t, fresh, "toc_jobs_ended") {
+		t.Error("Migrate of a new database kept toc_jobs_status_due, toc_jobs_dead or toc_jobs_ended")
 	}
 }
 

@@ -34,22 +34,31 @@
 //	  dead_at      BIGINT             VIRTUAL: gmt_modified of a dead row, else NULL
 //	  group_status TINYINT UNSIGNED   VIRTUAL: status of a row in a group, else NULL
 //	  ended_topic, ended_status, ended_at  VIRTUAL: topic, status and gmt_modified of a row that ended
-//	                                   cancelled, dead, purged or expired, else NULL (a done row too: 0027)
+//	                                   cancelled, dead, purged or expired, else NULL (a done row too: 0027);
+//	                                   read only before 0032, which dropped their index
 //	  UNIQUE toc_jobs_topic_key    (topic, idem_key)   NULLs never collide
 //	  INDEX  toc_jobs_topic_due    (topic, status, action_time, job_id, biz_id, attempts, priority, window_ms):
 //	                               a topic's jobs by status, counts, the backstop's scan (covered), and
-//	                               the done jobs past retention (a done job ends at or after its due time);
+//	                               the ended jobs but the dead past retention, by due time (a job ends at
+//	                               or after it, but for a cancel, kept until its due time is past too);
 //	                               the one index that holds status, so a completed job moves in one (0029
 //	                               dropped toc_jobs_status_due: status, action_time, ...)
 //	  INDEX  toc_jobs_topic_biz    (topic, biz_id, action_time, job_id): a business id's jobs
 //	  INDEX  toc_jobs_group        (group_id, group_status): a group's counts, and whether it has a live member (SQLite: partial)
-//	  INDEX  toc_jobs_ended        (ended_topic, ended_status, ended_at, job_id): the other ended jobs past retention,
-//	                               and dead letters by time of death (0030 dropped toc_jobs_dead, the
-//	                               same range over dead_topic, dead_at) (SQLite: partial)
 //
 // The virtual columns keep completion cheap: a job that ends moves in the
-// indexes that hold status, and they stay NULL for a row that is done, in
-// no group, so its entries in the last two never move.
+// index that holds status, and they stay NULL for a row that is done, in
+// no group, so its entry in toc_jobs_group never moves. Yet an index on
+// virtual columns costs every UPDATE of a row, whichever columns it
+// changes: toc_jobs_ended (ended_topic, ended_status, ended_at, job_id),
+// by which the retirer found the ended jobs but the done and dead letters
+// were listed, cost a fire 3.5 µs of MariaDB's CPU, and 0032 dropped it
+// for toc_dead.
+//
+//	toc_dead                          one row per dead job (0031), written in the transaction that kills it
+//	  topic, died_at, job_id          primary key: a page of a topic's dead letters by time of death, and
+//	                                  the dead past retention; died_at is the row's gmt_modified
+//	  INDEX  toc_dead_job (job_id)    the entry of a job replayed, purged or retired
 //
 //	toc_groups                        one row per group (shard 0 when sharded)
 //	  group_id   VARBINARY(120)       primary key; qualified by namespace (timer.QualifiedGroupID)
@@ -129,7 +138,8 @@
 //	Transition    toc_jobs  range  PRIMARY               8        1     Using where
 //	Complete (3)  toc_jobs  range  PRIMARY               8        3     Using where
 //	CountByStatus toc_jobs  ref    toc_jobs_topic_due    258      4921  Using where; Using index
-//	ListDead      toc_jobs  ref    toc_jobs_ended        261      1001  Using where
+//	ListDead      toc_dead  range  PRIMARY                              Using where; Using index
+//	              toc_jobs  eq_ref PRIMARY               8        1     Using where
 //	GroupLive     toc_jobs  ref    toc_jobs_group        105      1     Using where; Using index
 //	Forecast      <derived2> ALL                                         Using temporary
 //	              toc_jobs  range  toc_jobs_topic_due                    Using where; Using index
@@ -141,7 +151,8 @@
 //	ScanPending    SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
 //	               SEARCH t USING PRIMARY KEY (name=?) LEFT-JOIN
 //	CountByStatus  SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=?)
-//	ListDead       SEARCH toc_jobs USING INDEX toc_jobs_ended (ended_topic=? AND ended_status=? AND ended_at>? AND ended_at<?)
+//	ListDead       SEARCH toc_dead USING PRIMARY KEY (topic=? AND died_at>? AND died_at<?)
+//	               SEARCH toc_jobs USING INTEGER PRIMARY KEY (rowid=?)
 //	GroupLive      SEARCH toc_jobs USING INDEX toc_jobs_group (group_id=? AND group_status=?)
 //	Forecast       SEARCH toc_jobs USING COVERING INDEX toc_jobs_topic_due (topic=? AND status=? AND action_time>? AND action_time<?)
 //	               USE TEMP B-TREE FOR GROUP BY

@@ -74,7 +74,9 @@ func statusOf(status, fired int64) timer.Status {
 // timer.ErrConflict; a job that does not fit its columns, one wrapping
 // timer.ErrInvalid. A zero CreatedAt is stored as the store's clock, a
 // zero UpdatedAt as CreatedAt. LastError is cut to 1,024 bytes. A new
-// row's version is the column's default, 1.
+// row's version is the column's default, 1. A dead job (a dead letter
+// restored, or moved between shards) is recorded in toc_dead in the same
+// transaction.
 func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	if len(jobs) == 0 {
 		return nil
@@ -86,12 +88,21 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	}
 	now := s.now().UnixMilli()
 	chunks := chunkJobs(jobs, s.d.maxVars/jobColumns)
-	err := s.inTx(ctx, len(chunks) > 1, func(ex execer) error {
+	var dead []timer.JobID // a restored or moved dead letter
+	for _, j := range jobs {
+		if j.Status == timer.StatusDead {
+			dead = append(dead, j.ID)
+		}
+	}
+	err := s.inTx(ctx, len(chunks) > 1 || dead != nil, func(ex execer) error {
 		for _, c := range chunks {
 			q, args := s.insertStatement(c, now)
 			if _, err := ex.ExecContext(ctx, q, args...); err != nil {
 				return err
 			}
+		}
+		if dead != nil {
+			return s.recordDead(ctx, ex, dead)
 		}
 		return nil
 	})
@@ -254,7 +265,7 @@ func (s *Store) TransitionIf(ctx context.Context, id timer.JobID, from, to timer
 	fromStatus, fromFired := rowStatus(from)
 	q, args := versioned("UPDATE toc_jobs SET version = version + 1, status = ?, fired = ?, gmt_modified = ? WHERE job_id = ? AND status = ? AND fired = ?", version,
 		toStatus, toFired, now.UnixMilli(), int64(id), fromStatus, fromFired)
-	ok, err := s.updateOne(ctx, q, args...)
+	ok, err := s.updateOneAnd(ctx, s.deadMoved(from, to, id), q, args...)
 	if err != nil {
 		return false, fmt.Errorf("move job %d from %s to %s: %w", id, from, to, err)
 	}
@@ -284,7 +295,7 @@ func (s *Store) Fail(ctx context.Context, id timer.JobID, f timer.Failure, now t
 	case !f.RetryAt.IsZero():
 		due = timer.CeilMillis(f.RetryAt)
 	}
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?,
+	ok, err := s.updateOneAnd(ctx, s.deadMoved(timer.StatusPending, to, id), `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, attempts = ?, last_error = ?, last_status = ?, gmt_modified = ?,
 		action_time = COALESCE(?, action_time) WHERE job_id = ? AND status = ?`,
 		int64(to), int64(f.Attempts), timer.TruncateError(f.Error), int64(f.Status), now.UnixMilli(), due,
 		int64(id), int64(timer.StatusPending))
@@ -331,7 +342,7 @@ func (s *Store) Expire(ctx context.Context, id timer.JobID, reason string, now t
 // Replay moves a dead job back to pending at dueAt with no attempts and
 // no last error, reporting whether it was dead.
 func (s *Store) Replay(ctx context.Context, id timer.JobID, dueAt, now time.Time) (bool, error) {
-	ok, err := s.updateOne(ctx, `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
+	ok, err := s.updateOneAnd(ctx, s.deadMoved(timer.StatusDead, timer.StatusPending, id), `UPDATE toc_jobs SET version = version + 1, status = ?, fired = 0, action_time = ?, attempts = 0, last_error = '', gmt_modified = ?
 		WHERE job_id = ? AND status = ?`,
 		int64(timer.StatusPending), timer.MillisOf(dueAt), now.UnixMilli(), int64(id), int64(timer.StatusDead))
 	if err != nil {
@@ -515,8 +526,12 @@ func completeStatement(ids []timer.JobID, end completeEnd, now time.Time) (strin
 // selectJob selects every column of a job row, in the order scanJob reads
 // them. "payload IS NULL" tells a nil payload from an empty one, which
 // the SQLite driver reads back alike.
-const selectJob = `SELECT job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts,
-	max_attempts, last_error, callback, payload, payload IS NULL, gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key, group_id FROM toc_jobs `
+const selectJob = "SELECT " + jobColumnList + " FROM toc_jobs "
+
+// jobColumnList is the columns selectJob selects, named as in toc_jobs
+// alone (selectDeadJob names them in a join).
+const jobColumnList = "job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts, max_attempts, last_error, callback, payload, payload IS NULL, " +
+	"gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key, group_id"
 
 func scanJob(row interface{ Scan(...any) error }) (*timer.Job, error) {
 	// One value for every column, of which Scan takes the addresses: they

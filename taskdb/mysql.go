@@ -25,6 +25,7 @@ var mysqlDialect = dialect{
 	keepTopic: " ON DUPLICATE KEY UPDATE name = name",
 	// INSERT IGNORE turns other errors into warnings too; the values are
 	// checked and cut before, and the history is best effort.
+	insertIgnore:   "INSERT IGNORE",
 	insertAttempts: "INSERT IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",
 	pruneAttempts:  "DELETE FROM toc_attempts WHERE started_at < ? ORDER BY started_at LIMIT ?",
 	pruneAudit:     "DELETE FROM toc_audit_log WHERE at < ? ORDER BY at, audit_id LIMIT ?",

@@ -109,7 +109,7 @@ func TestMariaDBExplain(t *testing.T) {
 		j.BizID = uint64(i%100 + 1)
 	}
 	mustInsert(t, s, js...)
-	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs, toc_topics"); err != nil {
+	if _, err := s.db.ExecContext(ctx, "ANALYZE TABLE toc_jobs, toc_topics, toc_dead"); err != nil {
 		t.Fatal(err)
 	}
 	complete, completeArgs := completeStatement([]timer.JobID{1, 2, 3}, completeEnd{attempts: 1, status: 200}, base)
@@ -145,30 +145,36 @@ func TestMariaDBExplain(t *testing.T) {
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due"}}},
 		{"CountJobs", "SELECT 1 FROM toc_jobs WHERE topic = ? AND status = ? LIMIT ?", []any{"t", 0, 10001},
 			[]explain{{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"}}},
-		// A page of dead letters reads the topic's dead rows of
-		// toc_jobs_ended in its order (its live rows are not in that range),
-		// and a group's live member is a lookup in toc_jobs_group alone.
-		{"ListDead", listDead + " ORDER BY ended_at, job_id LIMIT ?", []any{"t", 4, 0, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 50},
-			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
+		// A page of dead letters reads the topic's range of toc_dead in
+		// its order, each row by primary key (before 0032, the topic's dead
+		// rows of toc_jobs_ended), and a group's live member is a lookup in
+		// toc_jobs_group alone.
+		{"ListDead", fromDeadTable.list + fromDeadTable.order, []any{"t", 4, 0, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 50},
+			[]explain{{table: "toc_dead", typ: "ref|range", key: "PRIMARY"}, {table: "toc_jobs", typ: "eq_ref", key: "PRIMARY"}}},
 		{"GroupLive", "SELECT 1 FROM toc_jobs WHERE group_id = ? AND " + liveStatus + " LIMIT 1", []any{[]byte("g")},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_group", extra: "Using index"}}},
-		// Retention: the next topic and status of ended jobs is one dive
-		// into toc_jobs_ended (a skip scan), a page of ended jobs a range
-		// of it in its order, their DELETE by primary key.
-		{"NextEndedStatus", nextEndedStatus, []any{"t", 2},
-			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
-		{"NextEndedTopic", nextEndedTopic, []any{"t"},
-			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_ended", extra: "Using index"}}},
-		{"EndedJobs", endedJobs, []any{"t", 2, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
-			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_ended"}}},
-		// Done jobs: the next topic is one dive into an index that leads
-		// with the topic; its done jobs a range of toc_jobs_topic_due by
-		// due time, which its completion moved them into.
+		// Retention of the dead: the next topic with one is a dive into
+		// toc_dead, its oldest another, a page of them a range of it in
+		// its order, each row by primary key.
+		{"NextDeadTopic", fromDeadTable.nextTopic, []any{"t"},
+			[]explain{{table: "toc_dead", typ: "range", key: "PRIMARY|toc_dead_job", extra: "Using index"}}},
+		{"OldestDead", fromDeadTable.oldest, []any{"t", 4},
+			[]explain{{table: "toc_dead", typ: "ref|range", key: "PRIMARY"}, {table: "toc_jobs", typ: "eq_ref", key: "PRIMARY"}}},
+		{"DeadJobs", fromDeadTable.jobs, []any{"t", 4, base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
+			[]explain{{table: "toc_dead", typ: "ref|range", key: "PRIMARY"}, {table: "toc_jobs", typ: "eq_ref", key: "PRIMARY"}}},
+		// The other ended jobs: the next topic is one dive into an index
+		// that leads with the topic; whether it has cancelled, purged or
+		// expired jobs one dive each; its jobs of a status a range of
+		// toc_jobs_topic_due by due time, which their end moved them into.
 		{"NextTopic", nextTopic, []any{"t"},
 			[]explain{{table: "toc_jobs", typ: "range", key: "toc_jobs_topic_due|toc_jobs_topic_key|toc_jobs_topic_biz", extra: "Using index"}}},
-		{"DoneByDue", doneByDue, []any{"t", 0, 0, 0, 64},
+		{"CancelPurgeExpire", cancelPurgeExpire, []any{"t", "t", "t"}, []explain{{extra: "No tables used"},
+			{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"},
+			{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"},
+			{table: "toc_jobs", typ: "ref", key: "toc_jobs_topic_due", extra: "Using index"}}},
+		{"ByDue", byDue, []any{"t", 3, 0, 0, 0, 64},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_topic_due"}}},
-		{"DoneJobs", doneJobs, []any{"t", base.Add(time.Hour).UnixMilli(), base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
+		{"ByDueJobs", byDueJobs, []any{"t", 2, base.Add(time.Hour).UnixMilli(), base.Add(time.Hour).UnixMilli(), 0, 0, 0, 1000},
 			[]explain{{table: "toc_jobs", typ: "ref|range", key: "toc_jobs_topic_due"}}},
 		{"LockEnded", lockEnded + "?, ?, ?)", []any{base.Add(time.Hour).UnixMilli(), 1, 2, 3},
 			[]explain{{table: "toc_jobs", typ: "range", key: "PRIMARY"}}},

@@ -2,22 +2,24 @@
 // time, deleted by primary key a batch at a time; finished groups without
 // members; old audit entries.
 //
-// Done jobs, nearly all of them, are found by due time in
-// toc_jobs_topic_due, which completing a job moves anyway: a done job
-// ends at or after its due time, when its last attempt started, so its
-// end is its due time plus that attempt's length, and reading by due time
-// while asking for ends before a cutoff finds them all. The other ends
-// (cancelled, dead, purged, expired) can come before the due time; their
-// jobs are in toc_jobs_ended (migrations 0025 and 0027), by end time.
-// Keeping done jobs out of that index saved MariaDB a third of the
-// completing UPDATE (BenchmarkFireCycle).
+// Ended jobs but the dead are found by due time in toc_jobs_topic_due,
+// which ending a job moves anyway (its status is in that index): a done,
+// expired or purged job ends at or after its due time (its last attempt,
+// or its deadline, came after it; a purged job was dead), so reading by
+// due time while asking for ends before a cutoff finds them all. A
+// cancelled job can end before it is due, and is then found once its due
+// time too is past the cutoff: its retention counts from the later of its
+// cancel and its due time, so a cancel never keeps a row longer than the
+// job would have lived. The dead are found by time of death in toc_dead
+// (dead.go). An index of ended jobs on virtual columns of toc_jobs
+// (toc_jobs_ended, migrations 0025 to 0032) cost MariaDB time on every
+// fire, though a fire changes none of its columns (BenchmarkFireCycle).
 
 package taskdb
 
 import (
 	"cmp"
 	"context"
-	"database/sql"
 	"errors"
 	"fmt"
 	"math"
@@ -40,55 +42,53 @@ var (
 	_ timer.AuditPruner  = (*Store)(nil)
 )
 
-// The skip scan of EndedClasses: the oldest ended job of the next
-// status of a topic (arguments topic, status), else of the next topic's
-// first status (argument topic), in toc_jobs_ended; and the next topic
-// with any job (argument topic), whose done jobs are then read by due
-// time. Two queries, not one with an OR, which SQLite reads as two ranges
-// merged and sorted.
+// nextTopic is the next topic after ? with a job; cancelPurgeExpire says
+// which of the statuses found by due time but done a topic's jobs are in,
+// one dive each into toc_jobs_topic_due.
 const (
-	nextEndedStatus = `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
-	WHERE ended_topic = ? AND ended_status > ? ORDER BY ended_status, ended_at LIMIT 1`
-	nextEndedTopic = `SELECT ended_topic, ended_status, ended_at FROM toc_jobs
-	WHERE ended_topic > ? ORDER BY ended_topic, ended_status, ended_at LIMIT 1`
-	nextTopic = `SELECT topic FROM toc_jobs WHERE topic > ? ORDER BY topic LIMIT 1`
+	nextTopic         = `SELECT topic FROM toc_jobs WHERE topic > ? ORDER BY topic LIMIT 1`
+	cancelPurgeExpire = `SELECT EXISTS (SELECT 1 FROM toc_jobs WHERE topic = ? AND status = 3),
+	EXISTS (SELECT 1 FROM toc_jobs WHERE topic = ? AND status = 5), EXISTS (SELECT 1 FROM toc_jobs WHERE topic = ? AND status = 6)`
 )
 
-// EndedClasses implements timer.RetireStore: a skip scan of
-// toc_jobs_ended, an index dive or two per topic and status, whose first
-// entry is its oldest; and one of the topics, with the oldest end of each
-// one's done jobs (oldestDone). (MariaDB makes no loose index scan of an
-// index on virtual columns: a GROUP BY would read every ended row.)
-// EXPLAIN on MariaDB: toc_jobs range toc_jobs_ended, Using index; range
-// of a topic index, Using index.
+// EndedClasses implements timer.RetireStore: the dead by topic
+// (deadClasses); then a walk of the topics, one dive each, with the
+// oldest done job of each (oldestByDue), and of its cancelled, purged and
+// expired jobs if it has any (cancelPurgeExpire). An ended class's
+// oldest is when the retention of its first job started, the later of its
+// end and its due time. EXPLAIN on MariaDB: range of a topic index, Using
+// index; toc_jobs_topic_due.
 func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
-	var out []timer.EndedClass
-	next, ok, err := s.nextEnded(ctx, nextEndedTopic, "") // no topic is ""
-	for ok && err == nil {
-		out = append(out, next)
-		c := next
-		if next, ok, err = s.nextEnded(ctx, nextEndedStatus, c.Topic, int64(c.Status)); err == nil && !ok {
-			next, ok, err = s.nextEnded(ctx, nextEndedTopic, c.Topic)
-		}
-	}
+	src, err := s.deadSource(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read ended jobs by topic and status: %w", err)
+		return nil, fmt.Errorf("read dead jobs by topic: %w", err)
 	}
-	for topic := ""; ; {
-		err := s.rdb.QueryRowContext(ctx, s.d.bounded+nextTopic, topic).Scan(&topic)
-		if errors.Is(err, sql.ErrNoRows) {
-			break
+	out, err := s.deadClasses(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	err = s.eachTopic(ctx, nextTopic, func(topic string) error {
+		var has [3]bool
+		if err := s.rdb.QueryRowContext(ctx, s.d.bounded+cancelPurgeExpire, topic, topic, topic).Scan(&has[0], &has[1], &has[2]); err != nil {
+			return err
 		}
-		var oldest time.Time
-		if err == nil {
-			oldest, err = s.oldestDone(ctx, topic)
+		statuses := []timer.Status{timer.StatusDone}
+		for i, st := range []timer.Status{timer.StatusCancelled, timer.StatusPurged, timer.StatusExpired} {
+			if has[i] {
+				statuses = append(statuses, st)
+			}
 		}
-		if err != nil {
-			return nil, fmt.Errorf("read done jobs by topic: %w", err)
+		for _, st := range statuses {
+			oldest, err := s.oldestByDue(ctx, topic, st)
+			if err != nil {
+				return err
+			}
+			out = appendClass(out, topic, st, oldest)
 		}
-		if !oldest.IsZero() {
-			out = append(out, timer.EndedClass{Topic: topic, Status: timer.StatusDone, Oldest: oldest})
-		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read ended jobs by topic: %w", err)
 	}
 	slices.SortFunc(out, func(a, b timer.EndedClass) int {
 		return cmp.Or(strings.Compare(a.Topic, b.Topic), cmp.Compare(a.Status, b.Status))
@@ -96,43 +96,29 @@ func (s *Store) EndedClasses(ctx context.Context) ([]timer.EndedClass, error) {
 	return out, nil
 }
 
-// nextEnded runs one query of the skip scan; ok is false when it found
-// nothing.
-func (s *Store) nextEnded(ctx context.Context, query string, args ...any) (c timer.EndedClass, ok bool, err error) {
-	var st, end int64
-	err = s.rdb.QueryRowContext(ctx, s.d.bounded+query, args...).Scan(&c.Topic, &st, &end)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		return c, false, nil
-	case err != nil:
-		return c, false, err
-	}
-	c.Status, c.Oldest = timer.Status(st), timer.TimeOf(end)
-	return c, true, nil
-}
-
-// doneByDue is a page of a topic's done jobs by due time after a cursor
-// (due time, id), with their ends: a range of toc_jobs_topic_due.
-const doneByDue = `SELECT job_id, action_time, gmt_modified FROM toc_jobs WHERE topic = ? AND status = 2
+// byDue is a page of a topic's jobs of a status by due time after a
+// cursor (due time, id), with their ends: a range of toc_jobs_topic_due.
+const byDue = `SELECT job_id, action_time, gmt_modified FROM toc_jobs WHERE topic = ? AND status = ?
 	AND action_time >= ? AND (action_time > ? OR job_id > ?) ORDER BY action_time, job_id LIMIT ?`
 
-// donePages are the pages oldestDone reads, at most, one after the
+// byDuePages are the pages oldestByDue reads, at most, one after the
 // other: nearly always the first is enough.
-var donePages = []int{16, 240, 768}
+var byDuePages = []int{16, 240, 768}
 
-// oldestDone returns when the done job of topic that ended first ended;
-// the zero time when it holds none. It reads the topic's done jobs by due
-// time until one is due at or after the earliest end read: a job ends at
-// or after its due time, so none from there on ended before it. That is
-// nearly always within the first few rows. It reads 1,024 rows at most:
-// past them (a burst of jobs due at once that took longer than that to
-// fire) it returns the earliest end among them, which the true one
-// precedes by less than the burst took.
-func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error) {
+// oldestByDue returns when the retention of the job of topic ended in st
+// that is first to go started: the later of its end and its due time
+// (its end, but for a job cancelled before it was due); the zero time
+// when there is none. It reads the topic's jobs of st by due time until
+// one is due at or after the earliest start read: none from there on
+// starts before it. That is nearly always within the first few rows. It
+// reads 1,024 rows at most: past them (a burst of jobs due at once that
+// took longer than that to fire) it returns the earliest start among
+// them, which the true one precedes by less than the burst took.
+func (s *Store) oldestByDue(ctx context.Context, topic string, st timer.Status) (time.Time, error) {
 	best := int64(math.MaxInt64)
 	afterDue, afterID := int64(math.MinInt64), int64(0)
-	for _, page := range donePages {
-		rows, err := s.rdb.QueryContext(ctx, s.d.bounded+doneByDue, topic, afterDue, afterDue, afterID, page)
+	for _, page := range byDuePages {
+		rows, err := s.rdb.QueryContext(ctx, s.d.bounded+byDue, topic, int64(st), afterDue, afterDue, afterID, page)
 		if err != nil {
 			return time.Time{}, err
 		}
@@ -148,7 +134,7 @@ func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error)
 				past = true
 				break
 			}
-			best, afterDue, afterID = min(best, end), due, id
+			best, afterDue, afterID = min(best, max(due, end)), due, id
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return time.Time{}, err
@@ -163,36 +149,30 @@ func (s *Store) oldestDone(ctx context.Context, topic string) (time.Time, error)
 	return timer.TimeOf(best), nil
 }
 
-// endedRange is the jobs of a topic and status that ended before a time,
-// after a cursor (end time, id), by toc_jobs_ended; doneRange is the done
-// jobs of a topic that ended before a time, after a cursor (due time,
-// id), by due time in toc_jobs_topic_due (a done job due after the time
-// did not end before it).
-// endedBefore and doneBefore are the same without the cursor, which
-// CountEnded counts.
+// byDueBefore is the jobs of a topic and status, the dead excepted, due
+// and ended before a time; byDueJobs is a page of them after a cursor
+// (due time, id) in order of due time, the job's end and due time among
+// its columns (due time last, for the cursor). A range of
+// toc_jobs_topic_due: a job due after the time is not past its retention.
 const (
-	endedBefore = ` FROM toc_jobs WHERE ended_topic = ? AND ended_status = ? AND ended_at < ?`
-	doneBefore  = ` FROM toc_jobs WHERE topic = ? AND status = 2 AND action_time < ? AND gmt_modified < ?`
-	endedRange  = endedBefore + ` AND ended_at >= ? AND (ended_at > ? OR job_id > ?)`
-	doneRange   = doneBefore + ` AND action_time >= ? AND (action_time > ? OR job_id > ?)`
+	byDueBefore = ` FROM toc_jobs WHERE topic = ? AND status = ? AND action_time < ? AND gmt_modified < ?`
+	byDueJobs   = "SELECT job_id, gmt_modified, group_id, action_time" + byDueBefore +
+		" AND action_time >= ? AND (action_time > ? OR job_id > ?) ORDER BY action_time, job_id LIMIT ?"
 )
 
-// endedJobs and doneJobs are a page of endedRange and of doneRange in
-// their orders, the job's due time last (for doneRange's cursor).
-const (
-	endedJobs = "SELECT job_id, ended_at, group_id, action_time" + endedRange + " ORDER BY ended_at, job_id LIMIT ?"
-	doneJobs  = "SELECT job_id, gmt_modified, group_id, action_time" + doneRange + " ORDER BY action_time, job_id LIMIT ?"
-)
-
-// EndedJobs implements timer.RetireStore: a range of toc_jobs_ended, or
-// of toc_jobs_topic_due for done jobs (in order of due time, their cursor
-// after.DueAt), and the group of each row read by primary key. EXPLAIN on
-// MariaDB: toc_jobs range toc_jobs_ended, or toc_jobs_topic_due.
+// EndedJobs implements timer.RetireStore: a range of toc_jobs_topic_due
+// in order of due time, the cursor after.DueAt; for dead jobs, of the
+// dead by time of death (deadSource). The group of each row is read by
+// primary key. EXPLAIN on MariaDB: toc_jobs range toc_jobs_topic_due; for
+// the dead, toc_dead range PRIMARY and toc_jobs eq_ref PRIMARY.
 func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, before time.Time, after timer.EndedJob, limit int) ([]timer.EndedJob, error) {
-	query, args := endedJobs, []any{topic, int64(st), before.UnixMilli()}
-	cursor := after.EndedAt
-	if st == timer.StatusDone {
-		query, args, cursor = doneJobs, []any{topic, before.UnixMilli(), before.UnixMilli()}, after.DueAt
+	query, args, cursor := byDueJobs, []any{topic, int64(st), before.UnixMilli(), before.UnixMilli()}, after.DueAt
+	if st == timer.StatusDead {
+		src, err := s.deadSource(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("read %s jobs of %s: %w", st, topic, err)
+		}
+		query, args, cursor = src.jobs, []any{topic, int64(st), before.UnixMilli()}, after.EndedAt
 	}
 	afterAt := int64(math.MinInt64)
 	if !cursor.IsZero() {
@@ -222,10 +202,11 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 
 // The retirer's delete of ended jobs by id: the ids' list and ")" end
 // each statement. lockEnded finds, and locks, the rows of the list still
-// ended by the time given (a replayed dead letter has no end any more);
-// the attempts of those rows go first, then the rows.
+// ended by the time given (a replayed dead letter has no end any more),
+// with their status; the attempts of those rows go first, then the dead
+// ones' entries in toc_dead (forgetDead), then the rows.
 const (
-	lockEnded           = "SELECT job_id FROM toc_jobs WHERE status IN (2, 3, 4, 5, 6) AND gmt_modified <= ? AND job_id IN ("
+	lockEnded           = "SELECT job_id, status FROM toc_jobs WHERE status IN (2, 3, 4, 5, 6) AND gmt_modified <= ? AND job_id IN ("
 	deleteEndedAttempts = "DELETE FROM toc_attempts WHERE job_id IN ("
 	deleteEnded         = "DELETE FROM toc_jobs WHERE job_id IN ("
 )
@@ -258,14 +239,20 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 		if err != nil {
 			return 0, err
 		}
-		var ended []any
+		var (
+			ended []any
+			dead  []timer.JobID
+		)
 		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
+			var id, st int64
+			if err := rows.Scan(&id, &st); err != nil {
 				rows.Close()
 				return 0, err
 			}
 			ended = append(ended, id)
+			if st == int64(timer.StatusDead) {
+				dead = append(dead, timer.JobID(id))
+			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ended) == 0 {
 			return 0, err
@@ -273,6 +260,11 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 		list := placeholders(len(ended)) + ")"
 		if _, err := tx.ExecContext(ctx, deleteEndedAttempts+list, ended...); err != nil {
 			return 0, err
+		}
+		if dead != nil {
+			if _, err := tx.ExecContext(ctx, forgetDead+idList(dead)+")"); err != nil {
+				return 0, err
+			}
 		}
 		res, err := tx.ExecContext(ctx, deleteEnded+list, ended...)
 		if err != nil {
@@ -290,13 +282,16 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 	return n, nil
 }
 
-// CountEnded implements timer.RetireStore: a count of a range of
-// toc_jobs_ended, or of toc_jobs_topic_due for done jobs, up to limit, the
-// database's estimate beyond.
+// CountEnded implements timer.RetireStore: a count of the range EndedJobs
+// reads, up to limit, the database's estimate beyond.
 func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, before time.Time, limit int64) (n int64, exact bool, err error) {
-	from, args := endedBefore, []any{topic, int64(st), before.UnixMilli()}
-	if st == timer.StatusDone {
-		from, args = doneBefore, []any{topic, before.UnixMilli(), before.UnixMilli()}
+	from, args := byDueBefore, []any{topic, int64(st), before.UnixMilli(), before.UnixMilli()}
+	if st == timer.StatusDead {
+		src, err := s.deadSource(ctx)
+		if err != nil {
+			return 0, false, fmt.Errorf("count %s jobs of %s past retention: %w", st, topic, err)
+		}
+		from, args = src.before, []any{topic, int64(st), before.UnixMilli()}
 	}
 	n, exact, err = s.countUpTo(ctx, from, args, limit)
 	if err != nil {
@@ -305,26 +300,23 @@ func (s *Store) CountEnded(ctx context.Context, topic string, st timer.Status, b
 	return n, exact, nil
 }
 
-// OldestEnded returns when the oldest job of topic that ended in st
-// ended; the zero time when it holds none. One dive into
-// toc_jobs_ended, or for done jobs oldestDone.
+// OldestEnded returns when the retention of the job of topic ended in st
+// that is first to go started (oldestByDue; for the dead, when the oldest
+// died); the zero time when there is none.
 func (s *Store) OldestEnded(ctx context.Context, topic string, st timer.Status) (time.Time, error) {
-	if st == timer.StatusDone {
-		oldest, err := s.oldestDone(ctx, topic)
-		if err != nil {
-			return time.Time{}, fmt.Errorf("oldest %s job of %s: %w", st, topic, err)
+	oldest, err := time.Time{}, error(nil)
+	if st == timer.StatusDead {
+		var src *deadSource
+		if src, err = s.deadSource(ctx); err == nil {
+			oldest, err = s.oldestDead(ctx, src, topic)
 		}
-		return oldest, nil
+	} else {
+		oldest, err = s.oldestByDue(ctx, topic, st)
 	}
-	var end *int64
-	if err := s.rdb.QueryRowContext(ctx, s.d.bounded+"SELECT MIN(ended_at) FROM toc_jobs WHERE ended_topic = ? AND ended_status = ?",
-		topic, int64(st)).Scan(&end); err != nil {
+	if err != nil {
 		return time.Time{}, fmt.Errorf("oldest %s job of %s: %w", st, topic, err)
 	}
-	if end == nil {
-		return time.Time{}, nil
-	}
-	return timer.TimeOf(*end), nil
+	return oldest, nil
 }
 
 // FinishedGroups implements timer.GroupRetirer: a range of

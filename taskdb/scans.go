@@ -4,12 +4,10 @@
 package taskdb
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -226,70 +224,6 @@ func (s *Store) scanTimers(ctx context.Context, timers []timer.Timer, query stri
 		return nil, fmt.Errorf("scan pending jobs: %w", err)
 	}
 	return timers, nil
-}
-
-// listDead is one page of a topic's dead letters: a range of
-// toc_jobs_ended (ended_topic, ended_status, ended_at, job_id) in index
-// order, then the rows by primary key. The ended columns are virtual: a
-// dead row's topic, status (timer.StatusDead) and gmt_modified, and NULL
-// for a live or done row (migrations 0025 and 0027). toc_jobs_dead held
-// the same range in an index of its own, one entry more for every job
-// written, until 0030 dropped it.
-const listDead = selectJob + `WHERE ended_topic = ? AND ended_status = ? AND ended_at >= ? AND ended_at < ?
-	AND (ended_at > ? OR (ended_at = ? AND job_id > ?))`
-
-// ListDead returns up to q.Limit dead jobs of q.Topic in the order of
-// their death (gmt_modified, then id), after q.After, filtered by time of
-// death and by a case-insensitive substring of the last error. EXPLAIN on
-// MariaDB: toc_jobs ref (or range) toc_jobs_ended, Using where: it reads
-// the topic's dead rows only.
-//
-// Without q.Topic it lists the dead jobs of q.Topics: one query of up to
-// 5,000 of them at a time, "ended_topic IN (...)", the pages merged. Each
-// reads the ranges of its topics' dead rows in toc_jobs_ended and sorts
-// them (Using filesort), so a page costs in proportion to those topics'
-// dead letters after the cursor, and a topic without any one probe of
-// the index.
-func (s *Store) ListDead(ctx context.Context, q timer.DeadQuery) ([]*timer.Job, error) {
-	from, to, afterMs, err := q.Millis()
-	if err != nil {
-		return nil, err
-	}
-	page := func(jobs []*timer.Job, topics []string) ([]*timer.Job, error) {
-		query := listDead
-		if len(topics) > 1 {
-			query = strings.Replace(listDead, "ended_topic = ?", "ended_topic IN ("+placeholders(len(topics))+")", 1)
-		}
-		var args []any
-		for _, t := range topics {
-			args = append(args, t)
-		}
-		args = append(args, int64(timer.StatusDead), from, to, afterMs, afterMs, int64(q.After.ID))
-		if q.ErrorContains != "" {
-			query += " AND LOWER(last_error) LIKE ? ESCAPE '!'"
-			args = append(args, "%"+likeEscaper.Replace(strings.ToLower(q.ErrorContains))+"%")
-		}
-		query += " ORDER BY ended_at, job_id LIMIT ?"
-		args = append(args, q.Limit)
-		return s.queryJobs(ctx, jobs, query, args...)
-	}
-	if q.Topic != "" {
-		jobs, err := page(nil, []string{q.Topic})
-		if err != nil {
-			return nil, fmt.Errorf("list dead jobs of %s: %w", q.Topic, err)
-		}
-		return jobs, nil
-	}
-	var jobs []*timer.Job
-	for chunk := range slices.Chunk(q.Topics, maxInList) {
-		if jobs, err = page(jobs, chunk); err != nil {
-			return nil, fmt.Errorf("list dead jobs of %d topics: %w", len(q.Topics), err)
-		}
-	}
-	slices.SortFunc(jobs, func(a, b *timer.Job) int {
-		return cmp.Or(cmp.Compare(a.UpdatedAt.UnixMilli(), b.UpdatedAt.UnixMilli()), cmp.Compare(a.ID, b.ID))
-	})
-	return jobs[:min(len(jobs), q.Limit)], nil
 }
 
 // CountJobs counts topic's jobs of status (a firing job counts as

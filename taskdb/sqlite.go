@@ -22,6 +22,7 @@ var sqliteDialect = dialect{
 	// SQLite's INTEGER is signed: keep the bits, read them back the same.
 	uint64Arg:      func(v uint64) any { return int64(v) },
 	keepTopic:      " ON CONFLICT (name) DO NOTHING",
+	insertIgnore:   "INSERT OR IGNORE",
 	insertAttempts: "INSERT OR IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",
 	// DELETE ... LIMIT needs a compile-time option; a rowid subquery does not.
 	pruneAttempts: "DELETE FROM toc_attempts WHERE rowid IN (SELECT rowid FROM toc_attempts WHERE started_at < ? ORDER BY started_at LIMIT ?)",

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toc-project/toc/timer"
@@ -36,6 +37,9 @@ type Store struct {
 		small bool
 		at    time.Time
 	}
+	// deadTable is set once toc_dead is the one record of dead letters
+	// (deadTableMigration applied): see readsDeadTable.
+	deadTable atomic.Bool
 }
 
 // topicStatsFor is how long ScanPending keeps an answer of smallTopics.
@@ -60,6 +64,9 @@ type dialect struct {
 	// attempt, started_at, duration_ms, status_code, error, excerpt) that
 	// skips a row whose primary key exists.
 	insertAttempts string
+	// insertIgnore begins an INSERT that skips a row whose primary key
+	// exists ("INSERT IGNORE", "INSERT OR IGNORE").
+	insertIgnore string
 	// pruneAttempts deletes up to ? attempts that started before ?
 	// (arguments: before, limit).
 	pruneAttempts string

@@ -68,17 +68,19 @@ const retireLook = 10 * time.Second
 // only ended rows: never a pending or firing one.
 type RetireStore interface {
 	// EndedClasses returns, for each topic and status of the ended jobs
-	// the store holds, when the oldest of them ended.
+	// the store holds, when the retention of the first of them to go
+	// started: its end, or its due time if later (a cancel before it).
 	EndedClasses(ctx context.Context) ([]EndedClass, error)
 	// EndedJobs returns up to limit jobs of topic that ended in status st
 	// before before, after the cursor (zero: from the oldest), in the
-	// order they ended. It reads an index of end times, not the rows of
-	// live jobs; for done jobs it may read by due time instead, and then
-	// goes in that order: a done job ends at or after its due time, when
-	// its last attempt started, so the orders differ by an attempt's
-	// length. A job that ends after the cursor has passed it (one read
-	// within an attempt's length of the window's end) is found by the
-	// next pass.
+	// order they ended. It reads an index, not the rows of live jobs;
+	// for jobs but the dead it may read by due time instead, asking for
+	// both before before, and then goes in that order: a done, expired or
+	// purged job ends at or after its due time, so the orders differ by an
+	// attempt's length, and a job cancelled before it was due is kept
+	// until its due time too is past retention. A job that ends after the
+	// cursor has passed it (one read within an attempt's length of the
+	// window's end) is found by the next pass.
 	EndedJobs(ctx context.Context, topic string, st Status, before time.Time, after EndedJob, limit int) ([]EndedJob, error)
 	// DeleteEnded deletes the jobs of ids that are still ended, at or
 	// before until, with their attempts (AttemptLog), and returns how
@@ -95,7 +97,8 @@ type RetireStore interface {
 type EndedClass struct {
 	Topic  string
 	Status Status
-	// Oldest is when the oldest of them ended.
+	// Oldest is when the retention of the first of them to go started:
+	// its end, or its due time if later (a cancel before it).
 	Oldest time.Time
 }
 

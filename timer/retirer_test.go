@@ -803,12 +803,13 @@ func TestDeleteEndedRechecks(t *testing.T) {
 	}
 }
 
-// A store reads done jobs by due time (a done job ends at or after its
-// due time) and the other ends by end time. Neither may retire a job
-// whose end is within its retention: a done job due long ago that ended
-// late (its last retry) stays until its end is past, and a job cancelled
-// long before its due time goes by its end. The survey's oldest done end
-// is the earliest end, not the end of the earliest due job.
+// A store reads ended jobs by due time (a done job ends at or after its
+// due time) and may not retire a job whose end is within its retention:
+// a done job due long ago that ended late (its last retry) stays until
+// its end is past. A job cancelled before its due time is kept until its
+// due time too is past its retention: a cancel never keeps a row longer
+// than the job would have lived. The survey's oldest is the earliest
+// start of retention, not that of the earliest due job.
 func TestRetirerDoneByDueTime(t *testing.T) {
 	for _, kind := range []string{"SQLite", "MariaDB"} {
 		t.Run(kind, func(t *testing.T) {
@@ -829,10 +830,11 @@ func TestRetirerDoneByDueTime(t *testing.T) {
 				}
 				return j.ID
 			}
-			lateRetry := endedAt(timer.StatusDone, -3*time.Hour, 0)                // due 3 h before, ended at the base
-			onTime := endedAt(timer.StatusDone, -2*time.Hour, -2*time.Hour)        // due and ended 2 h before
-			early := endedAt(timer.StatusCancelled, 30*24*time.Hour, -2*time.Hour) // cancelled 2 h before, due in 30 days
-			recent := endedAt(timer.StatusCancelled, 30*24*time.Hour, 0)
+			lateRetry := endedAt(timer.StatusDone, -3*time.Hour, 0)                      // due 3 h before, ended at the base
+			onTime := endedAt(timer.StatusDone, -2*time.Hour, -2*time.Hour)              // due and ended 2 h before
+			lateCancel := endedAt(timer.StatusCancelled, -3*time.Hour, -2*time.Hour)     // due 3 h before, cancelled between retries an hour later
+			earlyCancel := endedAt(timer.StatusCancelled, -90*time.Minute, -2*time.Hour) // cancelled 2 h before, due half an hour later
+			farCancel := endedAt(timer.StatusCancelled, 30*24*time.Hour, -2*time.Hour)   // cancelled 2 h before, due in 30 days
 
 			classes, err := s.RetireShard(0).EndedClasses(ctx)
 			if err != nil {
@@ -859,15 +861,22 @@ func TestRetirerDoneByDueTime(t *testing.T) {
 			if _, err := r.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := alive(t, s, lateRetry, onTime, early, recent); !slices.Equal(got, []timer.JobID{lateRetry, recent}) {
-				t.Errorf("at the base: held %v, want the late retry %d and the recent cancel %d", got, lateRetry, recent)
+			if got := alive(t, s, lateRetry, onTime, lateCancel, earlyCancel, farCancel); !slices.Equal(got, []timer.JobID{lateRetry, farCancel}) {
+				t.Errorf("at the base: held %v, want the late retry %d and the cancel due in 30 days %d", got, lateRetry, farCancel)
 			}
 			c.after(61 * time.Minute)
 			if _, err := r.RunOnce(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if got := alive(t, s, lateRetry, recent); len(got) != 0 {
-				t.Errorf("61 min on: held %v, want none", got)
+			if got := alive(t, s, lateRetry, farCancel); !slices.Equal(got, []timer.JobID{farCancel}) {
+				t.Errorf("61 min on: held %v, want the cancel due in 30 days %d", got, farCancel)
+			}
+			c.after(30*24*time.Hour + 61*time.Minute)
+			if _, err := r.RunOnce(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got := alive(t, s, farCancel); len(got) != 0 {
+				t.Errorf("30 days on, an hour past its due time: held %v, want none", got)
 			}
 		})
 	}

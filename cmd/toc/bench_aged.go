@@ -413,12 +413,14 @@ func (b *bench) fillAged(ctx context.Context, dbs []*sql.DB, n int) (result, err
 					return
 				}
 				c := chunks[i]
-				if _, err := dbs[c.shard].ExecContext(ctx, agedInsert(c.shard, c.lo, c.hi, c.of, t0)); err != nil {
-					mu.Lock()
-					fillErr = cmpErr(fillErr, fmt.Errorf("fill shard %d rows %d..%d: %w", c.shard, c.lo, c.hi, err))
-					mu.Unlock()
-					next.Store(int64(len(chunks)))
-					return
+				for _, stmt := range agedInsert(c.shard, c.lo, c.hi, c.of, t0) {
+					if _, err := dbs[c.shard].ExecContext(ctx, stmt); err != nil {
+						mu.Lock()
+						fillErr = cmpErr(fillErr, fmt.Errorf("fill shard %d rows %d..%d: %w", c.shard, c.lo, c.hi, err))
+						mu.Unlock()
+						next.Store(int64(len(chunks)))
+						return
+					}
 				}
 				written.Add(int64(c.hi - c.lo))
 			}
@@ -463,18 +465,22 @@ func agedTopic(i int) string { return fmt.Sprintf("aged-%02d", i) }
 // a done job ended a few ms after its due time, a cancelled one halfway
 // to it, an expired one 60 s after it (its expire_after_ms), a dead one
 // after three attempts 3 s after it. One in five has an idempotency key,
-// one in four a business id, one in two a traceparent.
-func agedInsert(shard, lo, hi, of int, t0 int64) string {
+// one in four a business id, one in two a traceparent. The dead are
+// recorded in toc_dead too, by a second statement, as toc records them
+// when they die.
+func agedInsert(shard, lo, hi, of int, t0 int64) []string {
 	// c: created (ms), k: i mod 20, lead: due - created.
 	src := fmt.Sprintf(`SELECT seq AS i, %d + seq * %d DIV %d AS c, seq MOD 20 AS k, 1000 + (seq * 7919) MOD 600000 AS lead
 		FROM seq_%d_to_%d`, t0, agedSpan.Milliseconds(), of, lo, hi-1)
+	id := fmt.Sprintf(`(1 << 62) | ((c - %d) << 21) | ((i MOD 512) << 12) | (%d << 8) | %d`, idEpochMs, shard, agedNode)
 	topic := fmt.Sprintf(`CONCAT('aged-', LPAD((i DIV 20) MOD %d, 2, '0'))`, agedTopics)
 	status := `CASE WHEN k < 16 THEN 2 WHEN k < 18 THEN 3 WHEN k = 18 THEN 6 ELSE 4 END`
 	ended := `CASE WHEN k < 16 THEN c + lead + 5 + i MOD 50 WHEN k < 18 THEN c + lead DIV 2 WHEN k = 18 THEN c + lead + 60005 ELSE c + lead + 3020 END`
-	return fmt.Sprintf(`INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts, max_attempts,
+	dead := fmt.Sprintf(`INSERT INTO toc_dead (topic, died_at, job_id) SELECT %s, %s, %s FROM (%s) g WHERE k = 19`, topic, ended, id, src)
+	return []string{fmt.Sprintf(`INSERT INTO toc_jobs (job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts, max_attempts,
 	last_error, last_status, callback, payload, gmt_create, gmt_modified, priority, fired, traceparent, version,
 	expire_after_ms, expire_at, window_ms, concurrency_key, group_id)
-SELECT (1 << 62) | ((c - %d) << 21) | ((i MOD 512) << 12) | (%d << 8) | %d,
+SELECT %s,
 	%s,
 	IF(i MOD 5 = 1, CONCAT('order-', LPAD(i, 12, '0')), NULL),
 	IF(i MOD 4 = 0, 1000000 + i, 0), IF(i MOD 4 = 0, 1, 0),
@@ -491,7 +497,7 @@ SELECT (1 << 62) | ((c - %d) << 21) | ((i MOD 512) << 12) | (%d << 8) | %d,
 	CASE WHEN k < 16 THEN 3 WHEN k = 19 THEN 7 ELSE 2 END,
 	IF(k = 18, 60000, NULL), IF(k = 18, c + lead + 60000, NULL),
 	0, '', NULL
-FROM (%s) g`, idEpochMs, shard, agedNode, topic, status, ended, src)
+FROM (%s) g`, id, topic, status, ended, src), dead}
 }
 
 // settle waits, up to 2 minutes (20 s with --short), until InnoDB has

@@ -53,8 +53,10 @@ func TestBenchAgedFill(t *testing.T) {
 	const n = 10000
 	t0 := time.Now().Add(-agedSpan - agedSlack).UnixMilli()
 	for lo := 0; lo < n; lo += 4000 {
-		if _, err := db.Exec(agedInsert(1, lo, min(n, lo+4000), n, t0)); err != nil {
-			t.Fatal(err)
+		for _, stmt := range agedInsert(1, lo, min(n, lo+4000), n, t0) {
+			if _, err := db.Exec(stmt); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	var first, firstCreate int64
@@ -97,11 +99,15 @@ func TestBenchAgedFill(t *testing.T) {
 			future, topics, payload, badOrder, agedTopics)
 	}
 	var ended int
-	// A done row by due time (it ended at or after it), the others in
-	// toc_jobs_ended.
-	if err := db.QueryRow(`SELECT COUNT(*) FROM toc_jobs WHERE (status = 2 AND ended_at IS NULL AND gmt_modified >= action_time)
-		OR (ended_at = gmt_modified AND ended_status = status)`).Scan(&ended); err != nil || ended != n {
+	// A row but the dead by due time (a cancelled one, ended before it,
+	// once that too is past), the dead in toc_dead at their end.
+	if err := db.QueryRow(`SELECT COUNT(*) FROM toc_jobs WHERE (status IN (2, 6) AND gmt_modified >= action_time) OR status = 3
+		OR (status = 4 AND EXISTS (SELECT 1 FROM toc_dead d WHERE d.job_id = toc_jobs.job_id AND d.died_at = gmt_modified AND d.topic = toc_jobs.topic))`).Scan(&ended); err != nil || ended != n {
 		t.Errorf("%d rows in the retirer's terms (%v), want %d", ended, err, n)
+	}
+	var dead int
+	if err := db.QueryRow("SELECT COUNT(*) FROM toc_dead").Scan(&dead); err != nil || dead != n*5/100 {
+		t.Errorf("toc_dead holds %d entries (%v), want one for each dead row, %d", dead, err, n*5/100)
 	}
 }
 

@@ -49,14 +49,19 @@ func TestRetentionOverTwoShards(t *testing.T) {
 	r := newReceiver(t, e2eSecret)
 	hook := r.srv.URL + "/hook"
 
-	// 300 jobs due in a second, 100 in an hour of which 40 are
-	// cancelled, over 50 business ids, so both shards hold some.
+	// 300 jobs due in a second, 40 in 4 s, cancelled at once (a
+	// cancelled job's retention counts from its due time when that is
+	// later), 60 in an hour, over 50 business ids, so both shards hold
+	// some.
 	due := time.Now().Add(time.Second)
 	var jobs []map[string]any
 	for i := range 400 {
 		at := due
-		if i >= 300 {
+		switch {
+		case i >= 340:
 			at = due.Add(time.Hour)
+		case i >= 300:
+			at = due.Add(3 * time.Second)
 		}
 		jobs = append(jobs, map[string]any{"topic": "orders", "biz_id": i%50 + 1, "fire_at": at.Format(time.RFC3339Nano), "callback_url": hook})
 	}

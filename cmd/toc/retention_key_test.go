@@ -11,15 +11,16 @@ import (
 
 // An idempotency key is reserved while its job's row lives: against toc
 // serve, a key reused with other content is a 409 while the cancelled job
-// is kept, and once the topic's retention has retired the row, the same
-// key makes a new job. The stats show the row, then none.
+// is kept, and once the topic's retention has retired the row (counted
+// from its due time, 3 s after the cancel), the same key makes a new job.
+// The stats show the row, then none.
 func TestIdempotencyKeyAfterRetirement(t *testing.T) {
 	p := serveOn(t, "--redis-addr", testenv.Redis(t).Addr, "--redis-prefix", fmt.Sprintf("rk%d:", time.Now().UnixNano()))
 	r := newReceiver(t, e2eSecret)
 	job := func(delay int) map[string]any {
 		return map[string]any{"topic": "keys", "key": "order-42", "delay_ms": delay, "callback_url": r.srv.URL}
 	}
-	first := postJob(t, p, job(3_600_000))
+	first := postJob(t, p, job(3_000))
 	if status, body := p.call(t, "DELETE", "/v1/jobs/"+first, nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d %v", status, body)
 	}
@@ -38,8 +39,8 @@ func TestIdempotencyKeyAfterRetirement(t *testing.T) {
 		t.Errorf("cancelled storage %v, want one row", c)
 	}
 
-	// A second's retention: the retirer's next pass (every 10 s) deletes
-	// the row.
+	// A second's retention: the retirer's first pass a second after the
+	// job's due time (every 10 s) deletes the row.
 	if status, body := p.call(t, "PATCH", "/v1/topics/keys", map[string]any{"retention": map[string]any{"cancelled_ms": 1000}}); status != http.StatusOK {
 		t.Fatalf("set retention: %d %v", status, body)
 	}
@@ -49,7 +50,7 @@ func TestIdempotencyKeyAfterRetirement(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("job %s still there (%d) 30 s after its retention of 1 s", first, status)
+			t.Fatalf("job %s still there (%d) 30 s after its retention of 1 s began", first, status)
 		}
 	}
 	if c := stats(); c["rows"] != 0.0 || c["oldest_ended_at"] != "" || c["past_retention"] != 0.0 {

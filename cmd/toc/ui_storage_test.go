@@ -26,7 +26,7 @@ func TestDashboardStorage(t *testing.T) {
 	if status, body := p.call(t, "POST", "/v1/groups", map[string]any{"id": "shelf-1"}); status != http.StatusCreated {
 		t.Fatalf("create group: %d %v", status, body)
 	}
-	id := postJob(t, p, map[string]any{"topic": "shelf", "delay_ms": 3_600_000, "callback_url": r.srv.URL, "group_id": "shelf-1"})
+	id := postJob(t, p, map[string]any{"topic": "shelf", "delay_ms": 1_500, "callback_url": r.srv.URL, "group_id": "shelf-1"})
 	if status, body := p.call(t, "DELETE", "/v1/jobs/"+id, nil); status != http.StatusOK {
 		t.Fatalf("cancel: %d %v", status, body)
 	}
@@ -34,7 +34,7 @@ func TestDashboardStorage(t *testing.T) {
 	if status, body := p.call(t, "PATCH", "/v1/topics/shelf", map[string]any{"retention": map[string]any{"cancelled_ms": 1, "dead_ms": 0}}); status != http.StatusOK {
 		t.Fatalf("set retention: %d %v", status, body)
 	}
-	time.Sleep(5 * time.Millisecond) // past the 1 ms
+	time.Sleep(1_600 * time.Millisecond) // past the 1 ms, counted from the cancelled job's due time
 
 	d := openDashboard(t, chromium, p.url+"/ui")
 	d.do(chromedp.WaitVisible(chromedp.CSS("#login-form")))

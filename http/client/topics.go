@@ -532,7 +532,8 @@ type TopicStats struct {
 type StatusStorage struct {
 	Rows          int64 `json:"rows"`
 	RowsEstimated bool  `json:"rows_estimated"`
-	// OldestEndedAt is when the oldest of them ended (zero: none).
+	// OldestEndedAt is when the oldest of them ended, or for a job
+	// cancelled before it was due its due time (zero: none).
 	OldestEndedAt time.Time `json:"-"`
 	// PastRetention counts those past their retention: the server's
 	// backlog of rows to delete.

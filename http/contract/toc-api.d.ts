@@ -1794,7 +1794,7 @@ export interface components {
             rows: number;
             /** @description true when rows is the database's estimate. */
             rows_estimated: boolean;
-            /** @description When the oldest of them ended; empty when there is none. */
+            /** @description When the oldest of them ended, or for a job cancelled before it was due its due time (when its retention starts); empty when there is none. */
             oldest_ended_at: components["schemas"]["Time"] | string;
             /** @description Rows that ended longer ago than the status's retention: the retirer's backlog, which it deletes in paced batches. Members of a group not yet complete count here and are kept until the group completes. 0 when the status is kept forever. */
             past_retention: number;

@@ -1680,7 +1680,7 @@ type Status string
 
 // StatusStorage What the task store holds of a topic's jobs that ended in one status. A count past 10,000 rows (per shard) is the database's estimate instead, flagged as such: counting never fails for being large.
 type StatusStorage struct {
-	// OldestEndedAt When the oldest of them ended; empty when there is none.
+	// OldestEndedAt When the oldest of them ended, or for a job cancelled before it was due its due time (when its retention starts); empty when there is none.
 	OldestEndedAt StatusStorage_OldestEndedAt `json:"oldest_ended_at"`
 
 	// PastRetention Rows that ended longer ago than the status's retention: the retirer's backlog, which it deletes in paced batches. Members of a group not yet complete count here and are kept until the group completes. 0 when the status is kept forever.
@@ -1699,7 +1699,7 @@ type StatusStorage struct {
 // StatusStorageOldestEndedAt1 defines model for StatusStorage.OldestEndedAt.1.
 type StatusStorageOldestEndedAt1 = string
 
-// StatusStorage_OldestEndedAt When the oldest of them ended; empty when there is none.
+// StatusStorage_OldestEndedAt When the oldest of them ended, or for a job cancelled before it was due its due time (when its retention starts); empty when there is none.
 type StatusStorage_OldestEndedAt struct {
 	union json.RawMessage
 }
