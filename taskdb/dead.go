@@ -46,6 +46,12 @@ func (s *Store) recordDead(ctx context.Context, ex execer, ids []timer.JobID) er
 	return err
 }
 
+// forgetDeadJobs deletes, within ex, the toc_dead entries of ids.
+func forgetDeadJobs(ctx context.Context, ex execer, ids []timer.JobID) error {
+	_, err := ex.ExecContext(ctx, forgetDead+idList(ids)+")")
+	return err
+}
+
 // deadMoved returns what moving job id from status from to status to
 // does to toc_dead, to run in the same transaction: records the job when
 // it dies, forgets it when it stops being dead; nil for any other move.
@@ -56,10 +62,7 @@ func (s *Store) deadMoved(from, to timer.Status, id timer.JobID) func(context.Co
 	case to == timer.StatusDead:
 		return func(ctx context.Context, ex execer) error { return s.recordDead(ctx, ex, []timer.JobID{id}) }
 	case from == timer.StatusDead:
-		return func(ctx context.Context, ex execer) error {
-			_, err := ex.ExecContext(ctx, forgetDead+idList([]timer.JobID{id})+")")
-			return err
-		}
+		return func(ctx context.Context, ex execer) error { return forgetDeadJobs(ctx, ex, []timer.JobID{id}) }
 	}
 	return nil
 }

@@ -529,7 +529,7 @@ func completeStatement(ids []timer.JobID, end completeEnd, now time.Time) (strin
 const selectJob = "SELECT " + jobColumnList + " FROM toc_jobs "
 
 // jobColumnList is the columns selectJob selects, named as in toc_jobs
-// alone (selectDeadJob names them in a join).
+// alone (fromDeadTable's list names them in a join).
 const jobColumnList = "job_id, topic, idem_key, biz_id, biz_type, status, action_time, attempts, max_attempts, last_error, callback, payload, payload IS NULL, " +
 	"gmt_create, gmt_modified, priority, last_status, fired, traceparent, version, expire_after_ms, expire_at, window_ms, concurrency_key, group_id"
 

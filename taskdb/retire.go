@@ -262,7 +262,7 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 			return 0, err
 		}
 		if dead != nil {
-			if _, err := tx.ExecContext(ctx, forgetDead+idList(dead)+")"); err != nil {
+			if err := forgetDeadJobs(ctx, tx, dead); err != nil {
 				return 0, err
 			}
 		}
