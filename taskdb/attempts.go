@@ -4,6 +4,7 @@
 package taskdb
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math"
@@ -49,8 +50,33 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []timer.Attempt) er
 	return nil
 }
 
-// ListAttempts implements timer.AttemptLog: a range of the primary key.
+// ListAttempts implements timer.AttemptLog: a range of the primary key
+// of toc_attempts, and the job's entry in the packs of its done time
+// (packs.go), in order of attempt and start.
 func (s *Store) ListAttempts(ctx context.Context, id timer.JobID) ([]timer.Attempt, error) {
+	out, err := s.attemptRows(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	packed, err := s.packedAttempts(ctx, id)
+	if err != nil {
+		return nil, fmt.Errorf("list attempts of job %d: %w", id, err)
+	}
+	for _, a := range packed {
+		if !slices.ContainsFunc(out, func(b timer.Attempt) bool { return b.Attempt == a.Attempt && b.StartedAt.Equal(a.StartedAt) }) {
+			out = append(out, a)
+		}
+	}
+	if len(packed) > 0 {
+		slices.SortStableFunc(out, func(a, b timer.Attempt) int {
+			return cmp.Or(cmp.Compare(a.Attempt, b.Attempt), a.StartedAt.Compare(b.StartedAt))
+		})
+	}
+	return out, nil
+}
+
+// attemptRows returns the rows of toc_attempts of job id.
+func (s *Store) attemptRows(ctx context.Context, id timer.JobID) ([]timer.Attempt, error) {
 	rows, err := s.rdb.QueryContext(ctx, `SELECT attempt, started_at, duration_ms, status_code, error, excerpt
 		FROM toc_attempts WHERE job_id = ? ORDER BY attempt, started_at`, int64(id))
 	if err != nil {
@@ -74,12 +100,24 @@ func (s *Store) ListAttempts(ctx context.Context, id timer.JobID) ([]timer.Attem
 }
 
 // PruneAttempts implements timer.AttemptLog: one DELETE of up to limit
-// rows in started_at order, a range of toc_attempts_started.
+// rows in started_at order, a range of toc_attempts_started; then, with
+// what is left of limit, one of the packs done before before (a range of
+// their primary key), which started before it too.
 func (s *Store) PruneAttempts(ctx context.Context, before time.Time, limit int) (int, error) {
-	res, err := s.db.ExecContext(ctx, s.d.pruneAttempts, before.UnixMilli(), limit)
-	if err != nil {
-		return 0, fmt.Errorf("prune attempts before %s: %w", before.UTC().Format(time.RFC3339), err)
+	total := 0
+	for _, q := range []string{s.d.pruneAttempts, s.d.prunePacks} {
+		if total >= limit {
+			break
+		}
+		res, err := s.db.ExecContext(ctx, q, before.UnixMilli(), limit-total)
+		if err != nil {
+			return total, fmt.Errorf("prune attempts before %s: %w", before.UTC().Format(time.RFC3339), err)
+		}
+		n, err := res.RowsAffected()
+		if err != nil {
+			return total, err
+		}
+		total += int(n)
 	}
-	n, err := res.RowsAffected()
-	return int(n), err
+	return total, nil
 }

@@ -104,6 +104,7 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		{"MigrateTwice", testMigrateTwice},
 		{"CountByStatus", testCountByStatus},
 		{"CountJobs", testCountJobs},
+		{"RetirePacks", testRetirePacks},
 		{"NodeLeases", testNodeLeases},
 		{"NodeLeasesExhausted", testNodeLeasesExhausted},
 	}

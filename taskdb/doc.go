@@ -60,6 +60,12 @@
 //	                                  the dead past retention; died_at is the row's gmt_modified
 //	  INDEX  toc_dead_job (job_id)    the entry of a job replayed, purged or retired
 //
+//	toc_attempts                      one row per attempt that failed (and per attempt a build before 0033 made)
+//	  job_id, attempt, started_at     primary key; INDEX toc_attempts_started (started_at) for pruning
+//	toc_done_attempts                 the attempts that succeeded, packed: one row per done-update (0033, packs.go)
+//	  done_at, first_job              primary key: the done time written into the rows' gmt_modified, the smallest id
+//	  pack                            the entries: id, attempt, start, duration, status, error, excerpt
+//
 //	toc_groups                        one row per group (shard 0 when sharded)
 //	  group_id   VARBINARY(120)       primary key; qualified by namespace (timer.QualifiedGroupID)
 //	  sealed_at, completed_at BIGINT  0: not yet

@@ -477,8 +477,14 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 		end := completeEnd{c.Attempts, c.Status}
 		byEnd[end] = append(byEnd[end], c.ID)
 	}
+	packed := slices.ContainsFunc(done, func(c timer.Completion) bool { return c.Attempt != nil })
 	var total int64
-	err := s.inTx(ctx, len(byEnd) > 1 || len(done) > completeChunk, func(ex execer) error {
+	err := s.inTx(ctx, len(byEnd) > 1 || len(done) > completeChunk || packed, func(ex execer) error {
+		if packed {
+			if err := s.writePacks(ctx, ex, done, now.UnixMilli()); err != nil {
+				return err
+			}
+		}
 		for _, end := range slices.SortedFunc(maps.Keys(byEnd), completeEnd.compare) {
 			for chunk := range slices.Chunk(byEnd[end], completeChunk) {
 				q, args := completeStatement(chunk, end, now)

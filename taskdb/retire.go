@@ -203,10 +203,11 @@ func (s *Store) EndedJobs(ctx context.Context, topic string, st timer.Status, be
 // The retirer's delete of ended jobs by id: the ids' list and ")" end
 // each statement. lockEnded finds, and locks, the rows of the list still
 // ended by the time given (a replayed dead letter has no end any more),
-// with their status; the attempts of those rows go first, then the dead
-// ones' entries in toc_dead (forgetDead), then the rows.
+// with their status and end; the attempts of those rows go first, then
+// the dead ones' entries in toc_dead (forgetDead), the packs of the done
+// ones' successes that hold no other job (retirePacks), then the rows.
 const (
-	lockEnded           = "SELECT job_id, status FROM toc_jobs WHERE status IN (2, 3, 4, 5, 6) AND gmt_modified <= ? AND job_id IN ("
+	lockEnded           = "SELECT job_id, status, gmt_modified FROM toc_jobs WHERE status IN (2, 3, 4, 5, 6) AND gmt_modified <= ? AND job_id IN ("
 	deleteEndedAttempts = "DELETE FROM toc_attempts WHERE job_id IN ("
 	deleteEnded         = "DELETE FROM toc_jobs WHERE job_id IN ("
 )
@@ -240,18 +241,24 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 			return 0, err
 		}
 		var (
-			ended []any
-			dead  []timer.JobID
+			ended  []any
+			dead   []timer.JobID
+			doneAt []int64 // the done times of the done ones: their packs
+			going  = make(map[timer.JobID]bool, len(ids))
 		)
 		for rows.Next() {
-			var id, st int64
-			if err := rows.Scan(&id, &st); err != nil {
+			var id, st, at int64
+			if err := rows.Scan(&id, &st, &at); err != nil {
 				rows.Close()
 				return 0, err
 			}
 			ended = append(ended, id)
-			if st == int64(timer.StatusDead) {
+			going[timer.JobID(id)] = true
+			switch st {
+			case int64(timer.StatusDead):
 				dead = append(dead, timer.JobID(id))
+			case int64(timer.StatusDone):
+				doneAt = append(doneAt, at)
 			}
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil || len(ended) == 0 {
@@ -265,6 +272,9 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 			if err := forgetDeadJobs(ctx, tx, dead); err != nil {
 				return 0, err
 			}
+		}
+		if err := s.retirePacks(ctx, tx, doneAt, going); err != nil {
+			return 0, err
 		}
 		res, err := tx.ExecContext(ctx, deleteEnded+list, ended...)
 		if err != nil {

@@ -26,6 +26,7 @@ var sqliteDialect = dialect{
 	insertAttempts: "INSERT OR IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",
 	// DELETE ... LIMIT needs a compile-time option; a rowid subquery does not.
 	pruneAttempts: "DELETE FROM toc_attempts WHERE rowid IN (SELECT rowid FROM toc_attempts WHERE started_at < ? ORDER BY started_at LIMIT ?)",
+	prunePacks:    "DELETE FROM toc_done_attempts WHERE (done_at, first_job) IN (SELECT done_at, first_job FROM toc_done_attempts WHERE done_at < ? ORDER BY done_at LIMIT ?)",
 	pruneAudit:    "DELETE FROM toc_audit_log WHERE audit_id IN (SELECT audit_id FROM toc_audit_log WHERE at < ? ORDER BY at, audit_id LIMIT ?)",
 	isConflict: func(err error) bool {
 		var se *sqlite.Error

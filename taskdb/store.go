@@ -70,6 +70,9 @@ type dialect struct {
 	// pruneAttempts deletes up to ? attempts that started before ?
 	// (arguments: before, limit).
 	pruneAttempts string
+	// prunePacks deletes up to ? packs of toc_done_attempts written
+	// before ? (arguments: before, limit).
+	prunePacks string
 	// pruneAudit deletes up to ? audit entries recorded before ?
 	// (arguments: before, limit).
 	pruneAudit string
@@ -276,7 +279,7 @@ func placeholders(n int) string {
 // needs no placeholder, and a statement of a thousand ids so skips a
 // thousand arguments, each converted by database/sql and written into
 // the text by the driver (or bound by SQLite) one by one.
-func idList(ids []timer.JobID) string {
+func idList[ID ~uint64 | ~int64](ids []ID) string {
 	b := make([]byte, 0, len(ids)*21)
 	for i, id := range ids {
 		if i > 0 {

@@ -6,9 +6,12 @@ import (
 )
 
 // The attempt history: one record per delivery the handler made, kept by
-// a Store that implements AttemptLog. The executor hands each record to
-// the worker's attempt recorder, which writes them in batches off the
-// firing path; GET /v1/jobs/{id}/attempts reads them back.
+// a Store that implements AttemptLog. The executor hands the record of a
+// failed attempt to the worker's attempt recorder, which writes them in
+// batches off the firing path; a success's goes with its completion
+// (Completion.Attempt), which the store records with the done mark, or
+// to the recorder if that fails. GET /v1/jobs/{id}/attempts reads them
+// back.
 
 // MaxExcerptBytes is how much of a receiver's response body an attempt
 // keeps.

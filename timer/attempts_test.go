@@ -71,3 +71,33 @@ func TestStepsPruneAttempts(t *testing.T) {
 		t.Fatalf("prune past the retention = %d, %v; want 1", n, err)
 	}
 }
+
+// A success is recorded with its done mark; when the mark fails, the
+// attempt was made all the same and the history keeps it, and the job,
+// still pending, fires again.
+func TestStepsRecordSuccessWhoseDoneMarkFailed(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	id := r.schedule(t, "orders", 0, 1)[0]
+	r.store.FailNext("Complete", errors.New("database down"), 1)
+	r.steps.Step(ctx)
+	if st := r.status(t, id); st == timer.StatusDone {
+		t.Fatalf("status %v after a failed done mark", st)
+	}
+	got, err := r.store.ListAttempts(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0].Attempt != 1 || got[0].Error != "" {
+		t.Fatalf("attempts recorded: %+v; want the first, a success", got)
+	}
+	// And one whose mark holds is recorded by it, once.
+	other := r.schedule(t, "orders", 0, 1)[0]
+	r.steps.Step(ctx)
+	if st := r.status(t, other); st != timer.StatusDone {
+		t.Fatalf("status %v, want done", st)
+	}
+	if got, err := r.store.ListAttempts(ctx, other); err != nil || len(got) != 1 || got[0].Attempt != 1 {
+		t.Errorf("attempts of a job done at once: %+v, %v; want one", got, err)
+	}
+}

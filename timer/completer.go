@@ -51,9 +51,10 @@ const (
 type outcome struct {
 	kind    outcomeKind
 	lease   Lease
-	job     *Job // nil for outAck of a missing row and for outDeadRow
-	attempt int  // the attempt made (outDone, outFailed)
-	status  int  // the HTTP status the receiver answered (outDone), 0 for none
+	job     *Job     // nil for outAck of a missing row and for outDeadRow
+	attempt int      // the attempt made (outDone, outFailed)
+	status  int      // the HTTP status the receiver answered (outDone), 0 for none
+	record  *Attempt // the attempt's history record (outDone), nil when none is kept
 	err     error
 	until   time.Time // outNotSent
 	// token: the lease still counts against the worker's leases, and the
@@ -96,6 +97,9 @@ type completer struct {
 	// cue. A dead row the sweep of leases found has no job at hand; the
 	// group sweep finds those.
 	ended func(group string)
+	// history records the successes' attempts whose done mark failed
+	// (Complete records the others); nil when the store keeps none.
+	history *attemptRecorder
 }
 
 // groupEnded tells ended of j's group, if any.
@@ -116,7 +120,7 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 	for _, o := range batch {
 		switch o.kind {
 		case outDone:
-			done = append(done, Completion{ID: o.lease.ID, Attempts: o.attempt, Status: o.status})
+			done = append(done, Completion{ID: o.lease.ID, Attempts: o.attempt, Status: o.status, Attempt: o.record})
 			if c.cfg.tracer != nil && o.job.TraceParent != "" {
 				spans = append(spans, doneSpan{c.cfg.tracer.Start(ctx, SpanComplete, o.job.TraceParent, now), o})
 			}
@@ -133,6 +137,12 @@ func (c *completer) record(ctx context.Context, batch []outcome) {
 			// their rows still pending, and fire again: at least once.
 			c.cfg.logf("mark done failed; the jobs will fire again", "dep", "task_store", "jobs", len(done), "err", err)
 			doneErr = err
+			// The attempts were made all the same: the history keeps them.
+			for _, d := range done {
+				if d.Attempt != nil && c.history != nil {
+					c.history.add(*d.Attempt)
+				}
+			}
 		} else {
 			for _, o := range batch {
 				if o.kind == outDone {

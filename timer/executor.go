@@ -80,13 +80,20 @@ func (e *executor) execute(ctx context.Context, t task) outcome {
 	}
 	took := e.cfg.now().Sub(start)
 	e.cfg.obs.Fired(topic, attempt, late, took, err)
+	var record *Attempt
 	if e.history != nil && (err == nil || ctx.Err() == nil) {
-		e.history.add(attemptOf(d, start, took, err))
+		a := attemptOf(d, start, took, err)
+		if err == nil {
+			// A success is recorded with its done mark (Completion.Attempt).
+			record = &a
+		} else {
+			e.history.add(a)
+		}
 	}
 	switch {
 	case err == nil:
 		e.lim.release(topic, 1)
-		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt, status: d.Response.StatusCode}
+		return outcome{kind: outDone, lease: t.lease, job: t.job, attempt: attempt, status: d.Response.StatusCode, record: record}
 	case ctx.Err() != nil:
 		// Cut short by shutdown: not the receiver's fault, so no attempt is
 		// recorded, in the row or the history; the lease expires and the

@@ -116,6 +116,11 @@ type Completion struct {
 	// Status is the HTTP status its receiver answered (a 2xx), 0 when the
 	// handler did not say (see Delivery.Response).
 	Status int
+	// Attempt, when set, is the record of the attempt that succeeded: a
+	// store that keeps attempt history (AttemptLog) records it with the
+	// done mark, in the same transaction, as RecordAttempts would. A
+	// batch's successes so cost the store one write, not one row each.
+	Attempt *Attempt
 }
 
 // JobReader reads job rows.

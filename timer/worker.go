@@ -258,6 +258,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	}
 	if log, ok := store.(AttemptLog); ok {
 		w.history = newAttemptRecorder(log, cfg.AttemptRetention, cfg.Now, cfg.Logger.Warn)
+		w.complete.history = w.history
 	}
 	w.exec = &executor{
 		cfg:     executorConfig{now: cfg.Now, obs: cfg.Observer, tracer: cfg.Tracer},

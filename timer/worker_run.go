@@ -52,11 +52,13 @@ func (w *Worker) Run(ctx context.Context) error {
 	close(w.execCh)
 	executors.Wait()
 	w.exec.pulled.Wait()
+	close(w.finishCh)
+	completer.Wait()
+	// The completer hands the history the successes whose done mark
+	// failed: it closes after the completer.
 	if w.history != nil {
 		w.history.close()
 	}
-	close(w.finishCh)
-	completer.Wait()
 	history.Wait()
 	return err
 }

@@ -233,13 +233,18 @@ func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.
 		}
 	}
 	n := 0
+	var attempts []timer.Attempt
 	for _, c := range done {
 		if s.update(c.ID, unfinished, now, func(r *row) {
 			r.job.Status, r.job.Attempts, r.job.LastStatus = timer.StatusDone, c.Attempts, c.Status
 		}) {
 			n++
+			if c.Attempt != nil {
+				attempts = append(attempts, *c.Attempt)
+			}
 		}
 	}
+	s.keepAttempts(attempts)
 	return n, nil
 }
 
@@ -663,6 +668,12 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []timer.Attempt) er
 	if err := s.f.call("RecordAttempts"); err != nil {
 		return err
 	}
+	s.keepAttempts(attempts)
+	return nil
+}
+
+// keepAttempts adds attempts to the history, but those it holds already.
+func (s *Store) keepAttempts(attempts []timer.Attempt) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, a := range attempts {
@@ -674,7 +685,6 @@ func (s *Store) RecordAttempts(ctx context.Context, attempts []timer.Attempt) er
 			s.attempts = append(s.attempts, a)
 		}
 	}
-	return nil
 }
 
 // ListAttempts implements timer.AttemptLog.

@@ -64,6 +64,72 @@ func TestAttemptLog(t *testing.T, open func(t *testing.T) timer.AttemptLog) {
 	if got, err := s.ListAttempts(ctx, a); err != nil || !EqualAttempts(got, []timer.Attempt{recorded[0].Stored()}) {
 		t.Errorf("after pruning, ListAttempts(a) = %+v, %v", got, err)
 	}
+
+	if _, ok := s.(timer.Store); ok {
+		t.Run("Completed", func(t *testing.T) {
+			testCompletedAttempts(t, open(t).(timer.Store))
+		})
+	}
+}
+
+// testCompletedAttempts checks that Complete records the attempts its
+// completions carry, beside those RecordAttempts writes, for the rows it
+// marks done; and that pruning reaches them. s is a fresh, empty store.
+func testCompletedAttempts(t *testing.T, s timer.Store) {
+	ctx := t.Context()
+	log := s.(timer.AttemptLog)
+	base := time.UnixMilli(1_700_000_000_000)
+	ids := timer.NewIDGen(1, func() time.Time { return base })
+	a, b, c := ids.NextIn(0), ids.NextIn(1), ids.NextIn(0)
+	mustInsert(t, s, newJob(a, "t", 0), newJob(b, "t", 0), newJob(c, "t", 0))
+	at := func(ms int) time.Time { return base.Add(time.Duration(ms) * time.Millisecond) }
+	failed := timer.Attempt{Job: a, Attempt: 1, StartedAt: at(10), Duration: 3 * time.Millisecond, StatusCode: 503, Error: "503 Service Unavailable", Excerpt: []byte("busy")}
+	if err := log.RecordAttempts(ctx, []timer.Attempt{failed}); err != nil {
+		t.Fatalf("RecordAttempts: %v", err)
+	}
+	wonA := timer.Attempt{Job: a, Attempt: 2, StartedAt: at(2000), Duration: 2500 * time.Microsecond, StatusCode: 200, Excerpt: []byte{}}
+	wonB := timer.Attempt{Job: b, Attempt: 1, StartedAt: at(1990), Duration: 12 * time.Millisecond, StatusCode: 204,
+		Excerpt: append([]byte{0, 0xff, '\'', '\\'}, bytes.Repeat([]byte("x"), 2*timer.MaxExcerptBytes)...)}
+	done := []timer.Completion{
+		{ID: a, Attempts: 2, Status: 200, Attempt: &wonA},
+		{ID: b, Attempts: 1, Status: 204, Attempt: &wonB},
+		{ID: c, Attempts: 1, Status: 200}, // no history kept of it
+	}
+	if n, err := s.Complete(ctx, done, at(2100)); n != 3 || err != nil {
+		t.Fatalf("Complete = %d, %v; want 3", n, err)
+	}
+	// A completion of a row done already is no attempt of it.
+	again := timer.Attempt{Job: a, Attempt: 3, StartedAt: at(2200), Duration: time.Millisecond, StatusCode: 200}
+	if n, err := s.Complete(ctx, []timer.Completion{{ID: a, Attempts: 3, Status: 200, Attempt: &again}}, at(2300)); n != 0 || err != nil {
+		t.Fatalf("Complete of a done row = %d, %v; want 0", n, err)
+	}
+	for _, tc := range []struct {
+		id   timer.JobID
+		want []timer.Attempt
+	}{
+		{a, []timer.Attempt{failed.Stored(), wonA.Stored()}},
+		{b, []timer.Attempt{wonB.Stored()}},
+		{c, nil},
+	} {
+		if got, err := log.ListAttempts(ctx, tc.id); err != nil || !EqualAttempts(got, tc.want) {
+			t.Errorf("ListAttempts(%d) = %+v, %v\nwant %+v", tc.id, got, err, tc.want)
+		}
+	}
+	// Pruning before every start reaches the completed ones too.
+	for range 10 {
+		n, err := log.PruneAttempts(ctx, at(5000), 1)
+		if err != nil {
+			t.Fatalf("PruneAttempts: %v", err)
+		}
+		if n == 0 {
+			break
+		}
+	}
+	for _, id := range []timer.JobID{a, b} {
+		if got, err := log.ListAttempts(ctx, id); err != nil || len(got) != 0 {
+			t.Errorf("after pruning, ListAttempts(%d) = %+v, %v; want none", id, got, err)
+		}
+	}
 }
 
 // EqualAttempts reports whether got and want hold the same attempts in
