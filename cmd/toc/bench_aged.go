@@ -108,9 +108,15 @@ func countRows(ctx context.Context, dbs []*sql.DB) (int64, error) {
 	return countTable(ctx, dbs, "toc_jobs")
 }
 
-// countAttempts counts the rows of toc_attempts over every shard.
+// countAttempts counts the rows of the attempt history over every
+// shard: toc_attempts's and the packs of toc_done_attempts.
 func countAttempts(ctx context.Context, dbs []*sql.DB) (int64, error) {
-	return countTable(ctx, dbs, "toc_attempts")
+	rows, err := countTable(ctx, dbs, "toc_attempts")
+	if err != nil {
+		return 0, err
+	}
+	packs, err := countTable(ctx, dbs, "toc_done_attempts")
+	return rows + packs, err
 }
 
 func countTable(ctx context.Context, dbs []*sql.DB, table string) (int64, error) {

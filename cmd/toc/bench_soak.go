@@ -28,8 +28,8 @@ type soakWindowStats struct {
 	cancelled []string      // jobs scheduled and then cancelled
 	dying     []string      // jobs whose callback always fails
 	rss       any           // toc's RSS in MB at the window's end
-	rows      int64         // rows of toc_jobs and toc_attempts at the window's end; -1: unknown
-	attempts  int64         // of which toc_attempts's
+	rows      int64         // rows of toc_jobs and the attempt history at the window's end; -1: unknown
+	attempts  int64         // of which the attempt history's (toc_attempts, toc_done_attempts)
 	deleted   float64       // rows the retirer deleted in the window
 	probe     *soakProbe
 }
