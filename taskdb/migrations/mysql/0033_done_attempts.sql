@@ -4,8 +4,8 @@
 -- transaction, keyed by the time it wrote into their rows'
 -- gmt_modified and the smallest job id of the pack. An attempt row of
 -- toc_attempts for each fire cost MariaDB about 10 µs of the 30-odd a
--- fire costs it (BenchmarkFireCycle, issue 35); a pack of 200 costs
--- about what one row does. The history of a done job is its rows in
+-- fire costs it; the packs about 2 µs (BenchmarkFireCycle, issue 35).
+-- The history of a done job is its rows in
 -- toc_attempts (the failed attempts, and every attempt a build before
 -- this one made) and its entry in the pack of its done time. A pack is
 -- deleted when its last job is retired, or past --attempt-retention.
