@@ -313,17 +313,7 @@ func (s *Store) readSchemaTable(ctx context.Context, table, query string, scan f
 	if err := s.rdb.QueryRowContext(ctx, s.d.tableExists, table).Scan(&tables); err != nil || tables == 0 {
 		return err
 	}
-	rows, err := s.rdb.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		if err := scan(rows); err != nil {
-			return err
-		}
-	}
-	return rows.Err()
+	return eachRow(ctx, s.rdb, query, scan)
 }
 
 // SchemaVersion is the version of the last migration this build knows:

@@ -28,6 +28,7 @@ var mysqlDialect = dialect{
 	insertIgnore:   "INSERT IGNORE",
 	insertAttempts: "INSERT IGNORE INTO toc_attempts (job_id, attempt, started_at, duration_ms, status_code, error, excerpt) VALUES ",
 	pruneAttempts:  "DELETE FROM toc_attempts WHERE started_at < ? ORDER BY started_at LIMIT ?",
+	lockRows:       " FOR UPDATE",
 	prunePacks:     "DELETE FROM toc_done_attempts WHERE done_at < ? ORDER BY done_at LIMIT ?",
 	pruneAudit:     "DELETE FROM toc_audit_log WHERE at < ? ORDER BY at, audit_id LIMIT ?",
 	isConflict: func(err error) bool {

@@ -79,9 +79,9 @@ func packAttempts(doneAt int64, attempts []timer.Attempt) []pack {
 
 var errBadPack = errors.New("malformed pack of attempts")
 
-// eachPacked calls fn with each entry of pack b, done at doneAt, until
-// fn returns false.
-func eachPacked(b []byte, doneAt int64, fn func(timer.Attempt) bool) error {
+// eachPacked calls fn with each entry of pack b, done at doneAt. An
+// entry's excerpt is a slice of b.
+func eachPacked(b []byte, doneAt int64, fn func(timer.Attempt)) error {
 	if len(b) == 0 || b[0] != packFormat {
 		return errBadPack
 	}
@@ -118,17 +118,11 @@ func eachPacked(b []byte, doneAt int64, fn func(timer.Attempt) bool) error {
 		a.Duration = time.Duration(uvarint()) * time.Millisecond
 		a.StatusCode = int(uvarint())
 		a.Error = string(bytesOf())
-		excerpt := bytesOf()
+		a.Excerpt = bytesOf()
 		if b == nil {
 			return errBadPack
 		}
-		a.Excerpt = slices.Clone(excerpt)
-		if a.Excerpt == nil {
-			a.Excerpt = []byte{}
-		}
-		if !fn(a) {
-			return nil
-		}
+		fn(a)
 	}
 	return nil
 }
@@ -136,10 +130,7 @@ func eachPacked(b []byte, doneAt int64, fn func(timer.Attempt) bool) error {
 // packedIDs returns the job ids of pack b.
 func packedIDs(b []byte) ([]timer.JobID, error) {
 	var ids []timer.JobID
-	err := eachPacked(b, 0, func(a timer.Attempt) bool {
-		ids = append(ids, a.Job)
-		return true
-	})
+	err := eachPacked(b, 0, func(a timer.Attempt) { ids = append(ids, a.Job) })
 	return ids, err
 }
 
@@ -177,11 +168,10 @@ func (s *Store) packedAttempts(ctx context.Context, id timer.JobID) ([]timer.Att
 		if err := rows.Scan(&doneAt, &b); err != nil {
 			return nil, err
 		}
-		err := eachPacked(b, doneAt, func(a timer.Attempt) bool {
+		err := eachPacked(b, doneAt, func(a timer.Attempt) {
 			if a.Job == id {
 				out = append(out, a)
 			}
-			return true
 		})
 		if err != nil {
 			return nil, fmt.Errorf("pack done at %d: %w", doneAt, err)
@@ -206,34 +196,25 @@ func (s *Store) retirePacks(ctx context.Context, tx *sql.Tx, doneAts []int64, go
 	}
 	slices.Sort(doneAts)
 	doneAts = slices.Compact(doneAts)
-	lock := ""
-	if s.d.name == "mysql" {
-		lock = " FOR UPDATE"
-	}
 	type key struct{ doneAt, first int64 }
 	others := make(map[key][]timer.JobID)
 	for chunk := range slices.Chunk(doneAts, maxInList) {
-		rows, err := tx.QueryContext(ctx, lockPacks+idList(chunk)+")"+lock)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		err := eachRow(ctx, tx, lockPacks+idList(chunk)+")"+s.d.lockRows, func(rows *sql.Rows) error {
 			var (
 				k key
 				b []byte
 			)
 			if err := rows.Scan(&k.doneAt, &k.first, &b); err != nil {
-				rows.Close()
 				return err
 			}
 			ids, err := packedIDs(b)
 			if err != nil {
-				rows.Close()
 				return fmt.Errorf("pack done at %d: %w", k.doneAt, err)
 			}
 			others[k] = slices.DeleteFunc(ids, func(id timer.JobID) bool { return going[id] })
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
@@ -243,19 +224,13 @@ func (s *Store) retirePacks(ctx context.Context, tx *sql.Tx, doneAts []int64, go
 	}
 	left := make(map[timer.JobID]bool)
 	for chunk := range slices.Chunk(ask, maxInList) {
-		rows, err := tx.QueryContext(ctx, existingJobs+idList(chunk)+")"+lock)
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
+		err := eachRow(ctx, tx, existingJobs+idList(chunk)+")"+s.d.lockRows, func(rows *sql.Rows) error {
 			var id int64
-			if err := rows.Scan(&id); err != nil {
-				rows.Close()
-				return err
-			}
+			err := rows.Scan(&id)
 			left[timer.JobID(id)] = true
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		})
+		if err != nil {
 			return err
 		}
 	}

@@ -22,7 +22,7 @@ func TestPackRoundTrip(t *testing.T) {
 		t.Fatalf("packAttempts made %d packs, the first from %d; want 1 from job 3", len(packs), packs[0].first)
 	}
 	var got []timer.Attempt
-	if err := eachPacked(packs[0].b, doneAt, func(a timer.Attempt) bool { got = append(got, a); return true }); err != nil {
+	if err := eachPacked(packs[0].b, doneAt, func(a timer.Attempt) { got = append(got, a) }); err != nil {
 		t.Fatalf("eachPacked: %v", err)
 	}
 	want := make([]timer.Attempt, len(in))
@@ -39,7 +39,7 @@ func TestPackRoundTrip(t *testing.T) {
 	// panic or an entry made up.
 	for n := range len(packs[0].b) {
 		read := 0
-		err := eachPacked(packs[0].b[:n], doneAt, func(timer.Attempt) bool { read++; return true })
+		err := eachPacked(packs[0].b[:n], doneAt, func(timer.Attempt) { read++ })
 		if err == nil && read >= len(in) {
 			t.Errorf("a pack cut to %d bytes read %d entries without error", n, read)
 		}

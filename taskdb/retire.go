@@ -222,10 +222,6 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 	if len(ids) == 0 {
 		return 0, nil
 	}
-	lock := ""
-	if s.d.name == "mysql" {
-		lock = " FOR UPDATE"
-	}
 	args := make([]any, 0, len(ids)+1)
 	args = append(args, until.UnixMilli())
 	for _, id := range ids {
@@ -236,7 +232,7 @@ func (s *Store) DeleteEnded(ctx context.Context, ids []timer.JobID, until time.T
 		return 0, fmt.Errorf("delete %d ended jobs: %w", len(ids), err)
 	}
 	n, err := func() (int, error) {
-		rows, err := tx.QueryContext(ctx, lockEnded+placeholders(len(ids))+")"+lock, args...)
+		rows, err := tx.QueryContext(ctx, lockEnded+placeholders(len(ids))+")"+s.d.lockRows, args...)
 		if err != nil {
 			return 0, err
 		}

@@ -70,6 +70,9 @@ type dialect struct {
 	// pruneAttempts deletes up to ? attempts that started before ?
 	// (arguments: before, limit).
 	pruneAttempts string
+	// lockRows ends a SELECT whose rows the transaction must hold until
+	// it ends (" FOR UPDATE"); empty where the one writer holds them all.
+	lockRows string
 	// prunePacks deletes up to ? packs of toc_done_attempts written
 	// before ? (arguments: before, limit).
 	prunePacks string
@@ -222,6 +225,26 @@ const (
 // execer is a pool or a transaction.
 type execer interface {
 	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+}
+
+// querier is a pool or a transaction, to read with.
+type querier interface {
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+// eachRow runs query on q and calls fn with each row, until fn fails.
+func eachRow(ctx context.Context, q querier, query string, fn func(*sql.Rows) error) error {
+	rows, err := q.QueryContext(ctx, query)
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		if err := fn(rows); err != nil {
+			return err
+		}
+	}
+	return rows.Err()
 }
 
 // inTx runs fn in a transaction when tx is set, else straight on the pool

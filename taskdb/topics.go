@@ -355,10 +355,7 @@ func (s *Store) PauseTopic(ctx context.Context, name string, paused bool) (timer
 // locked. On SQLite the transaction holds the one write lock from its
 // start (BEGIN IMMEDIATE).
 func (s *Store) DeleteTopic(ctx context.Context, name string) error {
-	lock := ""
-	if s.d.name == "mysql" {
-		lock = " FOR UPDATE"
-	}
+	lock := s.d.lockRows
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return fmt.Errorf("delete topic %q: %w", name, err)
@@ -402,9 +399,7 @@ func (s *Store) HoldingJobs(ctx context.Context, name string) (map[timer.Status]
 
 // countHolding is HoldingJobs on q, locking the rows read with lock (""
 // or " FOR UPDATE").
-func countHolding(ctx context.Context, q interface {
-	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
-}, name, lock string) (map[timer.Status]int64, error) {
+func countHolding(ctx context.Context, q querier, name, lock string) (map[timer.Status]int64, error) {
 	// Firing is a flag on a pending row (see rowStatus): count by both.
 	rows, err := q.QueryContext(ctx, `SELECT status, fired, COUNT(*) FROM toc_jobs
 		WHERE topic = ? AND status IN (?, ?) GROUP BY status, fired`+lock,
