@@ -29,6 +29,7 @@ import (
 	"github.com/toc-project/toc/http/metrics"
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/internal/deliver/pull"
+	"github.com/toc-project/toc/internal/gcfloor"
 	"github.com/toc-project/toc/prepare"
 	"github.com/toc-project/toc/slots"
 	"github.com/toc-project/toc/taskdb/shard"
@@ -73,6 +74,7 @@ type serviceFlags struct {
 	redisPrefix    *string
 	pprofAddr      *string
 	cpuProfile     *string
+	gcHeadroom     *int
 	autoCreate     *bool
 	maxTopics      *int
 	metricsAddr    *string
@@ -121,10 +123,12 @@ func addServiceFlags(fs *flagSet, logFormat string) *serviceFlags {
 		redisPrefix:     fs.string("redis-prefix", slots.DefaultPrefix, "prefix of every Redis key toc writes"),
 		pprofAddr:       fs.string("pprof-addr", "", "serve net/http/pprof on this address (off when empty; keep it on loopback)"),
 		cpuProfile:      fs.string("cpu-profile", "", "write a CPU profile of the whole run to this file"),
-		autoCreate:      fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
-		maxTopics:       fs.int("max-topics", defaultMaxTopics, "most topics there may be; creating one more, by PUT or a job's first use, is a 400 naming topic (0: no cap)"),
-		metricsAddr:     fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
-		metricsTopics:   fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
+		gcHeadroom: fs.int("gc-headroom", defaultGCHeadroom, "MiB the heap may grow by between two garbage collections, at least: "+
+			"a small heap then collects less often, for less CPU a job (0: Go's default, GOGC=100; ignored when GOGC is set)"),
+		autoCreate:    fs.bool("auto-create-topics", true, "a job of an unknown topic creates it with the defaults (else: 400; PUT /v1/topics/{topic} first)"),
+		maxTopics:     fs.int("max-topics", defaultMaxTopics, "most topics there may be; creating one more, by PUT or a job's first use, is a 400 naming topic (0: no cap)"),
+		metricsAddr:   fs.string("metrics-addr", "", "serve /metrics on this address, and not on the API's (empty: on the API's address, without a token)"),
+		metricsTopics: fs.int("metrics-max-topics", metrics.MaxTopicLabels, "topics with metric series of their own, the first seen; later ones share topic=\"_other\""),
 		otlpEndpoint: fs.string("otlp-endpoint", "", "export OpenTelemetry spans over OTLP/HTTP to this URL, http://collector:4318 (/v1/traces is added unless the path ends with it); "+
 			"empty: OTEL_EXPORTER_OTLP_TRACES_ENDPOINT or OTEL_EXPORTER_OTLP_ENDPOINT when set, else tracing is off"),
 		traceSampleRatio: fs.float("trace-sample-ratio", 1, "share of the traces begun at toc (a schedule without a traceparent) that are recorded, 0..1; a request's sampled flag decides for its own"),
@@ -253,6 +257,11 @@ func (s *service) run(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("--metrics-max-topics: %w", err)
 	}
+	stopFloor, err := startGCFloor(*f.gcHeadroom, s.log)
+	if err != nil {
+		return err
+	}
+	defer stopFloor()
 	tracer, err := f.tracer(ctx, s.log)
 	if err != nil {
 		return err
@@ -791,4 +800,33 @@ func watchShardMap(ctx context.Context, st *shard.Store) error {
 			}
 		}
 	}
+}
+
+// defaultGCHeadroom is --gc-headroom's default, in MiB: toc serve's heap
+// is about 7 MB under load, so the collector ran every 10 MB allocated at
+// Go's default (BENCHMARKS.md, issue 35).
+const defaultGCHeadroom = 64
+
+// maxGCHeadroom bounds --gc-headroom, in MiB (1 TiB).
+const maxGCHeadroom = 1 << 20
+
+// startGCFloor holds the collector to --gc-headroom MiB of growth between
+// cycles (package gcfloor), unless it is 0 or GOGC is set, which the
+// runtime then follows as it is. It returns what undoes it.
+func startGCFloor(mib int, log *slog.Logger) (stop func(), err error) {
+	if mib < 0 || mib > maxGCHeadroom {
+		return nil, fmt.Errorf("--gc-headroom: %d: want 0..%d MiB", mib, maxGCHeadroom)
+	}
+	if gogc, set := os.LookupEnv("GOGC"); set {
+		if mib != defaultGCHeadroom {
+			log.Warn("--gc-headroom is ignored: GOGC is set", "GOGC", gogc)
+		}
+		return func() {}, nil
+	}
+	if mib == 0 {
+		return func() {}, nil
+	}
+	f := gcfloor.Start(uint64(mib) << 20)
+	log.Debug("garbage collection held to a headroom", "mib", mib, "gc_percent", f.Percent())
+	return f.Stop, nil
 }
