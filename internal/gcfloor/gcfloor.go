@@ -6,14 +6,15 @@
 // stacks and globals. toc serve's live heap is small, about 7 MB under a
 // load of thousands of jobs a second, and it allocates for every request
 // and fire: at the default it collected 14 times a second, and each cycle
-// scans every goroutine's stack whatever the heap's size. The cycles cost
-// toc about a tenth of its CPU (BENCHMARKS.md, issue 35).
+// scans every goroutine's stack whatever the heap's size. The collector's
+// own work was 8-9 % of toc's CPU (BENCHMARKS.md, issue 35).
 //
 // Start sets the collector's percent after each cycle so that the heap
 // may grow by at least a given headroom before the next one, and by no
 // less than the default's share: with 64 MiB of headroom, a 7 MB heap
-// collects about every 64 MB allocated instead of every 10, and a heap of
-// 100 MB or more collects as it would without this package. A memory
+// collects about every 64 MB allocated instead of every 10, and a heap
+// whose live part is larger than the headroom collects as it would
+// without this package. A memory
 // limit (GOMEMLIMIT) still holds: the collector runs as the heap nears it,
 // whatever the percent.
 package gcfloor
@@ -111,8 +112,8 @@ func (f *Floor) afterCycle() {
 }
 
 // sentinel is the object whose cleanup marks the end of a cycle. It holds
-// a pointer so that the allocator never packs it with others (a cleanup
-// may not be attached to such an object).
+// a pointer so that the allocator never batches it with other small
+// objects into one slot, where its cleanup might never run (AddCleanup).
 type sentinel struct{ _ *int }
 
 // PercentFor is the percent under which a heap whose last cycle found
