@@ -58,17 +58,17 @@ func TestFloor(t *testing.T) {
 	old := debug.SetGCPercent(150)
 	defer debug.SetGCPercent(old)
 
-	const headroom = 256 << 20
+	const headroom = 64 << 20
 	f := Start(headroom)
 	defer f.Stop()
-	small := func(p int) bool { return p > 1000 }
+	small := func(p int) bool { return p > 400 } // a live heap under 16 MB
 	cycles(t, f, 2, small)
 	if got := gcPercent(); got != f.Percent() {
 		t.Fatalf("the runtime's percent is %d, Floor's %d", got, f.Percent())
 	}
 
 	// A live heap larger than the headroom: the default's share is more.
-	big := make([][]byte, 64)
+	big := make([][]byte, 16) // 128 MiB
 	for i := range big {
 		big[i] = make([]byte, 8<<20)
 	}
