@@ -313,7 +313,7 @@ func (s *Store) readSchemaTable(ctx context.Context, table, query string, scan f
 	if err := s.rdb.QueryRowContext(ctx, s.d.tableExists, table).Scan(&tables); err != nil || tables == 0 {
 		return err
 	}
-	return eachRow(ctx, s.rdb, query, scan)
+	return eachRow(ctx, s.rdb, scan, query)
 }
 
 // SchemaVersion is the version of the last migration this build knows:

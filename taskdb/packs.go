@@ -154,19 +154,14 @@ func (s *Store) writePacks(ctx context.Context, ex execer, done []timer.Completi
 // packedAttempts returns job id's entry in the packs of its done time,
 // if any.
 func (s *Store) packedAttempts(ctx context.Context, id timer.JobID) ([]timer.Attempt, error) {
-	rows, err := s.rdb.QueryContext(ctx, jobPacks, int64(id))
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
 	var out []timer.Attempt
-	for rows.Next() {
+	err := eachRow(ctx, s.rdb, func(rows *sql.Rows) error {
 		var (
 			doneAt int64
 			b      []byte
 		)
 		if err := rows.Scan(&doneAt, &b); err != nil {
-			return nil, err
+			return err
 		}
 		err := eachPacked(b, doneAt, func(a timer.Attempt) {
 			if a.Job == id {
@@ -174,10 +169,11 @@ func (s *Store) packedAttempts(ctx context.Context, id timer.JobID) ([]timer.Att
 			}
 		})
 		if err != nil {
-			return nil, fmt.Errorf("pack done at %d: %w", doneAt, err)
+			return fmt.Errorf("pack done at %d: %w", doneAt, err)
 		}
-	}
-	return out, rows.Err()
+		return nil
+	}, jobPacks, int64(id))
+	return out, err
 }
 
 // The retirer's packs: those of the done times of the jobs it deletes.
@@ -199,7 +195,7 @@ func (s *Store) retirePacks(ctx context.Context, tx *sql.Tx, doneAts []int64, go
 	type key struct{ doneAt, first int64 }
 	others := make(map[key][]timer.JobID)
 	for chunk := range slices.Chunk(doneAts, maxInList) {
-		err := eachRow(ctx, tx, lockPacks+idList(chunk)+")"+s.d.lockRows, func(rows *sql.Rows) error {
+		err := eachRow(ctx, tx, func(rows *sql.Rows) error {
 			var (
 				k key
 				b []byte
@@ -213,7 +209,7 @@ func (s *Store) retirePacks(ctx context.Context, tx *sql.Tx, doneAts []int64, go
 			}
 			others[k] = slices.DeleteFunc(ids, func(id timer.JobID) bool { return going[id] })
 			return nil
-		})
+		}, lockPacks+idList(chunk)+")"+s.d.lockRows)
 		if err != nil {
 			return err
 		}
@@ -224,12 +220,12 @@ func (s *Store) retirePacks(ctx context.Context, tx *sql.Tx, doneAts []int64, go
 	}
 	left := make(map[timer.JobID]bool)
 	for chunk := range slices.Chunk(ask, maxInList) {
-		err := eachRow(ctx, tx, existingJobs+idList(chunk)+")"+s.d.lockRows, func(rows *sql.Rows) error {
+		err := eachRow(ctx, tx, func(rows *sql.Rows) error {
 			var id int64
 			err := rows.Scan(&id)
 			left[timer.JobID(id)] = true
 			return err
-		})
+		}, existingJobs+idList(chunk)+")"+s.d.lockRows)
 		if err != nil {
 			return err
 		}

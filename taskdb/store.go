@@ -232,9 +232,10 @@ type querier interface {
 	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
 }
 
-// eachRow runs query on q and calls fn with each row, until fn fails.
-func eachRow(ctx context.Context, q querier, query string, fn func(*sql.Rows) error) error {
-	rows, err := q.QueryContext(ctx, query)
+// eachRow runs query with args on q and calls fn with each row, until fn
+// fails.
+func eachRow(ctx context.Context, q querier, fn func(*sql.Rows) error, query string, args ...any) error {
+	rows, err := q.QueryContext(ctx, query, args...)
 	if err != nil {
 		return err
 	}
