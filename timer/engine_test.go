@@ -468,10 +468,12 @@ func testEngineBackstopRestoresAfterFlush(t *testing.T, b backend) {
 	ids := schedule(t, e, reqs)
 	// A batch's Redis write that overran its 50 ms (a loaded machine, the
 	// race detector) left its timers to the backstop, which restores them
-	// within its interval: wait for all of them before the flush.
+	// within its interval: wait for all of them before the flush. The
+	// overrun write may land after the restore and add copies in other
+	// buckets (harmless, lua/add.lua), so more than n is as good.
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		_, stored, _, _ := s.leaseCounts(t, "flush")
-		if stored == n {
+		if stored >= n {
 			break
 		}
 		if time.Now().After(deadline) {
