@@ -2,8 +2,8 @@
 // timer.Handler, the Standard Webhooks signing it uses, a circuit breaker
 // per callback host, and the guard that refuses private addresses.
 //
-// It imports timer, the standard library and fasthttp, which writes and
-// parses the messages of http:// callbacks.
+// It imports timer, the standard library and fasthttp, which parses the
+// answers of http:// callbacks.
 //
 // # Delivery
 //

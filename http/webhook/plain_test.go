@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -149,5 +150,67 @@ func TestWebhookMalformedAnswer(t *testing.T) {
 	err := wh.Fire(t.Context(), delivery(testJob("http://"+srv.ln.Addr().String()+"/hook"), 1))
 	if err == nil || len(err.Error()) > 400 {
 		t.Errorf("err = %.500v (%d bytes), want an error of at most 400 bytes", err, len(fmt.Sprint(err)))
+	}
+}
+
+// The request's head, written by hand for http:// callbacks, as a
+// receiver reads it: the path with its query, the host, every header
+// once, the body's length; a control character in a value (a User-Agent
+// set with CR LF) arrives as a space and cannot add a header.
+func TestWebhookRequestHead(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	got := make(chan *http.Request, 2)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		br := bufio.NewReader(c)
+		for {
+			req, err := http.ReadRequest(br)
+			if err != nil {
+				return
+			}
+			body, _ := io.ReadAll(req.Body)
+			req.Body = io.NopCloser(strings.NewReader(string(body)))
+			got <- req
+			if _, err := io.WriteString(c, "HTTP/1.1 204 No Content\r\n\r\n"); err != nil {
+				return
+			}
+		}
+	}()
+	wh := newClient(t, webhook.Config{UserAgent: "toc\r\nX-Injected: 1\x7f"})
+	j := testJob("http://" + ln.Addr().String() + "/hook/a%2Fb?token=abc&x=1")
+	for attempt := 1; attempt <= 2; attempt++ { // the second on the kept-alive connection
+		if err := wh.Fire(t.Context(), delivery(j, attempt)); err != nil {
+			t.Fatalf("Fire %d: %v", attempt, err)
+		}
+		req := <-got
+		if req.Method != http.MethodPost || req.RequestURI != "/hook/a%2Fb?token=abc&x=1" || req.Host != ln.Addr().String() || req.Proto != "HTTP/1.1" {
+			t.Errorf("request line and host: %s %s %s, host %s", req.Method, req.RequestURI, req.Proto, req.Host)
+		}
+		body, _ := io.ReadAll(req.Body)
+		if req.ContentLength != int64(len(body)) || !strings.HasPrefix(string(body), `{"id":"1234567890123"`) {
+			t.Errorf("Content-Length %d, body %q", req.ContentLength, body)
+		}
+		if v := req.Header.Values("User-Agent"); len(v) != 1 || v[0] != "toc  X-Injected: 1" {
+			t.Errorf("User-Agent %q, want the value with its control characters as spaces", v)
+		}
+		if v := req.Header.Get("X-Injected"); v != "" {
+			t.Errorf("a value added the header X-Injected: %q", v)
+		}
+		for _, name := range []string{"Content-Type", "Idempotency-Key", "webhook-id", "webhook-timestamp", "webhook-signature", "toc-attempt", "toc-due-at", "toc-lateness-ms"} {
+			if v := req.Header.Values(name); len(v) != 1 || v[0] == "" {
+				t.Errorf("header %s: %q, want one value", name, v)
+			}
+		}
+		if v := req.Header.Get("toc-attempt"); v != strconv.Itoa(attempt) {
+			t.Errorf("toc-attempt %q, want %d", v, attempt)
+		}
 	}
 }
