@@ -41,11 +41,18 @@ local reply = {}
 for base = 0, #KEYS - 1 do
   local prepare = KEYS[base + 1]
   local held = {}
-  local first = firsts[base + 1]
-  for i = first, first + 2 * counts[base + 1] - 2, 2 do
-    local score = redis.call('ZSCORE', prepare, ARGV[i])
-    if score and tonumber(score) == tonumber(ARGV[i + 1]) then
-      held[#held + 1] = ARGV[i]
+  local first, last = firsts[base + 1], firsts[base + 1] + 2 * counts[base + 1] - 2
+  -- One ZMSCORE a chunk of MAX_UNPACK members, not a ZSCORE each.
+  for from = first, last, 2 * MAX_UNPACK do
+    local names = {}
+    for i = from, math.min(from + 2 * MAX_UNPACK - 2, last), 2 do
+      names[#names + 1] = ARGV[i]
+    end
+    local scores = redis.call('ZMSCORE', prepare, unpack(names))
+    for j = 1, #names do
+      if scores[j] and tonumber(scores[j]) == tonumber(ARGV[from + 2 * j - 1]) then
+        held[#held + 1] = names[j]
+      end
     end
   end
   local removed = 0

@@ -140,18 +140,23 @@ end
 
 local base = (now + lease) * 128
 local members, tokens, batch, taken = {}, {}, {}, {}
+-- heads[s] is the score of list s's head as a number, read once a member.
+local heads = {}
+for s = 1, 4 do
+  heads[s] = tonumber(ready[s][2])
+end
 while #members < limit do
   -- The head of each list with the lowest rank; on a tie the first list
   -- checked, the higher priority, keeps it.
   local best, bestRank = nil, nil
   for s = 1, 4 do
-    local score = ready[s][pos[s] + 1]
+    local score = heads[s]
     if score then
       local rank
       if s == 4 then
         rank = ranks[(pos[s] + 1) / 2]
       else
-        rank = math.floor(tonumber(score) / 128) + aging[s]
+        rank = math.floor(score / 128) + aging[s]
       end
       if best == nil or rank < bestRank then
         best, bestRank = s, rank
@@ -163,10 +168,13 @@ while #members < limit do
   end
   local i = pos[best]
   local member = ready[best][i]
-  local token = base + tonumber(ready[best][i + 1]) % 128
+  local token = base + heads[best] % 128
+  heads[best] = tonumber(ready[best][i + 3])
   members[#members + 1] = member
   tokens[#tokens + 1] = token
-  batch[#batch + 1] = token
+  -- As a string of its digits: Redis 7.0 would turn the number into one
+  -- with printf's %.17g, several times the cost.
+  batch[#batch + 1] = string.format('%d', token)
   batch[#batch + 1] = member
   if best == 4 then
     taken[#taken + 1] = member
