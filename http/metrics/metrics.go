@@ -94,8 +94,29 @@ type Observer struct {
 
 	series    SeriesRecorder
 	maxTopics int
-	mu        sync.Mutex
-	topics    map[string]bool
+	mu        sync.Mutex // held to add to topics
+	topics    sync.Map   // the topics with a label of their own
+	nTopics   int
+
+	// The series every fire touches, looked up once: firedBy holds a
+	// *firedSeries by topic label, byWay a wayDeliveries for each of
+	// timer.Ways (read only once made). A lookup by label values hashes
+	// them and takes a lock each time, about 2 % of toc's CPU a fire
+	// (BENCHMARKS.md, "The series of a fire looked up once").
+	firedBy sync.Map
+	byWay   map[timer.Way]wayDeliveries
+}
+
+// firedSeries are the series of one topic label that Fired counts.
+type firedSeries struct {
+	success, failure prometheus.Counter
+	lateness         prometheus.Observer
+}
+
+// wayDeliveries are the series of one way that Delivered counts.
+type wayDeliveries struct {
+	done, failed, notSent prometheus.Counter
+	took                  prometheus.Observer
 }
 
 var (
@@ -119,7 +140,7 @@ func NewWith(cfg Config) (*Observer, error) {
 	}
 	reg := prometheus.NewRegistry()
 	f := func(c prometheus.Collector) { reg.MustRegister(c) }
-	m := &Observer{registry: reg, topics: make(map[string]bool), maxTopics: cmp.Or(cfg.MaxTopics, MaxTopicLabels), series: cfg.Series}
+	m := &Observer{registry: reg, maxTopics: cmp.Or(cfg.MaxTopics, MaxTopicLabels), series: cfg.Series}
 	if m.series == nil {
 		m.series = nopSeries{}
 	}
@@ -173,10 +194,11 @@ func NewWith(cfg Config) (*Observer, error) {
 		Help:    "Duration of one delivery by way: the webhook call, or the publish until the broker's confirm.",
 		Buckets: prometheus.ExponentialBuckets(.0005, 2, 16),
 	}, []string{"way"})
+	m.byWay = make(map[timer.Way]wayDeliveries, len(timer.Ways))
 	for _, way := range timer.Ways {
-		for _, outcome := range []string{"done", "failed", "not_sent"} {
-			m.delivered.WithLabelValues(string(way), outcome)
-		}
+		w := string(way)
+		m.byWay[way] = wayDeliveries{done: m.delivered.WithLabelValues(w, "done"), failed: m.delivered.WithLabelValues(w, "failed"),
+			notSent: m.delivered.WithLabelValues(w, "not_sent"), took: m.deliverT.WithLabelValues(w)}
 	}
 	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.unclaimed, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
 		m.delivered, m.deliverT,
@@ -204,15 +226,19 @@ func (m *Observer) Label(topic string) string { return m.topic(topic) }
 
 // topic bounds the label's cardinality.
 func (m *Observer) topic(t string) string {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if m.topics[t] {
+	if _, ok := m.topics.Load(t); ok {
 		return t
 	}
-	if len(m.topics) >= m.maxTopics {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if _, ok := m.topics.Load(t); ok {
+		return t
+	}
+	if m.nTopics >= m.maxTopics {
 		return OtherTopic
 	}
-	m.topics[t] = true
+	m.topics.Store(t, struct{}{})
+	m.nTopics++
 	return t
 }
 
@@ -339,29 +365,47 @@ func (m *Observer) Fired(topic string, _ int, lateness, took time.Duration, err 
 	if _, ok := errors.AsType[*timer.NotSentError](err); ok {
 		return
 	}
-	outcome := "success"
-	if err != nil {
-		outcome = "failure"
-	}
 	label := m.topic(topic)
-	m.fired.WithLabelValues(label, outcome).Inc()
-	m.lateness.WithLabelValues(label).Observe(lateness.Seconds())
+	fs := m.firedSeries(label)
+	if err != nil {
+		fs.failure.Inc()
+	} else {
+		fs.success.Inc()
+	}
+	fs.lateness.Observe(lateness.Seconds())
 	m.dispatch.Observe(took.Seconds())
 	m.series.Fired(label, lateness, err)
 }
 
+// firedSeries returns the series of label that Fired counts, made on
+// first use.
+func (m *Observer) firedSeries(label string) *firedSeries {
+	if fs, ok := m.firedBy.Load(label); ok {
+		return fs.(*firedSeries)
+	}
+	fs := &firedSeries{success: m.fired.WithLabelValues(label, "success"), failure: m.fired.WithLabelValues(label, "failure"),
+		lateness: m.lateness.WithLabelValues(label)}
+	got, _ := m.firedBy.LoadOrStore(label, fs)
+	return got.(*firedSeries)
+}
+
 // Delivered counts one delivery by way, as its handler returned.
 func (m *Observer) Delivered(way timer.Way, took time.Duration, err error) {
-	outcome := "done"
+	w, ok := m.byWay[way]
+	if !ok { // not one of timer.Ways: looked up each time
+		w = wayDeliveries{done: m.delivered.WithLabelValues(string(way), "done"), failed: m.delivered.WithLabelValues(string(way), "failed"),
+			notSent: m.delivered.WithLabelValues(string(way), "not_sent"), took: m.deliverT.WithLabelValues(string(way))}
+	}
 	switch _, notSent := errors.AsType[*timer.NotSentError](err); {
 	case notSent:
-		m.delivered.WithLabelValues(string(way), "not_sent").Inc()
+		w.notSent.Inc()
 		return
 	case err != nil:
-		outcome = "failed"
+		w.failed.Inc()
+	default:
+		w.done.Inc()
 	}
-	m.delivered.WithLabelValues(string(way), outcome).Inc()
-	m.deliverT.WithLabelValues(string(way)).Observe(took.Seconds())
+	w.took.Observe(took.Seconds())
 }
 
 func (m *Observer) BreakerOpened()             { m.opened.Inc() }

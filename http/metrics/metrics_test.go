@@ -48,6 +48,35 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// Deliveries are counted by way and outcome, each way's series present
+// from the start; a way outside timer.Ways is counted as well.
+func TestDelivered(t *testing.T) {
+	m := metrics.New()
+	m.Delivered(timer.WayWebhook, 2*time.Millisecond, nil)
+	m.Delivered(timer.WayWebhook, time.Millisecond, nil)
+	m.Delivered(timer.WayWebhook, time.Second, io.EOF)
+	m.Delivered(timer.WayNATS, time.Millisecond, &timer.NotSentError{})
+	m.Delivered("carrier", time.Millisecond, nil)
+	body := scrape(t, m)
+	for _, want := range []string{
+		`toc_delivery_attempts_total{outcome="done",way="webhook"} 2`,
+		`toc_delivery_attempts_total{outcome="failed",way="webhook"} 1`,
+		`toc_delivery_attempts_total{outcome="not_sent",way="webhook"} 0`,
+		`toc_delivery_duration_seconds_count{way="webhook"} 3`,
+		`toc_delivery_attempts_total{outcome="not_sent",way="nats"} 1`,
+		`toc_delivery_attempts_total{outcome="done",way="pull"} 0`,
+		`toc_delivery_attempts_total{outcome="done",way="carrier"} 1`,
+		`toc_delivery_duration_seconds_count{way="carrier"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("metrics lack %q", want)
+		}
+	}
+	if strings.Contains(body, `toc_delivery_duration_seconds_count{way="nats"} 1`) {
+		t.Error("a delivery not sent has a duration")
+	}
+}
+
 // toc_dependency_up runs the readiness checks at each scrape: 1 for one
 // that passes, 0.5 for one degraded, 0 for one that fails or does not
 // answer in time.
@@ -80,4 +109,17 @@ func TestDependencyUp(t *testing.T) {
 	if body := scrape(); !strings.Contains(body, `toc_dependency_up{dependency="redis"} 0`) {
 		t.Errorf("a scrape after redis failed lacks toc_dependency_up{dependency=\"redis\"} 0")
 	}
+}
+
+// BenchmarkFireMetrics is what a fire's attempt costs the metrics: Fired
+// and Delivered, from goroutines at once as the executor calls them.
+func BenchmarkFireMetrics(b *testing.B) {
+	m := metrics.New()
+	b.ReportAllocs()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			m.Fired("orders", 1, 2*time.Millisecond, time.Millisecond, nil)
+			m.Delivered(timer.WayWebhook, time.Millisecond, nil)
+		}
+	})
 }
