@@ -172,8 +172,8 @@ while #members < limit do
   heads[best] = tonumber(ready[best][i + 3])
   members[#members + 1] = member
   tokens[#tokens + 1] = token
-  -- As a string of its digits: Redis 7.0 would turn the number into one
-  -- with printf's %.17g, several times the cost.
+  -- As a string of its digits: Redis 7.0 prints a Lua number with
+  -- %.17g, glibc's exact multi-precision path (BenchmarkClaim).
   batch[#batch + 1] = string.format('%d', token)
   batch[#batch + 1] = member
   if best == 4 then

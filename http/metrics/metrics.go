@@ -102,7 +102,7 @@ type Observer struct {
 	// *firedSeries by topic label, byWay a wayDeliveries for each of
 	// timer.Ways (read only once made). A lookup by label values hashes
 	// them and takes a lock each time, about 2 % of toc's CPU a fire
-	// (BENCHMARKS.md, "The series of a fire looked up once").
+	// (BENCHMARKS.md, "... a fire's series looked up once").
 	firedBy sync.Map
 	byWay   map[timer.Way]wayDeliveries
 }
