@@ -19,6 +19,7 @@ import (
 
 	"github.com/toc-project/toc/http/webhook"
 	"github.com/toc-project/toc/internal/testenv"
+	"github.com/toc-project/toc/timer"
 )
 
 // busArrival is one message a consumer got from a broker.
@@ -179,7 +180,7 @@ func TestDeliveryNATS(t *testing.T) {
 	}
 
 	p := serveOn(t, "--redis-addr", testenv.Redis(t).Addr, "--redis-prefix", fmt.Sprintf("nats%d:", time.Now().UnixNano()), "--nats", "main="+n.URL())
-	if status, body := p.call(t, "PUT", "/v1/topics/orders", map[string]any{"retry": map[string]int{"base_ms": 100, "max_ms": 400}}); status != http.StatusCreated {
+	if status, body := p.call(t, "PUT", "/v1/topics/orders", map[string]any{"retry": map[string]int{"base_ms": 100, "max_ms": 400}, "max_attempts": outageAttempts}); status != http.StatusCreated {
 		t.Fatalf("PUT topic: %d %v", status, body)
 	}
 	// The way, set by the CLI; the server refuses a broker it has not.
@@ -244,7 +245,7 @@ func TestDeliveryAMQP(t *testing.T) {
 
 	p := serveOn(t, "--redis-addr", testenv.Redis(t).Addr, "--redis-prefix", fmt.Sprintf("amqp%d:", time.Now().UnixNano()), "--amqp", "rabbit="+v.URL)
 	if status, body := p.call(t, "PUT", "/v1/topics/orders", map[string]any{"delivery": "amqp", "amqp": map[string]any{"broker": "rabbit", "exchange": "toc", "routing_key": "{topic}.{job_id}"},
-		"retry": map[string]int{"base_ms": 100, "max_ms": 400}}); status != http.StatusCreated {
+		"retry": map[string]int{"base_ms": 100, "max_ms": 400}, "max_attempts": outageAttempts}); status != http.StatusCreated {
 		t.Fatalf("PUT topic: %d %v", status, body)
 	}
 	// Down closes toc's connections and the test's own: it reads after.
@@ -286,6 +287,13 @@ func TestDeliveryAMQP(t *testing.T) {
 	conn2.Close()
 	<-done
 }
+
+// outageAttempts is the max_attempts of the topics that outage takes the
+// broker of down: retried every 400 ms at most, a job outlasts an outage
+// of about 25 s. At the default 16 it outlasted about 6 s, and on a
+// loaded CI machine the broker took longer to come back: 29 of the
+// second 60 jobs died and never arrived.
+const outageAttempts = timer.MaxAttemptsLimit
 
 // outage schedules 120 jobs of topic and takes their broker down in the
 // middle of their deliveries: 60 jobs due over two seconds, the broker
