@@ -63,23 +63,18 @@ func benchClaim(b *testing.B, n int, priorities ...int) {
 	k := keysOf(be, 0)
 	const stock = 20_000
 	per := stock / len(priorities)
-	left, claimed := 0, false
-	var calls, usec float64
+	left := 0
+	var tally luatest.ScriptTally
 	for b.Loop() {
 		if left < n {
 			b.StopTimer()
-			if claimed {
-				c, u := be.ScriptStats(b)
-				calls, usec = calls+c, usec+u
-			}
+			tally.Stop(b, be)
 			del(b, be, k.DueHigh, k.Due, k.DueLow, k.Prepare)
 			for _, p := range priorities {
 				fill(b, be, dueKey(k, p), Member(0, p)[1:], per, float64(t0*128))
 			}
-			if err := be.Client.ConfigResetStat(b.Context()).Err(); err != nil {
-				b.Fatal(err)
-			}
-			left, claimed = per*len(priorities), true
+			tally.Start(b, be)
+			left = per * len(priorities)
 			b.StartTimer()
 		}
 		r, err := Claim(b.Context(), be.Client, k, t0, n, 30_000, testAging)
@@ -88,10 +83,9 @@ func benchClaim(b *testing.B, n int, priorities ...int) {
 		}
 		left -= n
 	}
-	c, u := be.ScriptStats(b)
-	calls, usec = calls+c, usec+u
+	tally.Stop(b, be)
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "timers/s")
-	b.ReportMetric(usec/calls/float64(n), "redis-µs/timer")
+	b.ReportMetric(tally.Usec/tally.Calls/float64(n), "redis-µs/timer")
 }
 
 func BenchmarkAdd(b *testing.B) {
@@ -181,18 +175,13 @@ func BenchmarkAck(b *testing.B) {
 			const stock = 20_000
 			next := stock
 			hs := make([]Held, n)
-			var calls, usec float64
+			var tally luatest.ScriptTally
 			for b.Loop() {
 				if next+n > stock {
 					b.StopTimer()
-					if next != stock {
-						c, u := be.ScriptStats(b)
-						calls, usec = calls+c, usec+u
-					}
+					tally.Stop(b, be)
 					leases(b, be, stock)
-					if err := be.Client.ConfigResetStat(b.Context()).Err(); err != nil {
-						b.Fatal(err)
-					}
+					tally.Start(b, be)
 					next = 0
 					b.StartTimer()
 				}
@@ -204,9 +193,8 @@ func BenchmarkAck(b *testing.B) {
 					b.Fatalf("Ack = %d, %v", got, err)
 				}
 			}
-			c, u := be.ScriptStats(b)
-			calls, usec = calls+c, usec+u
-			b.ReportMetric(usec/calls/float64(n), "redis-µs/lease")
+			tally.Stop(b, be)
+			b.ReportMetric(tally.Usec/tally.Calls/float64(n), "redis-µs/lease")
 		})
 	}
 }
@@ -290,9 +278,8 @@ func BenchmarkAddNew(b *testing.B) {
 			k := keysOf(be, 0)
 			fill(b, be, k.Due, "", 10_000, float64(t0*128))
 			ctx := b.Context()
-			if err := be.Client.ConfigResetStat(ctx).Err(); err != nil {
-				b.Fatal(err)
-			}
+			var tally luatest.ScriptTally
+			tally.Start(b, be)
 			entries := make([]Entry, n)
 			i := 0
 			for b.Loop() {
@@ -308,8 +295,8 @@ func BenchmarkAddNew(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			calls, usec := be.ScriptStats(b)
-			b.ReportMetric(usec/calls, "redis-µs/call")
+			tally.Stop(b, be)
+			b.ReportMetric(tally.Usec/tally.Calls, "redis-µs/call")
 		})
 	}
 }

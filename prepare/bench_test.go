@@ -42,9 +42,8 @@ func BenchmarkAdd(b *testing.B) {
 //	go test -run '^$' -bench IndexNewCoalesced ./prepare
 func BenchmarkIndexNewCoalesced(b *testing.B) {
 	be, q := benchIndex(b)
-	if err := be.Client.ConfigResetStat(b.Context()).Err(); err != nil {
-		b.Fatal(err)
-	}
+	var tally luatest.ScriptTally
+	tally.Start(b, be)
 	timers := make([]timer.Timer, 63)
 	id := timer.JobID(1)
 	for b.Loop() {
@@ -56,9 +55,9 @@ func BenchmarkIndexNewCoalesced(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	calls, usec := be.ScriptStats(b)
-	b.ReportMetric(calls/float64(b.N), "calls/op")
-	b.ReportMetric(usec/float64(b.N*len(timers)), "redis-µs/timer")
+	tally.Stop(b, be)
+	b.ReportMetric(tally.Calls/float64(b.N), "calls/op")
+	b.ReportMetric(tally.Usec/float64(b.N*len(timers)), "redis-µs/timer")
 }
 
 // benchIndex returns the real redis-server's backend with the scripts

@@ -196,9 +196,7 @@ func NewWith(cfg Config) (*Observer, error) {
 	}, []string{"way"})
 	m.byWay = make(map[timer.Way]wayDeliveries, len(timer.Ways))
 	for _, way := range timer.Ways {
-		w := string(way)
-		m.byWay[way] = wayDeliveries{done: m.delivered.WithLabelValues(w, "done"), failed: m.delivered.WithLabelValues(w, "failed"),
-			notSent: m.delivered.WithLabelValues(w, "not_sent"), took: m.deliverT.WithLabelValues(w)}
+		m.byWay[way] = m.deliveriesOf(way)
 	}
 	for _, c := range []prometheus.Collector{m.scheduled, m.fired, m.retried, m.dead, m.lateness, m.dispatch, m.claims, m.unclaimed, m.restored, m.indexErrs, m.owned, m.assigns, m.opened, m.rejected, m.openHosts, m.throttled, m.expired, m.audit, m.skipped, m.retired, m.offset, m.bound,
 		m.delivered, m.deliverT,
@@ -389,12 +387,18 @@ func (m *Observer) firedSeries(label string) *firedSeries {
 	return got.(*firedSeries)
 }
 
+// deliveriesOf returns way's series of Delivered.
+func (m *Observer) deliveriesOf(way timer.Way) wayDeliveries {
+	w := string(way)
+	return wayDeliveries{done: m.delivered.WithLabelValues(w, "done"), failed: m.delivered.WithLabelValues(w, "failed"),
+		notSent: m.delivered.WithLabelValues(w, "not_sent"), took: m.deliverT.WithLabelValues(w)}
+}
+
 // Delivered counts one delivery by way, as its handler returned.
 func (m *Observer) Delivered(way timer.Way, took time.Duration, err error) {
 	w, ok := m.byWay[way]
 	if !ok { // not one of timer.Ways: looked up each time
-		w = wayDeliveries{done: m.delivered.WithLabelValues(string(way), "done"), failed: m.delivered.WithLabelValues(string(way), "failed"),
-			notSent: m.delivered.WithLabelValues(string(way), "not_sent"), took: m.deliverT.WithLabelValues(string(way))}
+		w = m.deliveriesOf(way)
 	}
 	switch _, notSent := errors.AsType[*timer.NotSentError](err); {
 	case notSent:

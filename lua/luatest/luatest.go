@@ -105,6 +105,35 @@ func (b *Backend) ScriptStats(tb testing.TB) (calls, usec float64) {
 	return calls, usec
 }
 
+// ScriptTally adds up redis-server's time in scripts over the stretches
+// a benchmark measures, leaving out the scripts that refill its stock
+// between them: Start resets the server's statistics, Stop adds what ran
+// since.
+type ScriptTally struct {
+	Calls, Usec float64 // what the measured stretches ran, in all
+	started     bool
+}
+
+// Start begins a measured stretch.
+func (t *ScriptTally) Start(tb testing.TB, b *Backend) {
+	tb.Helper()
+	if err := b.Client.ConfigResetStat(tb.Context()).Err(); err != nil {
+		tb.Fatal(err)
+	}
+	t.started = true
+}
+
+// Stop ends the stretch that Start began, if one was, and adds its
+// scripts' calls and time.
+func (t *ScriptTally) Stop(tb testing.TB, b *Backend) {
+	tb.Helper()
+	if !t.started {
+		return
+	}
+	calls, usec := b.ScriptStats(tb)
+	t.Calls, t.Usec, t.started = t.Calls+calls, t.Usec+usec, false
+}
+
 var prefixes atomic.Int64
 
 // NewPrefix returns a key prefix no other call in this process returns.
