@@ -200,6 +200,7 @@ type Client struct {
 	nsSigners map[string][]*Signer // by namespace (Config.NamespaceSecrets)
 	client    *http.Client         // https:// callbacks
 	plain     *plainTransport      // http:// callbacks
+	targets   targets              // the callback URLs called lately, parsed
 	breaker   *breaker             // nil when disabled
 }
 
@@ -279,18 +280,18 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		ctx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 		defer cancel()
 	}
-	u, err := url.Parse(j.CallbackURL)
+	to, err := c.targets.get(j.CallbackURL)
 	if err != nil {
 		return errors.New("callback_url is not a valid URL")
 	}
-	host := breakerHost(u)
-	t, err := c.breaker.allow(host, now)
+	u := to.u
+	t, err := c.breaker.allow(to.host, now)
 	if err != nil {
-		c.breaker.hold(host, j.Topic, j.DueAt)
+		c.breaker.hold(to.host, j.Topic, j.DueAt)
 		return err
 	}
 	t.topic = j.Topic
-	resp, err := c.post(ctx, u, m.Headers, m.Body)
+	resp, err := c.post(ctx, to, m.Headers, m.Body)
 	c.breaker.done(t, callOutcome(resp, err), c.cfg.Now())
 	if err != nil {
 		if ue, ok := errors.AsType[*url.Error](err); ok {
@@ -350,11 +351,11 @@ func (c *Client) message(d timer.Delivery, now time.Time, id string, first []Hea
 
 // post sends the request: to an http:// callback on the plain transport,
 // to any other through net/http.
-func (c *Client) post(ctx context.Context, u *url.URL, headers []Header, body []byte) (*http.Response, error) {
-	if u.Scheme == "http" && u.User == nil {
-		return c.plain.post(ctx, u, headers, body)
+func (c *Client) post(ctx context.Context, to *target, headers []Header, body []byte) (*http.Response, error) {
+	if to.u.Scheme == "http" && to.u.User == nil {
+		return c.plain.post(ctx, to, headers, body)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, to.u.String(), bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +368,10 @@ func (c *Client) post(ctx context.Context, u *url.URL, headers []Header, body []
 // keepExcerpt puts resp's status and the start of its body in into,
 // leaving the body to be read from its start.
 func keepExcerpt(resp *http.Response, into *timer.Response) {
+	if resp.ContentLength == 0 { // as most receivers answer
+		into.StatusCode, into.Excerpt = resp.StatusCode, nil
+		return
+	}
 	excerpt, err := io.ReadAll(io.LimitReader(resp.Body, timer.MaxExcerptBytes))
 	into.StatusCode, into.Excerpt = resp.StatusCode, excerpt
 	if len(excerpt) == 0 && err == nil {

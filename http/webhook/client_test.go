@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -650,12 +651,16 @@ func TestWebhookTimeout(t *testing.T) {
 // Bodies are drained, so 20 calls in a row share one connection, whether
 // they succeed or fail.
 func TestWebhookReusesConnections(t *testing.T) {
-	for _, status := range []int{http.StatusOK, http.StatusInternalServerError} {
-		t.Run(strconv.Itoa(status), func(t *testing.T) {
-			big := strings.Repeat("y", 32<<10)
+	big := strings.Repeat("y", 32<<10)
+	for _, tc := range []struct {
+		status int
+		body   string
+	}{{http.StatusOK, big}, {http.StatusInternalServerError, big}, {http.StatusOK, ""}, {http.StatusNoContent, ""}} {
+		status := tc.status
+		t.Run(fmt.Sprintf("%d_%d_bytes", status, len(tc.body)), func(t *testing.T) {
 			srv := httptest.NewUnstartedServer(&recorder{reply: func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(status)
-				io.WriteString(w, big)
+				io.WriteString(w, tc.body)
 			}})
 			var mu sync.Mutex
 			conns := 0
@@ -671,8 +676,12 @@ func TestWebhookReusesConnections(t *testing.T) {
 
 			wh := newClient(t, webhook.Config{})
 			for i := range 20 {
-				err := wh.Fire(t.Context(), delivery(testJob(srv.URL), 1))
-				if (err == nil) != (status == http.StatusOK) {
+				d := delivery(testJob(srv.URL), 1)
+				if i%2 == 1 {
+					d.Response = new(timer.Response) // the excerpt read first
+				}
+				err := wh.Fire(t.Context(), d)
+				if (err == nil) != (status < 300) {
 					t.Fatalf("call %d: %v", i, err)
 				}
 			}
@@ -944,10 +953,15 @@ func BenchmarkWebhookFire(b *testing.B) {
 	j := testJob(srv.URL + "/hook")
 	j.Payload = []byte(`{"data":"` + strings.Repeat("x", 1<<10) + `"}`)
 
+	fire := func(b *testing.B) error {
+		d := delivery(j, 1)
+		d.Response = new(timer.Response) // as the executor asks
+		return wh.Fire(b.Context(), d)
+	}
 	b.Run("serial", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if err := wh.Fire(b.Context(), delivery(j, 1)); err != nil {
+			if err := fire(b); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -956,7 +970,7 @@ func BenchmarkWebhookFire(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			for pb.Next() {
-				if err := wh.Fire(b.Context(), delivery(j, 1)); err != nil {
+				if err := fire(b); err != nil {
 					b.Error(err)
 					return
 				}
@@ -981,6 +995,7 @@ func TestWebhookResponseExcerpt(t *testing.T) {
 		{"failure", http.StatusInternalServerError, "database down", "database down", `"database down"`},
 		{"long body", http.StatusOK, long, long[:timer.MaxExcerptBytes], ""},
 		{"no body", http.StatusNoContent, "", "", ""},
+		{"success with an empty body", http.StatusOK, "", "", ""},
 		{"failure without a body", http.StatusServiceUnavailable, "", "", "503 Service Unavailable"},
 	}
 	for _, tc := range tests {

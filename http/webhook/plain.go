@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"net/url"
 	"os"
 	"strconv"
 	"strings"
@@ -69,18 +68,17 @@ func newPlainTransport(dial func(ctx context.Context, network, addr string) (net
 // Header is one header of a request, or of a message on a bus.
 type Header struct{ Key, Value string }
 
-// post sends body with headers to u (an http URL) and returns the answer
-// as an *http.Response of which only StatusCode, Body and, when the
-// answer has one, Header's Retry-After are set. Body must be closed; it
-// is read on the connection, and closing it gives the connection back.
-// Errors are net/http's in kind: a dial error, a timeout wrapping
-// context.DeadlineExceeded, ctx's error when it is cancelled.
-func (t *plainTransport) post(ctx context.Context, u *url.URL, headers []Header, body []byte) (*http.Response, error) {
-	addr := u.Host
-	if u.Port() == "" {
-		addr = net.JoinHostPort(u.Hostname(), "80")
-	}
-	req := plainRequest{uri: u.RequestURI(), host: u.Host, headers: headers, body: body}
+// post sends body with headers to to (an http URL) and returns the
+// answer as an *http.Response of which only StatusCode, ContentLength
+// (0 for an answer without a body, -1 when its length is not given),
+// Body and, when the answer has one, Header's Retry-After are set. Body
+// must be closed; it is read on the connection, and closing it gives the
+// connection back. Errors are net/http's in kind: a dial error, a
+// timeout wrapping context.DeadlineExceeded, ctx's error when it is
+// cancelled.
+func (t *plainTransport) post(ctx context.Context, to *target, headers []Header, body []byte) (*http.Response, error) {
+	addr := to.addr
+	req := plainRequest{uri: to.uri, host: to.u.Host, headers: headers, body: body}
 	pc, reused, err := t.get(ctx, addr)
 	if err != nil {
 		return nil, err
@@ -167,11 +165,17 @@ func (t *plainTransport) roundTrip(ctx context.Context, pc *plainConn, req *plai
 		fasthttp.ReleaseResponse(resp)
 		return fail(shortError(err))
 	}
-	hr := &http.Response{StatusCode: resp.StatusCode()}
+	stream := resp.BodyStream()
+	hr := &http.Response{StatusCode: resp.StatusCode(), ContentLength: -1}
+	switch n := resp.Header.ContentLength(); {
+	case stream == nil:
+		hr.ContentLength = 0
+	case n >= 0:
+		hr.ContentLength = int64(n)
+	}
 	if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
 		hr.Header = http.Header{"Retry-After": {string(v)}}
 	}
-	stream := resp.BodyStream()
 	hr.Body = &plainBody{t: t, pc: pc, resp: resp, ctx: ctx, stop: stop, stream: stream,
 		reusable: !resp.ConnectionClose() && (stream == nil || resp.Header.ContentLength() >= -1)}
 	return hr, nil
