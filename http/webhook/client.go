@@ -299,7 +299,7 @@ func (c *Client) Fire(ctx context.Context, d timer.Delivery) error {
 		}
 		return fmt.Errorf("POST %s: %w", endpoint(u), err)
 	}
-	defer drainClose(resp.Body, c.cfg.MaxResponseBytes)
+	defer drainClose(resp, c.cfg.MaxResponseBytes)
 	if d.Response != nil {
 		keepExcerpt(resp, d.Response)
 	}
@@ -507,11 +507,15 @@ func bodySnippet(r io.Reader) string {
 	return ": " + strconv.Quote(s)
 }
 
-// drainClose reads what is left of a response body, up to limit bytes,
-// and closes it, so the connection goes back to the pool.
-func drainClose(body io.ReadCloser, limit int64) {
-	_, _ = io.Copy(io.Discard, io.LimitReader(body, limit))
-	_ = body.Close()
+// drainClose reads what is left of a response's body, up to limit
+// bytes, so that its connection can be reused, and closes it. An answer
+// without a body (ContentLength 0, as most receivers answer) has nothing
+// to read.
+func drainClose(resp *http.Response, limit int64) {
+	if resp.ContentLength != 0 {
+		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, limit))
+	}
+	_ = resp.Body.Close()
 }
 
 // signersOf returns the signers of the calls of topic: its namespace's.

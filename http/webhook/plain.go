@@ -176,7 +176,7 @@ func (t *plainTransport) roundTrip(ctx context.Context, pc *plainConn, req *plai
 	if v := resp.Header.Peek("Retry-After"); len(v) > 0 {
 		hr.Header = http.Header{"Retry-After": {string(v)}}
 	}
-	hr.Body = &plainBody{t: t, pc: pc, resp: resp, ctx: ctx, stop: stop, stream: stream,
+	hr.Body = &plainBody{t: t, pc: pc, resp: resp, ctx: ctx, stop: stop, stream: stream, eof: hr.ContentLength == 0,
 		reusable: !resp.ConnectionClose() && (stream == nil || resp.Header.ContentLength() >= -1)}
 	return hr, nil
 }
@@ -193,7 +193,7 @@ type plainBody struct {
 	// read to its end, which a body of a given length or in chunks has;
 	// one that lasts until the connection closes (length -2) has not.
 	reusable bool
-	eof      bool
+	eof      bool // read to its end: from the start when it is empty
 	err      error
 	closed   bool
 }
