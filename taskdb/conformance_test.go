@@ -61,6 +61,10 @@ func runConformance(t *testing.T, open, openEmpty func(t *testing.T) *Store) {
 		testMigrationStatus(t, openEmpty(t))
 	})
 	timertest.TestStore(t, func(t *testing.T) timer.Store { return open(t) })
+	t.Run("FireNew", func(t *testing.T) {
+		t.Parallel()
+		testFireNew(t, open(t))
+	})
 	t.Run("AttemptLog", func(t *testing.T) {
 		t.Parallel()
 		timertest.TestAttemptLog(t, func(t *testing.T) timer.AttemptLog { return open(t) })

@@ -109,6 +109,7 @@ func (s *Store) Insert(ctx context.Context, jobs []*timer.Job) error {
 	if err != nil {
 		return fmt.Errorf("insert %d jobs: %w", len(jobs), s.translate(err))
 	}
+	s.fresh.remember(jobs, now)
 	return nil
 }
 
@@ -186,13 +187,7 @@ func insertSQL(rows [][jobColumns]any, written [jobColumns]bool) (string, []any)
 // rowValues returns j's values for insertColumns: a column at its
 // default is nil for NULL, else int64(0) or "".
 func (s *Store) rowValues(j *timer.Job, now int64) [jobColumns]any {
-	created, modified := now, now
-	if !j.CreatedAt.IsZero() {
-		created, modified = j.CreatedAt.UnixMilli(), j.CreatedAt.UnixMilli()
-	}
-	if !j.UpdatedAt.IsZero() {
-		modified = j.UpdatedAt.UnixMilli()
-	}
+	created, modified := rowTimes(j, now)
 	status, fired := rowStatus(j.Status)
 	var payload any
 	if j.Payload != nil {
@@ -207,6 +202,19 @@ func (s *Store) rowValues(j *timer.Job, now int64) [jobColumns]any {
 		fired, j.TraceParent, expireAfter, expireAt,
 		j.Window.Milliseconds(), j.ConcurrencyKey, keyArg(j.GroupID),
 	}
+}
+
+// rowTimes are the gmt_create and gmt_modified columns of j inserted at
+// now: a zero CreatedAt is now, a zero UpdatedAt is CreatedAt.
+func rowTimes(j *timer.Job, now int64) (created, modified int64) {
+	created, modified = now, now
+	if !j.CreatedAt.IsZero() {
+		created, modified = j.CreatedAt.UnixMilli(), j.CreatedAt.UnixMilli()
+	}
+	if !j.UpdatedAt.IsZero() {
+		modified = j.UpdatedAt.UnixMilli()
+	}
+	return created, modified
 }
 
 // isDefault reports whether v, a value of rowValues, is its column's

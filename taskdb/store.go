@@ -40,6 +40,8 @@ type Store struct {
 	// deadTable is set once toc_dead is the one record of dead letters
 	// (deadTableMigration applied): see readsDeadTable.
 	deadTable atomic.Bool
+	// fresh is the pending jobs inserted lately, for FireNew.
+	fresh fresh
 }
 
 // topicStatsFor is how long ScanPending keeps an answer of smallTopics.

@@ -136,10 +136,25 @@ func (l *loader) giveBack(leases []Lease) {
 // fireAndGet moves the rows of leases due by the claim's horizon to
 // firing and loads them by id, trying a few times: a database blip should
 // not cost a lease period.
+//
+// The jobs the store remembers from their insert (NewFirer) are moved
+// first, without reading their rows; the rest as any other.
 func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) (map[JobID]*Job, error) {
 	ids := make([]JobID, len(leases))
 	for i, ls := range leases {
 		ids[i] = ls.ID
+	}
+	byID := make(map[JobID]*Job, len(ids))
+	if nf, ok := l.store.(NewFirer); ok {
+		if fired, rest, err := nf.FireNew(ctx, ids, l.until(now), now); err == nil {
+			for _, j := range fired {
+				byID[j.ID] = j
+			}
+			ids = rest
+		}
+		if len(ids) == 0 {
+			return byID, nil
+		}
 	}
 	var err error
 	for try := range max(1, l.cfg.retries) {
@@ -151,7 +166,6 @@ func (l *loader) fireAndGet(ctx context.Context, leases []Lease, now time.Time) 
 			continue
 		}
 		if jobs, err = l.store.GetMany(ctx, ids); err == nil {
-			byID := make(map[JobID]*Job, len(jobs))
 			for _, j := range jobs {
 				byID[j.ID] = j
 			}

@@ -27,6 +27,20 @@ type Store interface {
 	TopicStore
 }
 
+// NewFirer is a Store that remembers the pending jobs it inserted lately
+// as their rows were committed, and fires them without reading their
+// rows again.
+type NewFirer interface {
+	// FireNew is Fire of the jobs of ids the store remembers, on the
+	// condition that none of their rows changed since its insert. When
+	// it moved each of them to firing, it returns them as GetMany would
+	// read them now, and the ids it did not remember in rest. Otherwise
+	// it returns no job and every id in rest, the rows it moved left
+	// firing, for Fire and GetMany to finish. An error leaves the same
+	// to them.
+	FireNew(ctx context.Context, ids []JobID, until, now time.Time) (fired []*Job, rest []JobID, err error)
+}
+
 // JobWriter inserts jobs and moves them between statuses.
 //
 // Every change of a row moves its version (Job.Version) by one, in the

@@ -46,6 +46,22 @@ func (s *Store) Fire(ctx context.Context, ids []timer.JobID, until, now time.Tim
 	return int(n.Load()), err
 }
 
+// FireNew implements timer.NewFirer: each shard's FireNew of its ids.
+func (s *Store) FireNew(ctx context.Context, ids []timer.JobID, until, now time.Time) (fired []*timer.Job, rest []timer.JobID, err error) {
+	var mu sync.Mutex
+	err = s.eachID(ids, func(i int, ids []timer.JobID) error {
+		f, r, err := s.shards[i].FireNew(ctx, ids, until, now)
+		mu.Lock()
+		fired, rest = append(fired, f...), append(rest, r...)
+		mu.Unlock()
+		return err
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return fired, rest, nil
+}
+
 // Complete implements timer.JobWriter.
 func (s *Store) Complete(ctx context.Context, done []timer.Completion, now time.Time) (int, error) {
 	byShard, err := group(s, done, func(c timer.Completion) timer.JobID { return c.ID })

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -339,4 +341,37 @@ func TestAuditLogOnTwoShards(t *testing.T) {
 		s, _ := openShards(t, 2)
 		return s
 	})
+}
+
+// FireNew on two shards fires the jobs each shard inserted, as GetMany
+// reads them, and leaves the rest to Fire.
+func TestFireNewOnTwoShards(t *testing.T) {
+	s, _ := openShards(t, 2)
+	ctx := t.Context()
+	g := timer.NewIDGen(1, nil)
+	now := time.Now()
+	var ids []timer.JobID
+	for i := range 4 {
+		j := &timer.Job{ID: g.NextIn(i % 2), Topic: "orders", Status: timer.StatusPending, DueAt: now,
+			MaxAttempts: 3, CallbackURL: "https://example.com/h", Payload: []byte(`{"n":1}`)}
+		if err := s.Insert(ctx, []*timer.Job{j}); err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, j.ID)
+	}
+	unknown := g.NextIn(1) // no row
+	fired, rest, err := s.FireNew(ctx, append(slices.Clone(ids), unknown), now.Add(time.Second), now)
+	if err != nil || len(fired) != len(ids) || !slices.Equal(rest, []timer.JobID{unknown}) {
+		t.Fatalf("FireNew = %d jobs, rest %v, %v; want %d, rest [%d]", len(fired), rest, err, len(ids), unknown)
+	}
+	rows, err := s.GetMany(ctx, ids)
+	if err != nil || len(rows) != len(ids) {
+		t.Fatalf("GetMany = %d, %v", len(rows), err)
+	}
+	for _, row := range rows {
+		i := slices.IndexFunc(fired, func(j *timer.Job) bool { return j.ID == row.ID })
+		if i < 0 || !reflect.DeepEqual(fired[i], row) || row.Status != timer.StatusFiring {
+			t.Errorf("row %+v, FireNew's job %d", *row, i)
+		}
+	}
 }
