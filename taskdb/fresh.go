@@ -25,20 +25,23 @@ import (
 type fresh struct {
 	mu    sync.Mutex
 	jobs  map[timer.JobID]*timer.Job
-	bytes int // the payloads' bytes, bounded by freshMaxBytes
+	bytes int   // the payloads' bytes, bounded by freshMaxBytes
+	swept int64 // when sweep last ran (ms)
 }
 
 // What fresh holds at most, and of which jobs. A job due later than
-// freshHorizon after its insert is not remembered: it would wait long in
-// memory, and few jobs fire that soon after they are made but most of
-// the jobs of a drain or a steady rate do. A job remembered and never
-// fired here (its slot is another member's, or it was cancelled) is let
-// go freshStale after its due time, when the store is full.
+// freshHorizon after its insert is not remembered: it would hold memory
+// long, for one read saved. A job remembered and never fired here (its
+// slot is another member's, or it was cancelled) is let go freshStale
+// after its due time, when the store is full; the full store is looked
+// through for those at most once per freshSweepEvery, since it takes
+// a pass over every job kept.
 const (
-	freshMaxJobs  = 65_536
-	freshMaxBytes = 32 << 20
-	freshHorizon  = 10 * time.Minute
-	freshStale    = time.Minute
+	freshMaxJobs    = 65_536
+	freshMaxBytes   = 32 << 20
+	freshHorizon    = 10 * time.Minute
+	freshStale      = time.Minute
+	freshSweepEvery = time.Second
 )
 
 // remember keeps the pending jobs of a committed insert that are due
@@ -66,9 +69,13 @@ func (f *fresh) remember(jobs []*timer.Job, now int64) {
 	}
 }
 
-// sweep lets go of the jobs due more than freshStale before now (ms).
-// The caller holds f.mu.
+// sweep lets go of the jobs due more than freshStale before now (ms),
+// unless it ran less than freshSweepEvery ago. The caller holds f.mu.
 func (f *fresh) sweep(now int64) {
+	if now-f.swept < freshSweepEvery.Milliseconds() {
+		return
+	}
+	f.swept = now
 	stale := now - freshStale.Milliseconds()
 	for id, j := range f.jobs {
 		if timer.MillisOf(j.DueAt) < stale {

@@ -118,7 +118,8 @@ func checkRows(t *testing.T, s *Store, want map[timer.JobID]timer.Status, versio
 }
 
 // The memory of fresh jobs is bounded: when full, the jobs long past due
-// are let go, and no more are kept until there is room.
+// are let go, at most once a second, and no more are kept until there is
+// room.
 func TestFreshBounded(t *testing.T) {
 	var f fresh
 	now := time.Now().UnixMilli()
@@ -142,5 +143,16 @@ func TestFreshBounded(t *testing.T) {
 	}
 	if got, rest := f.take([]timer.JobID{j.ID, 5}); len(got) != 1 || got[0].ID != j.ID || !slices.Equal(rest, []timer.JobID{5}) || f.bytes != 0 {
 		t.Errorf("take = %d, rest %v, %d bytes left", len(got), rest, f.bytes)
+	}
+
+	// Full again: the pass over every job runs at most once a second.
+	f.remember(old, now)
+	f.remember([]*timer.Job{j}, now)
+	if f.jobs[j.ID] != nil {
+		t.Error("a second sweep ran within a second of the first")
+	}
+	f.remember([]*timer.Job{j}, now+freshSweepEvery.Milliseconds())
+	if f.jobs[j.ID] == nil || len(f.jobs) != 1 {
+		t.Errorf("a second later: %d jobs kept, want the new one alone", len(f.jobs))
 	}
 }
