@@ -24,21 +24,35 @@ import (
 // that condition, in the same UPDATE that Fire runs.
 type fresh struct {
 	mu    sync.Mutex
-	jobs  map[timer.JobID]*timer.Job
-	bytes int   // the payloads' bytes, bounded by freshMaxBytes
+	jobs  map[timer.JobID]freshJob
+	bytes int   // the jobs' sizes, bounded by freshMaxBytes
 	swept int64 // when sweep last ran (ms)
+
+	// The topic and callback URL of the job remembered last: the next
+	// job of a batch shares them, so their bytes are held once.
+	topic, callback string
 }
 
-// What fresh holds at most, and of which jobs. A job due later than
-// freshHorizon after its insert is not remembered: it would hold memory
-// long, for one read saved. A job remembered and never fired here (its
-// slot is another member's, or it was cancelled) is let go freshStale
-// after its due time, when the store is full; the full store is looked
-// through for those at most once per freshSweepEvery, since it takes
-// a pass over every job kept.
+// freshJob is a remembered job and the bytes it is counted for.
+type freshJob struct {
+	job  *timer.Job
+	size int
+}
+
+// What fresh holds at most, and of which jobs. Its bound is one of
+// memory: each job counts freshJobBytes and the bytes of its payload
+// and strings, so that a store remembers about 120,000 jobs of small
+// payloads (a drain of 100,000 due at once fires each without a read),
+// and fewer of larger ones. A job due later than freshHorizon after its
+// insert is not remembered: it would hold memory long, for one read
+// saved. A job remembered and never fired here (its slot is another
+// member's, or it was cancelled) is let go freshStale after its due
+// time, when the store is full; the full store is looked through for
+// those at most once per freshSweepEvery, since it takes a pass over
+// every job kept.
 const (
-	freshMaxJobs    = 65_536
-	freshMaxBytes   = 32 << 20
+	freshMaxBytes   = 48 << 20
+	freshJobBytes   = 400 // a timer.Job (352 with its allocation's rounding) and its entry in the map
 	freshHorizon    = 10 * time.Minute
 	freshStale      = time.Minute
 	freshSweepEvery = time.Second
@@ -52,20 +66,33 @@ func (f *fresh) remember(jobs []*timer.Job, now int64) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.jobs == nil {
-		f.jobs = make(map[timer.JobID]*timer.Job)
+		f.jobs = make(map[timer.JobID]freshJob)
 	}
 	for _, j := range jobs {
 		if j.Status != timer.StatusPending || timer.MillisOf(j.DueAt) > horizon {
 			continue
 		}
-		if len(f.jobs) >= freshMaxJobs || f.bytes+len(j.Payload) > freshMaxBytes {
+		c := storedJob(j, now)
+		size := freshJobBytes + len(c.Payload) + len(c.Key) + len(c.TraceParent) + len(c.LastError) + len(c.ConcurrencyKey) + len(c.GroupID)
+		if c.Topic == f.topic {
+			c.Topic = f.topic
+		} else {
+			size += len(c.Topic)
+		}
+		if c.CallbackURL == f.callback {
+			c.CallbackURL = f.callback
+		} else {
+			size += len(c.CallbackURL)
+		}
+		if f.bytes+size > freshMaxBytes {
 			f.sweep(now)
-			if len(f.jobs) >= freshMaxJobs || f.bytes+len(j.Payload) > freshMaxBytes {
+			if f.bytes+size > freshMaxBytes {
 				return
 			}
 		}
-		f.jobs[j.ID] = storedJob(j, now)
-		f.bytes += len(j.Payload)
+		f.topic, f.callback = c.Topic, c.CallbackURL
+		f.jobs[j.ID] = freshJob{job: c, size: size}
+		f.bytes += size
 	}
 }
 
@@ -77,9 +104,9 @@ func (f *fresh) sweep(now int64) {
 	}
 	f.swept = now
 	stale := now - freshStale.Milliseconds()
-	for id, j := range f.jobs {
-		if timer.MillisOf(j.DueAt) < stale {
-			f.bytes -= len(j.Payload)
+	for id, e := range f.jobs {
+		if timer.MillisOf(e.job.DueAt) < stale {
+			f.bytes -= e.size
 			delete(f.jobs, id)
 		}
 	}
@@ -91,10 +118,10 @@ func (f *fresh) take(ids []timer.JobID) (jobs []*timer.Job, rest []timer.JobID) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, id := range ids {
-		if j, ok := f.jobs[id]; ok {
+		if e, ok := f.jobs[id]; ok {
 			delete(f.jobs, id)
-			f.bytes -= len(j.Payload)
-			jobs = append(jobs, j)
+			f.bytes -= e.size
+			jobs = append(jobs, e.job)
 		} else {
 			rest = append(rest, id)
 		}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/toc-project/toc/timer"
 )
@@ -123,22 +124,23 @@ func checkRows(t *testing.T, s *Store, want map[timer.JobID]timer.Status, versio
 func TestFreshBounded(t *testing.T) {
 	var f fresh
 	now := time.Now().UnixMilli()
-	old := make([]*timer.Job, freshMaxJobs)
+	full := freshMaxBytes / freshJobBytes // of jobs with no payload and no strings
+	old := make([]*timer.Job, full)
 	for i := range old {
 		old[i] = &timer.Job{ID: timer.JobID(i + 1), Status: timer.StatusPending, DueAt: timer.TimeOf(now - 2*freshStale.Milliseconds())}
 	}
 	f.remember(old, now)
-	if len(f.jobs) != freshMaxJobs {
-		t.Fatalf("%d jobs kept, want %d", len(f.jobs), freshMaxJobs)
+	if len(f.jobs) != full || f.bytes != full*freshJobBytes {
+		t.Fatalf("%d jobs kept, %d bytes; want %d, %d", len(f.jobs), f.bytes, full, full*freshJobBytes)
 	}
 	j := &timer.Job{ID: 1 << 40, Status: timer.StatusPending, DueAt: timer.TimeOf(now), Payload: make([]byte, 100)}
 	f.remember([]*timer.Job{j}, now)
-	if len(f.jobs) != 1 || f.bytes != 100 || f.jobs[j.ID] == nil {
+	if len(f.jobs) != 1 || f.bytes != freshJobBytes+100 || f.jobs[j.ID].job == nil {
 		t.Errorf("after a sweep: %d jobs, %d bytes; want the new one alone", len(f.jobs), f.bytes)
 	}
 	big := &timer.Job{ID: 1<<40 + 1, Status: timer.StatusPending, DueAt: timer.TimeOf(now), Payload: make([]byte, freshMaxBytes)}
 	f.remember([]*timer.Job{big}, now)
-	if f.jobs[big.ID] != nil || f.bytes != 100 {
+	if _, ok := f.jobs[big.ID]; ok || f.bytes != freshJobBytes+100 {
 		t.Errorf("a payload past the bound was kept: %d bytes", f.bytes)
 	}
 	if got, rest := f.take([]timer.JobID{j.ID, 5}); len(got) != 1 || got[0].ID != j.ID || !slices.Equal(rest, []timer.JobID{5}) || f.bytes != 0 {
@@ -148,11 +150,41 @@ func TestFreshBounded(t *testing.T) {
 	// Full again: the pass over every job runs at most once a second.
 	f.remember(old, now)
 	f.remember([]*timer.Job{j}, now)
-	if f.jobs[j.ID] != nil {
+	if _, ok := f.jobs[j.ID]; ok {
 		t.Error("a second sweep ran within a second of the first")
 	}
 	f.remember([]*timer.Job{j}, now+freshSweepEvery.Milliseconds())
-	if f.jobs[j.ID] == nil || len(f.jobs) != 1 {
+	if _, ok := f.jobs[j.ID]; !ok || len(f.jobs) != 1 {
 		t.Errorf("a second later: %d jobs kept, want the new one alone", len(f.jobs))
+	}
+}
+
+// TestFreshSharesStrings: the jobs of a batch, each with its own copy of
+// the same topic and callback URL, are remembered holding one copy, and
+// counted for its bytes once.
+func TestFreshSharesStrings(t *testing.T) {
+	var f fresh
+	now := time.Now().UnixMilli()
+	topic, url := "orders", "http://localhost:8080/hook"
+	batch := make([]*timer.Job, 3)
+	for i := range batch {
+		batch[i] = &timer.Job{ID: timer.JobID(i + 1), Status: timer.StatusPending, DueAt: timer.TimeOf(now),
+			Topic: strings.Clone(topic), CallbackURL: strings.Clone(url), Key: strings.Clone("k")}
+	}
+	batch[2].CallbackURL = strings.Clone("http://localhost:8080/other")
+	f.remember(batch, now)
+	one, two, three := f.jobs[1].job, f.jobs[2].job, f.jobs[3].job
+	if unsafe.StringData(two.Topic) != unsafe.StringData(one.Topic) || unsafe.StringData(three.Topic) != unsafe.StringData(one.Topic) ||
+		unsafe.StringData(two.CallbackURL) != unsafe.StringData(one.CallbackURL) {
+		t.Error("the batch's jobs hold copies of one topic or callback URL of their own")
+	}
+	if two.Topic != topic || two.CallbackURL != url || three.CallbackURL != "http://localhost:8080/other" || two.Key != "k" {
+		t.Errorf("remembered %q %q %q %q", two.Topic, two.CallbackURL, three.CallbackURL, two.Key)
+	}
+	want := freshJobBytes + len(topic) + len(url) + 1 + // the first job: its strings
+		freshJobBytes + 1 + // the second: its key alone
+		freshJobBytes + len("http://localhost:8080/other") + 1 // the third: its other URL and key
+	if f.bytes != want {
+		t.Errorf("counted %d bytes, want %d", f.bytes, want)
 	}
 }
