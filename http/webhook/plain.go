@@ -145,8 +145,10 @@ func writeHeaderValue(bw *bufio.Writer, v string) {
 
 // roundTrip writes req on pc and reads the answer's head.
 func (t *plainTransport) roundTrip(ctx context.Context, pc *plainConn, req *plainRequest) (*http.Response, error) {
-	deadline, _ := ctx.Deadline()
-	_ = pc.conn.SetDeadline(deadline)
+	// The call ends when ctx does, its deadline included: ctx's own timer
+	// ends it, and a past deadline on the connection then ends its
+	// reads and writes. A deadline of the connection's own, set before
+	// the call and cleared after it, was two more timer changes a fire.
 	stop := context.AfterFunc(ctx, func() { _ = pc.conn.SetDeadline(time.Unix(1, 0)) })
 	fail := func(err error) (*http.Response, error) {
 		stop()
@@ -230,7 +232,6 @@ func (b *plainBody) Close() error {
 	fasthttp.ReleaseResponse(b.resp)
 	// stop is false when the AfterFunc ran: the deadline is in the past.
 	if b.stop() && b.eof && b.err == nil && b.reusable {
-		_ = b.pc.conn.SetDeadline(time.Time{})
 		b.t.put(b.pc)
 		return nil
 	}
