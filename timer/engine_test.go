@@ -610,13 +610,76 @@ type claimLog struct {
 	timer.NopObserver
 	mu     sync.Mutex
 	claims []time.Time
+	leases []int // each claim's
 }
 
 func (c *claimLog) Claimed(_ timer.Slot, n int) {
 	if n > 0 {
 		c.mu.Lock()
 		c.claims = append(c.claims, time.Now())
+		c.leases = append(c.leases, n)
 		c.mu.Unlock()
+	}
+}
+
+// claimedBefore is how many leases claims returned before t.
+func (c *claimLog) claimedBefore(t time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for i, at := range c.claims {
+		if at.Before(t) {
+			n += c.leases[i]
+		}
+	}
+	return n
+}
+
+// fireNoneEarly schedules reqs, waits until each has reached the
+// handler, and fails t for each handed over before its due time.
+func fireNoneEarly(t *testing.T, e *timer.Engine, rec *recorder, reqs []timer.Request) {
+	t.Helper()
+	ids := schedule(t, e, reqs)
+	rec.expect(ids)
+	rec.wait(t, 30*time.Second)
+	for _, id := range ids {
+		for _, d := range rec.deliveries(id) {
+			if d.at.Before(d.due) {
+				t.Errorf("job %d handed over %v before its due time", id, d.due.Sub(d.at))
+			}
+		}
+	}
+}
+
+// Jobs due within the look-ahead are claimed ahead even when there are
+// more of them than the worker holds leases for its calls and prefetch:
+// those wait for their due time in room of their own.
+func TestEngineClaimsAheadBeyondCapacity(t *testing.T) {
+	eachRedis(t, sharedRedis, testEngineClaimsAheadBeyondCapacity)
+}
+
+func testEngineClaimsAheadBeyondCapacity(t *testing.T, b backend) {
+	s := newStack(t, b)
+	rec := newRecorder()
+	obs := &claimLog{}
+	const ahead = 300 * time.Millisecond
+	// At most 2 calls and 8 prefetched: 10 leases for due jobs.
+	e, _ := s.start(t, rec, timer.Config{Observer: obs, Worker: timer.WorkerConfig{ClaimAhead: ahead, Concurrency: 2, BatchSize: 4}})
+	rec.expect(schedule(t, e, []timer.Request{{Topic: "wide"}})) // the topic's slots exist and are owned
+	rec.wait(t, 10*time.Second)
+	obs.mu.Lock()
+	obs.claims, obs.leases = nil, nil
+	obs.mu.Unlock()
+
+	const n = 200
+	first := time.Now().Add(2 * time.Second)
+	reqs := make([]timer.Request, n)
+	for i := range reqs {
+		reqs[i] = timer.Request{Topic: "wide", BizID: uint64(i), FireAt: first}
+	}
+	fireNoneEarly(t, e, rec, reqs)
+	if got := obs.claimedBefore(first); got != n {
+		t.Errorf("%d of the %d jobs claimed before their due time, want all", got, n)
 	}
 }
 
@@ -645,17 +708,7 @@ func testEngineClaimsAhead(t *testing.T, b backend) {
 	for i := range reqs {
 		reqs[i] = timer.Request{Topic: "ahead", BizID: uint64(i), FireAt: first.Add(time.Duration(i) * 200 * time.Millisecond / n)}
 	}
-	ids := schedule(t, e, reqs)
-	rec.expect(ids)
-	rec.wait(t, 30*time.Second)
-
-	for _, id := range ids {
-		for _, d := range rec.deliveries(id) {
-			if d.at.Before(d.due) {
-				t.Errorf("job %d handed over %v before its due time", id, d.due.Sub(d.at))
-			}
-		}
-	}
+	fireNoneEarly(t, e, rec, reqs)
 	obs.mu.Lock()
 	defer obs.mu.Unlock()
 	// Two passes over the 16 slots at most: a claim asks for twice what

@@ -130,9 +130,12 @@ type topicConf struct {
 type limiterConfig struct {
 	batch    int
 	capacity int // leases the worker may hold at once
-	timing   timing
-	now      func() time.Time
-	obs      Observer
+	// aheadRoom is how many leases of jobs claimed ahead, loaded and
+	// waiting for their due time, the worker may hold beyond capacity.
+	aheadRoom int
+	timing    timing
+	now       func() time.Time
+	obs       Observer
 	// demand is how many jobs of each pull topic workers wait for; nil:
 	// none ever, and pull topics claim nothing.
 	demand Demand
@@ -150,6 +153,7 @@ type limiter struct {
 	vtime   float64
 
 	held  atomic.Int64
+	ahead atomic.Int64  // of held, loaded and waiting for their due time
 	freed chan struct{} // a lease was released
 }
 
@@ -316,8 +320,15 @@ func (l *limiter) leave(tp *topicState) {
 	tp.place = idle
 }
 
-// room is how many more leases the worker may hold.
-func (l *limiter) room() int { return max(0, l.cfg.capacity-int(l.held.Load())) }
+// room is how many more leases the worker may hold: capacity, less the
+// leases held, of which those of jobs waiting for their due time count
+// only beyond aheadRoom. Capacity bounds the leases of due jobs, and
+// aheadRoom those claimed ahead, so that at thousands of jobs a second a
+// pass claims all the look-ahead's jobs, not as many as calls ended.
+func (l *limiter) room() int {
+	ahead := min(int(l.ahead.Load()), l.cfg.aheadRoom)
+	return max(0, l.cfg.capacity-int(l.held.Load())+ahead)
+}
 
 // allowance is how many jobs tp, being served, may claim now, at most
 // limit. When it is 0, tp rests until its bucket holds a claim's worth,
@@ -422,6 +433,19 @@ func (l *limiter) release(topic string, n int) {
 	select {
 	case l.freed <- struct{}{}:
 	default:
+	}
+}
+
+// waiting counts one more (n 1) or one fewer (n -1) lease of tp's loaded
+// and waiting for its due time. One more frees room (see room): a worker
+// that held all it may claims again. Safe for any goroutine.
+func (l *limiter) waiting(tp *topicState, n int64) {
+	tp.ahead.Add(n)
+	if l.ahead.Add(n) <= int64(l.cfg.aheadRoom) && n > 0 {
+		select {
+		case l.freed <- struct{}{}:
+		default:
+		}
 	}
 }
 

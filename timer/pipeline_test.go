@@ -952,3 +952,41 @@ func TestStepsConcurrencyKey(t *testing.T) {
 		t.Errorf("worker still holds %d leases", r.steps.Held())
 	}
 }
+
+// The worker runs a pass whenever it wakes, hundreds of times a second
+// under load (a job scheduled, a lease freed). A busy slot is not claimed
+// from in slivers, the few jobs that came within twice the look-ahead
+// since the last pass, but in batches of half a look-ahead or more, while
+// every job is still claimed at least a look-ahead before it is due.
+func TestStepsClaimInBatchesUnderFrequentPasses(t *testing.T) {
+	r := newRig(t, timer.WorkerConfig{})
+	ctx := t.Context()
+	ahead := timer.DefaultClaimAhead
+	const n = 400 // one due every millisecond, from four look-aheads on
+	first := r.clock.Now().Add(4 * ahead)
+	for i := range n {
+		if _, err := r.sched.Schedule(ctx, timer.Request{Topic: "orders", FireAt: first.Add(time.Duration(i) * time.Millisecond), CallbackURL: "http://localhost/hook"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	passes, claimed := 0, 0
+	for r.clock.Now().Before(first.Add(n * time.Millisecond)) {
+		c, _ := r.steps.Step(ctx) // a pass every millisecond
+		if c > 0 {
+			passes++
+			claimed += c
+		}
+		dueSoon := min(n, max(0, int(r.clock.Now().Add(ahead).Sub(first)/time.Millisecond)+1))
+		if claimed < dueSoon {
+			t.Fatalf("at %v: %d claimed, but %d are due within the look-ahead", r.clock.Now().Sub(first), claimed, dueSoon)
+		}
+		r.clock.Advance(time.Millisecond)
+	}
+	if claimed != n {
+		t.Fatalf("claimed %d of %d", claimed, n)
+	}
+	if most := 2 * n / int(ahead/2/time.Millisecond); passes > most {
+		t.Errorf("%d passes claimed %d jobs, %.1f each; want at most %d passes", passes, n, float64(n)/float64(passes), most)
+	}
+	t.Logf("%d passes claimed %d jobs", passes, n)
+}

@@ -18,6 +18,15 @@ const (
 	DefaultClaimAhead  = 50 * time.Millisecond
 )
 
+// aheadLeases is how many jobs claimed ahead (WorkerConfig.ClaimAhead)
+// may wait in memory for their due time beyond Concurrency + Prefetch,
+// which bound the jobs due. Without it a worker at 5,000 jobs a second
+// held its look-ahead's 250-500 jobs within those 264 leases (the
+// defaults), and claimed as many as calls ended, about ten a pass: ten
+// rows marked firing a statement. With it, a pass every half look-ahead
+// takes that time's jobs, 250 a statement (BENCHMARKS.md, issue 35).
+const aheadLeases = 1024
+
 // WorkerConfig configures a Worker. The zero value is usable.
 type WorkerConfig struct {
 	// BatchSize caps the jobs claimed from one slot at once.
@@ -27,7 +36,9 @@ type WorkerConfig struct {
 	// Prefetch caps the leases held beyond those being dispatched
 	// (default 2×BatchSize: enough that the row load before each dispatch,
 	// an UPDATE and a SELECT, does not leave the dispatchers idle). The worker never claims more than it can
-	// dispatch soon, so over-capacity work waits in Redis, not in memory.
+	// dispatch soon, so over-capacity work waits in Redis, not in memory;
+	// jobs claimed ahead of their due time (ClaimAhead) wait in room of
+	// their own, aheadLeases.
 	Prefetch int
 	// Lease is how long a claimed job stays with this worker before
 	// another may take it back (default LeaseFor(0, AttemptTimeout)); it
@@ -222,6 +233,11 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	}
 	_, whole := owner.(TopicAssignment)
 	held := cfg.Concurrency + cfg.Prefetch
+	aheadRoom := 0
+	if cfg.ClaimAhead > 0 {
+		aheadRoom = aheadLeases
+	}
+	tokens := held + aheadRoom // the most leases held, each a pass, a task or an outcome at most
 	w := &Worker{
 		cfg:        cfg,
 		log:        cfg.Logger,
@@ -229,9 +245,9 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 		catalog:    catalog,
 		ownCatalog: ownCatalog,
 		own:        newOwnership(whole),
-		loadCh:     make(chan claimed, held),
-		execCh:     make(chan task, held),
-		finishCh:   make(chan outcome, held),
+		loadCh:     make(chan claimed, tokens),
+		execCh:     make(chan task, tokens),
+		finishCh:   make(chan outcome, tokens),
 		wakes:      make(map[Slot]time.Time),
 		acked:      make(map[Slot]ackedSlot),
 		woken:      make(chan struct{}, 1),
@@ -241,7 +257,7 @@ func NewWorker(store Store, index Index, leaser Leaser, handler Handler, owner A
 	}
 	record := func(ctx context.Context, o outcome) { w.complete.record(ctx, []outcome{o}) }
 	def := timing{timeout: cfg.AttemptTimeout, lease: cfg.Lease, retry: cfg.Retry}
-	w.lim = newLimiter(limiterConfig{batch: cfg.BatchSize, capacity: held, timing: def, now: cfg.Now, obs: cfg.Observer, demand: cfg.Demand})
+	w.lim = newLimiter(limiterConfig{batch: cfg.BatchSize, capacity: held, aheadRoom: aheadRoom, timing: def, now: cfg.Now, obs: cfg.Observer, demand: cfg.Demand})
 	reader, _ := leaser.(HeadReader)
 	w.claim = newClaimer(leaser, w.lim, w.own, claimerConfig{
 		batch: cfg.BatchSize, ahead: cfg.ClaimAhead, now: cfg.Now, obs: cfg.Observer, logf: cfg.Logger.Warn, reader: reader,
@@ -284,11 +300,11 @@ func (w *Worker) hold(t task) {
 		return
 	}
 	w.holds.Add(1)
-	ahead := &w.lim.topic(t.lease.Slot.Topic).ahead
-	ahead.Add(1)
+	tp := w.lim.topic(t.lease.Slot.Topic)
+	w.lim.waiting(tp, 1)
 	time.AfterFunc(wait, func() {
 		defer w.holds.Done()
-		ahead.Add(-1)
+		w.lim.waiting(tp, -1)
 		w.execCh <- t
 	})
 }
